@@ -1,0 +1,23 @@
+# Writes OUT with the commit of SRC and whether its tree is dirty; rewrites only on change.
+set(commit "unknown")
+set(dirty "true")
+find_package(Git QUIET)
+if(GIT_FOUND)
+  execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SRC} rev-parse HEAD
+                  OUTPUT_VARIABLE c RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(commit "${c}")
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SRC} status --porcelain --untracked-files=no
+                    OUTPUT_VARIABLE s OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(s STREQUAL "")
+      set(dirty "false")
+    endif()
+  endif()
+endif()
+set(text "#pragma once\n#define KC_GIT_COMMIT \"${commit}\"\n#define KC_GIT_DIRTY ${dirty}\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+endif()
+if(NOT "${old}" STREQUAL "${text}")
+  file(WRITE ${OUT} "${text}")
+endif()

@@ -1,0 +1,7 @@
+// Every contract's definition; the registry lists them in contracts.cpp.
+#pragma once
+#include "contracts/framework.h"
+
+namespace kc {
+ContractDef fp8_rows_contract();
+}  // namespace kc

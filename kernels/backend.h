@@ -1,0 +1,44 @@
+// Backend: the one interface behind which the kernels run. `cpu` runs the host twins,
+// `cuda` the CUDA kernels (inputs copied to the device, results copied back). Every
+// operation validates its inputs and returns a Status; none aborts the process.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/cache.h"
+#include "kernels/fp8_rows.h"
+#include "kernels/status.h"
+
+namespace kc {
+
+struct DeviceInfo {
+  std::string name;      // GPU name or CPU model
+  std::string compute;   // compute capability, or "" on cpu
+  std::string driver;    // driver / runtime versions, or "" on cpu
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual DeviceInfo device() const = 0;
+
+  // fp8 rows: encode n rows of x ([n][head_dim] fp32) into the cache through kv_row /
+  // kv_scale; decode n rows from the cache into out ([n][head_dim]).
+  virtual Status fp8_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
+  virtual Status fp8_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
+  // E4M3 conversion of the floats whose bit patterns are first .. first+count-1.
+  virtual Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Errors (not built with CUDA, no device, driver failure) come back in *st.
+std::unique_ptr<Backend> make_cuda_backend(Status* st);
+// True when the cuda backend is built and a device answers.
+bool cuda_device_present(std::string* why = nullptr);
+
+// Checks shared by every backend before a row batch is launched.
+Status validate_rows(const Cache& cache, const RowRef* rows, int n);
+
+}  // namespace kc

@@ -1,0 +1,191 @@
+// tf-cuda-test: the command line of kernel-contracts.
+//   tf-cuda-test list
+//   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX] [--out FILE]
+//   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
+// Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
+// was green or a backend error occurred; 2 bad usage or bad input.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+
+namespace {
+
+constexpr int kUsage = 2;
+
+struct Common {
+  std::string backend = "auto";
+  uint64_t seed = 0;
+  int cases = 0;
+  std::string filter;
+  std::string out;
+  std::string out_dir = "receipts";
+  bool quiet = false;
+};
+
+std::string known_commands() {
+  std::string s = "list, kernel-contract";
+  for (const auto& c : kc::contracts()) s += ", " + c.name;
+  return s;
+}
+
+// Fails early (before a long run) when the receipt cannot be written there.
+bool output_writable(const std::string& path, std::string* why) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    *why = path + ": folder " + dir.string() + " does not exist and cannot be created";
+    return false;
+  }
+  if (fs::is_directory(p)) {
+    *why = path + ": is a folder, expected a file";
+    return false;
+  }
+  const fs::path probe = dir / (".tf-cuda-test-probe-" + std::to_string(::getpid()));
+  std::ofstream f(probe);
+  if (!f) {
+    *why = path + ": folder " + dir.string() + " is not writable";
+    return false;
+  }
+  f.close();
+  fs::remove(probe, ec);
+  return true;
+}
+
+int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App& sub,
+            const std::vector<std::string>& argv, const std::string& out) {
+  kc::RunOptions ro;
+  ro.backend = o.backend;
+  if (sub.count("--seed")) ro.seed = o.seed;
+  if (sub.count("--cases")) ro.cases = o.cases;
+  ro.filter = o.filter;
+  ro.argv = argv;
+  ro.quiet = o.quiet;
+  const kc::RunResult r = kc::run_contract(c, be, ro);
+  std::cout << kc::summary_table(r.receipt) << std::flush;
+  if (!out.empty()) {
+    const kc::Status st = kc::write_json_atomic(out, r.receipt);
+    if (!st.ok) {
+      std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+      return kUsage;
+    }
+    std::cout << "receipt: " << out << "\n";
+  }
+  return r.pass ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{
+      "tf-cuda-test: kernel contracts for paged attention kernels.\n"
+      "Each contract pairs CUDA kernels (backend cuda) or their host twins (backend cpu)\n"
+      "with float64 references, checks its gates on generated cases and proves it can\n"
+      "fail with planted controls that must be red.\n"
+      "Exit codes: 0 pass, 1 a gate failed or a control was green, 2 bad usage or input."};
+  app.require_subcommand(1, 1);
+  app.fallthrough(false);
+
+  auto* list = app.add_subcommand("list", "List the contracts and what each proves");
+
+  Common o;
+  auto add_run_options = [&](CLI::App* s) {
+    s->add_option("--backend", o.backend, "auto (cuda when a device is present), cpu (host twins) or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    s->add_option("--seed", o.seed, "Seed of the case generator (printed and recorded; replays a run)");
+    s->add_flag("--quiet", o.quiet, "No progress lines on stderr");
+  };
+  std::vector<std::pair<const kc::ContractDef*, CLI::App*>> subs;
+  for (const kc::ContractDef& c : kc::contracts()) {
+    auto* s = app.add_subcommand(c.name, c.summary);
+    add_run_options(s);
+    s->add_option("--cases", o.cases, "Number of generated cases (default " + std::to_string(c.default_cases) + ")")
+        ->check(CLI::PositiveNumber);
+    s->add_option("--filter", o.filter, "Run only cases whose name(k=v,...) line matches this ECMAScript regex");
+    s->add_option("--out", o.out, "Write the JSON receipt here (atomically)");
+    subs.push_back({&c, s});
+  }
+  auto* all = app.add_subcommand("kernel-contract", "Run every contract; one receipt each in --out-dir");
+  add_run_options(all);
+  all->add_option("--out-dir", o.out_dir, "Folder for the receipts (default ./receipts)");
+
+  const auto is_command = [&](const std::string& a) {
+    if (a == "list" || a == "kernel-contract") return true;
+    return kc::find_contract(a) != nullptr;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::cerr << "tf-cuda-test: error: unknown contract or command '" << argv[1] << "'; known: " << known_commands()
+              << "\n";
+    return kUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsage;
+  }
+
+  if (list->parsed()) {
+    for (const kc::ContractDef& c : kc::contracts())
+      std::cout << c.name << "\t" << c.summary << " (default cases " << c.default_cases << ")\n";
+    return 0;
+  }
+
+  if (!o.filter.empty()) {
+    try {
+      std::regex re(o.filter);
+    } catch (const std::regex_error& e) {
+      std::cerr << "tf-cuda-test: error: --filter '" << o.filter << "' is not a valid regex: " << e.what() << "\n";
+      return kUsage;
+    }
+  }
+  kc::Status st;
+  auto be = kc::select_backend(o.backend, &st);
+  if (!be) {
+    std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+    return kUsage;
+  }
+
+  for (auto& [c, s] : subs) {
+    if (!s->parsed()) continue;
+    std::string why;
+    if (!o.out.empty() && !output_writable(o.out, &why)) {
+      std::cerr << "tf-cuda-test: error: --out " << why << "\n";
+      return kUsage;
+    }
+    return run_one(*c, *be, o, *s, args, o.out);
+  }
+
+  // kernel-contract: every contract, one receipt each.
+  std::string why;
+  if (!output_writable((std::filesystem::path(o.out_dir) / "probe.json").string(), &why)) {
+    std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+    return kUsage;
+  }
+  int worst = 0;
+  std::vector<std::pair<std::string, int>> results;
+  for (auto& [c, s] : subs) {
+    const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();
+    const int rc = run_one(*c, *be, o, *all, args, out);
+    results.push_back({c->name, rc});
+    worst = std::max(worst, rc);
+  }
+  std::cout << "\nkernel-contract on " << be->name() << ":\n";
+  for (const auto& [name, rc] : results) std::cout << "  " << name << ": " << (rc == 0 ? "pass" : "FAIL") << "\n";
+  return worst;
+}
