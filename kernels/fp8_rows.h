@@ -15,7 +15,7 @@
 //     and every code 0x7F (E4M3 NaN), so every decoded value is NaN. A non-finite
 //     input never leaves a plausible-looking row behind.
 // Decoding: value_i = float(code_i) * scale in fp32 (E4M3 -> fp32 is exact; the product
-// rounds once).
+// rounds once); a NaN result is the canonical 0x7FC00000 on host and device alike.
 // The conversion itself: on the device the sm_89+ instruction cvt.rn.satfinite.e4m3x2;
 // on the host a software RNE from the float's bits with the same thresholds:
 // |x| >= 448 gives 448 (464 ties to 448; Inf saturates), |x| <= 2^-10 gives signed
@@ -115,7 +115,12 @@ KC_HD uint8_t fp8_code(float x, float scale) {
   return e4m3_encode(x / scale);
 }
 
-KC_HD float fp8_value(uint8_t code, float scale) { return e4m3_decode(code) * scale; }
+// NaN results are canonicalised (0x7FC00000) so host and device bytes agree: a NaN
+// product's payload differs between x86 and the GPU.
+KC_HD float fp8_value(uint8_t code, float scale) {
+  const float v = e4m3_decode(code) * scale;
+  return v != v ? bits_float(0x7FC00000u) : v;
+}
 
 // One row descriptor of a batch: which lane, layer, K/V, head and position.
 struct RowRef {
