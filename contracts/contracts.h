@@ -4,4 +4,5 @@
 
 namespace kc {
 ContractDef fp8_rows_contract();
+ContractDef qwen_pages_contract();
 }  // namespace kc

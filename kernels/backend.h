@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/cache.h"
 #include "kernels/fp8_rows.h"
+#include "kernels/qwen_ops.h"
 #include "kernels/status.h"
 
 namespace kc {
@@ -30,6 +32,18 @@ class Backend {
   virtual Status fp8_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
   // E4M3 conversion of the floats whose bit patterns are first .. first+count-1.
   virtual Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) = 0;
+
+  // Rope store: q [n][q_heads][d], k and v [n][kv_heads][d] fp32; rotated queries to
+  // q_out [n][q_heads][d]; rotated k and plain v stored at each row's slot. q may be
+  // null (rows whose k and v are stored without a query).
+  virtual Status rope_store(Cache& cache, const RopeParams& p, const RopeRow* rows, int n, const float* q,
+                            const float* k, const float* v, float* q_out) = 0;
+  // Split-K attention (partial + in-order merge): q [n][q_heads][d] -> out [n][q_heads][d].
+  // tails holds every row's tail cache positions (row.tail_off, row.tail_len).
+  virtual Status attention(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
+                           const std::vector<int32_t>& tails, const float* q, float* out) = 0;
+  // Compaction: every field's row src -> dst, per lane in the given (ascending) order.
+  virtual Status keep(Cache& cache, const KeepMove* moves, int n) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
@@ -40,5 +54,9 @@ bool cuda_device_present(std::string* why = nullptr);
 
 // Checks shared by every backend before a row batch is launched.
 Status validate_rows(const Cache& cache, const RowRef* rows, int n);
+Status validate_rope(const Cache& cache, const RopeParams& p, const RopeRow* rows, int n);
+Status validate_attention(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
+                          const std::vector<int32_t>& tails);
+Status validate_keep(const Cache& cache, const KeepMove* moves, int n);
 
 }  // namespace kc

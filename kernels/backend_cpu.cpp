@@ -4,6 +4,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/fp8_rows_twin.h"
+#include "kernels/qwen_twin.h"
 
 namespace kc {
 namespace {
@@ -41,6 +42,23 @@ class CpuBackend final : public Backend {
   Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) override {
     if (first + count > (uint64_t(1) << 32)) return Status::Error("e4m3_encode_bits: range past 2^32");
     for (uint64_t i = 0; i < count; ++i) out[i] = e4m3_encode(bits_float(uint32_t(first + i)));
+    return Status::Ok();
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    KC_RETURN_IF_ERROR(validate_rope(c, p, rows, n));
+    rope_store_host(c, p, rows, n, q, k, v, q_out);
+    return Status::Ok();
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
+    attention_host(c, p, rows, n, tails.data(), q, out);
+    return Status::Ok();
+  }
+  Status keep(Cache& c, const KeepMove* moves, int n) override {
+    KC_RETURN_IF_ERROR(validate_keep(c, moves, n));
+    keep_host(c, moves, n);
     return Status::Ok();
   }
 };

@@ -7,6 +7,9 @@
 #include "kernels/backend.h"
 #include "kernels/cuda_check.h"
 #include "kernels/fp8_rows_cuda.h"
+#include "kernels/qwen_kernels_cuda.h"
+#include <algorithm>
+#include <map>
 
 namespace kc {
 namespace {
@@ -62,6 +65,69 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(d.alloc(count));
     KC_RETURN_IF_ERROR(launch_e4m3_encode_bits(first, count, d.get()));
     return d.download(out, count);
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    KC_RETURN_IF_ERROR(validate_rope(c, p, rows, n));
+    const int d = c.lay.head_dim, hkv = c.lay.kv_heads;
+    DeviceCache dc;
+    DevBuf<RopeRow> dr;
+    DevBuf<float> dq, dk, dv, dout;
+    KC_RETURN_IF_ERROR(dc.upload(c));
+    KC_RETURN_IF_ERROR(dr.upload(rows, n));
+    const size_t nq = q ? size_t(n) * p.q_heads * d : 0;
+    KC_RETURN_IF_ERROR(dq.upload(q, nq));
+    KC_RETURN_IF_ERROR(dk.upload(k, size_t(n) * hkv * d));
+    KC_RETURN_IF_ERROR(dv.upload(v, size_t(n) * hkv * d));
+    KC_RETURN_IF_ERROR(dout.alloc(nq));
+    KC_RETURN_IF_ERROR(launch_rope_store(dc.views.get(), hkv, p, dr.get(), n, q ? dq.get() : nullptr, dk.get(), dv.get(),
+                                         dout.get()));
+    KC_RETURN_IF_ERROR(dout.download(q_out, nq));
+    return dc.download(c);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
+    const int d = c.lay.head_dim, hkv = c.lay.kv_heads;
+    int max_chunks = 0;
+    for (int i = 0; i < n; ++i)
+      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
+    DeviceCache dc;
+    DevBuf<AttnRow> dr;
+    DevBuf<int32_t> dt;
+    DevBuf<float> dq, dout, pm, pl, po;
+    KC_RETURN_IF_ERROR(dc.upload(c));
+    KC_RETURN_IF_ERROR(dr.upload(rows, n));
+    std::vector<int32_t> t = tails;
+    if (t.empty()) t.push_back(0);
+    KC_RETURN_IF_ERROR(dt.upload(t.data(), t.size()));
+    KC_RETURN_IF_ERROR(dq.upload(q, size_t(n) * p.q_heads * d));
+    KC_RETURN_IF_ERROR(dout.alloc(size_t(n) * p.q_heads * d));
+    const size_t np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+    KC_RETURN_IF_ERROR(pm.alloc(np));
+    KC_RETURN_IF_ERROR(pl.alloc(np));
+    KC_RETURN_IF_ERROR(po.alloc(np * d));
+    KC_RETURN_IF_ERROR(launch_attention(dc.views.get(), hkv, d, p, dr.get(), n, dt.get(), dq.get(), max_chunks,
+                                        pm.get(), pl.get(), po.get(), dout.get()));
+    return dout.download(out, size_t(n) * p.q_heads * d);
+  }
+  Status keep(Cache& c, const KeepMove* moves, int n) override {
+    KC_RETURN_IF_ERROR(validate_keep(c, moves, n));
+    // Group by lane, keeping each lane's order; one block per (field, lane group).
+    std::vector<KeepMove> sorted(moves, moves + n);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const KeepMove& a, const KeepMove& b) { return a.lane < b.lane; });
+    std::vector<int32_t> off = {0};
+    for (int i = 1; i <= n; ++i)
+      if (i == n || sorted[i].lane != sorted[i - 1].lane) off.push_back(i);
+    if (n == 0) return Status::Ok();
+    DeviceCache dc;
+    DevBuf<KeepMove> dm;
+    DevBuf<int32_t> doff;
+    KC_RETURN_IF_ERROR(dc.upload(c));
+    KC_RETURN_IF_ERROR(dm.upload(sorted.data(), n));
+    KC_RETURN_IF_ERROR(doff.upload(off.data(), off.size()));
+    KC_RETURN_IF_ERROR(launch_keep(dc.views.get(), c.lay.field_count(), dm.get(), doff.get(), int(off.size()) - 1));
+    return dc.download(c);
   }
 
  private:

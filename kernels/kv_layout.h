@@ -120,7 +120,11 @@ KC_HD uint8_t* kv_field_row(const KvView& v, int field, int64_t pos) {
   const FieldInfo fi = v.lay.field(field);
   const int64_t page = pos / v.ptok;
   const int64_t slot = pos % v.ptok;
+#ifdef KC_PLANT_KVROW_PAGE_STRIDE
+  const uint64_t page_base = v.pt ? uint64_t(v.pt[page]) * (v.ps - 256) : 0;  // planted bug (test builds only)
+#else
   const uint64_t page_base = v.pt ? uint64_t(v.pt[page]) * v.ps : 0;
+#endif
   return v.base + page_base + fi.offset_per_ptok * uint64_t(v.ptok) + uint64_t(slot) * fi.bytes_per_pos;
 }
 

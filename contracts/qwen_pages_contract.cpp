@@ -1,0 +1,481 @@
+// Contract `qwen-pages`: rope store, split-K attention (partial + merge) and keep
+// (compaction), paged and contiguous, bf16 and fp8.
+//
+// A case builds two lanes (committed lengths len0, len1) laid out twice: pages shuffled
+// through one poisoned arena, and contiguous windows. History keys of both layers are
+// rope-stored; then one round: lane 0 gets `tail` draft rows at scattered free slots
+// (logical positions len0..), lane 1 one new row (committed). Attention runs rows A
+// (lane 0, with its tail), B (lane 1) and C (lane 1, a shorter prefix) in one launch.
+// Finally lane 0 keeps its tail: overlapping moves into len0.. .
+// Gates:
+//   paged==window    rotated queries, every stored row, attention rows, rows after keep
+//   rows==solo       each attention row alone equals it in the mixed launch
+//   tail==committed  row A over its tail equals row A over the same keys committed (kept)
+//   repeats          three rope stores and three attentions give identical bytes
+//   rope-bound       rotated queries and stored K / V within the float64 bound
+//   attention-bound  attention rows within the float64 bound of the same dequantised
+//                    inputs; worst error/bound ratio recorded
+//   keep==reference  rows after keep equal sequential in-order moves on logical rows
+//   guards, inputs   nothing outside the written rows changed; inputs unchanged
+// Controls: swapped page table, planted row, overlapping moves in reverse order, one key
+// dropped from a row's attention.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include <rapidcheck.h>
+
+#include "contracts/arena.h"
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+#include "reference/attention_ref.h"
+#include "reference/e4m3_ref.h"
+
+namespace kc {
+namespace {
+
+enum class Plant { none, swap_page_table, planted_row, reverse_moves, dropped_key };
+
+struct Shape {
+  const char* name;
+  int q_heads, kv_heads, head_dim, rot_dims;
+  double base;
+};
+// Six shapes: GQA groups 1, 4, 6, 8; head_dim 64, 128, 256; full and partial rotary.
+const Shape kShapes[] = {
+    {"qwen35-24q4kv-d256-r64", 24, 4, 256, 64, 1e7}, {"qwen3-32q8kv-d128", 32, 8, 128, 128, 1e6},
+    {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
+    {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
+};
+
+struct QwenCase {
+  const int shape;
+  const Format fmt;
+  const int ptok;
+  const int chunk;
+  const int len0, len1;
+  const int tail;
+  const int pos_base;  // RoPE position of logical position 0 (large values test angles)
+  const uint64_t seed;
+  std::string vars() const {
+    std::ostringstream o;
+    o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
+      << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
+      << ",seed=" << seed << ")";
+    return o.str();
+  }
+};
+
+QwenCase draw_case(uint64_t seed, int index) {
+  rc::Random rnd(mix_seed(seed, index));
+  std::mt19937_64 g(mix_seed(seed, index + 77));
+  const int ptoks[] = {16, 48, 128, 256, 512, 1, 3, 7};
+  const int ptok = index < 8 ? ptoks[index] : rc::gen::element(16, 48, 128, 256, 512, 1, 3, 7, 5, 33)(rnd.split(), 50).value();
+  const int chunk = rc::gen::element(64, 128, 256)(rnd.split(), 50).value();
+  const int shape = index < 6 ? index : int(g() % 6);
+  const Format fmt = (index % 2) ? Format::fp8 : Format::bf16;
+  // Cached lengths aimed at the edges: 1, a chunk minus one, a chunk, a chunk plus one,
+  // a page boundary, long ones up to 9,000.
+  auto pick = [&](int k) {
+    const int opts[] = {1, chunk - 1, chunk, chunk + 1, ptok * 3 + 1, int(1 + g() % 3000), 9000 - int(g() % 40)};
+    return opts[k % 7];
+  };
+  int len0 = pick(int(g() % 7)), len1 = pick(int(g() % 7));
+  if (index == 2) len0 = 9000;
+  // A single page must not be a whole lane for every case: the page-table controls
+  // need at least two pages, so lanes get at least two positions.
+  len0 = std::max(len0, 2);
+  len1 = std::max(len1, 2);
+  const int tail = 1 + int(g() % 4);
+  const int pos_base = (index % 3 == 2) ? 262144 - std::max(len0, len1) - 16 : int(g() % 1000);
+  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, mix_seed(seed, index + 5)};
+}
+
+struct Setup {
+  Cache paged, window;
+};
+
+std::vector<float> randn(size_t n, std::mt19937_64& g, float sd = 1.0f) {
+  std::normal_distribution<float> nd(0.f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(g);
+  return v;
+}
+
+bool bytes_equal(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * 4) == 0; }
+
+// All field bytes of (lane, pos), through the cache's own views.
+std::vector<uint8_t> pos_bytes(const Cache& c, int lane, int pos) {
+  std::vector<uint8_t> out;
+  const KvView v = c.view(lane);
+  for (int f = 0; f < c.lay.field_count(); ++f) {
+    const uint8_t* p = kv_field_row(v, f, pos);
+    out.insert(out.end(), p, p + c.lay.field(f).bytes_per_pos);
+  }
+  return out;
+}
+
+// Dequantised row (as the kernel reads it) through the reference's own decoders.
+void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, double* out) {
+  const KvView v = c.view(lane);
+  const uint8_t* row = kv_row(v, layer, kv, head, pos);
+  const int d = c.lay.head_dim;
+  if (c.lay.format == Format::bf16) {
+    for (int j = 0; j < d; ++j) {
+      uint16_t b;
+      std::memcpy(&b, row + 2 * j, 2);
+      out[j] = ref::bf16_value(b);
+    }
+  } else {
+    float s;
+    std::memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
+    for (int j = 0; j < d; ++j) out[j] = double(float(ref::e4m3_value(row[j]) * double(s)));
+  }
+}
+
+struct RowMarks {
+  std::vector<RowRef> rows;
+};
+
+void run_case(Run& run, const QwenCase& c, Plant plant) {
+  const std::string cv = c.vars();
+  const Shape& S = kShapes[c.shape];
+  const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads;
+  const KvLayout lay(2, hkv, d, c.fmt);
+  std::mt19937_64 g(c.seed);
+  // Lane 0 holds len0 committed keys, then free slots where the tail rows go, with gaps,
+  // so slots are past len0 + tail (moves then run dst < src).
+  std::vector<int32_t> tail_slots;
+  for (int j = 0, s = c.len0 + c.tail; j < c.tail; ++j) {
+    s += (j == 0) ? 0 : 1 + int(g() % 2);
+    tail_slots.push_back(s);
+  }
+  // Overlap: when the tail has >= 2 rows, make the first tail slot equal to a later
+  // move's destination (a dst that an earlier move reads from).
+  if (c.tail >= 3) tail_slots[0] = c.len0 + 2;
+  std::sort(tail_slots.begin(), tail_slots.end());
+  tail_slots.erase(std::unique(tail_slots.begin(), tail_slots.end()), tail_slots.end());
+  const int tail = int(tail_slots.size());
+  const std::vector<int> lens = {tail_slots.back() + 2, c.len1 + 2};
+  Setup su{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
+  const Cache paged0 = su.paged, window0 = su.window;
+  auto fail = [&](const Status& st) {
+    if (st.ok) return false;
+    run.error(cv, st.message);
+    return true;
+  };
+
+  // History: both layers, both lanes, k and v only.
+  std::vector<RopeRow> hist;
+  for (int p = 0; p < c.len0; ++p) hist.push_back({0, c.pos_base + p, p});
+  for (int p = 0; p < c.len1; ++p) hist.push_back({1, c.pos_base + p, p});
+  std::shuffle(hist.begin(), hist.end(), g);
+  const int nh = int(hist.size());
+  const std::vector<float> hk0 = randn(size_t(nh) * hkv * d, g), hv0 = randn(size_t(nh) * hkv * d, g);
+  const std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g), hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
+  // Round: lane 0's tail rows, lane 1's new committed row, with queries.
+  std::vector<RopeRow> round;
+  for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
+  round.push_back({1, c.pos_base + c.len1, c.len1});
+  const int nr = int(round.size());
+  const std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
+                           rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+  const uint64_t in_hash = fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4);
+
+  RopeParams rp{hq, S.rot_dims, S.base, 0};
+  std::vector<float> qrot_p(size_t(nr) * hq * d), qrot_w(size_t(nr) * hq * d);
+  auto store_all = [&](Cache& cc, float* qout) -> bool {
+    RopeParams p0 = rp;
+    p0.layer = 0;
+    if (fail(run.be.rope_store(cc, p0, hist.data(), nh, nullptr, hk0.data(), hv0.data(), nullptr))) return false;
+    RopeParams p1 = rp;
+    p1.layer = 1;
+    if (fail(run.be.rope_store(cc, p1, hist.data(), nh, nullptr, hk1.data(), hv1.data(), nullptr))) return false;
+    // A new row stores every layer: layer 0 from other inputs, layer 1 with the queries.
+    if (fail(run.be.rope_store(cc, p0, round.data(), nr, nullptr, rv.data(), rk.data(), nullptr))) return false;
+    return !fail(run.be.rope_store(cc, p1, round.data(), nr, rq.data(), rk.data(), rv.data(), qout));
+  };
+  if (!store_all(su.paged, qrot_p.data()) || !store_all(su.window, qrot_w.data())) return;
+  run.check("inputs", (fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4)) == in_hash, cv,
+            "rope store changed its inputs");
+  run.check("paged==window", bytes_equal(qrot_p.data(), qrot_w.data(), qrot_p.size()), cv, "rotated queries differ");
+  {
+    Cache again = paged0;
+    std::vector<float> q2(qrot_p.size());
+    bool same = store_all(again, q2.data()) && again.mem == su.paged.mem && bytes_equal(q2.data(), qrot_p.data(), q2.size());
+    Cache again2 = paged0;
+    same = same && store_all(again2, q2.data()) && again2.mem == su.paged.mem;
+    run.check("repeats", same, cv, "a repeated rope store gave different bytes");
+  }
+  // Guards: only the stored rows (both layers) changed.
+  {
+    std::vector<RowRef> written;
+    for (int layer = 0; layer < 2; ++layer)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < hkv; ++h) {
+          for (const RopeRow& r : hist) written.push_back({r.lane, layer, kv, h, r.slot});
+          for (const RopeRow& r : round) written.push_back({r.lane, layer, kv, h, r.slot});
+        }
+    std::vector<uint8_t> mp, mw;
+    mark_rows(su.paged, written, mp);
+    mark_rows(su.window, written, mw);
+    std::string where;
+    const int64_t bad = guard_violations(su.paged, paged0.mem, mp, &where) + guard_violations(su.window, window0.mem, mw, &where);
+    run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes; " + where);
+  }
+  // Stored rows paged == window, and within the rope bound (K rotated, V plain) for the
+  // round rows and a sample of history rows.
+  {
+    int64_t bad = 0;
+    std::string first;
+    for (int lane = 0; lane < 2; ++lane)
+      for (int pos = 0; pos < lens[lane]; ++pos) {
+        const bool used = lane == 0 ? (pos < c.len0 || std::count(tail_slots.begin(), tail_slots.end(), pos))
+                                    : pos <= c.len1;
+        if (used && pos_bytes(su.paged, lane, pos) != pos_bytes(su.window, lane, pos) && bad++ == 0)
+          first = "lane " + std::to_string(lane) + " pos " + std::to_string(pos);
+      }
+    run.check("paged==window", bad == 0, cv, std::to_string(bad) + " stored positions differ, first " + first);
+  }
+  {
+    double worst = 0;
+    std::string at;
+    std::vector<double> x(d), y(d), got(d);
+    auto check_row = [&](int lane, int slot, int pos, const float* kin, const float* vin) {
+      for (int h = 0; h < hkv; ++h)
+        for (int kv = 0; kv < 2; ++kv) {
+          const float* src = (kv == 0 ? kin : vin) + size_t(h) * d;
+          for (int j = 0; j < d; ++j) x[j] = src[j];
+          if (kv == 0) ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
+          else y = x;
+          ref_row(su.window, lane, 1, kv, h, slot, got.data());
+          double amax = 0;
+          for (int j = 0; j < d; ++j) amax = std::max(amax, std::fabs(y[j]));
+          for (int j = 0; j < d; ++j) {
+            const double rb = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
+            double qb;
+            if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
+            else {
+              float s;
+              std::memcpy(&s, kv_scale(su.window.view(lane), 1, kv, h, slot), 4);
+              qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
+            }
+            const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
+            if (!(ratio <= worst)) {
+              worst = ratio;
+              at = "stored lane " + std::to_string(lane) + " slot " + std::to_string(slot) + (kv ? " V" : " K") +
+                   " head " + std::to_string(h) + " [" + std::to_string(j) + "]";
+            }
+          }
+        }
+    };
+    for (int i = 0; i < nr; ++i) check_row(round[i].lane, round[i].slot, round[i].pos, &rk[size_t(i) * hkv * d], &rv[size_t(i) * hkv * d]);
+    for (int i = 0; i < nh; i += std::max(1, nh / 64))
+      check_row(hist[i].lane, hist[i].slot, hist[i].pos, &hk1[size_t(i) * hkv * d], &hv1[size_t(i) * hkv * d]);
+    // Rotated queries (fp32 out) against the float64 rotation.
+    for (int i = 0; i < nr; ++i)
+      for (int h = 0; h < hq; ++h) {
+        const float* src = &rq[(size_t(i) * hq + h) * d];
+        for (int j = 0; j < d; ++j) x[j] = src[j];
+        ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, round[i].pos);
+        for (int j = 0; j < d; ++j) {
+          const double b = ref::rope_bound(x.data(), d, S.rot_dims, S.base, round[i].pos, j) + 1e-300;
+          const double ratio = std::fabs(qrot_p[(size_t(i) * hq + h) * d + j] - y[j]) / b;
+          if (!(ratio <= worst)) {
+            worst = ratio;
+            at = "q row " + std::to_string(i) + " head " + std::to_string(h) + " [" + std::to_string(j) + "] pos " +
+                 std::to_string(round[i].pos);
+          }
+        }
+      }
+    run.check_ratio("rope-bound", worst, cv, at);
+  }
+
+  if (plant == Plant::planted_row) {
+    uint8_t* row = kv_row(su.paged.view(1), 1, 0, 0, int(g() % c.len1));
+    row[g() % lay.code_bytes] ^= 0x10;
+  }
+  if (plant == Plant::swap_page_table) {
+    for (int lane = 0; lane < 2; ++lane)
+      if (su.paged.views[lane].n_pages >= 2)
+        std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
+  }
+
+  // Attention: rows A (lane 0 + tail), B (lane 1, its new row committed), C (lane 1 prefix).
+  const int drop = plant == Plant::dropped_key ? 1 : 0;
+  const int lenC = std::max(0, c.len1 / 2);
+  std::vector<int32_t> tails(tail_slots.begin(), tail_slots.end());
+  std::vector<AttnRow> rows = {{0, c.len0, 0, tail}, {1, c.len1 + 1 - drop, 0, 0}, {1, lenC, 0, 0}};
+  std::vector<float> q(size_t(3) * hq * d);
+  std::copy_n(&qrot_p[size_t(tail - 1) * hq * d], size_t(hq) * d, &q[0]);
+  std::copy_n(&qrot_p[size_t(tail) * hq * d], size_t(hq) * d, &q[size_t(hq) * d]);
+  std::copy_n(&qrot_p[size_t(tail) * hq * d], size_t(hq) * d, &q[size_t(2) * hq * d]);
+  const AttnParams ap{hq, 1, c.chunk, float(1.0 / std::sqrt(double(d)))};
+  const size_t no = size_t(3) * hq * d;
+  Guarded<float> outp(no), outw(no);
+  const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
+  if (fail(run.be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), outp.data()))) return;
+  if (fail(run.be.attention(su.window, ap, rows.data(), 3, tails, q.data(), outw.data()))) return;
+  run.check("inputs", fnv1a(su.paged.mem.data(), su.paged.mem.size()) == cache_hash, cv, "attention changed the cache");
+  run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "attention wrote past its output");
+  run.check("paged==window", bytes_equal(outp.data(), outw.data(), no), cv, "attention rows differ");
+  {
+    std::vector<float> again(no);
+    bool same = true;
+    for (int rep = 0; rep < 2 && same; ++rep) {
+      if (fail(run.be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), again.data()))) return;
+      same = bytes_equal(again.data(), outp.data(), no);
+    }
+    run.check("repeats", same, cv, "a repeated attention gave different bytes");
+    bool solo = true;
+    std::string which;
+    for (int r = 0; r < 3 && solo; ++r) {
+      std::vector<float> one(size_t(hq) * d);
+      if (fail(run.be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
+      solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, one.size());
+      if (!solo) which = "row " + std::to_string(r);
+    }
+    run.check("rows==solo", solo, cv, which);
+  }
+  // Bound against the float64 reference over the same dequantised keys (always all of
+  // them: the dropped-key control must be caught here).
+  {
+    double worst = 0;
+    std::string at;
+    const std::vector<AttnRow> full = {{0, c.len0, 0, tail}, {1, c.len1 + 1, 0, 0}, {1, lenC, 0, 0}};
+    for (int r = 0; r < 3; ++r) {
+      const AttnRow& row = full[r];
+      const int n = row.len + row.tail_len;
+      for (int kvh = 0; kvh < hkv; ++kvh) {
+        Eigen::MatrixXd K(n, d), V(n, d);
+        std::vector<double> tmp(d);
+        for (int i = 0; i < n; ++i) {
+          const int slot = i < row.len ? i : tails[row.tail_off + i - row.len];
+          ref_row(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
+          for (int j = 0; j < d; ++j) K(i, j) = tmp[j];
+          ref_row(su.window, row.lane, 1, 1, kvh, slot, tmp.data());
+          for (int j = 0; j < d; ++j) V(i, j) = tmp[j];
+        }
+        for (int h = kvh * (hq / hkv); h < (kvh + 1) * (hq / hkv); ++h) {
+          Eigen::VectorXd qv(d);
+          for (int j = 0; j < d; ++j) qv[j] = q[(size_t(r) * hq + h) * d + j];
+          const ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, d / 32 + 5);
+          for (int j = 0; j < d; ++j) {
+            const float got = outp.data()[(size_t(r) * hq + h) * d + j];
+            const double ratio = std::isnan(got) ? NAN : std::fabs(got - want.out[j]) / want.bound[j];
+            if (!(ratio <= worst)) {
+              worst = ratio;
+              std::ostringstream o;
+              o << "row " << r << " head " << h << " [" << j << "] got " << got << " ref " << want.out[j] << " bound "
+                << want.bound[j];
+              at = o.str();
+            }
+          }
+        }
+      }
+    }
+    run.check_ratio("attention-bound", worst, cv, at);
+  }
+
+  // Keep: lane 0 accepts its tail, moves slot_j -> len0 + j (ascending, dst < src,
+  // possibly overlapping). Reference: sequential moves on the logical rows.
+  std::vector<KeepMove> moves;
+  for (int j = 0; j < tail; ++j)
+    if (tail_slots[j] != c.len0 + j) moves.push_back({0, tail_slots[j], c.len0 + j});
+  std::vector<std::vector<uint8_t>> logical(lens[0]);
+  for (int p = 0; p < lens[0]; ++p) logical[p] = pos_bytes(su.window, 0, p);
+  for (const KeepMove& m : moves) logical[m.dst] = logical[m.src];
+  const Cache before_keep_p = su.paged, before_keep_w = su.window;
+  for (Cache* cc : {&su.paged, &su.window}) {
+    if (plant == Plant::reverse_moves) {
+      for (int i = int(moves.size()) - 1; i >= 0; --i)
+        if (fail(run.be.keep(*cc, &moves[i], 1))) return;
+    } else if (fail(run.be.keep(*cc, moves.data(), int(moves.size())))) {
+      return;
+    }
+  }
+  {
+    int64_t bad_ref = 0, bad_pw = 0;
+    for (int p = 0; p < c.len0 + tail; ++p) {
+      bad_ref += pos_bytes(su.window, 0, p) != logical[p];
+      bad_pw += pos_bytes(su.paged, 0, p) != pos_bytes(su.window, 0, p);
+    }
+    run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after keep");
+    run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after keep");
+    std::vector<RowRef> dst;
+    for (const KeepMove& m : moves)
+      for (int l = 0; l < 2; ++l)
+        for (int kv = 0; kv < 2; ++kv)
+          for (int h = 0; h < hkv; ++h) dst.push_back({0, l, kv, h, m.dst});
+    std::vector<uint8_t> mp, mw;
+    mark_rows(su.paged, dst, mp);
+    mark_rows(su.window, dst, mw);
+    std::string where;
+    const int64_t bad = guard_violations(su.paged, before_keep_p.mem, mp, &where) +
+                        guard_violations(su.window, before_keep_w.mem, mw, &where);
+    run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows; " + where);
+  }
+  // tail == committed: row A over the kept (now committed) keys equals row A over its tail.
+  {
+    const AttnRow committed{0, c.len0 + tail, 0, 0};
+    std::vector<float> out(size_t(hq) * d);
+    if (fail(run.be.attention(su.paged, ap, &committed, 1, tails, q.data(), out.data()))) return;
+    run.check("tail==committed", bytes_equal(out.data(), outp.data(), out.size()), cv,
+              "row A over committed keys differs from row A over its tail");
+  }
+}
+
+void declare_gates(Run& run) {
+  run.declare("paged==window", "rotated queries, stored rows, attention rows and kept rows equal between pages and windows, bytes");
+  run.declare("rows==solo", "an attention row alone equals the same row in the mixed three-row launch");
+  run.declare("tail==committed", "a row over its draft tail equals the row over the same keys committed by keep");
+  run.declare("repeats", "three rope stores and three attentions give identical bytes");
+  run.declare("rope-bound", "rotated q (fp32) and stored K/V within the float64 RoPE + format bound (angles to 262,144)");
+  run.declare("attention-bound", "attention within the float64 bound over the same dequantised inputs (numerics.md, safety 2)");
+  run.declare("keep==reference", "rows after keep equal sequential in-order moves on logical rows, every field");
+  run.declare("guards", "no byte outside the rows written changed; output canaries intact");
+  run.declare("inputs", "inputs and the attended cache hash the same after each launch");
+}
+
+QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
+  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, seed};
+}
+
+void qwen_pages_body(Run& run) {
+  run.control("swapped-page-table", "each lane's first two page-table entries swapped before attention", [](Run& r) {
+    run_case(r, control_case(3, Format::bf16, 16, 70, 50, 2, 101), Plant::swap_page_table);
+    run_case(r, control_case(5, Format::fp8, 48, 200, 130, 1, 102), Plant::swap_page_table);
+  });
+  run.control("planted-row", "one stored K row of lane 1 altered in the paged cache only", [](Run& r) {
+    run_case(r, control_case(3, Format::bf16, 7, 40, 33, 2, 103), Plant::planted_row);
+    run_case(r, control_case(2, Format::fp8, 16, 65, 129, 3, 104), Plant::planted_row);
+  });
+  run.control("reverse-order-moves", "keep's overlapping moves applied last to first", [](Run& r) {
+    run_case(r, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
+    run_case(r, control_case(5, Format::fp8, 3, 64, 10, 3, 106), Plant::reverse_moves);
+  });
+  run.control("dropped-key", "row B attends without its last key (its own); only the bound can see it", [](Run& r) {
+    run_case(r, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
+    run_case(r, control_case(0, Format::fp8, 128, 64, 1000, 2, 108), Plant::dropped_key);
+  });
+  declare_gates(run);
+  run.numbers["attention_bound_safety_factor"] = 2.0;
+  for (int i = 0; i < run.cases; ++i) {
+    const QwenCase c = draw_case(run.seed, i);
+    if (!run.selected(c.vars())) continue;
+    run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
+    run_case(run, c, Plant::none);
+  }
+}
+
+}  // namespace
+
+ContractDef qwen_pages_contract() {
+  return {"qwen-pages",
+          "rope store, split-K attention partial+merge and keep: paged == contiguous, bf16 and fp8, float64 bounds", 12,
+          qwen_pages_body};
+}
+
+}  // namespace kc

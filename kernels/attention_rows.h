@@ -1,0 +1,70 @@
+// Row helpers shared by the rope store, split-K attention and compaction kernels and
+// their host twins: bf16 conversion, dequantised element loads, RoPE angles, and the
+// fixed reduction order of a 32-lane dot product.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/fp8_rows.h"
+#include "kernels/kc_hd.h"
+#include "kernels/kv_layout.h"
+
+namespace kc {
+
+// fp32 -> bf16, round to nearest even; NaN -> 0x7FC0 (sign kept), Inf stays Inf.
+KC_HD uint16_t bf16_from_float(float x) {
+  const uint32_t u = float_bits(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t(((u >> 16) & 0x8000u) | 0x7FC0u);
+  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+KC_HD float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+
+// Element j of a cache row, dequantised to fp32 (bf16 exact; fp8 code * row scale).
+KC_HD float load_elem(const KvView& v, const uint8_t* row, float scale, int j) {
+  if (v.lay.format == Format::bf16) {
+    uint16_t b;
+    memcpy(&b, row + 2 * j, 2);
+    return bf16_to_float(b);
+  }
+  return fp8_value(row[j], scale);
+}
+KC_HD float load_scale(const KvView& v, int layer, int kv, int head, int64_t pos) {
+  if (v.lay.format != Format::fp8) return 1.0f;
+  float s;
+  memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
+  return s;
+}
+
+// RoPE (neox pairing) angle of pair i at position pos: theta_i = base^(-2i/r), the
+// angle pos * theta_i and its cos / sin in float64, rounded once to fp32. An fp32
+// pos * theta would be off by up to ~0.016 rad at pos 2^18.
+KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c, float* s) {
+  const double theta = pow(base, -2.0 * double(i) / double(rot_dims));
+  const double ang = double(pos) * theta;
+  *c = float(cos(ang));
+  *s = float(sin(ang));
+}
+
+// Logical key position -> cache position of a row with `len` committed keys and a tail
+// (draft-tree ancestors and itself) stored at tail[0 .. tail_len).
+KC_HD int32_t key_slot(int32_t p, int32_t len, const int32_t* tail) { return p < len ? p : tail[p - len]; }
+
+// A 32-lane dot product in its one fixed order: lane l sums elements l, l+32, ...
+// sequentially; the 32 partials combine in an xor butterfly (offsets 16, 8, 4, 2, 1),
+// which leaves the same bits in every lane. The host twin replays this order.
+constexpr int kLanes = 32;
+
+KC_HD void butterfly_sum(float* p) {
+  for (int off = 16; off > 0; off >>= 1) {
+    float t[kLanes];
+    for (int l = 0; l < kLanes; ++l) t[l] = p[l] + p[l ^ off];
+    for (int l = 0; l < kLanes; ++l) p[l] = t[l];
+  }
+}
+
+// Split-K partial state of one (row, q head, chunk): running max m, denominator l and
+// unnormalised output o, fp32. An empty chunk has m = -inf, l = 0, o = 0.
+constexpr int kMaxHeadDim = 256;
+
+}  // namespace kc

@@ -1,0 +1,153 @@
+// Host twins of the rope store, split-K attention (partial + merge) and keep kernels:
+// the same helpers, the same key chunks, the same reduction and merge order.
+#pragma once
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_rows.h"
+#include "kernels/cache.h"
+#include "kernels/qwen_ops.h"
+
+namespace kc {
+
+// Stores one rotated (or, for V, plain) fp32 row into the cache format.
+inline void store_row_host(const KvView& v, int layer, int kv, int head, int32_t slot, const float* y) {
+  const int d = v.lay.head_dim;
+  uint8_t* row = kv_row(v, layer, kv, head, slot);
+  if (v.lay.format == Format::bf16) {
+    for (int j = 0; j < d; ++j) {
+      const uint16_t b = bf16_from_float(y[j]);
+      memcpy(row + 2 * j, &b, 2);
+    }
+    return;
+  }
+  float amax = 0.0f;
+  for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
+  const float scale = fp8_row_scale(amax);
+  for (int j = 0; j < d; ++j) row[j] = fp8_code(y[j], scale);
+  memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
+}
+
+inline void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
+  const int h = rot / 2;
+  for (int j = rot; j < d; ++j) y[j] = x[j];
+  for (int i = 0; i < h; ++i) {
+    float c, s;
+    rope_cos_sin(pos, i, rot, base, &c, &s);
+    y[i] = x[i] * c - x[i + h] * s;
+    y[i + h] = x[i + h] * c + x[i] * s;
+  }
+}
+
+inline void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* rows, int n, const float* q,
+                            const float* k, const float* v, float* q_out) {
+  const int d = cache.lay.head_dim, hkv = cache.lay.kv_heads;
+  std::vector<float> y(d);
+  for (int r = 0; r < n; ++r) {
+    const KvView view = cache.view(rows[r].lane);
+    for (int h = 0; q && h < p.q_heads; ++h)
+      rope_row_host(q + (size_t(r) * p.q_heads + h) * d, q_out + (size_t(r) * p.q_heads + h) * d, d, p.rot_dims,
+                    p.base, rows[r].pos);
+    for (int h = 0; h < hkv; ++h) {
+      rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, p.base, rows[r].pos);
+      store_row_host(view, p.layer, 0, h, rows[r].slot, y.data());
+      store_row_host(view, p.layer, 1, h, rows[r].slot, v + (size_t(r) * hkv + h) * d);
+    }
+  }
+}
+
+// Partial state of one (row, q head, chunk), written to m, l, o[d].
+inline void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
+                                   const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
+  const int d = view.lay.head_dim;
+  const int32_t total = row.len + row.tail_len;
+  const int32_t k0 = chunk * p.chunk, k1 = std::min<int32_t>(total, k0 + p.chunk);
+  std::vector<float> s(std::max(0, k1 - k0));
+  float m = -std::numeric_limits<float>::infinity();
+  for (int32_t key = k0; key < k1; ++key) {
+    const int32_t slot = key_slot(key, row.len, tail);
+    const uint8_t* kr = kv_row(view, p.layer, 0, kvh, slot);
+    const float ks = load_scale(view, p.layer, 0, kvh, slot);
+    float part[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      float acc = 0.0f;
+      for (int j = l; j < d; j += kLanes) acc += q[j] * load_elem(view, kr, ks, j);
+      part[l] = acc;
+    }
+    butterfly_sum(part);
+    s[key - k0] = part[0] * p.scale;
+    m = fmaxf(m, s[key - k0]);
+  }
+  float l = 0.0f;
+  for (int j = 0; j < d; ++j) o[j] = 0.0f;
+  for (int32_t key = k0; key < k1; ++key) {
+    const int32_t slot = key_slot(key, row.len, tail);
+    const uint8_t* vr = kv_row(view, p.layer, 1, kvh, slot);
+    const float vs = load_scale(view, p.layer, 1, kvh, slot);
+    const float e = expf(s[key - k0] - m);
+    l += e;
+    for (int j = 0; j < d; ++j) o[j] += e * load_elem(view, vr, vs, j);
+  }
+  *m_out = m;
+  *l_out = l;
+}
+
+// Merge in chunk order, then normalise. No keys at all: the output row is 0.
+inline void attention_merge_host(const float* m, const float* l, const float* o, int nc, int d, float* out,
+                                 bool reverse_order = false) {
+  float M = -std::numeric_limits<float>::infinity();
+  for (int c = 0; c < nc; ++c)
+    if (l[c] > 0.0f) M = fmaxf(M, m[c]);
+  float L = 0.0f;
+  for (int j = 0; j < d; ++j) out[j] = 0.0f;
+  for (int ci = 0; ci < nc; ++ci) {
+    const int c = reverse_order ? nc - 1 - ci : ci;
+    if (!(l[c] > 0.0f)) continue;
+    const float w = expf(m[c] - M);
+    L += l[c] * w;
+    for (int j = 0; j < d; ++j) out[j] += o[size_t(c) * d + j] * w;
+  }
+  for (int j = 0; j < d; ++j) out[j] = L > 0.0f ? out[j] / L : 0.0f;
+}
+
+inline int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tail_len + chunk - 1) / chunk; }
+
+inline void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n, const int32_t* tails,
+                           const float* q, float* out) {
+  const int d = cache.lay.head_dim;
+  const int group = p.q_heads / cache.lay.kv_heads;
+  for (int r = 0; r < n; ++r) {
+    const KvView view = cache.view(rows[r].lane);
+    const int nc = attention_chunks(rows[r], p.chunk);
+    std::vector<float> m(nc), l(nc), o(size_t(nc) * d);
+    for (int h = 0; h < p.q_heads; ++h) {
+      const float* qr = q + (size_t(r) * p.q_heads + h) * d;
+      for (int c = 0; c < nc; ++c)
+        attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, h / group, c, &m[c], &l[c],
+                               &o[size_t(c) * d]);
+#ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
+      // Planted bug (test builds only): rows after the first merge in another order, as
+      // a merge by arrival order would.
+      const bool reverse = r > 0;
+#else
+      const bool reverse = false;
+#endif
+      attention_merge_host(m.data(), l.data(), o.data(), nc, d, out + (size_t(r) * p.q_heads + h) * d, reverse);
+    }
+  }
+}
+
+inline void keep_host(Cache& cache, const KeepMove* moves, int n) {
+#ifdef KC_PLANT_KEEP_REVERSE
+  for (int i = n - 1; i >= 0; --i) {  // planted bug (test builds only)
+#else
+  for (int i = 0; i < n; ++i) {
+#endif
+    const KvView v = cache.view(moves[i].lane);
+    for (int f = 0; f < cache.lay.field_count(); ++f)
+      memmove(kv_field_row(v, f, moves[i].dst), kv_field_row(v, f, moves[i].src), v.lay.field(f).bytes_per_pos);
+  }
+}
+
+}  // namespace kc
