@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/backend.h"
+#include "kernels/bench.h"
 #include "kernels/fp8_rows_twin.h"
 #include "kernels/qwen_twin.h"
 
@@ -68,6 +69,10 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
 #ifndef KC_HAVE_CUDA
+Status bench_attention_config(const AttnBenchConfig&, int, int, AttnBenchResult*) {
+  return Status::Error("bench needs the cuda backend (this build has none)");
+}
+Status bench_read_ceiling(size_t, int, double*) { return Status::Error("bench needs the cuda backend (this build has none)"); }
 std::unique_ptr<Backend> make_cuda_backend(Status* st) {
   *st = Status::Error("this build has no cuda backend (configured without a CUDA compiler)");
   return nullptr;

@@ -30,6 +30,13 @@ inline Status cuda_error(const char* stmt, const char* file, int line, cudaError
     if (kc_e_ != cudaSuccess) return ::kc::cuda_error("launch " kernel_name, __FILE__, __LINE__, kc_e_); \
   } while (0)
 
+// Launch check without a device-wide sync (benchmarks time back-to-back launches).
+#define KC_LAUNCH_CHECK_ASYNC(kernel_name)                                             \
+  do {                                                                                 \
+    cudaError_t kc_e_ = cudaGetLastError();                                            \
+    if (kc_e_ != cudaSuccess) return ::kc::cuda_error("launch " kernel_name, __FILE__, __LINE__, kc_e_); \
+  } while (0)
+
 // Device buffer owned by the host scope that made it.
 template <class T>
 class DevBuf {

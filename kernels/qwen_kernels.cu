@@ -177,17 +177,19 @@ Status launch_rope_store(const KvView* views, int hkv, const RopeParams& p, cons
 
 Status launch_attention(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                        float* out) {
+                        float* out, bool sync) {
   if (n == 0) return Status::Ok();
   const int group = p.q_heads / hkv;
   if (max_chunks > 0) {
     const size_t smem = size_t(group) * p.chunk * sizeof(float);
     attention_partial_kernel<<<dim3(max_chunks, hkv, n), group * 32, smem>>>(views, p, rows, tails, q, max_chunks, pm,
                                                                             pl, po);
-    KC_LAUNCH_CHECK("attention_partial_kernel");
+    if (sync) KC_LAUNCH_CHECK("attention_partial_kernel");
+    else KC_LAUNCH_CHECK_ASYNC("attention_partial_kernel");
   }
   attention_merge_kernel<<<dim3(p.q_heads, n), 32>>>(p, rows, d, max_chunks, pm, pl, po, out);
-  KC_LAUNCH_CHECK("attention_merge_kernel");
+  if (sync) KC_LAUNCH_CHECK("attention_merge_kernel");
+  else KC_LAUNCH_CHECK_ASYNC("attention_merge_kernel");
   return Status::Ok();
 }
 

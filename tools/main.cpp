@@ -15,6 +15,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "tools/bench_attention.h"
 
 namespace {
 
@@ -120,8 +121,17 @@ int main(int argc, char** argv) {
   add_run_options(all);
   all->add_option("--out-dir", o.out_dir, "Folder for the receipts (default ./receipts)");
 
+  std::string bench_what;
+  kc::BenchOptions bo;
+  std::string bench_out;
+  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention");
+  bench->add_option("what", bench_what, "What to time: attention (rope-store, compact, pack: not built yet)")->required();
+  bench->add_flag("--quick", bo.quick, "Batches 1, 8 and contexts 4K, 32K only");
+  bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(CLI::PositiveNumber);
+  bench->add_option("--out", bench_out, "Write the bench receipt here (atomically)");
+  bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
   const auto is_command = [&](const std::string& a) {
-    if (a == "list" || a == "kernel-contract") return true;
+    if (a == "list" || a == "kernel-contract" || a == "bench") return true;
     return kc::find_contract(a) != nullptr;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
@@ -144,6 +154,38 @@ int main(int argc, char** argv) {
     for (const kc::ContractDef& c : kc::contracts())
       std::cout << c.name << "\t" << c.summary << " (default cases " << c.default_cases << ")\n";
     return 0;
+  }
+
+  if (bench->parsed()) {
+    if (bench_what != "attention") {
+      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention)\n";
+      return kUsage;
+    }
+    kc::Status bst;
+    auto cuda = kc::make_cuda_backend(&bst);
+    if (!cuda) {
+      std::cerr << "tf-cuda-test: error: bench needs a CUDA device: " << bst.message << "\n";
+      return kUsage;
+    }
+    std::string why;
+    if (!bench_out.empty() && !output_writable(bench_out, &why)) {
+      std::cerr << "tf-cuda-test: error: --out " << why << "\n";
+      return kUsage;
+    }
+    const kc::DeviceInfo di = cuda->device();
+    bo.device = {{"name", di.name}, {"compute_capability", di.compute}, {"driver", di.driver}};
+    bo.argv = args;
+    nlohmann::json rec;
+    const int rc = kc::bench_attention_main(bo, &rec);
+    if (!bench_out.empty() && !rec.is_null()) {
+      const kc::Status w = kc::write_json_atomic(bench_out, rec);
+      if (!w.ok) {
+        std::cerr << "tf-cuda-test: error: " << w.message << "\n";
+        return kUsage;
+      }
+      std::cout << "receipt: " << bench_out << "\n";
+    }
+    return rc;
   }
 
   if (!o.filter.empty()) {

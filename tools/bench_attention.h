@@ -1,0 +1,18 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kc {
+struct BenchOptions {
+  bool quick = false;
+  int reps = 30;
+  int chunk = 256;
+  std::string script_dir = "tools";
+  std::vector<std::string> argv;
+  nlohmann::json device;
+};
+// Returns the exit code: 0 every target met, 1 a target missed, 2 bad input.
+int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt);
+}  // namespace kc
