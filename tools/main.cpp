@@ -67,8 +67,11 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
             const std::vector<std::string>& argv, const std::string& out) {
   kc::RunOptions ro;
   ro.backend = o.backend;
-  if (sub.count("--seed")) ro.seed = o.seed;
-  if (sub.count("--cases")) ro.cases = o.cases;
+  // kernel-contract has --seed but no --cases: ask only for options the command has.
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->get_name() == "--seed" && opt->count()) ro.seed = o.seed;
+    if (opt->get_name() == "--cases" && opt->count()) ro.cases = o.cases;
+  }
   ro.filter = o.filter;
   ro.argv = argv;
   ro.quiet = o.quiet;
