@@ -50,9 +50,10 @@ KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c,
 // (draft-tree ancestors and itself) stored at tail[0 .. tail_len).
 KC_HD int32_t key_slot(int32_t p, int32_t len, const int32_t* tail) { return p < len ? p : tail[p - len]; }
 
-// A 32-lane dot product in its one fixed order: lane l sums elements l, l+32, ...
-// sequentially; the 32 partials combine in an xor butterfly (offsets 16, 8, 4, 2, 1),
-// which leaves the same bits in every lane. The host twin replays this order.
+// A 32-lane dot product in its one fixed order: lane l sums its d/32 contiguous
+// elements [l*d/32, (l+1)*d/32) sequentially (one vector load per row on the device);
+// the 32 partials combine in an xor butterfly (offsets 16, 8, 4, 2, 1), which leaves
+// the same bits in every lane. The host twin replays this order.
 constexpr int kLanes = 32;
 
 KC_HD void butterfly_sum(float* p) {

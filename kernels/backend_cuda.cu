@@ -107,7 +107,7 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(pm.alloc(np));
     KC_RETURN_IF_ERROR(pl.alloc(np));
     KC_RETURN_IF_ERROR(po.alloc(np * d));
-    KC_RETURN_IF_ERROR(launch_attention(dc.views.get(), hkv, d, p, dr.get(), n, dt.get(), dq.get(), max_chunks,
+    KC_RETURN_IF_ERROR(launch_attention(dc.views.get(), c.lay.format, hkv, d, p, dr.get(), n, dt.get(), dq.get(), max_chunks,
                                         pm.get(), pl.get(), po.get(), dout.get()));
     return dout.download(out, size_t(n) * p.q_heads * d);
   }

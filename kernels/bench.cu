@@ -147,7 +147,7 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   std::vector<float> t;
   for (int i = 0; i < warmup + reps; ++i) {
     KC_CUDA_TRY(cudaEventRecord(a));
-    KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+    KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
                                         dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(),
                                         false));
     KC_CUDA_TRY(cudaEventRecord(b));

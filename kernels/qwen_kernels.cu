@@ -8,8 +8,10 @@
 //   rotated values).
 // attention_partial_kernel: block (chunk, kv head, row), one warp per q head of the
 //   kv head's group. Keys are the logical positions [chunk*W, chunk*W + W) of the row
-//   (committed 0..len-1, then the tail through its index list). Pass 1: scores
-//   s = (q . k) * scale in the fixed 32-lane order of attention_rows.h; m = max s.
+//   (committed 0..len-1, then the tail through its index list); each lane holds d/32
+//   contiguous elements (one vector load per row), rows of 4 keys are loaded before
+//   the first is used. Pass 1: scores s = (q . k) * scale in the fixed 32-lane order of
+//   attention_rows.h; m = max s.
 //   Pass 2: e = expf(s - m), l += e, o += e * v in key order. An empty chunk gives
 //   m = -inf, l = 0, o = 0. Partials [row][q head][max chunks].
 // attention_merge_kernel: one warp per (row, q head); chunks merged in chunk order:
@@ -85,6 +87,28 @@ __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeR
   }
 }
 
+// A lane's PER contiguous elements of a cache row, dequantised, with one vector load.
+template <int PER, Format F>
+__device__ __forceinline__ void load_chunk(const uint8_t* row, int lane, float scale, float* out) {
+  constexpr int EB = F == Format::bf16 ? 2 : 1;
+  constexpr int BYTES = PER * EB;
+  alignas(16) uint8_t buf[16];
+  const uint8_t* src = row + lane * BYTES;
+  if constexpr (BYTES == 16) *reinterpret_cast<uint4*>(buf) = *reinterpret_cast<const uint4*>(src);
+  else if constexpr (BYTES == 8) *reinterpret_cast<uint2*>(buf) = *reinterpret_cast<const uint2*>(src);
+  else if constexpr (BYTES == 4) *reinterpret_cast<uint32_t*>(buf) = *reinterpret_cast<const uint32_t*>(src);
+  else if constexpr (BYTES == 2) *reinterpret_cast<uint16_t*>(buf) = *reinterpret_cast<const uint16_t*>(src);
+  else buf[0] = src[0];
+#pragma unroll
+  for (int e = 0; e < PER; ++e) {
+    if constexpr (F == Format::bf16) out[e] = bf16_to_float(uint16_t(buf[2 * e] | (buf[2 * e + 1] << 8)));
+    else out[e] = fp8_value(buf[e], scale);
+  }
+}
+
+constexpr int kIlp = 4;  // keys whose rows are loaded before the first is used
+
+template <int PER, Format F>
 __global__ void attention_partial_kernel(const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails,
                                          const float* q, int max_chunks, float* pm, float* pl, float* po) {
   extern __shared__ float scores[];
@@ -92,44 +116,67 @@ __global__ void attention_partial_kernel(const KvView* views, AttnParams p, cons
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const AttnRow row = rows[r];
   const KvView v = views[row.lane];
-  const int d = v.lay.head_dim, nt = d / 32;
+  constexpr int d = PER * 32;
   const int group = p.q_heads / v.lay.kv_heads;
   const int qh = kvh * group + warp;
   const size_t pidx = (size_t(r) * p.q_heads + qh) * max_chunks + c;
   const int32_t total = row.len + row.tail_len;
   const int32_t k0 = c * p.chunk, k1 = min(total, k0 + p.chunk);
   const int32_t* tail = tails + row.tail_off;
-  float qv[kMaxHeadDim / 32];
-  for (int t = 0; t < nt; ++t) qv[t] = q[(size_t(r) * p.q_heads + qh) * d + lane + 32 * t];
+  float qv[PER];
+#pragma unroll
+  for (int e = 0; e < PER; ++e) qv[e] = q[(size_t(r) * p.q_heads + qh) * d + lane * PER + e];
   float* s = scores + warp * p.chunk;
   float m = -INFINITY;
-  for (int32_t key = k0; key < k1; ++key) {
-    const int32_t slot = key_slot(key, row.len, tail);
-    const uint8_t* kr = kv_row(v, p.layer, 0, kvh, slot);
-    const float ks = load_scale(v, p.layer, 0, kvh, slot);
-    float acc = 0.0f;
-    for (int t = 0; t < nt; ++t) acc += qv[t] * load_elem(v, kr, ks, lane + 32 * t);
-    for (int off = 16; off > 0; off >>= 1) acc = acc + __shfl_xor_sync(0xFFFFFFFFu, acc, off);
-    const float sc = acc * p.scale;
-    if (lane == 0) s[key - k0] = sc;
-    m = fmaxf(m, sc);
+  for (int32_t key = k0; key < k1; key += kIlp) {
+    float kf[kIlp][PER];
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u)
+      if (key + u < k1) {
+        const int32_t slot = key_slot(key + u, row.len, tail);
+        const float ks = F == Format::fp8 ? load_scale(v, p.layer, 0, kvh, slot) : 1.0f;
+        load_chunk<PER, F>(kv_row(v, p.layer, 0, kvh, slot), lane, ks, kf[u]);
+      }
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u)
+      if (key + u < k1) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int e = 0; e < PER; ++e) acc += qv[e] * kf[u][e];
+        for (int off = 16; off > 0; off >>= 1) acc = acc + __shfl_xor_sync(0xFFFFFFFFu, acc, off);
+        const float sc = acc * p.scale;
+        if (lane == 0) s[key + u - k0] = sc;
+        m = fmaxf(m, sc);
+      }
   }
   __syncwarp();
-  float l = 0.0f, o[kMaxHeadDim / 32];
-  for (int t = 0; t < nt; ++t) o[t] = 0.0f;
-  for (int32_t key = k0; key < k1; ++key) {
-    const int32_t slot = key_slot(key, row.len, tail);
-    const uint8_t* vr = kv_row(v, p.layer, 1, kvh, slot);
-    const float vs = load_scale(v, p.layer, 1, kvh, slot);
-    const float e = expf(s[key - k0] - m);
-    l += e;
-    for (int t = 0; t < nt; ++t) o[t] += e * load_elem(v, vr, vs, lane + 32 * t);
+  float l = 0.0f, o[PER];
+#pragma unroll
+  for (int e = 0; e < PER; ++e) o[e] = 0.0f;
+  for (int32_t key = k0; key < k1; key += kIlp) {
+    float vf[kIlp][PER];
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u)
+      if (key + u < k1) {
+        const int32_t slot = key_slot(key + u, row.len, tail);
+        const float vs = F == Format::fp8 ? load_scale(v, p.layer, 1, kvh, slot) : 1.0f;
+        load_chunk<PER, F>(kv_row(v, p.layer, 1, kvh, slot), lane, vs, vf[u]);
+      }
+#pragma unroll
+    for (int u = 0; u < kIlp; ++u)
+      if (key + u < k1) {
+        const float ew = expf(s[key + u - k0] - m);
+        l += ew;
+#pragma unroll
+        for (int e = 0; e < PER; ++e) o[e] += ew * vf[u][e];
+      }
   }
   if (lane == 0) {
     pm[pidx] = m;
     pl[pidx] = l;
   }
-  for (int t = 0; t < nt; ++t) po[pidx * d + lane + 32 * t] = o[t];
+#pragma unroll
+  for (int e = 0; e < PER; ++e) po[pidx * d + lane * PER + e] = o[e];
 }
 
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
@@ -175,15 +222,28 @@ Status launch_rope_store(const KvView* views, int hkv, const RopeParams& p, cons
   return Status::Ok();
 }
 
-Status launch_attention(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
+Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, bool sync) {
   if (n == 0) return Status::Ok();
   const int group = p.q_heads / hkv;
   if (max_chunks > 0) {
     const size_t smem = size_t(group) * p.chunk * sizeof(float);
-    attention_partial_kernel<<<dim3(max_chunks, hkv, n), group * 32, smem>>>(views, p, rows, tails, q, max_chunks, pm,
-                                                                            pl, po);
+    const dim3 grid(max_chunks, hkv, n);
+    const bool bf = fmt == Format::bf16;
+#define KC_PARTIAL(PER)                                                                                           \
+  (bf ? attention_partial_kernel<PER, Format::bf16><<<grid, group * 32, smem>>>(views, p, rows, tails, q, max_chunks, \
+                                                                               pm, pl, po)                        \
+      : attention_partial_kernel<PER, Format::fp8><<<grid, group * 32, smem>>>(views, p, rows, tails, q, max_chunks,  \
+                                                                              pm, pl, po))
+    switch (d / 32) {
+      case 1: KC_PARTIAL(1); break;
+      case 2: KC_PARTIAL(2); break;
+      case 4: KC_PARTIAL(4); break;
+      case 8: KC_PARTIAL(8); break;
+      default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
+    }
+#undef KC_PARTIAL
     if (sync) KC_LAUNCH_CHECK("attention_partial_kernel");
     else KC_LAUNCH_CHECK_ASYNC("attention_partial_kernel");
   }

@@ -70,9 +70,10 @@ inline void attention_partial_host(const KvView& view, const AttnParams& p, cons
     const uint8_t* kr = kv_row(view, p.layer, 0, kvh, slot);
     const float ks = load_scale(view, p.layer, 0, kvh, slot);
     float part[kLanes];
+    const int per = d / kLanes;
     for (int l = 0; l < kLanes; ++l) {
       float acc = 0.0f;
-      for (int j = l; j < d; j += kLanes) acc += q[j] * load_elem(view, kr, ks, j);
+      for (int j = l * per; j < (l + 1) * per; ++j) acc += q[j] * load_elem(view, kr, ks, j);
       part[l] = acc;
     }
     butterfly_sum(part);
