@@ -135,10 +135,6 @@ void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, dou
   }
 }
 
-struct RowMarks {
-  std::vector<RowRef> rows;
-};
-
 void run_case(Run& run, const QwenCase& c, Plant plant) {
   const std::string cv = c.vars();
   const Shape& S = kShapes[c.shape];
