@@ -42,6 +42,20 @@ class Backend {
   // tails holds every row's tail cache positions (row.tail_off, row.tail_len).
   virtual Status attention(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
                            const std::vector<int32_t>& tails, const float* q, float* out) = 0;
+  // q4 rows (Hadamard-rotated 4-bit, groups of 32, fp16 scale per group; see q4_rows.h):
+  // encode n rows of x ([n][head_dim] fp32, original space) into a q4 cache through
+  // kv_row / kv_scale; decode n rows back to original space (inverse rotation applied).
+  virtual Status q4_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
+  virtual Status q4_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
+  // mxfp4 rows (E2M1 pairs + one E8M0 exponent per 32 values; see mxfp4_rows.h).
+  virtual Status mxfp4_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
+  virtual Status mxfp4_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
+  // Scale-plane packing (see pack_blob.h): positions [pos0, pos0 + count) of `lane`, every
+  // declared field, into a versioned host blob; unpack a blob into `lane` at pos0. Unpack
+  // refuses a blob that does not match (layout, field table, size, checksum) and then
+  // writes nothing.
+  virtual Status pack(const Cache& cache, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) = 0;
+  virtual Status unpack(Cache& cache, int lane, int64_t pos0, const std::vector<uint8_t>& blob) = 0;
   // Compaction: every field's row src -> dst, per lane in the given (ascending) order.
   virtual Status keep(Cache& cache, const KeepMove* moves, int n) = 0;
 };

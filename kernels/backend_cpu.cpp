@@ -4,6 +4,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/bench.h"
+#include "kernels/codec_backends.h"
 #include "kernels/fp8_rows_twin.h"
 #include "kernels/qwen_twin.h"
 
@@ -56,6 +57,24 @@ class CpuBackend final : public Backend {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     attention_host(c, p, rows, n, tails.data(), q, out);
     return Status::Ok();
+  }
+  Status q4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
+    return q4_encode_rows_cpu(c, x, rows, n);
+  }
+  Status q4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
+    return q4_decode_rows_cpu(c, rows, n, out);
+  }
+  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
+    return mxfp4_encode_rows_cpu(c, x, rows, n);
+  }
+  Status mxfp4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
+    return mxfp4_decode_rows_cpu(c, rows, n, out);
+  }
+  Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
+    return pack_cpu(c, lane, pos0, count, blob);
+  }
+  Status unpack(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob) override {
+    return unpack_cpu(c, lane, pos0, blob);
   }
   Status keep(Cache& c, const KeepMove* moves, int n) override {
     KC_RETURN_IF_ERROR(validate_keep(c, moves, n));

@@ -6,6 +6,8 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda_check.h"
+#include "kernels/device_cache.h"
+#include "kernels/codec_backends.h"
 #include "kernels/fp8_rows_cuda.h"
 #include "kernels/qwen_kernels_cuda.h"
 #include <algorithm>
@@ -13,21 +15,6 @@
 
 namespace kc {
 namespace {
-
-// The device copy of a Cache: memory, page tables, and each lane's resolved KvView.
-struct DeviceCache {
-  DevBuf<uint8_t> mem;
-  DevBuf<int32_t> pts;
-  DevBuf<KvView> views;
-  Status upload(const Cache& c) {
-    KC_RETURN_IF_ERROR(mem.upload(c.mem.data(), c.mem.size()));
-    KC_RETURN_IF_ERROR(pts.upload(c.pts.data(), c.pts.size()));
-    std::vector<KvView> v;
-    for (const ViewDesc& d : c.views) v.push_back(resolve_view(d, mem.get(), pts.get(), c.lay));
-    return views.upload(v.data(), v.size());
-  }
-  Status download(Cache& c) const { return mem.download(c.mem.data(), c.mem.size()); }
-};
 
 class CudaBackend final : public Backend {
  public:
@@ -110,6 +97,24 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(launch_attention(dc.views.get(), c.lay.format, hkv, d, p, dr.get(), n, dt.get(), dq.get(), max_chunks,
                                         pm.get(), pl.get(), po.get(), dout.get()));
     return dout.download(out, size_t(n) * p.q_heads * d);
+  }
+  Status q4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
+    return q4_encode_rows_cuda(c, x, rows, n);
+  }
+  Status q4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
+    return q4_decode_rows_cuda(c, rows, n, out);
+  }
+  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
+    return mxfp4_encode_rows_cuda(c, x, rows, n);
+  }
+  Status mxfp4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
+    return mxfp4_decode_rows_cuda(c, rows, n, out);
+  }
+  Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
+    return pack_cuda(c, lane, pos0, count, blob);
+  }
+  Status unpack(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob) override {
+    return unpack_cuda(c, lane, pos0, blob);
   }
   Status keep(Cache& c, const KeepMove* moves, int n) override {
     KC_RETURN_IF_ERROR(validate_keep(c, moves, n));

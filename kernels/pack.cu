@@ -1,0 +1,14 @@
+// scale-plane packing (CUDA kernels): host twins. (Skeleton: the scale-plane packing work replaces this file.)
+#include "kernels/codec_backends.h"
+
+namespace kc {
+
+Status pack_cuda(const Cache&, int, int64_t, int64_t, std::vector<uint8_t>*) {
+  return Status::Error("pack: not built yet");
+}
+
+Status unpack_cuda(Cache&, int, int64_t, const std::vector<uint8_t>&) {
+  return Status::Error("unpack: not built yet");
+}
+
+}  // namespace kc

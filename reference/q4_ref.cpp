@@ -1,0 +1,1 @@
+// float64 reference (q4_ref). Skeleton: replaced by the codec work.
