@@ -2,6 +2,7 @@
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
+//   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
 #include "tools/bench_attention.h"
+#include "tools/bench_pack.h"
 
 namespace {
 
@@ -127,9 +129,12 @@ int main(int argc, char** argv) {
   std::string bench_what;
   kc::BenchOptions bo;
   std::string bench_out;
-  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention");
-  bench->add_option("what", bench_what, "What to time: attention (rope-store, compact, pack: not built yet)")->required();
-  bench->add_flag("--quick", bo.quick, "Batches 1, 8 and contexts 4K, 32K only");
+  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack");
+  bench->add_option("what", bench_what,
+                    "What to time: attention (split-K partial + merge) or pack (scale-plane pack / unpack kernels); "
+                    "rope-store, compact: not built yet")
+      ->required();
+  bench->add_flag("--quick", bo.quick, "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only");
   bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(CLI::PositiveNumber);
   bench->add_option("--out", bench_out, "Write the bench receipt here (atomically)");
   bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
@@ -160,8 +165,8 @@ int main(int argc, char** argv) {
   }
 
   if (bench->parsed()) {
-    if (bench_what != "attention") {
-      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention)\n";
+    if (bench_what != "attention" && bench_what != "pack") {
+      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack)\n";
       return kUsage;
     }
     kc::Status bst;
@@ -179,7 +184,7 @@ int main(int argc, char** argv) {
     bo.device = {{"name", di.name}, {"compute_capability", di.compute}, {"driver", di.driver}};
     bo.argv = args;
     nlohmann::json rec;
-    const int rc = kc::bench_attention_main(bo, &rec);
+    const int rc = bench_what == "pack" ? kc::bench_pack_main(bo, &rec) : kc::bench_attention_main(bo, &rec);
     if (!bench_out.empty() && !rec.is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {

@@ -1,0 +1,65 @@
+// The scale-planes contract under GoogleTest, through the same runner as the command line.
+#include <gtest/gtest.h>
+
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+
+namespace kc {
+namespace {
+
+RunResult run_on(const std::string& backend, const std::string& filter = "") {
+  Status st;
+  auto be = select_backend(backend, &st);
+  EXPECT_TRUE(be) << st.message;
+  RunOptions o;
+  o.cases = KC_TEST_CASES;
+  o.quiet = true;
+  o.filter = filter;
+  return run_contract(*find_contract("scale-planes"), *be, o);
+}
+
+void expect_pass(const RunResult& r) {
+  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
+  for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
+  for (const auto& g : r.receipt["gates"]) EXPECT_TRUE(g["ok"].get<bool>()) << g.dump();
+}
+
+TEST(ScalePlanesContract, CpuPassesWithEveryControlRed) {
+  const RunResult r = run_on("cpu");
+  expect_pass(r);
+  EXPECT_EQ(r.receipt["controls"].size(), 5u);
+  EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
+  // Every byte gate ran on every case (none silently skipped).
+  for (const auto& g : r.receipt["gates"]) {
+    const std::string name = g["name"];
+    if (name == "device==host-twin") continue;
+    EXPECT_GT(g["passed"].get<int>(), 0) << name;
+  }
+}
+
+TEST(ScalePlanesContract, ControlsAreCaughtByTheRightGates) {
+  const RunResult r = run_on("cpu", "^$");  // no cases: controls only
+  auto caught = [&](const std::string& control, const std::string& gate) {
+    for (const auto& c : r.receipt["controls"])
+      if (c["name"] == control)
+        for (const auto& g : c["caught_by"])
+          if (g == gate) return true;
+    return false;
+  };
+  EXPECT_TRUE(caught("dropped-scale-plane", "roundtrip"));
+  EXPECT_TRUE(caught("dropped-scale-plane", "blob==cache"));
+  EXPECT_TRUE(caught("kv-scales-swapped", "roundtrip"));
+  EXPECT_TRUE(caught("kv-scales-swapped", "attention-restored"));
+  EXPECT_TRUE(caught("stale-version-accepted", "refusals"));
+  EXPECT_TRUE(caught("truncated-accepted", "refusals"));
+  EXPECT_TRUE(caught("corrupted-byte-accepted", "refusals"));
+}
+
+TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  expect_pass(run_on("cuda"));
+}
+
+}  // namespace
+}  // namespace kc
