@@ -3,7 +3,7 @@
 namespace kc {
 
 const std::vector<ContractDef>& contracts() {
-  static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract()};
+  static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract(), q4_rows_contract()};
   return all;
 }
 
