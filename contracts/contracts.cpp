@@ -3,7 +3,8 @@
 namespace kc {
 
 const std::vector<ContractDef>& contracts() {
-  static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract(), q4_rows_contract()};
+  static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract(), q4_rows_contract(),
+                                               scale_planes_contract()};
   return all;
 }
 

@@ -82,7 +82,7 @@ struct SegGrid {
   int64_t n_pages;
   int64_t subs;
   int64_t seg_pos;
-  int64_t per_job() const { return n_pages * subs; }
+  __host__ __device__ int64_t per_job() const { return n_pages * subs; }
 };
 
 __global__ void __launch_bounds__(kThreads) pack_rows_kernel(const KvView v, const SegGrid g, const PackCopy* copies,
