@@ -4,7 +4,7 @@ namespace kc {
 
 const std::vector<ContractDef>& contracts() {
   static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract(), q4_rows_contract(),
-                                               scale_planes_contract()};
+                                               scale_planes_contract(), mxfp4_rows_contract()};
   return all;
 }
 

@@ -32,6 +32,7 @@ uint8_t e2m1_from_double(double v) {
   const uint8_t sign = std::signbit(v) ? 0x8 : 0x0;
   const double a = std::fabs(v);
   const auto& g = grid();
+  if (a >= g[7]) return sign | 7;  // saturate (also keeps a - g[c] from rounding to a tie for huge a)
   int best = 0;
   for (int c = 1; c < 8; ++c) {
     const double dc = std::fabs(g[c] - a), db = std::fabs(g[best] - a);
