@@ -20,6 +20,7 @@
 // Controls: swapped page table, planted row, overlapping moves in reverse order, one key
 // dropped from a row's attention.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -30,8 +31,11 @@
 #include "contracts/arena.h"
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "kernels/attention_rows.h"
 #include "reference/attention_ref.h"
+#include "reference/bounds.h"
 #include "reference/e4m3_ref.h"
+#include "reference/q4_ref.h"
 
 namespace kc {
 namespace {
@@ -43,12 +47,16 @@ struct Shape {
   int q_heads, kv_heads, head_dim, rot_dims;
   double base;
 };
-// Six shapes: GQA groups 1, 4, 6, 8; head_dim 64, 128, 256; full and partial rotary.
+// Six shapes of design.md: GQA groups 1, 4, 6, 8; head_dim 64, 128, 256; full and partial
+// rotary; and a seventh whose group (12) is larger than one attention block's heads (8),
+// so the block's head split is exercised, with head_dim 32.
 const Shape kShapes[] = {
     {"qwen35-24q4kv-d256-r64", 24, 4, 256, 64, 1e7}, {"qwen3-32q8kv-d128", 32, 8, 128, 128, 1e6},
     {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
     {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
+    {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},
 };
+constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 
 struct QwenCase {
   const int shape;
@@ -73,9 +81,9 @@ QwenCase draw_case(uint64_t seed, int index) {
   std::mt19937_64 g(mix_seed(seed, index + 77));
   const int ptoks[] = {16, 48, 128, 256, 512, 1, 3, 7};
   const int ptok = index < 8 ? ptoks[index] : rc::gen::element(16, 48, 128, 256, 512, 1, 3, 7, 5, 33)(rnd.split(), 50).value();
-  const int chunk = rc::gen::element(64, 128, 256)(rnd.split(), 50).value();
-  const int shape = index < 6 ? index : int(g() % 6);
-  const Format fmt = (index % 2) ? Format::fp8 : Format::bf16;
+  const int chunk = rc::gen::element(64, 128, 256, 100, 1024)(rnd.split(), 50).value();
+  const int shape = index < kShapeCount ? index : int(g() % kShapeCount);
+  const Format fmt = index % 3 == 0 ? Format::bf16 : (index % 3 == 1 ? Format::fp8 : Format::q4);
   // Cached lengths aimed at the edges: 1, a chunk minus one, a chunk, a chunk plus one,
   // a page boundary, long ones up to 9,000.
   auto pick = [&](int k) {
@@ -128,10 +136,31 @@ void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, dou
       std::memcpy(&b, row + 2 * j, 2);
       out[j] = ref::bf16_value(b);
     }
-  } else {
+  } else if (c.lay.format == Format::fp8) {
     float s;
     std::memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
     for (int j = 0; j < d; ++j) out[j] = double(float(ref::e4m3_value(row[j]) * double(s)));
+  } else {  // q4: original space, 2^-2 H (code * s) per group, exact
+    const uint8_t* sc = kv_scale(v, layer, kv, head, pos);
+    for (int g = 0; g < d / 32; ++g) {
+      uint16_t h;
+      std::memcpy(&h, sc + 2 * g, 2);
+      const std::array<double, 32> x = ref::q4_decode_bytes(row + 16 * g, h);
+      for (int i = 0; i < 32; ++i) out[32 * g + i] = x[i];
+    }
+  }
+}
+
+// q4 rows in rotated space as the kernel dequantises them: code * s (exact).
+void ref_row_rotated(const Cache& c, int lane, int layer, int kv, int head, int pos, double* out) {
+  const KvView v = c.view(lane);
+  const uint8_t* row = kv_row(v, layer, kv, head, pos);
+  const uint8_t* sc = kv_scale(v, layer, kv, head, pos);
+  for (int j = 0; j < c.lay.head_dim; ++j) {
+    uint16_t h;
+    std::memcpy(&h, sc + 2 * (j / 32), 2);
+    const int nib = (row[j / 2] >> (4 * (j % 2))) & 15;
+    out[j] = double(nib - 8) * ref::fp16_value(h);
   }
 }
 
@@ -238,7 +267,7 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
   {
     double worst = 0;
     std::string at;
-    std::vector<double> x(d), y(d), got(d);
+    std::vector<double> x(d), y(d), got(d), q4b(d);
     auto check_row = [&](int lane, int slot, int pos, const float* kin, const float* vin) {
       for (int h = 0; h < hkv; ++h)
         for (int kv = 0; kv < 2; ++kv) {
@@ -247,12 +276,38 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
           if (kv == 0) ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
           else y = x;
           ref_row(su.window, lane, 1, kv, h, slot, got.data());
+          if (c.fmt == Format::q4) {
+            // q4 store bound (derived): the kernel rotates its fp32 row y32 (|y32 - y| <= rb
+            // per element) by 2^-3 H in fp32 (gamma_5, below 2^-21 relative to the group's
+            // sum |y|), quantises each rotated value to within max(s/2, |yrot| - 7 s) (a
+            // clipped value), and the decoded row is 2^-2 H of the codes, exact. So
+            // |got_j - y_j| <= 2^-2 * 32 * (max_i e_i), e_i the rotated-space error bound.
+            const KvView wv = su.window.view(lane);
+            const uint8_t* sc = kv_scale(wv, 1, kv, h, slot);
+            for (int g0 = 0; g0 < d; g0 += 32) {
+              uint16_t hb;
+              std::memcpy(&hb, sc + 2 * (g0 / 32), 2);
+              const double sg = ref::fp16_value(hb);
+              double yr[32], sum_rb = 0, sum_y = 0, ymax = 0;
+              ref::h32_apply(&y[g0], yr);
+              for (int i = 0; i < 32; ++i) {
+                const double rbi = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, g0 + i) : 0.0;
+                sum_rb += rbi;
+                sum_y += std::fabs(y[g0 + i]);
+                ymax = std::max(ymax, std::fabs(yr[i]) * 0.125);
+              }
+              const double slack = 0.125 * (sum_rb + std::ldexp(sum_y + sum_rb, -21));
+              const double e = std::max(sg / 2, ymax + slack - 7 * sg) + slack;
+              for (int i = 0; i < 32; ++i) q4b[g0 + i] = 8 * e * (1 + 1e-12);
+            }
+          }
           double amax = 0;
           for (int j = 0; j < d; ++j) amax = std::max(amax, std::fabs(y[j]));
           for (int j = 0; j < d; ++j) {
             const double rb = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
             double qb;
             if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
+            else if (c.fmt == Format::q4) qb = q4b[j];
             else {
               float s;
               std::memcpy(&s, kv_scale(su.window.view(lane), 1, kv, h, slot), 4);
@@ -349,15 +404,57 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
         std::vector<double> tmp(d);
         for (int i = 0; i < n; ++i) {
           const int slot = i < row.len ? i : tails[row.tail_off + i - row.len];
-          ref_row(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
+          // q4: the reference runs in rotated space on the exact dequantised codes.
+          auto rr = c.fmt == Format::q4 ? ref_row_rotated : ref_row;
+          rr(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
           for (int j = 0; j < d; ++j) K(i, j) = tmp[j];
-          ref_row(su.window, row.lane, 1, 1, kvh, slot, tmp.data());
+          rr(su.window, row.lane, 1, 1, kvh, slot, tmp.data());
           for (int j = 0; j < d; ++j) V(i, j) = tmp[j];
         }
         for (int h = kvh * (hq / hkv); h < (kvh + 1) * (hq / hkv); ++h) {
           Eigen::VectorXd qv(d);
           for (int j = 0; j < d; ++j) qv[j] = q[(size_t(r) * hq + h) * d + j];
-          const ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, d / 32 + 5);
+          std::vector<double> extra;
+          if (c.fmt == Format::q4) {
+            // Rotated space: q_rot = 2^-2 H q exactly (so q_rot . z = q . k for the decoded
+            // k = 2^-2 H z); the kernel's fp32 q_rot (emulated bit for bit by the reference)
+            // differs by dq, a score error scale * sum_e |dq_e| |z_ie| per key.
+            std::vector<float> q32(&q[(size_t(r) * hq + h) * d], &q[(size_t(r) * hq + h) * d] + d), qr32(d);
+            for (int g0 = 0; g0 < d; g0 += 32) {
+              double t[32];
+              ref::h32_apply(&qv[g0], t);
+              ref::h32_fp32(&q32[g0], 0.25, &qr32[g0]);
+              for (int i = 0; i < 32; ++i) qv[g0 + i] = 0.25 * t[i];
+            }
+            extra.assign(n, 0.0);
+            for (int i = 0; i < n; ++i)
+              for (int j = 0; j < d; ++j) extra[i] += std::fabs(double(qr32[j]) - qv[j]) * std::fabs(K(i, j));
+            for (double& e : extra) e *= ap.scale;
+          }
+          // Depths of the kernel's order (attention_rows.h): dot d; p.v per key group then
+          // the halving tree; l over a lane's keys then the 5-level butterfly.
+          const int acc_depth = std::max(attn_pv_depth(c.chunk, d), (c.chunk + 31) / 32 + 5);
+          ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, d, acc_depth, extra.empty() ? nullptr : &extra);
+          if (c.fmt == Format::q4) {
+            // Back to original space: out = 2^-2 H out_rot, computed by the kernel in fp32
+            // (gamma_5 of the group's sum |out_rot|) from its rotated output (within
+            // bound_rot per element): |err_j| <= 2^-2 sum_i (bound_rot_i +
+            // gamma_5 (|out_rot_i| + bound_rot_i)) + u |out_j|.
+            ref::AttnRef o2 = want;
+            for (int g0 = 0; g0 < d; g0 += 32) {
+              double t[32], sb = 0, so = 0;
+              ref::h32_apply(&want.out[g0], t);
+              for (int i = 0; i < 32; ++i) {
+                sb += want.bound[g0 + i];
+                so += std::fabs(want.out[g0 + i]);
+              }
+              for (int i = 0; i < 32; ++i) {
+                o2.out[g0 + i] = 0.25 * t[i];
+                o2.bound[g0 + i] = 0.25 * (sb + bound::gamma(5) * (so + sb)) + bound::kU32 * std::fabs(o2.out[g0 + i]) + 1e-30;
+              }
+            }
+            want = o2;
+          }
           for (int j = 0; j < d; ++j) {
             const float got = outp.data()[(size_t(r) * hq + h) * d + j];
             const double ratio = std::isnan(got) ? NAN : std::fabs(got - want.out[j]) / want.bound[j];
@@ -443,10 +540,12 @@ void qwen_pages_body(Run& run) {
   run.control("swapped-page-table", "each lane's first two page-table entries swapped before attention", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 16, 70, 50, 2, 101), Plant::swap_page_table);
     run_case(r, control_case(5, Format::fp8, 48, 200, 130, 1, 102), Plant::swap_page_table);
+    run_case(r, control_case(1, Format::q4, 16, 90, 70, 2, 109), Plant::swap_page_table);
   });
   run.control("planted-row", "one stored K row of lane 1 altered in the paged cache only", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 7, 40, 33, 2, 103), Plant::planted_row);
     run_case(r, control_case(2, Format::fp8, 16, 65, 129, 3, 104), Plant::planted_row);
+    run_case(r, control_case(4, Format::q4, 7, 50, 80, 1, 110), Plant::planted_row);
   });
   run.control("reverse-order-moves", "keep's overlapping moves applied last to first", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
@@ -455,6 +554,7 @@ void qwen_pages_body(Run& run) {
   run.control("dropped-key", "row B attends without its last key (its own); only the bound can see it", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
     run_case(r, control_case(0, Format::fp8, 128, 64, 1000, 2, 108), Plant::dropped_key);
+    run_case(r, control_case(1, Format::q4, 48, 64, 500, 2, 111), Plant::dropped_key);
   });
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;

@@ -9,6 +9,7 @@
 #include "kernels/fp8_rows.h"
 #include "kernels/kc_hd.h"
 #include "kernels/kv_layout.h"
+#include "kernels/q4_rows.h"
 
 namespace kc {
 
@@ -28,6 +29,24 @@ KC_HD float load_elem(const KvView& v, const uint8_t* row, float scale, int j) {
     return bf16_to_float(b);
   }
   return fp8_value(row[j], scale);
+}
+// A q4 element in rotated space: its nibble times the group scale; a group whose scale
+// is not finite reads as NaN (q4_decode_group_rotated's rule).
+KC_HD float q4_elem(uint8_t nibble, float scale) {
+  return q4_finite(scale) ? q4_value(nibble, scale) : bits_float(0x7FC00000u);
+}
+// A whole cache row dequantised to fp32 as attention reads it (q4: rotated space).
+inline void dequant_row(const KvView& v, int layer, int kv, int head, int64_t pos, float* out) {
+  const int d = v.lay.head_dim;
+  const uint8_t* row = kv_row(v, layer, kv, head, pos);
+  if (v.lay.format == Format::q4) {
+    const uint8_t* sc = kv_scale(v, layer, kv, head, pos);
+    for (int j = 0; j < d; ++j) out[j] = q4_elem(q4_nibble(row + 16 * (j / 32), j % 32), q4_load_scale(sc, j / 32));
+    return;
+  }
+  float scale = 1.0f;
+  if (v.lay.format == Format::fp8) memcpy(&scale, kv_scale(v, layer, kv, head, pos), 4);
+  for (int j = 0; j < d; ++j) out[j] = load_elem(v, row, scale, j);
 }
 KC_HD float load_scale(const KvView& v, int layer, int kv, int head, int64_t pos) {
   if (v.lay.format != Format::fp8) return 1.0f;
@@ -67,5 +86,24 @@ KC_HD void butterfly_sum(float* p) {
 // Split-K partial state of one (row, q head, chunk): running max m, denominator l and
 // unnormalised output o, fp32. An empty chunk has m = -inf, l = 0, o = 0.
 constexpr int kMaxHeadDim = 256;
+
+// The partial kernel's fixed arithmetic order (device and host twin alike):
+//  - score of key i: s_i = (sum_{e=0..d-1} q_e k_ie) * scale, one fmaf per element in
+//    element order (dot depth d);
+//  - m = max_i s_i; p_i = expf(s_i - m); l: lane L of a warp sums p_L, p_{L+32}, ...
+//    in key order, then the 32 partials combine in the xor butterfly (butterfly_sum);
+//  - o: the chunk's keys are dealt to kAttnKeyGroups(d) key groups (key i to group
+//    i % G); group g sums p_i v_i over its keys in key order (fmaf per element), then
+//    the groups combine in a halving tree: for s = G/2, G/4, .., 1: o_g += o_{g+s}.
+constexpr int kAttnThreads = 256;   // threads of one partial block
+constexpr int kAttnHeadsPerBlock = 8;  // q heads of one block (a larger GQA group is split)
+constexpr int kAttnElems = 4;       // elements of a V row one thread accumulates
+KC_HD constexpr int attn_key_groups(int d) { return kAttnThreads * kAttnElems / d; }
+// Depth of the p.v accumulation of one chunk of width w (for the float64 bound).
+KC_HD constexpr int attn_pv_depth(int w, int d) {
+  int g = attn_key_groups(d), levels = 0;
+  for (int t = g; t > 1; t >>= 1) ++levels;
+  return (w + g - 1) / g + levels;
+}
 
 }  // namespace kc

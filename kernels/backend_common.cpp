@@ -25,10 +25,10 @@ namespace {
 Status check_shape(const Cache& c, int q_heads, const char* who) {
   const KvLayout& L = c.lay;
   const std::string w = std::string(who) + ": ";
-  if (L.format != Format::bf16 && L.format != Format::fp8)
-    return Status::Error(w + "cache format " + format_name(L.format) + " is not supported (bf16, fp8)");
-  if (L.head_dim % 32 != 0 || L.head_dim > 256 || L.head_dim <= 0)
-    return Status::Error(w + "head_dim must be a multiple of 32 up to 256");
+  if (L.format != Format::bf16 && L.format != Format::fp8 && L.format != Format::q4)
+    return Status::Error(w + "cache format " + format_name(L.format) + " is not supported (bf16, fp8, q4)");
+  if (L.head_dim != 32 && L.head_dim != 64 && L.head_dim != 128 && L.head_dim != 256)
+    return Status::Error(w + "head_dim must be 32, 64, 128 or 256");
   if (q_heads <= 0 || q_heads % L.kv_heads != 0 || q_heads / L.kv_heads > 32)
     return Status::Error(w + "q_heads must be a multiple of kv_heads, at most 32 per kv head");
   return c.validate();

@@ -50,6 +50,7 @@ inline Status Cache::validate() const {
     const ViewDesc& d = views[l];
     const std::string who = "lane " + std::to_string(l) + ": ";
     if (d.ptok <= 0) return Status::Error(who + "ptok must be positive");
+    if (d.capacity() >= (int64_t(1) << 31)) return Status::Error(who + "capacity must stay below 2^31 positions");
     if (d.paged()) {
       if (d.ps < lay.kv_bytes(d.ptok)) return Status::Error(who + "page stride smaller than a page");
       if (uint64_t(d.pt_off) + uint64_t(d.n_pages) > pts.size())

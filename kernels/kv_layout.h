@@ -116,17 +116,47 @@ struct KvView {
   KvLayout lay;
 };
 
-KC_HD uint8_t* kv_field_row(const KvView& v, int field, int64_t pos) {
+// One field's plane in one lane, resolved once (field offset and width): kernels that
+// walk many positions of a plane resolve it outside their loop. kv_plane_row is the one
+// addressing expression; kv_field_row / kv_row / kv_scale are built on it. Positions are
+// below 2^31 (RowRef, AttnRow and KeepMove carry int32 positions), so the page split is
+// 32-bit arithmetic.
+struct KvPlane {
+  uint8_t* base = nullptr;
+  const int32_t* pt = nullptr;
+  uint32_t ptok = 0;
+  uint64_t ps = 0;
+  uint64_t plane_off = 0;  // the field's plane offset inside a page (or the window)
+  uint32_t bytes = 0;      // bytes per position of the field
+};
+
+KC_HD KvPlane kv_plane(const KvView& v, int field) {
   const FieldInfo fi = v.lay.field(field);
-  const int64_t page = pos / v.ptok;
-  const int64_t slot = pos % v.ptok;
-#ifdef KC_PLANT_KVROW_PAGE_STRIDE
-  const uint64_t page_base = v.pt ? uint64_t(v.pt[page]) * (v.ps - 256) : 0;  // planted bug (test builds only)
-#else
-  const uint64_t page_base = v.pt ? uint64_t(v.pt[page]) * v.ps : 0;
-#endif
-  return v.base + page_base + fi.offset_per_ptok * uint64_t(v.ptok) + uint64_t(slot) * fi.bytes_per_pos;
+  KvPlane p;
+  p.base = v.base;
+  p.pt = v.pt;
+  p.ptok = uint32_t(v.ptok);
+  p.ps = v.ps;
+  p.plane_off = fi.offset_per_ptok * uint64_t(v.ptok);
+  p.bytes = fi.bytes_per_pos;
+  return p;
 }
+KC_HD KvPlane kv_plane(const KvView& v, int layer, int kv, int head, bool scales = false) {
+  return kv_plane(v, (scales ? v.lay.planes() : 0) + v.lay.plane_index(layer, kv, head));
+}
+
+KC_HD uint8_t* kv_plane_row(const KvPlane& p, int64_t pos) {
+  const uint32_t u = uint32_t(pos);
+  const uint32_t page = u / p.ptok, slot = u - page * p.ptok;
+#ifdef KC_PLANT_KVROW_PAGE_STRIDE
+  const uint64_t page_base = p.pt ? uint64_t(p.pt[page]) * (p.ps - 256) : 0;  // planted bug (test builds only)
+#else
+  const uint64_t page_base = p.pt ? uint64_t(p.pt[page]) * p.ps : 0;
+#endif
+  return p.base + page_base + p.plane_off + uint64_t(slot) * p.bytes;
+}
+
+KC_HD uint8_t* kv_field_row(const KvView& v, int field, int64_t pos) { return kv_plane_row(kv_plane(v, field), pos); }
 
 KC_HD uint8_t* kv_row(const KvView& v, int layer, int kv, int head, int64_t pos) {
   return kv_field_row(v, v.lay.plane_index(layer, kv, head), pos);

@@ -6,22 +6,26 @@
 //   q goes to q_out [n][Hq][d] fp32, K and V (V unrotated) are stored at the row's slot
 //   through kv_row in the cache format (fp8: the row helpers of fp8_rows.h over the
 //   rotated values).
-// attention_partial_kernel: block (chunk, kv head, row), one warp per q head of the
-//   kv head's group. Keys are the logical positions [chunk*W, chunk*W + W) of the row
-//   (committed 0..len-1, then the tail through its index list); each lane holds d/32
-//   contiguous elements (one vector load per row), rows of 4 keys are loaded before
-//   the first is used. Pass 1: scores s = (q . k) * scale in the fixed 32-lane order of
-//   attention_rows.h; m = max s.
-//   Pass 2: e = expf(s - m), l += e, o += e * v in key order. An empty chunk gives
-//   m = -inf, l = 0, o = 0. Partials [row][q head][max chunks].
-// attention_merge_kernel: one warp per (row, q head); chunks merged in chunk order:
-//   M = max of non-empty m, L = sum l * expf(m - M), O = sum o * expf(m - M);
-//   out = O / L; a row with no keys gives 0 (never NaN).
+// attention_partial_kernel: block (chunk, kv head x sub-group of <= 8 q heads, row),
+//   256 threads. Keys are the logical positions [chunk*W, chunk*W + W) of the row
+//   (committed 0..len-1, then the tail through its index list). Scores: one thread per
+//   key reads the key's K row once (16-byte loads) for every q head of the block (the
+//   queries sit in shared memory); m, p = expf(s - m) and l per head by one warp each;
+//   p.v: threads split into key groups x 4-element slices of V, each V element read
+//   once for every head; the key groups combine in a halving tree. The order of every
+//   sum is the one attention_rows.h fixes (and the host twin replays). An empty chunk
+//   gives m = -inf, l = 0, o = 0. Partials [row][q head][max chunks].
+// attention_merge_kernel: block per (q head, row), a thread per output element; chunks
+//   merged in chunk order: M = max of non-empty m, L = sum l * expf(m - M),
+//   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN).
 // keep_kernel: block (field, lane); the lane's moves run in order, a barrier between
 //   moves, so overlapping moves give the result of sequential in-order moves.
 // Every address comes from kv_row / kv_field_row; no stride arithmetic here.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/attention_rows.h"
@@ -30,9 +34,17 @@
 namespace kc {
 
 __device__ void store_row_dev(const KvView& v, int layer, int kv, int head, int32_t slot, const float* y, int nt,
-                              int lane) {
+                              int lane, float* wbuf) {
   const int d = v.lay.head_dim;
   uint8_t* row = kv_row(v, layer, kv, head, slot);
+  if (v.lay.format == Format::q4) {
+    // The row through the warp's shared buffer; lane g encodes group g (q4_rows.h).
+    for (int t = 0; t < nt; ++t) wbuf[lane + 32 * t] = y[t];
+    __syncwarp();
+    if (lane < d / 32) q4_encode_group(wbuf + 32 * lane, row + 16 * lane, kv_scale(v, layer, kv, head, slot) + 2 * lane);
+    __syncwarp();
+    return;
+  }
   if (v.lay.format == Format::bf16) {
     for (int t = 0; t < nt; ++t) {
       const uint16_t b = bf16_from_float(y[t]);
@@ -51,6 +63,7 @@ __device__ void store_row_dev(const KvView& v, int layer, int kv, int head, int3
 
 __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeRow* rows, int n, const float* q,
                                   const float* k, const float* vin, float* q_out) {
+  __shared__ float wbufs[256 / 32][kMaxHeadDim];
   const int hkv = views[0].lay.kv_heads;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int slots = p.q_heads + 2 * hkv;
@@ -83,121 +96,281 @@ __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeR
   } else {
     const int kv = hs < p.q_heads + hkv ? 0 : 1;
     const int head = hs - p.q_heads - kv * hkv;
-    store_row_dev(v, p.layer, kv, head, row.slot, y, nt, lane);
+    store_row_dev(v, p.layer, kv, head, row.slot, y, nt, lane, wbufs[threadIdx.x / 32]);
   }
 }
 
-// A lane's PER contiguous elements of a cache row, dequantised, with one vector load.
-template <int PER, Format F>
-__device__ __forceinline__ void load_chunk(const uint8_t* row, int lane, float scale, float* out) {
-  constexpr int EB = F == Format::bf16 ? 2 : 1;
-  constexpr int BYTES = PER * EB;
-  alignas(16) uint8_t buf[16];
-  const uint8_t* src = row + lane * BYTES;
-  if constexpr (BYTES == 16) *reinterpret_cast<uint4*>(buf) = *reinterpret_cast<const uint4*>(src);
-  else if constexpr (BYTES == 8) *reinterpret_cast<uint2*>(buf) = *reinterpret_cast<const uint2*>(src);
-  else if constexpr (BYTES == 4) *reinterpret_cast<uint32_t*>(buf) = *reinterpret_cast<const uint32_t*>(src);
-  else if constexpr (BYTES == 2) *reinterpret_cast<uint16_t*>(buf) = *reinterpret_cast<const uint16_t*>(src);
-  else buf[0] = src[0];
+// N contiguous elements of a cache row starting at element e0, dequantised, with one
+// vector load (N * element bytes is 4, 8 or 16 and the row is 16-byte aligned). fp8 codes
+// decode with the hardware E4M3 -> fp16 conversion (exact), then one fp32 product with
+// the row scale: the same value as fp8_value for every code (a NaN code gives a NaN).
+template <int N, Format F>
+__device__ __forceinline__ void load_elems(const uint8_t* row, int e0, float scale, float* out) {
+  if constexpr (F == Format::q4) {
+    // N nibbles (4 or 32) of one group, element m of a little-endian word at bits 4m.
+    static_assert(N == 4 || N == 32, "q4 loads are 2 or 16 bytes");
+    const uint8_t* src = row + e0 / 2;
+    if constexpr (N == 4) {
+      const uint32_t w = __ldg(reinterpret_cast<const uint16_t*>(src));
 #pragma unroll
-  for (int e = 0; e < PER; ++e) {
-    if constexpr (F == Format::bf16) out[e] = bf16_to_float(uint16_t(buf[2 * e] | (buf[2 * e + 1] << 8)));
-    else out[e] = fp8_value(buf[e], scale);
+      for (int e = 0; e < 4; ++e) out[e] = q4_elem(uint8_t((w >> (4 * e)) & 15u), scale);
+    } else {
+      const uint4 t = __ldg(reinterpret_cast<const uint4*>(src));
+      const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) out[8 * k + e] = q4_elem(uint8_t((w[k] >> (4 * e)) & 15u), scale);
+    }
+  } else {
+  constexpr int EB = F == Format::bf16 ? 2 : 1;
+  constexpr int BYTES = N * EB;
+  constexpr int WORDS = BYTES / 4;
+  uint32_t w[WORDS];
+  const uint8_t* src = row + e0 * EB;
+  if constexpr (BYTES == 16) {
+    const uint4 t = __ldg(reinterpret_cast<const uint4*>(src));
+    w[0] = t.x, w[1] = t.y, w[2] = t.z, w[3] = t.w;
+  } else if constexpr (BYTES == 8) {
+    const uint2 t = __ldg(reinterpret_cast<const uint2*>(src));
+    w[0] = t.x, w[1] = t.y;
+  } else {
+    w[0] = __ldg(reinterpret_cast<const uint32_t*>(src));
+  }
+#pragma unroll
+  for (int k = 0; k < WORDS; ++k) {
+    if constexpr (F == Format::bf16) {
+      out[2 * k] = __uint_as_float(w[k] << 16);
+      out[2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
+    } else {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(w[k] >> (16 * hh)), __NV_E4M3);
+        __half2 h2;
+        memcpy(&h2, &hr, sizeof(h2));
+        const float2 f = __half22float2(h2);
+        out[4 * k + 2 * hh] = f.x * scale;
+        out[4 * k + 2 * hh + 1] = f.y * scale;
+      }
+    }
+  }
   }
 }
 
-constexpr int kIlp = 4;  // keys whose rows are loaded before the first is used
+// Scale of the elements [e0, ..) of a row: the fp8 row scale, the q4 group scale, or 1.
+template <Format F>
+__device__ __forceinline__ float elem_scale(const KvPlane& sp, int32_t slot, int e0) {
+  if constexpr (F == Format::fp8) return __ldg(reinterpret_cast<const float*>(kv_plane_row(sp, slot)));
+  else if constexpr (F == Format::q4) return q4_load_scale(kv_plane_row(sp, slot), e0 / 32);
+  else return 1.0f;
+}
 
-template <int PER, Format F>
-__global__ void attention_partial_kernel(const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails,
-                                         const float* q, int max_chunks, float* pm, float* pl, float* po) {
-  extern __shared__ float scores[];
-  const int c = blockIdx.x, kvh = blockIdx.y, r = blockIdx.z;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+// Block (chunk, kv head x head sub-group, row), kAttnThreads threads; the order of every
+// sum is the one attention_rows.h fixes. Phases:
+//  1. queries of the block's heads to shared memory;
+//  2. scores: one thread per key, the whole row of K read once for all the block's heads
+//     (16-byte loads), each head's dot in element order;
+//  3. warp h: m, p = expf(s - m) (kept in shared memory), l;
+//  4. p.v: thread (key group g, elements [4t, 4t+4)) accumulates every head over the
+//     keys of its group, V read once for all heads; then the halving tree over groups.
+template <int D, Format F>
+__global__ void __launch_bounds__(kAttnThreads, 3) attention_partial_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
+  extern __shared__ float sm[];
+  constexpr int H = kAttnHeadsPerBlock;
+  constexpr int VEC = F == Format::bf16 ? 8 : (F == Format::fp8 ? 16 : 32);  // elements of one 16-byte load
+  constexpr int NV = D / VEC;           // 16-byte loads of a K row
+  constexpr int TPR = D / kAttnElems;   // threads per V row
+  constexpr int KG = kAttnThreads / TPR;  // key groups (attn_key_groups(D))
+  const int c = blockIdx.x, r = blockIdx.z;
+  const int kvh = blockIdx.y / nsub, sub = blockIdx.y % nsub;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const AttnRow row = rows[r];
   const KvView v = views[row.lane];
-  constexpr int d = PER * 32;
   const int group = p.q_heads / v.lay.kv_heads;
-  const int qh = kvh * group + warp;
-  const size_t pidx = (size_t(r) * p.q_heads + qh) * max_chunks + c;
+  const int G = min(H, group - sub * H);
+  const int qh0 = kvh * group + sub * H;
+  const int W = p.chunk;
   const int32_t total = row.len + row.tail_len;
-  const int32_t k0 = c * p.chunk, k1 = min(total, k0 + p.chunk);
+  const int32_t k0 = c * W;
+  const int n = max(0, min(total, k0 + W) - k0);
   const int32_t* tail = tails + row.tail_off;
-  float qv[PER];
+  float* qs = sm;              // [G][D]
+  float* ss = qs + G * D;      // [G][W]: scores, then p
+  float* red = ss + G * W;     // [KG/2][G][D]
+
+  for (int i = tid; i < G * D; i += kAttnThreads) qs[i] = q[(size_t(r) * p.q_heads + qh0) * D + i];
+  __syncthreads();
+  if constexpr (F == Format::q4) {  // attention in rotated space: the query rotated once
+    for (int t = tid; t < G * D / 32; t += kAttnThreads) hadamard32_inv(qs + 32 * t);
+    __syncthreads();
+  }
+
+  const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
+  constexpr bool kScales = F != Format::bf16;
+  const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kScales), vsp = kv_plane(v, p.layer, 1, kvh, kScales);
+
+  for (int i = tid; i < n; i += kAttnThreads) {
+    const int32_t slot = key_slot(k0 + i, row.len, tail);
+    const uint8_t* kr = kv_plane_row(kp, slot);
+    float acc[H];
 #pragma unroll
-  for (int e = 0; e < PER; ++e) qv[e] = q[(size_t(r) * p.q_heads + qh) * d + lane * PER + e];
-  float* s = scores + warp * p.chunk;
-  float m = -INFINITY;
-  for (int32_t key = k0; key < k1; key += kIlp) {
-    float kf[kIlp][PER];
+    for (int h = 0; h < H; ++h) acc[h] = 0.0f;
+    constexpr int BATCH = F == Format::q4 ? 1 : (NV < 4 ? NV : 4);  // 16-byte loads in flight per thread
+#pragma unroll 1
+    for (int b = 0; b < NV; b += BATCH) {
+      float x[BATCH][VEC];
 #pragma unroll
-    for (int u = 0; u < kIlp; ++u)
-      if (key + u < k1) {
-        const int32_t slot = key_slot(key + u, row.len, tail);
-        const float ks = F == Format::fp8 ? load_scale(v, p.layer, 0, kvh, slot) : 1.0f;
-        load_chunk<PER, F>(kv_row(v, p.layer, 0, kvh, slot), lane, ks, kf[u]);
-      }
+      for (int u = 0; u < BATCH; ++u) load_elems<VEC, F>(kr, (b + u) * VEC, elem_scale<F>(ksp, slot, (b + u) * VEC), x[u]);
 #pragma unroll
-    for (int u = 0; u < kIlp; ++u)
-      if (key + u < k1) {
-        float acc = 0.0f;
+      for (int u = 0; u < BATCH; ++u)
 #pragma unroll
-        for (int e = 0; e < PER; ++e) acc += qv[e] * kf[u][e];
-        for (int off = 16; off > 0; off >>= 1) acc = acc + __shfl_xor_sync(0xFFFFFFFFu, acc, off);
-        const float sc = acc * p.scale;
-        if (lane == 0) s[key + u - k0] = sc;
-        m = fmaxf(m, sc);
+        for (int e = 0; e < VEC; e += 4)
+#pragma unroll
+          for (int h = 0; h < H; ++h)
+            if (h < G) {
+              const float4 qq = *reinterpret_cast<const float4*>(qs + h * D + (b + u) * VEC + e);
+              acc[h] = fmaf(qq.x, x[u][e], acc[h]);
+              acc[h] = fmaf(qq.y, x[u][e + 1], acc[h]);
+              acc[h] = fmaf(qq.z, x[u][e + 2], acc[h]);
+              acc[h] = fmaf(qq.w, x[u][e + 3], acc[h]);
+            }
+    }
+#pragma unroll
+    for (int h = 0; h < H; ++h)
+      if (h < G) ss[h * W + i] = acc[h] * p.scale;
+  }
+  __syncthreads();
+
+  if (warp < G) {
+    float* s = ss + warp * W;
+    float m = -INFINITY;
+    for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    float l = 0.0f;
+    for (int i = lane; i < n; i += 32) {
+      const float e = expf(s[i] - m);
+      s[i] = e;
+      l += e;
+    }
+    for (int off = 16; off > 0; off >>= 1) l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+    if (lane == 0) {
+      const size_t pidx = (size_t(r) * p.q_heads + qh0 + warp) * max_chunks + c;
+      pm[pidx] = m;
+      pl[pidx] = l;
+    }
+  }
+  __syncthreads();
+
+  const int g = tid / TPR, e0 = (tid % TPR) * kAttnElems;
+  float o[H][kAttnElems];
+#pragma unroll
+  for (int h = 0; h < H; ++h)
+#pragma unroll
+    for (int e = 0; e < kAttnElems; ++e) o[h][e] = 0.0f;
+  constexpr int KF = 8;  // keys of a group whose V elements are loaded before use
+  int i = g;
+  for (; i + (KF - 1) * KG < n; i += KF * KG) {
+    float x[KF][kAttnElems];
+#pragma unroll
+    for (int u = 0; u < KF; ++u) {
+      const int32_t sl = key_slot(k0 + i + u * KG, row.len, tail);
+      load_elems<kAttnElems, F>(kv_plane_row(vp, sl), e0, elem_scale<F>(vsp, sl, e0), x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < KF; ++u)
+#pragma unroll
+      for (int h = 0; h < H; ++h)
+        if (h < G) {
+          const float pw = ss[h * W + i + u * KG];
+#pragma unroll
+          for (int e = 0; e < kAttnElems; ++e) o[h][e] = fmaf(pw, x[u][e], o[h][e]);
+        }
+  }
+  for (; i < n; i += KG) {
+    float x[kAttnElems];
+    const int32_t s0 = key_slot(k0 + i, row.len, tail);
+    load_elems<kAttnElems, F>(kv_plane_row(vp, s0), e0, elem_scale<F>(vsp, s0, e0), x);
+#pragma unroll
+    for (int h = 0; h < H; ++h)
+      if (h < G) {
+        const float pw = ss[h * W + i];
+#pragma unroll
+        for (int e = 0; e < kAttnElems; ++e) o[h][e] = fmaf(pw, x[e], o[h][e]);
       }
   }
-  __syncwarp();
-  float l = 0.0f, o[PER];
+  // Halving tree over key groups: o_g += o_{g+s} for s = KG/2, .., 1.
 #pragma unroll
-  for (int e = 0; e < PER; ++e) o[e] = 0.0f;
-  for (int32_t key = k0; key < k1; key += kIlp) {
-    float vf[kIlp][PER];
+  for (int s = KG / 2; s >= 1; s >>= 1) {
+    if (g >= s && g < 2 * s)
 #pragma unroll
-    for (int u = 0; u < kIlp; ++u)
-      if (key + u < k1) {
-        const int32_t slot = key_slot(key + u, row.len, tail);
-        const float vs = F == Format::fp8 ? load_scale(v, p.layer, 1, kvh, slot) : 1.0f;
-        load_chunk<PER, F>(kv_row(v, p.layer, 1, kvh, slot), lane, vs, vf[u]);
-      }
+      for (int h = 0; h < H; ++h)
+        if (h < G)
 #pragma unroll
-    for (int u = 0; u < kIlp; ++u)
-      if (key + u < k1) {
-        const float ew = expf(s[key + u - k0] - m);
-        l += ew;
+          for (int e = 0; e < kAttnElems; ++e) red[((g - s) * G + h) * D + e0 + e] = o[h][e];
+    __syncthreads();
+    if (g < s)
 #pragma unroll
-        for (int e = 0; e < PER; ++e) o[e] += ew * vf[u][e];
-      }
+      for (int h = 0; h < H; ++h)
+        if (h < G)
+#pragma unroll
+          for (int e = 0; e < kAttnElems; ++e) o[h][e] = o[h][e] + red[(g * G + h) * D + e0 + e];
+    __syncthreads();
   }
-  if (lane == 0) {
-    pm[pidx] = m;
-    pl[pidx] = l;
-  }
+  if (g == 0)
 #pragma unroll
-  for (int e = 0; e < PER; ++e) po[pidx * d + lane * PER + e] = o[e];
+    for (int h = 0; h < H; ++h)
+      if (h < G) {
+        const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
+#pragma unroll
+        for (int e = 0; e < kAttnElems; ++e) po[pidx * D + e0 + e] = o[h][e];
+      }
 }
 
+// Block per (q head, row), one thread per output element. Every thread walks the chunks
+// in chunk order (the same M and L in every thread); four chunks' partials are loaded
+// before the first is used.
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
-                                       const float* pl, const float* po, float* out) {
-  const int qh = blockIdx.x, r = blockIdx.y, lane = threadIdx.x;
+                                       const float* pl, const float* po, bool unrotate, float* out) {
+  __shared__ float obuf[kMaxHeadDim];
+  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x;
   const AttnRow row = rows[r];
-  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk, nt = d / 32;
+  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float M = -INFINITY;
-  for (int c = 0; c < nc; ++c)
-    if (pl[base + c] > 0.0f) M = fmaxf(M, pm[base + c]);
-  float L = 0.0f, acc[kMaxHeadDim / 32];
-  for (int t = 0; t < nt; ++t) acc[t] = 0.0f;
   for (int c = 0; c < nc; ++c) {
-    const float lc = pl[base + c];
-    if (!(lc > 0.0f)) continue;
-    const float w = expf(pm[base + c] - M);
-    L += lc * w;
-    for (int t = 0; t < nt; ++t) acc[t] += po[(base + c) * d + lane + 32 * t] * w;
+    const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
+    if (lc > 0.0f) M = fmaxf(M, mc);
   }
-  for (int t = 0; t < nt; ++t) out[(size_t(r) * p.q_heads + qh) * d + lane + 32 * t] = L > 0.0f ? acc[t] / L : 0.0f;
+  constexpr int U = 4;
+  float L = 0.0f, acc = 0.0f;
+  for (int c0 = 0; c0 < nc; c0 += U) {
+    float lc[U], mc[U], oc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c0 + u < nc) {
+        lc[u] = __ldg(pl + base + c0 + u);
+        mc[u] = __ldg(pm + base + c0 + u);
+        oc[u] = __ldg(po + (base + c0 + u) * d + j);
+      }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c0 + u < nc && lc[u] > 0.0f) {
+        const float w = expf(mc[u] - M);
+        L += lc[u] * w;
+        acc += oc[u] * w;
+      }
+  }
+  float res = L > 0.0f ? acc / L : 0.0f;
+  if (unrotate) {  // q4: the output back to original space, once
+    obuf[j] = res;
+    __syncthreads();
+    if (j < d / 32) hadamard32_inv(obuf + 32 * j);
+    __syncthreads();
+    res = obuf[j];
+  }
+  out[(size_t(r) * p.q_heads + qh) * d + j] = res;
 }
 
 __global__ void keep_kernel(const KvView* views, const KeepMove* moves, const int32_t* lane_off) {
@@ -228,26 +401,31 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   if (n == 0) return Status::Ok();
   const int group = p.q_heads / hkv;
   if (max_chunks > 0) {
-    const size_t smem = size_t(group) * p.chunk * sizeof(float);
-    const dim3 grid(max_chunks, hkv, n);
+    const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
+    const int G = std::min(group, kAttnHeadsPerBlock);
+    const size_t smem = (size_t(G) * d + size_t(G) * p.chunk + size_t(attn_key_groups(d) / 2) * G * d) * sizeof(float);
+    const dim3 grid(max_chunks, hkv * nsub, n);
     const bool bf = fmt == Format::bf16;
-#define KC_PARTIAL(PER)                                                                                           \
-  (bf ? attention_partial_kernel<PER, Format::bf16><<<grid, group * 32, smem>>>(views, p, rows, tails, q, max_chunks, \
-                                                                               pm, pl, po)                        \
-      : attention_partial_kernel<PER, Format::fp8><<<grid, group * 32, smem>>>(views, p, rows, tails, q, max_chunks,  \
-                                                                              pm, pl, po))
-    switch (d / 32) {
-      case 1: KC_PARTIAL(1); break;
-      case 2: KC_PARTIAL(2); break;
-      case 4: KC_PARTIAL(4); break;
-      case 8: KC_PARTIAL(8); break;
+#define KC_PARTIAL(D)                                                                                          \
+  do {                                                                                                         \
+    auto* kern = bf ? attention_partial_kernel<D, Format::bf16>                                                 \
+                    : (fmt == Format::fp8 ? attention_partial_kernel<D, Format::fp8>                              \
+                                          : attention_partial_kernel<D, Format::q4>);                             \
+    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));           \
+    kern<<<grid, kAttnThreads, smem>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);                \
+  } while (0)
+    switch (d) {
+      case 32: KC_PARTIAL(32); break;
+      case 64: KC_PARTIAL(64); break;
+      case 128: KC_PARTIAL(128); break;
+      case 256: KC_PARTIAL(256); break;
       default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
     }
 #undef KC_PARTIAL
     if (sync) KC_LAUNCH_CHECK("attention_partial_kernel");
     else KC_LAUNCH_CHECK_ASYNC("attention_partial_kernel");
   }
-  attention_merge_kernel<<<dim3(p.q_heads, n), 32>>>(p, rows, d, max_chunks, pm, pl, po, out);
+  attention_merge_kernel<<<dim3(p.q_heads, n), d>>>(p, rows, d, max_chunks, pm, pl, po, fmt == Format::q4, out);
   if (sync) KC_LAUNCH_CHECK("attention_merge_kernel");
   else KC_LAUNCH_CHECK_ASYNC("attention_merge_kernel");
   return Status::Ok();

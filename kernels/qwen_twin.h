@@ -22,6 +22,10 @@ inline void store_row_host(const KvView& v, int layer, int kv, int head, int32_t
     }
     return;
   }
+  if (v.lay.format == Format::q4) {
+    q4_encode_row(y, d, row, kv_scale(v, layer, kv, head, slot));
+    return;
+  }
   float amax = 0.0f;
   for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
   const float scale = fp8_row_scale(amax);
@@ -57,41 +61,46 @@ inline void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* ro
   }
 }
 
-// Partial state of one (row, q head, chunk), written to m, l, o[d].
+// Partial state of one (row, q head, chunk), written to m, l, o[d], in the kernel's
+// order (attention_rows.h): dot in element order with fmaf, l over lanes then the
+// butterfly, p.v per key group with fmaf then the halving tree.
 inline void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
                                    const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
   const int d = view.lay.head_dim;
   const int32_t total = row.len + row.tail_len;
-  const int32_t k0 = chunk * p.chunk, k1 = std::min<int32_t>(total, k0 + p.chunk);
-  std::vector<float> s(std::max(0, k1 - k0));
+  const int32_t k0 = chunk * p.chunk;
+  const int n = std::max(0, std::min<int32_t>(total, k0 + p.chunk) - k0);
+  std::vector<float> s(n), x(d);
   float m = -std::numeric_limits<float>::infinity();
-  for (int32_t key = k0; key < k1; ++key) {
-    const int32_t slot = key_slot(key, row.len, tail);
-    const uint8_t* kr = kv_row(view, p.layer, 0, kvh, slot);
-    const float ks = load_scale(view, p.layer, 0, kvh, slot);
-    float part[kLanes];
-    const int per = d / kLanes;
-    for (int l = 0; l < kLanes; ++l) {
-      float acc = 0.0f;
-      for (int j = l * per; j < (l + 1) * per; ++j) acc += q[j] * load_elem(view, kr, ks, j);
-      part[l] = acc;
+  for (int i = 0; i < n; ++i) {
+    dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
+    float acc = 0.0f;
+    for (int j = 0; j < d; ++j) acc = std::fmaf(q[j], x[j], acc);
+    s[i] = acc * p.scale;
+    m = fmaxf(m, s[i]);
+  }
+  float part[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    part[l] = 0.0f;
+    for (int i = l; i < n; i += kLanes) {
+      s[i] = expf(s[i] - m);
+      part[l] += s[i];
     }
-    butterfly_sum(part);
-    s[key - k0] = part[0] * p.scale;
-    m = fmaxf(m, s[key - k0]);
   }
-  float l = 0.0f;
-  for (int j = 0; j < d; ++j) o[j] = 0.0f;
-  for (int32_t key = k0; key < k1; ++key) {
-    const int32_t slot = key_slot(key, row.len, tail);
-    const uint8_t* vr = kv_row(view, p.layer, 1, kvh, slot);
-    const float vs = load_scale(view, p.layer, 1, kvh, slot);
-    const float e = expf(s[key - k0] - m);
-    l += e;
-    for (int j = 0; j < d; ++j) o[j] += e * load_elem(view, vr, vs, j);
-  }
+  butterfly_sum(part);
+  const int groups = attn_key_groups(d);
+  std::vector<float> og(size_t(groups) * d, 0.0f);
+  for (int g = 0; g < groups; ++g)
+    for (int i = g; i < n; i += groups) {
+      dequant_row(view, p.layer, 1, kvh, key_slot(k0 + i, row.len, tail), x.data());
+      for (int j = 0; j < d; ++j) og[size_t(g) * d + j] = std::fmaf(s[i], x[j], og[size_t(g) * d + j]);
+    }
+  for (int st = groups / 2; st >= 1; st >>= 1)
+    for (int g = 0; g < st; ++g)
+      for (int j = 0; j < d; ++j) og[size_t(g) * d + j] = og[size_t(g) * d + j] + og[size_t(g + st) * d + j];
+  for (int j = 0; j < d; ++j) o[j] = og[j];
   *m_out = m;
-  *l_out = l;
+  *l_out = part[0];
 }
 
 // Merge in chunk order, then normalise. No keys at all: the output row is 0.
@@ -123,7 +132,11 @@ inline void attention_host(const Cache& cache, const AttnParams& p, const AttnRo
     const int nc = attention_chunks(rows[r], p.chunk);
     std::vector<float> m(nc), l(nc), o(size_t(nc) * d);
     for (int h = 0; h < p.q_heads; ++h) {
-      const float* qr = q + (size_t(r) * p.q_heads + h) * d;
+      // q4: attention runs in rotated space; the query is rotated once, the output
+      // rotated back once (q4_rows.h).
+      std::vector<float> qrot(q + (size_t(r) * p.q_heads + h) * d, q + (size_t(r) * p.q_heads + h + 1) * d);
+      if (cache.lay.format == Format::q4) q4_rotate_query(qrot.data(), d);
+      const float* qr = qrot.data();
       for (int c = 0; c < nc; ++c)
         attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, h / group, c, &m[c], &l[c],
                                &o[size_t(c) * d]);
@@ -135,6 +148,7 @@ inline void attention_host(const Cache& cache, const AttnParams& p, const AttnRo
       const bool reverse = false;
 #endif
       attention_merge_host(m.data(), l.data(), o.data(), nc, d, out + (size_t(r) * p.q_heads + h) * d, reverse);
+      if (cache.lay.format == Format::q4) q4_unrotate_out(out + (size_t(r) * p.q_heads + h) * d, d);
     }
   }
 }

@@ -52,7 +52,7 @@ double rope_bound(const double* x, int d, int rot, double base, int64_t pos, int
 }
 
 AttnRef attention(const Eigen::VectorXd& q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V, double scale,
-                  int chunk, int dot_depth) {
+                  int chunk, int dot_depth, int acc_depth, const std::vector<double>* score_extra) {
   const int n = int(K.rows()), d = int(q.size());
   AttnRef r;
   r.out.assign(d, 0.0);
@@ -64,18 +64,19 @@ AttnRef attention(const Eigen::VectorXd& q, const Eigen::MatrixXd& K, const Eige
   const double sp = p.sum();
   const Eigen::VectorXd out = (V.transpose() * p) / sp;
   // 1. score error per key: c * gamma_depth * sum_k |q_k k_ik| + u |s_i| (numerics.md
-  //    states gamma_d for any order; the kernel's order has depth d/32 + 5).
+  //    states gamma_d for any order; the kernel's order has depth d).
   const Eigen::VectorXd qk_abs = (K.cwiseAbs() * q.cwiseAbs()) * scale;
   // 2. weight perturbation: the score error, the shift s - m (twice: chunk max then the
   //    merge max), two exps (chunk and merge) and the merge product.
   double r_w = 0;
   for (int i = 0; i < n; ++i) {
-    const double ds = bound::gamma(dot_depth) * qk_abs[i] + bound::kU32 * std::fabs(s[i]);
+    const double ds = bound::gamma(dot_depth) * qk_abs[i] + bound::kU32 * std::fabs(s[i]) +
+                      (score_extra ? (*score_extra)[i] : 0.0);
     r_w = std::max(r_w, ds + 2 * bound::kU32 * std::fabs(s[i] - m));
   }
   r_w += 2 * bound::kExpErr + bound::kU32;
   const int chunks = (n + chunk - 1) / chunk;
-  const double g = bound::gamma(chunk + chunks);
+  const double g = bound::gamma(acc_depth + chunks);
   for (int j = 0; j < d; ++j) {
     double spread = 0, mag = 0;
     for (int i = 0; i < n; ++i) {

@@ -21,14 +21,15 @@ double rope_bound(const double* x, int d, int rot_dims, double base, int64_t pos
 // Softmax-weighted attention out = sum_i p_i v_i / sum_i p_i, p_i = exp(c q.k_i - max),
 // over exactly the keys given (rows of K and V, already dequantised as the kernel
 // reads them), with the element bound of numerics.md for a split-K kernel of chunk
-// width `chunk` (accumulation depth n' = chunk + number of chunks) whose q.k products
-// accumulate to depth `dot_depth` (the kernel's fixed order: d/32 sequential terms
-// per lane, then a 5-level butterfly, so d/32 + 5).
+// width `chunk`: q.k products accumulate to depth `dot_depth`; one chunk's p.v and l
+// sums to depth `acc_depth` (the kernel's order, attention_rows.h), and the merge adds
+// one term per chunk, so n' = acc_depth + number of chunks. score_extra (optional) adds a
+// known per-key score error (e.g. the fp32 rotation of a q4 query) to term 1.
 struct AttnRef {
   std::vector<double> out;
   std::vector<double> bound;
 };
 AttnRef attention(const Eigen::VectorXd& q, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V, double scale,
-                  int chunk, int dot_depth);
+                  int chunk, int dot_depth, int acc_depth, const std::vector<double>* score_extra = nullptr);
 
 }  // namespace kc::ref
