@@ -29,7 +29,8 @@
 //     value of the group is NaN. Other groups of the row are unaffected.
 // Decoding: value_i = E2M1(code_i) * 2^e in fp32. The product is exact (at most two
 //   significant bits, 2^-128 <= |value| or value = 0) except above FLT_MAX, which only
-//   e = 126 with code 4 (x >= 3.5 * 2^126) or hand-made bytes reach: it saturates to
+//   e = 126 with the value 4 (nibble 6, x >= 3.5 * 2^126) or hand-made bytes reach
+//   (4 * 2^126 = 2^128): it saturates to
 //   +-FLT_MAX (closer to x than 2^128 is, so the roundtrip bound still holds). Scale
 //   byte 0xFF gives NaN (canonical 0x7FC00000) for every element of the group.
 // Bound (derived in reference/mxfp4_ref.h): |decode(encode(x)) - x| <= half the E2M1
