@@ -129,6 +129,6 @@ Status write_json_atomic(const std::string& path, const nlohmann::json& j);
 
 // Case helpers.
 uint64_t mix_seed(uint64_t seed, uint64_t i);
-uint64_t fnv1a(const void* p, size_t n, uint64_t h = 1469598103934665603ull);
+uint64_t fnv1a(const void* p, size_t n, uint64_t h = 14695981039346656037ull);  // FNV-1a 64, standard basis
 
 }  // namespace kc

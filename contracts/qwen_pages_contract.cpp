@@ -550,6 +550,7 @@ void qwen_pages_body(Run& run) {
   run.control("reverse-order-moves", "keep's overlapping moves applied last to first", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
     run_case(r, control_case(5, Format::fp8, 3, 64, 10, 3, 106), Plant::reverse_moves);
+    run_case(r, control_case(6, Format::q4, 5, 40, 25, 2, 112), Plant::reverse_moves);
   });
   run.control("dropped-key", "row B attends without its last key (its own); only the bound can see it", [](Run& r) {
     run_case(r, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
