@@ -110,18 +110,22 @@ __device__ __forceinline__ void load_elems(const uint8_t* row, int e0, float sca
   if constexpr (F == Format::q4) {
     // N nibbles (4 or 32) of one group, element m of a little-endian word at bits 4m.
     static_assert(N == 4 || N == 32, "q4 loads are 2 or 16 bytes");
+    // Same values as q4_elem: (nibble - 8) is exact as (2^23 + nibble) - (2^23 + 8), and a
+    // scale that is not finite becomes NaN once for the group (every element NaN).
     const uint8_t* src = row + e0 / 2;
+    const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
+    auto nib = [](uint32_t w, int e) { return __uint_as_float(0x4B000000u | ((w >> (4 * e)) & 15u)) - 8388616.0f; };
     if constexpr (N == 4) {
       const uint32_t w = __ldg(reinterpret_cast<const uint16_t*>(src));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) out[e] = q4_elem(uint8_t((w >> (4 * e)) & 15u), scale);
+      for (int e = 0; e < 4; ++e) out[e] = nib(w, e) * s;
     } else {
       const uint4 t = __ldg(reinterpret_cast<const uint4*>(src));
       const uint32_t w[4] = {t.x, t.y, t.z, t.w};
 #pragma unroll
       for (int k = 0; k < 4; ++k)
 #pragma unroll
-        for (int e = 0; e < 8; ++e) out[8 * k + e] = q4_elem(uint8_t((w[k] >> (4 * e)) & 15u), scale);
+        for (int e = 0; e < 8; ++e) out[8 * k + e] = nib(w[k], e) * s;
     }
   } else {
   constexpr int EB = F == Format::bf16 ? 2 : 1;
@@ -155,6 +159,47 @@ __device__ __forceinline__ void load_elems(const uint8_t* row, int e0, float sca
       }
     }
   }
+  }
+}
+
+// Four elements of a V row in two steps, so that several keys' raw words can be in
+// flight before any is dequantised (fewer live registers than four floats per key).
+template <Format F>
+struct Raw4 {
+  uint32_t w[F == Format::bf16 ? 2 : 1];
+};
+template <Format F>
+__device__ __forceinline__ Raw4<F> load_raw4(const uint8_t* row, int e0) {
+  Raw4<F> r;
+  if constexpr (F == Format::bf16) {
+    const uint2 t = __ldg(reinterpret_cast<const uint2*>(row + 2 * e0));
+    r.w[0] = t.x, r.w[1] = t.y;
+  } else if constexpr (F == Format::fp8) {
+    r.w[0] = __ldg(reinterpret_cast<const uint32_t*>(row + e0));
+  } else {
+    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
+  }
+  return r;
+}
+template <Format F>
+__device__ __forceinline__ void conv4(const Raw4<F>& r, float scale, float* out) {
+  if constexpr (F == Format::bf16) {
+    out[0] = __uint_as_float(r.w[0] << 16), out[1] = __uint_as_float(r.w[0] & 0xFFFF0000u);
+    out[2] = __uint_as_float(r.w[1] << 16), out[3] = __uint_as_float(r.w[1] & 0xFFFF0000u);
+  } else if constexpr (F == Format::fp8) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(r.w[0] >> (16 * hh)), __NV_E4M3);
+      __half2 h2;
+      memcpy(&h2, &hr, sizeof(h2));
+      const float2 f = __half22float2(h2);
+      out[2 * hh] = f.x * scale;
+      out[2 * hh + 1] = f.y * scale;
+    }
+  } else {
+    const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[e] = (__uint_as_float(0x4B000000u | ((r.w[0] >> (4 * e)) & 15u)) - 8388616.0f) * s;
   }
 }
 
@@ -245,7 +290,9 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
     float acc[H];
 #pragma unroll
     for (int h = 0; h < H; ++h) acc[h] = 0.0f;
-    constexpr int BATCH = F == Format::q4 ? 1 : (NV < 4 ? NV : 4);  // 16-byte loads in flight per thread
+    // 16-byte loads in flight per thread (64 B of bf16, 32 B of fp8, 16 B of q4: the
+    // dequantised floats of a batch stay in registers).
+    constexpr int BATCH = F == Format::q4 ? 1 : (F == Format::fp8 ? (NV < 2 ? NV : 2) : (NV < 4 ? NV : 4));
 #pragma unroll 1
     for (int b = 0; b < NV; b += BATCH) {
       float x[BATCH][VEC];
@@ -300,20 +347,25 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   constexpr int KF = 8;  // keys of a group whose V elements are loaded before use
   int i = g;
   for (; i + (KF - 1) * KG < n; i += KF * KG) {
-    float x[KF][kAttnElems];
+    Raw4<F> raw[KF];
+    float sc[KF];
 #pragma unroll
     for (int u = 0; u < KF; ++u) {
-      load_elems<kAttnElems, F>(vrows[i + u * KG], e0, elem_scale<F>(vscales[i + u * KG], e0), x[u]);
+      raw[u] = load_raw4<F>(vrows[i + u * KG], e0);
+      sc[u] = elem_scale<F>(vscales[i + u * KG], e0);
     }
 #pragma unroll
-    for (int u = 0; u < KF; ++u)
+    for (int u = 0; u < KF; ++u) {
+      float x[kAttnElems];
+      conv4<F>(raw[u], sc[u], x);
 #pragma unroll
       for (int h = 0; h < H; ++h)
         if (h < G) {
           const float pw = ss[h * W + i + u * KG];
 #pragma unroll
-          for (int e = 0; e < kAttnElems; ++e) o[h][e] = fmaf(pw, x[u][e], o[h][e]);
+          for (int e = 0; e < kAttnElems; ++e) o[h][e] = fmaf(pw, x[e], o[h][e]);
         }
+    }
   }
   for (; i < n; i += KG) {
     float x[kAttnElems];
