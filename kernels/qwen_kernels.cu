@@ -101,67 +101,6 @@ __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeR
   }
 }
 
-// N contiguous elements of a cache row starting at element e0, dequantised, with one
-// vector load (N * element bytes is 4, 8 or 16 and the row is 16-byte aligned). fp8 codes
-// decode with the hardware E4M3 -> fp16 conversion (exact), then one fp32 product with
-// the row scale: the same value as fp8_value for every code (a NaN code gives a NaN).
-template <int N, Format F>
-__device__ __forceinline__ void load_elems(const uint8_t* row, int e0, float scale, float* out) {
-  if constexpr (F == Format::q4) {
-    // N nibbles (4 or 32) of one group, element m of a little-endian word at bits 4m.
-    static_assert(N == 4 || N == 32, "q4 loads are 2 or 16 bytes");
-    // Same values as q4_elem: (nibble - 8) is exact as (2^23 + nibble) - (2^23 + 8), and a
-    // scale that is not finite becomes NaN once for the group (every element NaN).
-    const uint8_t* src = row + e0 / 2;
-    const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
-    auto nib = [](uint32_t w, int e) { return __uint_as_float(0x4B000000u | ((w >> (4 * e)) & 15u)) - 8388616.0f; };
-    if constexpr (N == 4) {
-      const uint32_t w = __ldg(reinterpret_cast<const uint16_t*>(src));
-#pragma unroll
-      for (int e = 0; e < 4; ++e) out[e] = nib(w, e) * s;
-    } else {
-      const uint4 t = __ldg(reinterpret_cast<const uint4*>(src));
-      const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) out[8 * k + e] = nib(w[k], e) * s;
-    }
-  } else {
-  constexpr int EB = F == Format::bf16 ? 2 : 1;
-  constexpr int BYTES = N * EB;
-  constexpr int WORDS = BYTES / 4;
-  uint32_t w[WORDS];
-  const uint8_t* src = row + e0 * EB;
-  if constexpr (BYTES == 16) {
-    const uint4 t = __ldg(reinterpret_cast<const uint4*>(src));
-    w[0] = t.x, w[1] = t.y, w[2] = t.z, w[3] = t.w;
-  } else if constexpr (BYTES == 8) {
-    const uint2 t = __ldg(reinterpret_cast<const uint2*>(src));
-    w[0] = t.x, w[1] = t.y;
-  } else {
-    w[0] = __ldg(reinterpret_cast<const uint32_t*>(src));
-  }
-#pragma unroll
-  for (int k = 0; k < WORDS; ++k) {
-    if constexpr (F == Format::bf16) {
-      out[2 * k] = __uint_as_float(w[k] << 16);
-      out[2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
-    } else {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(w[k] >> (16 * hh)), __NV_E4M3);
-        __half2 h2;
-        memcpy(&h2, &hr, sizeof(h2));
-        const float2 f = __half22float2(h2);
-        out[4 * k + 2 * hh] = f.x * scale;
-        out[4 * k + 2 * hh + 1] = f.y * scale;
-      }
-    }
-  }
-  }
-}
-
 // Four elements of a V row in two steps, so that several keys' raw words can be in
 // flight before any is dequantised (fewer live registers than four floats per key).
 template <Format F>
@@ -200,6 +139,28 @@ __device__ __forceinline__ void conv4(const Raw4<F>& r, float scale, float* out)
     const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
 #pragma unroll
     for (int e = 0; e < 4; ++e) out[e] = (__uint_as_float(0x4B000000u | ((r.w[0] >> (4 * e)) & 15u)) - 8388616.0f) * s;
+  }
+}
+
+// The elements of 16 bytes of a cache row starting at element e0 (8 of bf16, 16 of fp8,
+// 32 of q4), dequantised with conv4: fp8 codes through the hardware E4M3 -> fp16
+// conversion (exact) and one fp32 product with the row scale, the value of fp8_value for
+// every code (a NaN code gives a NaN); q4 as (2^23 + nibble) - (2^23 + 8), exact, times the
+// group scale, a scale that is not finite making every element NaN (q4_elem's values).
+template <Format F>
+constexpr int bytes_per4() { return F == Format::bf16 ? 8 : (F == Format::fp8 ? 4 : 2); }
+template <Format F>
+__device__ __forceinline__ void load16(const uint8_t* row, int e0, float scale, float* out) {
+  constexpr int R4 = bytes_per4<F>();
+  const uint4 t = __ldg(reinterpret_cast<const uint4*>(row + e0 / 4 * R4));
+  const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+  for (int c = 0; c < 16 / R4; ++c) {
+    Raw4<F> r;
+    if constexpr (F == Format::bf16) r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
+    else if constexpr (F == Format::fp8) r.w[0] = w[c];
+    else r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+    conv4<F>(r, scale, out + 4 * c);
   }
 }
 
@@ -246,7 +207,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
     int nsub, float* pm, float* pl, float* po) {
   extern __shared__ __align__(16) float sm[];
   constexpr int H = kAttnHeadsPerBlock;
-  constexpr int VEC = F == Format::bf16 ? 8 : (F == Format::fp8 ? 16 : 32);  // elements of one 16-byte load
+  constexpr int VEC = 64 / bytes_per4<F>();  // elements of one 16-byte load
   constexpr int NV = D / VEC;           // 16-byte loads of a K row
   constexpr int TPR = D / kAttnElems;   // threads per V row
   constexpr int KG = kAttnThreads / TPR;  // key groups (attn_key_groups(D))
@@ -297,7 +258,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
     for (int b = 0; b < NV; b += BATCH) {
       float x[BATCH][VEC];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) load_elems<VEC, F>(kr, (b + u) * VEC, elem_scale<F>(ksp, slot, (b + u) * VEC), x[u]);
+      for (int u = 0; u < BATCH; ++u) load16<F>(kr, (b + u) * VEC, elem_scale<F>(ksp, slot, (b + u) * VEC), x[u]);
 #pragma unroll
       for (int u = 0; u < BATCH; ++u)
 #pragma unroll
@@ -369,7 +330,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   }
   for (; i < n; i += KG) {
     float x[kAttnElems];
-    load_elems<kAttnElems, F>(vrows[i], e0, elem_scale<F>(vscales[i], e0), x);
+    conv4<F>(load_raw4<F>(vrows[i], e0), elem_scale<F>(vscales[i], e0), x);
 #pragma unroll
     for (int h = 0; h < H; ++h)
       if (h < G) {
