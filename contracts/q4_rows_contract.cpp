@@ -34,6 +34,7 @@
 
 #include "contracts/arena.h"
 #include "contracts/contracts.h"
+#include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
 #include "kernels/q4_rows.h"
 #include "reference/q4_ref.h"
@@ -172,7 +173,7 @@ double ratio_of(double err, double bound) {
   return err / bound;  // bound 0 with err > 0 gives Inf
 }
 
-void run_case(Run& run, const Q4Case& c, Plant plant) {
+void run_case(Run& run, Backend& be, const Q4Case& c, Plant plant) {
   const std::string cv = c.vars();
   const KvLayout lay(c.layers, c.kv_heads, c.head_dim, Format::q4);
   const std::vector<int> lens = {c.len0, c.len1};
@@ -204,15 +205,15 @@ void run_case(Run& run, const Q4Case& c, Plant plant) {
     run.error(cv, st.message);
     return true;
   };
-  if (fail(run.be.q4_encode_rows(paged, x.data(), rows.data(), n))) return;
-  if (fail(run.be.q4_encode_rows(window, x.data(), rows.data(), n))) return;
+  if (fail(be.q4_encode_rows(paged, x.data(), rows.data(), n))) return;
+  if (fail(be.q4_encode_rows(window, x.data(), rows.data(), n))) return;
   run.check("inputs", fnv1a(x.data(), x.size() * 4) == x_hash, cv, "encode changed its input rows");
 
   {
     bool same = true;
     for (int rep = 0; rep < 2 && same; ++rep) {
       Cache again = paged0;
-      if (fail(run.be.q4_encode_rows(again, x.data(), rows.data(), n))) return;
+      if (fail(be.q4_encode_rows(again, x.data(), rows.data(), n))) return;
       same = again.mem == paged.mem;
     }
     run.check("repeats", same, cv, "a repeated encode gave different bytes");
@@ -220,10 +221,12 @@ void run_case(Run& run, const Q4Case& c, Plant plant) {
   {
     bool same = true;
     std::string which;
-    for (int k = 0; k < std::min(n, 3) && same; ++k) {
-      const int i = int(g() % n);
+    // The launch's first and last rows (where a launch-composition bug shows first),
+    // then three drawn at random.
+    for (int k = 0; k < std::min(n, 5) && same; ++k) {
+      const int i = k == 0 ? 0 : (k == 1 ? n - 1 : int(g() % n));
       Cache solo = paged0;
-      if (fail(run.be.q4_encode_rows(solo, x.data() + size_t(i) * d, &rows[i], 1))) return;
+      if (fail(be.q4_encode_rows(solo, x.data() + size_t(i) * d, &rows[i], 1))) return;
       same = row_bytes(solo, rows[i]) == row_bytes(paged, rows[i]);
       if (!same) which = row_name(rows[i]);
     }
@@ -287,8 +290,8 @@ void run_case(Run& run, const Q4Case& c, Plant plant) {
 
   const uint64_t paged_hash = fnv1a(paged.mem.data(), paged.mem.size());
   Guarded<float> outp(size_t(n) * d), outw(size_t(n) * d);
-  if (fail(run.be.q4_decode_rows(paged, rows.data(), n, outp.data()))) return;
-  if (fail(run.be.q4_decode_rows(window, rows.data(), n, outw.data()))) return;
+  if (fail(be.q4_decode_rows(paged, rows.data(), n, outp.data()))) return;
+  if (fail(be.q4_decode_rows(window, rows.data(), n, outw.data()))) return;
   run.check("inputs", fnv1a(paged.mem.data(), paged.mem.size()) == paged_hash, cv, "decode changed the cache");
   run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "decode wrote past its output");
   run.check("paged==window", std::memcmp(outp.data(), outw.data(), size_t(n) * d * 4) == 0, cv,
@@ -297,7 +300,7 @@ void run_case(Run& run, const Q4Case& c, Plant plant) {
     bool same = true;
     for (int rep = 0; rep < 2 && same; ++rep) {
       std::vector<float> again(size_t(n) * d);
-      if (fail(run.be.q4_decode_rows(paged, rows.data(), n, again.data()))) return;
+      if (fail(be.q4_decode_rows(paged, rows.data(), n, again.data()))) return;
       same = std::memcmp(again.data(), outp.data(), again.size() * 4) == 0;
     }
     run.check("repeats", same, cv, "a repeated decode gave different values");
@@ -445,29 +448,42 @@ Q4Case control_case(int ptok, const char* dist, uint64_t seed) {
 void q4_rows_body(Run& run) {
   run.control("swapped-page-table", "lane 0's first two page-table entries swapped over correctly placed pages",
               [](Run& r) {
-                for (int p : {3, 16}) run_case(r, control_case(p, "normal", 11 + p), Plant::swap_page_table);
+                for (int p : {3, 16}) run_case(r, r.be, control_case(p, "normal", 11 + p), Plant::swap_page_table);
               });
   run.control("planted-row", "one code byte of one row flipped in the paged cache only", [](Run& r) {
-    for (int p : {1, 48}) run_case(r, control_case(p, "normal", 21 + p), Plant::planted_row);
+    for (int p : {1, 48}) run_case(r, r.be, control_case(p, "normal", 21 + p), Plant::planted_row);
   });
   run.control("scale-from-neighbour-group", "every group decoded with the scale of the next group of its row",
               [](Run& r) {
-                for (int p : {7, 16}) run_case(r, control_case(p, "normal", 31 + p), Plant::neighbour_scale);
+                for (int p : {7, 16}) run_case(r, r.be, control_case(p, "normal", 31 + p), Plant::neighbour_scale);
               });
   run.control("query-rotation-skipped", "the query left unrotated while keys are stored rotated", [](Run& r) {
-    for (int p : {16, 7}) run_case(r, control_case(p, "normal", 51 + p), Plant::query_unrotated);
+    for (int p : {16, 7}) run_case(r, r.be, control_case(p, "normal", 51 + p), Plant::query_unrotated);
   });
   run.control("stray-write", "one byte written into an arena page that no lane owns", [](Run& r) {
-    for (int p : {16, 3}) run_case(r, control_case(p, "normal", 41 + p), Plant::stray_write);
+    for (int p : {16, 3}) run_case(r, r.be, control_case(p, "normal", 41 + p), Plant::stray_write);
   });
 
+  // Defects at the backend boundary (contracts/faulty_backend.h) aimed at the gates no
+  // other control turns red.
+  auto faulty = [](Fault f, int seed) {
+    return [f, seed](Run& r) {
+      FaultyBackend fb(r.be, f);
+      run_case(r, fb, control_case(16, "normal", seed), Plant::none);
+    };
+  };
+  run.control("encode-writes-its-input", "a row encode flips a bit of its input rows", faulty(Fault::encode_input_write, 71));
+  run.control("launch-dependent-encode", "a batched encode alters the first row's codes (a lone row is unaffected)",
+              faulty(Fault::encode_launch_dependent, 72));
+  run.control("nondeterministic-decode", "every second decode differs in the last bit of one value",
+              faulty(Fault::decode_nondeterministic, 73));
   declare_gates(run);
   check_all_scales(run);
   for (int i = 0; i < run.cases; ++i) {
     const Q4Case c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
-    run_case(run, c, Plant::none);
+    run_case(run, run.be, c, Plant::none);
   }
 }
 

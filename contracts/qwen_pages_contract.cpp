@@ -30,6 +30,7 @@
 
 #include "contracts/arena.h"
 #include "contracts/contracts.h"
+#include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
 #include "kernels/attention_rows.h"
 #include "reference/attention_ref.h"
@@ -164,7 +165,7 @@ void ref_row_rotated(const Cache& c, int lane, int layer, int kv, int head, int 
   }
 }
 
-void run_case(Run& run, const QwenCase& c, Plant plant) {
+void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   const std::string cv = c.vars();
   const Shape& S = kShapes[c.shape];
   const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads;
@@ -214,13 +215,13 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
   auto store_all = [&](Cache& cc, float* qout) -> bool {
     RopeParams p0 = rp;
     p0.layer = 0;
-    if (fail(run.be.rope_store(cc, p0, hist.data(), nh, nullptr, hk0.data(), hv0.data(), nullptr))) return false;
+    if (fail(be.rope_store(cc, p0, hist.data(), nh, nullptr, hk0.data(), hv0.data(), nullptr))) return false;
     RopeParams p1 = rp;
     p1.layer = 1;
-    if (fail(run.be.rope_store(cc, p1, hist.data(), nh, nullptr, hk1.data(), hv1.data(), nullptr))) return false;
+    if (fail(be.rope_store(cc, p1, hist.data(), nh, nullptr, hk1.data(), hv1.data(), nullptr))) return false;
     // A new row stores every layer: layer 0 from other inputs, layer 1 with the queries.
-    if (fail(run.be.rope_store(cc, p0, round.data(), nr, nullptr, rv.data(), rk.data(), nullptr))) return false;
-    return !fail(run.be.rope_store(cc, p1, round.data(), nr, rq.data(), rk.data(), rv.data(), qout));
+    if (fail(be.rope_store(cc, p0, round.data(), nr, nullptr, rv.data(), rk.data(), nullptr))) return false;
+    return !fail(be.rope_store(cc, p1, round.data(), nr, rq.data(), rk.data(), rv.data(), qout));
   };
   if (!store_all(su.paged, qrot_p.data()) || !store_all(su.window, qrot_w.data())) return;
   run.check("inputs", (fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4)) == in_hash, cv,
@@ -367,28 +368,31 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
   const size_t no = size_t(3) * hq * d;
   Guarded<float> outp(no), outw(no);
   const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
-  if (fail(run.be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), outp.data()))) return;
-  if (fail(run.be.attention(su.window, ap, rows.data(), 3, tails, q.data(), outw.data()))) return;
+  if (fail(be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), outp.data()))) return;
+  if (fail(be.attention(su.window, ap, rows.data(), 3, tails, q.data(), outw.data()))) return;
   run.check("inputs", fnv1a(su.paged.mem.data(), su.paged.mem.size()) == cache_hash, cv, "attention changed the cache");
   run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "attention wrote past its output");
   run.check("paged==window", bytes_equal(outp.data(), outw.data(), no), cv, "attention rows differ");
   {
-    std::vector<float> again(no);
-    bool same = true;
+    Guarded<float> again(no);
+    bool same = true, fenced = true;
     for (int rep = 0; rep < 2 && same; ++rep) {
-      if (fail(run.be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), again.data()))) return;
+      if (fail(be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), again.data()))) return;
       same = bytes_equal(again.data(), outp.data(), no);
+      fenced = fenced && again.guards_intact();
     }
     run.check("repeats", same, cv, "a repeated attention gave different bytes");
     bool solo = true;
     std::string which;
     for (int r = 0; r < 3 && solo; ++r) {
-      std::vector<float> one(size_t(hq) * d);
-      if (fail(run.be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
-      solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, one.size());
+      Guarded<float> one(size_t(hq) * d);
+      if (fail(be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
+      solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, size_t(hq) * d);
+      fenced = fenced && one.guards_intact();
       if (!solo) which = "row " + std::to_string(r);
     }
     run.check("rows==solo", solo, cv, which);
+    run.check("guards", fenced, cv, "a repeated or solo attention wrote past its output");
   }
   // Bound against the float64 reference over the same dequantised keys (always all of
   // them: the dropped-key control must be caught here).
@@ -484,8 +488,8 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
   for (Cache* cc : {&su.paged, &su.window}) {
     if (plant == Plant::reverse_moves) {
       for (int i = int(moves.size()) - 1; i >= 0; --i)
-        if (fail(run.be.keep(*cc, &moves[i], 1))) return;
-    } else if (fail(run.be.keep(*cc, moves.data(), int(moves.size())))) {
+        if (fail(be.keep(*cc, &moves[i], 1))) return;
+    } else if (fail(be.keep(*cc, moves.data(), int(moves.size())))) {
       return;
     }
   }
@@ -513,10 +517,11 @@ void run_case(Run& run, const QwenCase& c, Plant plant) {
   // tail == committed: row A over the kept (now committed) keys equals row A over its tail.
   {
     const AttnRow committed{0, c.len0 + tail, 0, 0};
-    std::vector<float> out(size_t(hq) * d);
-    if (fail(run.be.attention(su.paged, ap, &committed, 1, tails, q.data(), out.data()))) return;
-    run.check("tail==committed", bytes_equal(out.data(), outp.data(), out.size()), cv,
+    Guarded<float> out(size_t(hq) * d);
+    if (fail(be.attention(su.paged, ap, &committed, 1, tails, q.data(), out.data()))) return;
+    run.check("tail==committed", bytes_equal(out.data(), outp.data(), size_t(hq) * d), cv,
               "row A over committed keys differs from row A over its tail");
+    run.check("guards", out.guards_intact(), cv, "attention wrote past its output");
   }
 }
 
@@ -538,32 +543,49 @@ QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tai
 
 void qwen_pages_body(Run& run) {
   run.control("swapped-page-table", "each lane's first two page-table entries swapped before attention", [](Run& r) {
-    run_case(r, control_case(3, Format::bf16, 16, 70, 50, 2, 101), Plant::swap_page_table);
-    run_case(r, control_case(5, Format::fp8, 48, 200, 130, 1, 102), Plant::swap_page_table);
-    run_case(r, control_case(1, Format::q4, 16, 90, 70, 2, 109), Plant::swap_page_table);
+    run_case(r, r.be, control_case(3, Format::bf16, 16, 70, 50, 2, 101), Plant::swap_page_table);
+    run_case(r, r.be, control_case(5, Format::fp8, 48, 200, 130, 1, 102), Plant::swap_page_table);
+    run_case(r, r.be, control_case(1, Format::q4, 16, 90, 70, 2, 109), Plant::swap_page_table);
   });
   run.control("planted-row", "one stored K row of lane 1 altered in the paged cache only", [](Run& r) {
-    run_case(r, control_case(3, Format::bf16, 7, 40, 33, 2, 103), Plant::planted_row);
-    run_case(r, control_case(2, Format::fp8, 16, 65, 129, 3, 104), Plant::planted_row);
-    run_case(r, control_case(4, Format::q4, 7, 50, 80, 1, 110), Plant::planted_row);
+    run_case(r, r.be, control_case(3, Format::bf16, 7, 40, 33, 2, 103), Plant::planted_row);
+    run_case(r, r.be, control_case(2, Format::fp8, 16, 65, 129, 3, 104), Plant::planted_row);
+    run_case(r, r.be, control_case(4, Format::q4, 7, 50, 80, 1, 110), Plant::planted_row);
   });
   run.control("reverse-order-moves", "keep's overlapping moves applied last to first", [](Run& r) {
-    run_case(r, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
-    run_case(r, control_case(5, Format::fp8, 3, 64, 10, 3, 106), Plant::reverse_moves);
-    run_case(r, control_case(6, Format::q4, 5, 40, 25, 2, 112), Plant::reverse_moves);
+    run_case(r, r.be, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
+    run_case(r, r.be, control_case(5, Format::fp8, 3, 64, 10, 3, 106), Plant::reverse_moves);
+    run_case(r, r.be, control_case(6, Format::q4, 5, 40, 25, 2, 112), Plant::reverse_moves);
   });
   run.control("dropped-key", "row B attends without its last key (its own); only the bound can see it", [](Run& r) {
-    run_case(r, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
-    run_case(r, control_case(0, Format::fp8, 128, 64, 1000, 2, 108), Plant::dropped_key);
-    run_case(r, control_case(1, Format::q4, 48, 64, 500, 2, 111), Plant::dropped_key);
+    run_case(r, r.be, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
+    run_case(r, r.be, control_case(0, Format::fp8, 128, 64, 1000, 2, 108), Plant::dropped_key);
+    run_case(r, r.be, control_case(1, Format::q4, 48, 64, 500, 2, 111), Plant::dropped_key);
   });
+  // Defects at the backend boundary (contracts/faulty_backend.h), each aimed at the gate
+  // that no other control turns red.
+  auto faulty = [](Fault f, int shape, Format fmt) {
+    return [f, shape, fmt](Run& r) {
+      FaultyBackend fb(r.be, f);
+      run_case(r, fb, control_case(shape, fmt, 16, 40, 60, 2, 120 + int(f)), Plant::none);
+    };
+  };
+  run.control("attention-writes-its-input", "attention flips one byte of the cache it reads", faulty(Fault::input_write, 3, Format::fp8));
+  run.control("launch-dependent-rows", "a row's result changes when other rows share the launch",
+              faulty(Fault::launch_dependent, 0, Format::bf16));
+  run.control("nondeterministic-attention", "every second attention differs in the last bit of one value",
+              faulty(Fault::nondeterministic, 5, Format::q4));
+  run.control("write-past-output", "attention writes one float past the end of its output",
+              faulty(Fault::write_past_output, 1, Format::bf16));
+  run.control("rope-off-by-one-position", "rope store rotates every row by its position + 1",
+              faulty(Fault::rope_position, 2, Format::bf16));
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;
   for (int i = 0; i < run.cases; ++i) {
     const QwenCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
-    run_case(run, c, Plant::none);
+    run_case(run, run.be, c, Plant::none);
   }
 }
 

@@ -1,0 +1,110 @@
+// A backend decorator that plants one defect at the backend boundary, for controls: it
+// forwards every operation to the real backend, then misbehaves in one named way. A
+// contract runs a normal case through it and the gate named beside each fault must turn
+// red (the control proves that gate can fail on a defect of that kind).
+#pragma once
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace kc {
+
+enum class Fault {
+  input_write,        // attention writes into the cache it reads            -> inputs
+  launch_dependent,   // a row's result depends on the launch's other rows   -> rows==solo
+  nondeterministic,   // every second attention differs in one bit           -> repeats
+  write_past_output,  // attention writes one float past its output          -> guards
+  rope_position,      // rope store rotates by position + 1                  -> rope-bound
+  encode_input_write,       // a row encode writes into its input rows        -> inputs
+  encode_launch_dependent,  // a batched encode alters the first row's codes  -> rows==solo
+  decode_nondeterministic,  // every second row decode differs in one bit     -> repeats
+};
+
+class FaultyBackend final : public Backend {
+ public:
+  FaultyBackend(Backend& real, Fault f) : real_(real), fault_(f) {}
+  std::string name() const override { return real_.name(); }
+  DeviceInfo device() const override { return real_.device(); }
+  Status fp8_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
+    return after_encode(real_.fp8_encode_rows(c, x, r, n), c, x, r, n);
+  }
+  Status fp8_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
+    return after_decode(real_.fp8_decode_rows(c, r, n, o), c, n, o);
+  }
+  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_.e4m3_encode_bits(a, n, o); }
+  Status q4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
+    return after_encode(real_.q4_encode_rows(c, x, r, n), c, x, r, n);
+  }
+  Status q4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
+    return after_decode(real_.q4_decode_rows(c, r, n, o), c, n, o);
+  }
+  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
+    return after_encode(real_.mxfp4_encode_rows(c, x, r, n), c, x, r, n);
+  }
+  Status mxfp4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
+    return after_decode(real_.mxfp4_decode_rows(c, r, n, o), c, n, o);
+  }
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    return real_.pack(c, lane, p0, n, b);
+  }
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override { return real_.unpack(c, lane, p0, b); }
+  Status keep(Cache& c, const KeepMove* m, int n) override { return real_.keep(c, m, n); }
+
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    if (fault_ != Fault::rope_position) return real_.rope_store(c, p, rows, n, q, k, v, q_out);
+    std::vector<RopeRow> shifted(rows, rows + n);
+    for (RopeRow& r : shifted) r.pos += 1;
+    return real_.rope_store(c, p, shifted.data(), n, q, k, v, q_out);
+  }
+
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    KC_RETURN_IF_ERROR(real_.attention(c, p, rows, n, tails, q, out));
+    const size_t elems = size_t(n) * p.q_heads * c.lay.head_dim;
+    switch (fault_) {
+      case Fault::input_write:
+        const_cast<Cache&>(c).mem[c.mem.size() / 2] ^= 0x01;
+        break;
+      case Fault::launch_dependent:
+        if (n > 1) flip(out[0]);
+        break;
+      case Fault::nondeterministic:
+        if (calls_++ % 2 == 1 && elems > 0) flip(out[elems - 1]);
+        break;
+      case Fault::write_past_output:
+        std::memset(out + elems, 0, sizeof(float));
+        break;
+      default:
+        break;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status after_encode(Status st, Cache& c, const float* x, const RowRef* r, int n) {
+    if (!st.ok || n == 0) return st;
+    if (fault_ == Fault::encode_input_write) const_cast<float*>(x)[0] += 1.0f;  // never undone by a later call
+    if (fault_ == Fault::encode_launch_dependent && n > 1)
+      kv_row(c.view(r[0].lane), r[0].layer, r[0].kv, r[0].head, r[0].pos)[0] ^= 0x01;
+    return st;
+  }
+  Status after_decode(Status st, const Cache& c, int n, float* o) {
+    if (!st.ok || n == 0) return st;
+    if (fault_ == Fault::decode_nondeterministic && calls_++ % 2 == 1) flip(o[size_t(n) * c.lay.head_dim - 1]);
+    return st;
+  }
+  static void flip(float& x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u ^= 1u;
+    std::memcpy(&x, &u, 4);
+  }
+  Backend& real_;
+  Fault fault_;
+  int calls_ = 0;
+};
+
+}  // namespace kc
