@@ -21,7 +21,7 @@ RunResult run_qwen(const std::string& backend, int cases) {
 TEST(QwenPagesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_qwen("cpu", 4);
   EXPECT_TRUE(r.pass) << summary_table(r.receipt);
-  ASSERT_EQ(r.receipt["controls"].size(), 4u);
+  ASSERT_EQ(r.receipt["controls"].size(), 9u);  // 4 planted setups + 5 backend-boundary faults
   for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
 }
 
