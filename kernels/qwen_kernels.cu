@@ -142,26 +142,22 @@ __device__ __forceinline__ void conv4(const Raw4<F>& r, float scale, float* out)
   }
 }
 
-// The elements of 16 bytes of a cache row starting at element e0 (8 of bf16, 16 of fp8,
-// 32 of q4), dequantised with conv4: fp8 codes through the hardware E4M3 -> fp16
+// Rows are read 16 bytes at a time (8 elements of bf16, 16 of fp8, 32 of q4) and
+// dequantised four elements at a time with conv4: fp8 codes through the hardware E4M3 -> fp16
 // conversion (exact) and one fp32 product with the row scale, the value of fp8_value for
 // every code (a NaN code gives a NaN); q4 as (2^23 + nibble) - (2^23 + 8), exact, times the
 // group scale, a scale that is not finite making every element NaN (q4_elem's values).
 template <Format F>
 constexpr int bytes_per4() { return F == Format::bf16 ? 8 : (F == Format::fp8 ? 4 : 2); }
+// The c-th group of four elements inside a 16-byte word.
 template <Format F>
-__device__ __forceinline__ void load16(const uint8_t* row, int e0, float scale, float* out) {
-  constexpr int R4 = bytes_per4<F>();
-  const uint4 t = __ldg(reinterpret_cast<const uint4*>(row + e0 / 4 * R4));
+__device__ __forceinline__ Raw4<F> raw4_of(const uint4& t, int c) {
   const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-#pragma unroll
-  for (int c = 0; c < 16 / R4; ++c) {
-    Raw4<F> r;
-    if constexpr (F == Format::bf16) r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
-    else if constexpr (F == Format::fp8) r.w[0] = w[c];
-    else r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
-    conv4<F>(r, scale, out + 4 * c);
-  }
+  Raw4<F> r;
+  if constexpr (F == Format::bf16) r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
+  else if constexpr (F == Format::fp8) r.w[0] = w[c];
+  else r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+  return r;
 }
 
 // Scale of the elements [e0, ..) of a row from its scale row (fp8: the row scale; q4:
@@ -251,27 +247,38 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
     float acc[H];
 #pragma unroll
     for (int h = 0; h < H; ++h) acc[h] = 0.0f;
-    // 16-byte loads in flight per thread (64 B of bf16, 32 B of fp8, 16 B of q4: the
-    // dequantised floats of a batch stay in registers).
-    constexpr int BATCH = F == Format::q4 ? 1 : (F == Format::fp8 ? (NV < 2 ? NV : 2) : (NV < 4 ? NV : 4));
+    // Raw 16-byte words in flight per thread, dequantised four elements at a time as they
+    // are used: 4 (64 B) for bf16 and fp8, 1 for q4 (32 elements a word; more spilled and
+    // ran slower on the H200).
+    constexpr int R4 = bytes_per4<F>();
+    constexpr int RBMAX = F == Format::q4 ? 1 : 4;
+    constexpr int RB = NV < RBMAX ? NV : RBMAX;
 #pragma unroll 1
-    for (int b = 0; b < NV; b += BATCH) {
-      float x[BATCH][VEC];
+    for (int b = 0; b < NV; b += RB) {
+      uint4 raw[RB];
+      float sc[RB];
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u) load16<F>(kr, (b + u) * VEC, elem_scale<F>(ksp, slot, (b + u) * VEC), x[u]);
+      for (int u = 0; u < RB; ++u) {
+        raw[u] = __ldg(reinterpret_cast<const uint4*>(kr + (b + u) * 16));
+        sc[u] = elem_scale<F>(ksp, slot, (b + u) * VEC);
+      }
 #pragma unroll
-      for (int u = 0; u < BATCH; ++u)
+      for (int u = 0; u < RB; ++u)
 #pragma unroll
-        for (int e = 0; e < VEC; e += 4)
+        for (int c = 0; c < 16 / R4; ++c) {
+          float x[4];
+          conv4<F>(raw4_of<F>(raw[u], c), sc[u], x);
+          const int e = (b + u) * VEC + 4 * c;
 #pragma unroll
           for (int h = 0; h < H; ++h)
             if (h < G) {
-              const float4 qq = *reinterpret_cast<const float4*>(qs + h * D + (b + u) * VEC + e);
-              acc[h] = fmaf(qq.x, x[u][e], acc[h]);
-              acc[h] = fmaf(qq.y, x[u][e + 1], acc[h]);
-              acc[h] = fmaf(qq.z, x[u][e + 2], acc[h]);
-              acc[h] = fmaf(qq.w, x[u][e + 3], acc[h]);
+              const float4 qq = *reinterpret_cast<const float4*>(qs + h * D + e);
+              acc[h] = fmaf(qq.x, x[0], acc[h]);
+              acc[h] = fmaf(qq.y, x[1], acc[h]);
+              acc[h] = fmaf(qq.z, x[2], acc[h]);
+              acc[h] = fmaf(qq.w, x[3], acc[h]);
             }
+        }
     }
 #pragma unroll
     for (int h = 0; h < H; ++h)
