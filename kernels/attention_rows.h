@@ -48,12 +48,6 @@ inline void dequant_row(const KvView& v, int layer, int kv, int head, int64_t po
   if (v.lay.format == Format::fp8) memcpy(&scale, kv_scale(v, layer, kv, head, pos), 4);
   for (int j = 0; j < d; ++j) out[j] = load_elem(v, row, scale, j);
 }
-KC_HD float load_scale(const KvView& v, int layer, int kv, int head, int64_t pos) {
-  if (v.lay.format != Format::fp8) return 1.0f;
-  float s;
-  memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
-  return s;
-}
 
 // RoPE (neox pairing) angle of pair i at position pos: theta_i = base^(-2i/r), the
 // angle pos * theta_i and its cos / sin in float64, rounded once to fp32. An fp32

@@ -175,16 +175,8 @@ __host__ __device__ constexpr size_t attn_ptr_offset_floats(int G, int W, int D)
   return (size_t(G) * D + size_t(G) * W + size_t(attn_key_groups(D) / 2) * G * D + 3) / 4 * 4;
 }
 
-// Scale of the elements [e0, ..) of a row: the fp8 row scale, the q4 group scale, or 1.
-template <Format F>
-__device__ __forceinline__ float elem_scale(const KvPlane& sp, int32_t slot, int e0) {
-  if constexpr (F == Format::fp8) return __ldg(reinterpret_cast<const float*>(kv_plane_row(sp, slot)));
-  else if constexpr (F == Format::q4) return q4_load_scale(kv_plane_row(sp, slot), e0 / 32);
-  else return 1.0f;
-}
-
 // Resident partial blocks per SM asked of the register allocator: 4 for bf16 (64
-// registers, no spills; measured 7 % faster at 32K x b8 on the H200), 3 for fp8 and q4
+// registers; measured 7 % faster at 32K x b8 on the H200), 3 for fp8 and q4
 // (their dequantisation needs ~80 registers; at 4 they spill and run 20 % slower).
 template <Format F>
 constexpr int attn_min_blocks() { return F == Format::bf16 ? 4 : 3; }
@@ -242,6 +234,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   for (int i = tid; i < n; i += kAttnThreads) {
     const int32_t slot = key_slot(k0 + i, row.len, tail);
     const uint8_t* kr = kv_plane_row(kp, slot);
+    const uint8_t* ksr = kScales ? kv_plane_row(ksp, slot) : nullptr;  // bf16: never read
     vrows[i] = kv_plane_row(vp, slot);
     if constexpr (kScales) vscales[i] = kv_plane_row(vsp, slot);
     float acc[H];
@@ -260,7 +253,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 #pragma unroll
       for (int u = 0; u < RB; ++u) {
         raw[u] = __ldg(reinterpret_cast<const uint4*>(kr + (b + u) * 16));
-        sc[u] = elem_scale<F>(ksp, slot, (b + u) * VEC);
+        sc[u] = elem_scale<F>(ksr, (b + u) * VEC);
       }
 #pragma unroll
       for (int u = 0; u < RB; ++u)
