@@ -10,6 +10,7 @@ struct BenchOptions {
   int reps = 30;
   int chunk = 256;
   std::string script_dir = "tools";
+  std::string filter;  // attention: only rows whose "config/format/addressing" matches (ECMAScript regex)
   std::vector<std::string> argv;
   nlohmann::json device;
 };

@@ -140,6 +140,10 @@ int main(int argc, char** argv) {
   bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
   bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 256)")
       ->check(CLI::Range(1, 1024));
+  bench->add_option("--filter", bo.filter,
+                    "attention: time only the rows whose config/format/addressing (as printed, e.g. "
+                    "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
+                    "'not measured'");
   const auto is_command = [&](const std::string& a) {
     if (a == "list" || a == "kernel-contract" || a == "bench") return true;
     return kc::find_contract(a) != nullptr;
