@@ -26,6 +26,7 @@ class FaultyBackend final : public Backend {
  public:
   FaultyBackend(Backend& real, Fault f) : real_(real), fault_(f) {}
   std::string name() const override { return real_.name(); }
+  AttnArith attention_arith(Format f, int d) const override { return real_.attention_arith(f, d); }
   DeviceInfo device() const override { return real_.device(); }
   Status fp8_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
     return after_encode(real_.fp8_encode_rows(c, x, r, n), c, x, r, n);

@@ -405,9 +405,14 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       const int n = row.len + row.tail_len;
       for (int kvh = 0; kvh < hkv; ++kvh) {
         Eigen::MatrixXd K(n, d), V(n, d);
-        std::vector<double> tmp(d);
+        std::vector<double> tmp(d), vscale(n, 1.0);  // fp8: V row scales
         for (int i = 0; i < n; ++i) {
           const int slot = i < row.len ? i : tails[row.tail_off + i - row.len];
+          if (c.fmt == Format::fp8) {
+            float vs;
+            std::memcpy(&vs, kv_scale(su.window.view(row.lane), 1, 1, kvh, slot), 4);
+            vscale[i] = vs;
+          }
           // q4: the reference runs in rotated space on the exact dequantised codes.
           auto rr = c.fmt == Format::q4 ? ref_row_rotated : ref_row;
           rr(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
@@ -435,10 +440,41 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
               for (int j = 0; j < d; ++j) extra[i] += std::fabs(double(qr32[j]) - qv[j]) * std::fabs(K(i, j));
             for (double& e : extra) e *= ap.scale;
           }
-          // Depths of the kernel's order (attention_rows.h): dot d; p.v per key group then
-          // the halving tree; l over a lane's keys then the 5-level butterfly.
-          const int acc_depth = std::max(attn_pv_depth(c.chunk, d), (c.chunk + 31) / 32 + 5);
-          ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, d, acc_depth, extra.empty() ? nullptr : &extra);
+          // Depths of the backend's order (attention_rows.h). fma chain: dot d; p.v per key
+          // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
+          // over k-steps / key tiles (+1 for fp8's p * row-scale product), an extra u |s|
+          // for fp8's row-scale product on the score, and flushes of bf16 parts below 2^-126
+          // (3 parts of q, K's elements). Both: l over a lane's keys then the butterfly.
+          const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split3;
+          const int dot_depth = mma ? attn_mma_dot_depth(d) : d;
+          const int pv_depth = mma ? attn_mma_pv_depth(c.chunk) + (c.fmt == Format::fp8 ? 1 : 0) : attn_pv_depth(c.chunk, d);
+          const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
+          // fp8 (fp16 inputs): q's parts leave at most 2^-39 max|q| per element, p' = p *
+          // V scale's parts 2^-39 max_k V scale_k (p <= 1) per key, an output error of
+          // 2^-39 max_k vs_k sum_i |V_ij| / vs_i (the merge's weights are <= 1 and L >= 1).
+          std::vector<double> out_extra(d, 0.0);
+          if (mma) {
+            const double tiny = std::ldexp(1.0, -126), t39 = std::ldexp(1.0, -39);
+            double qabs = 0, qmax = 0;
+            for (int j = 0; j < d; ++j) qabs += std::fabs(qv[j]), qmax = std::max(qmax, std::fabs(qv[j]));
+            extra.assign(n, 0.0);
+            for (int i = 0; i < n; ++i) {
+              double kabs = 0, s = 0;
+              for (int j = 0; j < d; ++j) kabs += std::fabs(K(i, j)), s += qv[j] * K(i, j);
+              extra[i] = c.fmt == Format::fp8 ? ap.scale * t39 * qmax * kabs + bound::kU32 * std::fabs(s * ap.scale)
+                                              : ap.scale * tiny * (3 * kabs + qabs);
+            }
+            if (c.fmt == Format::fp8) {
+              double vs_max = 0;
+              for (int i = 0; i < n; ++i) vs_max = std::max(vs_max, vscale[i]);
+              for (int i = 0; i < n; ++i)
+                if (vscale[i] > 0)  // a zero scale holds zero codes' values only
+                  for (int j = 0; j < d; ++j) out_extra[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
+            }
+          }
+          ref::AttnRef want =
+              ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
+          for (int j = 0; j < d; ++j) want.bound[j] += out_extra[j];
           if (c.fmt == Format::q4) {
             // Back to original space: out = 2^-2 H out_rot, computed by the kernel in fp32
             // (gamma_5 of the group's sum |out_rot|) from its rotated output (within

@@ -100,4 +100,40 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
   return (w + g - 1) / g + levels;
 }
 
+// The cuda backend's tensor-core partial (attention_partial_mma_kernel, bf16 and fp8
+// caches with head_dim 128 or 256; every other case runs the order above on both
+// backends). Keys, chunks, the softmax (m, p, l) and the merge are as above; the two
+// products differ:
+//  - q (fp32) is split into three bf16 parts hi + mid + lo (round to nearest each),
+//    which is exact for normal numbers (24 = 8 + 8 + 8 significant bits); K elements are
+//    exact in bf16 (fp8 codes through fp16). Score of key i: for each 16-element k-step
+//    in element order, c = 0, then c += mma(K, lo), c += mma(K, mid), c += mma(K, hi)
+//    (m16n8k16, fp32 accumulate), then s += c in fp32; s = s * scale (fp8: (s * row
+//    scale) * scale).
+//  - p.v: p (fp8: p * V row scale, one fp32 product) is split the same way; for each
+//    16-key tile in key order, c = 0, c += mma(V^T, p_lo), .. p_hi, then o += c in fp32.
+// Error model of one mma step (for the float64 bound): the sum of its 16 exact products
+// and c, significands aligned to the largest and cut to 24 bits, then truncated to fp32:
+// error <= (17 + 1) * 2^-23 = 36 u times (|c| + sum |a b|). Over the three split steps
+// (lo, mid, hi: the carried c is at most 2^-7 of the sum) that is < 37 u of sum |a b|, and
+// the fp32 sums over steps / tiles add one u each, so the bound uses depths
+// 37 + d/16 (scores) and 37 + ceil(w/16) (+1 for the fp8 p * scale product).
+// fp8 caches run the same order on fp16 inputs (E4M3 codes are exact in fp16; the row
+// scales apply after the products): q and p' = p * V row scale of each head are first
+// scaled by 2^attn_f16_shift(their max magnitude), exactly, and the products unscaled by
+// the same power after. An fp16 part below the normal range leaves at most 2^-25 of the
+// scaled value, i.e. 2^-39 of the head's max magnitude (a term of the bound).
+enum class AttnArith { fma_chain, mma_split3 };
+// The power of two that puts amax in [2^14, 2^15); 0 when amax is 0 or not finite.
+KC_HD int attn_f16_shift(float amax) {
+  if (!(amax > 0.0f) || !(amax < INFINITY)) return 0;
+  int e;
+  (void)frexpf(amax, &e);  // amax in [2^(e-1), 2^e)
+  return 15 - e;
+}
+KC_HD constexpr bool attn_uses_mma(Format f, int d) { return (f == Format::bf16 || f == Format::fp8) && d >= 128; }
+constexpr int kMmaStepDepth = 37;
+KC_HD constexpr int attn_mma_dot_depth(int d) { return kMmaStepDepth + d / 16; }
+KC_HD constexpr int attn_mma_pv_depth(int w) { return kMmaStepDepth + (w + 15) / 16; }
+
 }  // namespace kc

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_rows.h"
 #include "kernels/cache.h"
 #include "kernels/fp8_rows.h"
 #include "kernels/qwen_ops.h"
@@ -42,6 +43,13 @@ class Backend {
   // tails holds every row's tail cache positions (row.tail_off, row.tail_len).
   virtual Status attention(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
                            const std::vector<int32_t>& tails, const float* q, float* out) = 0;
+  // How attention computes its two products for a cache format and head_dim (the
+  // float64 bound takes its depths from it; attention_rows.h): the fma chain of the host
+  // twin, or the tensor-core order of the cuda backend.
+  virtual AttnArith attention_arith(Format format, int head_dim) const {
+    (void)format, (void)head_dim;
+    return AttnArith::fma_chain;
+  }
   // q4 rows (Hadamard-rotated 4-bit, groups of 32, fp16 scale per group; see q4_rows.h):
   // encode n rows of x ([n][head_dim] fp32, original space) into a q4 cache through
   // kv_row / kv_scale; decode n rows back to original space (inverse rotation applied).

@@ -20,6 +20,9 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(DeviceInfo info) : info_(std::move(info)) {}
   std::string name() const override { return "cuda"; }
+  AttnArith attention_arith(Format f, int d) const override {
+    return attn_uses_mma(f, d) ? AttnArith::mma_split3 : AttnArith::fma_chain;
+  }
   DeviceInfo device() const override { return info_; }
 
   Status fp8_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {

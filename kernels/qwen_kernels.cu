@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/attention_rows.h"
 #include "kernels/qwen_kernels_cuda.h"
@@ -367,6 +368,324 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
       }
 }
 
+// ---- Tensor-core partial: bf16 and fp8 caches, head_dim 128 and 256 (attention_rows.h
+// gives its order and error model). Block (chunk, kv head x sub-group of <= 8 q heads,
+// row), 256 threads (8 warps); the block's q heads are the n = 8 columns of
+// mma.m16n8k16 (zero-padded). Phases:
+//  0. q split into bf16 hi/mid/lo, laid out as each lane's B fragments (shared memory);
+//     each key's K / V row (and fp8 row scale) resolved once;
+//  1. scores: warp per 16-key tile; lane (g, t) reads 16 bytes of keys g and g+8 per
+//     load, which are its A fragments of one (bf16) or two (fp8: 16 codes) k-step pairs
+//     (elements assigned to the k slots in that order; q's fragments use the same map);
+//  2. warp h: m, p = expf(s - m), l (as the fma kernel);
+//  3. p (fp8: times the V row scale) split into B fragments per 16-key tile;
+//  4. p.v: warp w owns 16 * MT elements (V^T is the A operand, m = elements); lane (g, t)
+//     reads elements [2 MT g, 2 MT g + 2 MT) of keys 2t, 2t+1, 2t+8, 2t+9 of a tile and
+//     pairs them by key with byte permutes; no reduction across warps.
+template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kF16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+#else
+  __trap();  // launch_attention picks this kernel only on sm_80 and newer builds
+#endif
+}
+// (x, y) = hi + mid + lo, each part a bf16x2 or fp16x2 (x in the low half), rounded to
+// nearest; the differences are exact. bf16: exact for normal numbers; fp16 (inputs
+// scaled below 2^15): parts below fp16's normal range leave at most 2^-25 each.
+template <bool kF16>
+__device__ __forceinline__ void split3(float x, float y, uint32_t (&part)[3]) {
+#pragma unroll
+  for (int s = 0; s < 3; ++s) {
+    if constexpr (kF16) {
+      const __half2 h = __floats2half2_rn(x, y);
+      memcpy(&part[s], &h, 4);
+      const float2 f = __half22float2(h);
+      x -= f.x, y -= f.y;
+    } else {
+      part[s] = uint32_t(bf16_from_float(x)) | (uint32_t(bf16_from_float(y)) << 16);
+      x -= __uint_as_float(part[s] << 16);
+      y -= __uint_as_float(part[s] & 0xFFFF0000u);
+    }
+  }
+}
+// Two E4M3 codes (low byte first) to fp16x2, exactly.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
+  const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two & 0xFFFFu), __NV_E4M3);
+  uint32_t u;
+  memcpy(&u, &hr, 4);
+  return u;
+}
+// Warp-wide max of |x| over x[lane], x[lane + 32], .. x[n - 1].
+__device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
+  float a = 0.0f;
+  for (int i = lane; i < n; i += 32) a = fmaxf(a, fabsf(x[i]));
+  for (int off = 16; off > 0; off >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, off));
+  return a;
+}
+
+// Shared memory of the mma partial, in bytes: q and p fragments, row pointers, row
+// scales, scores.
+__host__ __device__ constexpr size_t attn_mma_smem(int W, int D) {
+  return size_t(D / 16) * 3 * 32 * 8 + size_t((W + 15) / 16) * 3 * 32 * 8 + size_t(W) * 2 * 8 + size_t(W) * 2 * 4 +
+         size_t(kAttnHeadsPerBlock) * W * 4 + size_t(2) * kAttnHeadsPerBlock * 4;
+}
+
+#ifndef KC_MMA_MIN_BLOCKS
+#define KC_MMA_MIN_BLOCKS 2
+#endif
+#ifndef KC_MMA_TILES_AHEAD
+#define KC_MMA_TILES_AHEAD 4
+#endif
+template <int D, Format F>
+__global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_partial_mma_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
+  static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
+  static_assert(F == Format::bf16 || F == Format::fp8, "mma partial: bf16 or fp8");
+  constexpr int H = kAttnHeadsPerBlock;
+  constexpr int KS = D / 16;                        // k-steps of a K row
+  constexpr int EPL = F == Format::bf16 ? 8 : 16;   // elements of a lane's 16-byte load
+  constexpr int SPL = EPL / 4;                      // k-steps per load (4 elements each per lane)
+  constexpr int NB = D / (4 * EPL);                 // 16-byte loads per lane per K row
+  constexpr int MT = D / 16 / (kAttnThreads / 32);  // m-tiles (16 elements) of V per warp
+  constexpr bool kFp8 = F == Format::fp8;
+  extern __shared__ __align__(16) unsigned char smb[];
+  const int c = blockIdx.x, r = blockIdx.z;
+  const int kvh = blockIdx.y / nsub, sub = blockIdx.y % nsub;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
+  const AttnRow row = rows[r];
+  const KvView v = views[row.lane];
+  const int group = p.q_heads / v.lay.kv_heads;
+  const int G = min(H, group - sub * H);
+  const int qh0 = kvh * group + sub * H;
+  const int W = p.chunk;
+  const int32_t total = row.len + row.tail_len;
+  const int32_t k0 = c * W;
+  const int n = max(0, min(total, k0 + W) - k0);
+  const int nt = (n + 15) / 16;  // key tiles holding keys
+  const int32_t* tail = tails + row.tail_off;
+  uint2* qf = reinterpret_cast<uint2*>(smb);                     // [KS][3][32]
+  uint2* pf = qf + KS * 3 * 32;                                  // [(W+15)/16][3][32]
+  const uint8_t** krows = reinterpret_cast<const uint8_t**>(pf + (W + 15) / 16 * 3 * 32);  // [W]
+  const uint8_t** vrows = krows + W;                             // [W]
+  float* ksc = reinterpret_cast<float*>(vrows + W);              // [W] fp8 K row scales
+  float* vsc = ksc + W;                                          // [W] fp8 V row scales
+  float* ss = vsc + W;                                           // [H][W] scores, then p
+  int* qsh = reinterpret_cast<int*>(ss + H * W);                 // [H] fp8: q's power-of-two shift
+  int* psh = qsh + H;                                            // [H] fp8: p's shift
+
+  // fp8 runs on fp16 inputs: q and p of each head are scaled by a power of two that puts
+  // their largest magnitude in [2^14, 2^15) (attn_f16_shift), exactly, and unscaled after.
+  if constexpr (kFp8) {
+    for (int h = warp; h < G; h += kAttnThreads / 32) {
+      const float a = warp_amax(q + (size_t(r) * p.q_heads + qh0 + h) * D, D, lane);
+      if (lane == 0) qsh[h] = attn_f16_shift(a);
+    }
+    __syncthreads();
+  }
+
+  // 0. q's B fragments: entry (k-step, part, lane (g, t)) holds q[head g] at the four
+  //    elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step; heads >= G are zero.
+  for (int i = tid; i < KS * 32; i += kAttnThreads) {
+    const int ks = i / 32, ln = i % 32, h = ln >> 2, t = ln & 3;
+    const int e = (ks / SPL) * 4 * EPL + EPL * t + 4 * (ks % SPL);
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (h < G) {
+      const float* qr = q + (size_t(r) * p.q_heads + qh0 + h) * D + e;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = kFp8 ? ldexpf(qr[j], qsh[h]) : qr[j];
+    }
+    uint32_t lo[3], hi[3];
+    split3<kFp8>(x[0], x[1], lo);
+    split3<kFp8>(x[2], x[3], hi);
+#pragma unroll
+    for (int s = 0; s < 3; ++s) qf[(ks * 3 + s) * 32 + ln] = make_uint2(lo[s], hi[s]);
+  }
+  const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
+  const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
+  for (int i = tid; i < n; i += kAttnThreads) {
+    const int32_t slot = key_slot(k0 + i, row.len, tail);
+    krows[i] = kv_plane_row(kp, slot);
+    vrows[i] = kv_plane_row(vp, slot);
+    if constexpr (kFp8) {
+      ksc[i] = __ldg(reinterpret_cast<const float*>(kv_plane_row(ksp, slot)));
+      vsc[i] = __ldg(reinterpret_cast<const float*>(kv_plane_row(vsp, slot)));
+    }
+  }
+  __syncthreads();
+
+  // 1. scores.
+  for (int kt = warp; kt < nt; kt += kAttnThreads / 32) {
+    const int i0 = kt * 16 + lg, i1 = i0 + 8;
+    const bool v0 = i0 < n, v1 = i1 < n;
+    const uint8_t* r0 = v0 ? krows[i0] : nullptr;
+    const uint8_t* r1 = v1 ? krows[i1] : nullptr;
+    uint4 a0[NB], a1[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      a0[b] = v0 ? __ldg(reinterpret_cast<const uint4*>(r0 + 64 * b + 16 * lt)) : make_uint4(0, 0, 0, 0);
+      a1[b] = v1 ? __ldg(reinterpret_cast<const uint4*>(r1 + 64 * b + 16 * lt)) : make_uint4(0, 0, 0, 0);
+    }
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      const uint32_t w0[4] = {a0[b].x, a0[b].y, a0[b].z, a0[b].w};
+      const uint32_t w1[4] = {a1[b].x, a1[b].y, a1[b].z, a1[b].w};
+#pragma unroll
+      for (int s = 0; s < SPL; ++s) {
+        uint32_t a[4];
+        if constexpr (kFp8) {  // word s: codes of elements 4s .. 4s+3 of this load
+          a[0] = e4m3x2_to_f16x2(w0[s]), a[2] = e4m3x2_to_f16x2(w0[s] >> 16);
+          a[1] = e4m3x2_to_f16x2(w1[s]), a[3] = e4m3x2_to_f16x2(w1[s] >> 16);
+        } else {  // words 2s, 2s+1: elements 4s .. 4s+3
+          a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
+          a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
+        }
+        const int ks = b * SPL + s;
+        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int part = 2; part >= 0; --part) mma_16816<kFp8>(cc, a, qf[(ks * 3 + part) * 32 + lane]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[e] += cc[e];
+      }
+    }
+    // c0, c1: key i0, heads 2t, 2t+1; c2, c3: key i1.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = e < 2 ? i0 : i1, h = 2 * lt + (e & 1);
+      if (i < n && h < G) {
+        float s = acc[e];
+        if constexpr (kFp8) s = ldexpf(s, -qsh[h]) * ksc[i];
+        ss[h * W + i] = s * p.scale;
+      }
+    }
+  }
+  __syncthreads();
+
+  // 2. softmax per head (the order of the fma kernel); fp8 keeps p * V row scale and its
+  //    shift for the p.v product.
+  for (int hw = warp; hw < G; hw += kAttnThreads / 32) {
+    float* s = ss + hw * W;
+    float m = -INFINITY;
+    for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    float l = 0.0f, pa = 0.0f;
+    for (int i = lane; i < n; i += 32) {
+      const float e = expf(s[i] - m);
+      s[i] = kFp8 ? e * vsc[i] : e;
+      pa = fmaxf(pa, s[i]);
+      l += e;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+      l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+      pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
+    }
+    if (lane == 0) {
+      const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
+      pm[pidx] = m;
+      pl[pidx] = l;
+      if constexpr (kFp8) psh[hw] = attn_f16_shift(pa);
+    }
+  }
+  __syncthreads();
+
+  // 3. p's B fragments: entry (tile, part, lane (g, t)): head g, keys 2t, 2t+1 | 2t+8, 2t+9.
+  for (int i = tid; i < nt * 32; i += kAttnThreads) {
+    const int kt = i / 32, ln = i % 32, h = ln >> 2, t = ln & 3;
+    float x[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
+      float pw = 0.0f;
+      if (h < G && key < n) pw = kFp8 ? ldexpf(ss[h * W + key], psh[h]) : ss[h * W + key];
+      x[j] = pw;
+    }
+    uint32_t lo[3], hi[3];
+    split3<kFp8>(x[0], x[1], lo);
+    split3<kFp8>(x[2], x[3], hi);
+#pragma unroll
+    for (int s = 0; s < 3; ++s) pf[(kt * 3 + s) * 32 + ln] = make_uint2(lo[s], hi[s]);
+  }
+  __syncthreads();
+
+  // 4. p.v: warp w owns elements [16 MT w, 16 MT (w + 1)); m slot g of tile j is element
+  //    16 MT w + 2 MT g + 2j, slot g + 8 the next one.
+  const int el = 16 * MT * warp + 2 * MT * lg;
+  using Raw = typename std::conditional<kFp8, typename std::conditional<MT == 2, uint32_t, uint16_t>::type,
+                                        typename std::conditional<MT == 2, uint2, uint32_t>::type>::type;
+  constexpr int EB = kFp8 ? 1 : 2;
+  float o[MT][4];
+#pragma unroll
+  for (int j = 0; j < MT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
+  constexpr int TA = KC_MMA_TILES_AHEAD;  // key tiles whose V words are loaded before the first is used
+  for (int kt0 = 0; kt0 < nt; kt0 += TA) {
+    Raw raw[TA][4];
+#pragma unroll
+    for (int u = 0; u < TA; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int key = (kt0 + u) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
+        raw[u][j] = key < n ? __ldg(reinterpret_cast<const Raw*>(vrows[key] + EB * el)) : Raw{};
+      }
+#pragma unroll
+    for (int u = 0; u < TA; ++u) {
+      if (kt0 + u >= nt) break;
+#pragma unroll
+      for (int jt = 0; jt < MT; ++jt) {
+        // 32-bit words of keys (2t, 2t+1, 2t+8, 2t+9) holding elements el + 2jt, el + 2jt + 1.
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if constexpr (kFp8) w[j] = MT == 2 ? uint32_t(raw[u][j]) >> (16 * jt) : uint32_t(raw[u][j]);
+          else if constexpr (MT == 2) w[j] = jt == 0 ? reinterpret_cast<const uint2&>(raw[u][j]).x
+                                                     : reinterpret_cast<const uint2&>(raw[u][j]).y;
+          else w[j] = uint32_t(raw[u][j]);
+        }
+        uint32_t a[4];
+        if constexpr (kFp8) {  // codes: byte 0 element e, byte 1 element e + 1
+          a[0] = e4m3x2_to_f16x2(__byte_perm(w[0], w[1], 0x0040));
+          a[1] = e4m3x2_to_f16x2(__byte_perm(w[0], w[1], 0x0051));
+          a[2] = e4m3x2_to_f16x2(__byte_perm(w[2], w[3], 0x0040));
+          a[3] = e4m3x2_to_f16x2(__byte_perm(w[2], w[3], 0x0051));
+        } else {
+          a[0] = __byte_perm(w[0], w[1], 0x5410);
+          a[1] = __byte_perm(w[0], w[1], 0x7632);
+          a[2] = __byte_perm(w[2], w[3], 0x5410);
+          a[3] = __byte_perm(w[2], w[3], 0x7632);
+        }
+        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int part = 2; part >= 0; --part) mma_16816<kFp8>(cc, a, pf[((kt0 + u) * 3 + part) * 32 + lane]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+      }
+    }
+  }
+  // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
+#pragma unroll
+  for (int jt = 0; jt < MT; ++jt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int h = 2 * lt + (e & 1);
+      if (h < G) {
+        const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
+        po[pidx * D + el + 2 * jt + (e >> 1)] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
+      }
+    }
+}
+
 // Block per (q head, row), one thread per output element. Every thread walks the chunks
 // in chunk order (the same M and L in every thread); four chunks' partials are loaded
 // before the first is used.
@@ -439,7 +758,19 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
                         float* out, bool sync) {
   if (n == 0) return Status::Ok();
   const int group = p.q_heads / hkv;
-  if (max_chunks > 0) {
+  if (max_chunks > 0 && attn_uses_mma(fmt, d)) {
+    const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
+    const size_t smem = attn_mma_smem(p.chunk, d);
+    const dim3 grid(max_chunks, hkv * nsub, n);
+    auto* kern = d == 128 ? (fmt == Format::bf16 ? attention_partial_mma_kernel<128, Format::bf16>
+                                                  : attention_partial_mma_kernel<128, Format::fp8>)
+                          : (fmt == Format::bf16 ? attention_partial_mma_kernel<256, Format::bf16>
+                                                  : attention_partial_mma_kernel<256, Format::fp8>);
+    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kern<<<grid, kAttnThreads, smem>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
+    if (sync) KC_LAUNCH_CHECK("attention_partial_mma_kernel");
+    else KC_LAUNCH_CHECK_ASYNC("attention_partial_mma_kernel");
+  } else if (max_chunks > 0) {
     const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
     const int G = std::min(group, kAttnHeadsPerBlock);
     const size_t smem = attn_ptr_offset_floats(G, p.chunk, d) * sizeof(float) + size_t(2) * p.chunk * sizeof(void*);
