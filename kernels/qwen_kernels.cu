@@ -440,14 +440,21 @@ __host__ __device__ constexpr size_t attn_mma_smem(int W, int D) {
          size_t(kAttnHeadsPerBlock) * W * 4 + size_t(2) * kAttnHeadsPerBlock * 4;
 }
 
-#ifndef KC_MMA_MIN_BLOCKS
-#define KC_MMA_MIN_BLOCKS 2
+// Resident blocks per SM asked of the register allocator (measured on the H200 at 32K x
+// b8: bf16 d256 ran slower at 3; fp8 and d128 ran 10-15 % faster at 3 than at 2).
+template <int D, Format F>
+constexpr int attn_mma_min_blocks() {
+#ifdef KC_MMA_MIN_BLOCKS
+  return KC_MMA_MIN_BLOCKS;
+#else
+  return D == 256 && F == Format::bf16 ? 2 : 3;
 #endif
+}
 #ifndef KC_MMA_TILES_AHEAD
 #define KC_MMA_TILES_AHEAD 4
 #endif
 template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_partial_mma_kernel(
+__global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
@@ -484,32 +491,31 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
   int* qsh = reinterpret_cast<int*>(ss + H * W);                 // [H] fp8: q's power-of-two shift
   int* psh = qsh + H;                                            // [H] fp8: p's shift
 
-  // fp8 runs on fp16 inputs: q and p of each head are scaled by a power of two that puts
-  // their largest magnitude in [2^14, 2^15) (attn_f16_shift), exactly, and unscaled after.
-  if constexpr (kFp8) {
-    for (int h = warp; h < G; h += kAttnThreads / 32) {
-      const float a = warp_amax(q + (size_t(r) * p.q_heads + qh0 + h) * D, D, lane);
-      if (lane == 0) qsh[h] = attn_f16_shift(a);
+  // 0. q's B fragments, warp w for head slot w: entry (k-step, part, lane (g, t)) holds
+  //    q[head g] at the four elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step;
+  //    slots >= G are zero. fp8 runs on fp16 inputs: q and p' of each head are scaled by
+  //    2^attn_f16_shift(their largest magnitude), exactly, and unscaled after.
+  {
+    const int h = warp;  // kAttnThreads / 32 == H
+    const float* qr = q + (size_t(r) * p.q_heads + qh0 + h) * D;
+    int sh = 0;
+    if constexpr (kFp8) {
+      if (h < G) sh = attn_f16_shift(warp_amax(qr, D, lane));
+      if (lane == 0) qsh[h] = sh;
     }
-    __syncthreads();
-  }
-
-  // 0. q's B fragments: entry (k-step, part, lane (g, t)) holds q[head g] at the four
-  //    elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step; heads >= G are zero.
-  for (int i = tid; i < KS * 32; i += kAttnThreads) {
-    const int ks = i / 32, ln = i % 32, h = ln >> 2, t = ln & 3;
-    const int e = (ks / SPL) * 4 * EPL + EPL * t + 4 * (ks % SPL);
-    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (h < G) {
-      const float* qr = q + (size_t(r) * p.q_heads + qh0 + h) * D + e;
+    for (int i = lane; i < KS * 4; i += 32) {
+      const int ks = i / 4, t = i % 4;
+      const int e = (ks / SPL) * 4 * EPL + EPL * t + 4 * (ks % SPL);
+      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (h < G)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) x[j] = kFp8 ? ldexpf(qr[j], qsh[h]) : qr[j];
+        for (int j = 0; j < 4; ++j) x[j] = kFp8 ? ldexpf(qr[e + j], sh) : qr[e + j];
+      uint32_t lo[3], hi[3];
+      split3<kFp8>(x[0], x[1], lo);
+      split3<kFp8>(x[2], x[3], hi);
+#pragma unroll
+      for (int s = 0; s < 3; ++s) qf[(ks * 3 + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
     }
-    uint32_t lo[3], hi[3];
-    split3<kFp8>(x[0], x[1], lo);
-    split3<kFp8>(x[2], x[3], hi);
-#pragma unroll
-    for (int s = 0; s < 3; ++s) qf[(ks * 3 + s) * 32 + ln] = make_uint2(lo[s], hi[s]);
   }
   const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
   const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
@@ -524,23 +530,25 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
   }
   __syncthreads();
 
-  // 1. scores.
-  for (int kt = warp; kt < nt; kt += kAttnThreads / 32) {
-    const int i0 = kt * 16 + lg, i1 = i0 + 8;
-    const bool v0 = i0 < n, v1 = i1 < n;
-    const uint8_t* r0 = v0 ? krows[i0] : nullptr;
-    const uint8_t* r1 = v1 ? krows[i1] : nullptr;
-    uint4 a0[NB], a1[NB];
+  // 1. scores: warp w takes tiles w, w + 8, ..; each tile's K rows in two halves, the
+  //    next half's loads in flight while one is computed.
+  constexpr int HB = NB / 2;  // 16-byte loads per lane per row per half
+  uint4 ha[2][HB], hb[2][HB];
+  auto load_half = [&](int kt, int hf, uint4 (&dst)[2][HB]) {
 #pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      a0[b] = v0 ? __ldg(reinterpret_cast<const uint4*>(r0 + 64 * b + 16 * lt)) : make_uint4(0, 0, 0, 0);
-      a1[b] = v1 ? __ldg(reinterpret_cast<const uint4*>(r1 + 64 * b + 16 * lt)) : make_uint4(0, 0, 0, 0);
+    for (int rr = 0; rr < 2; ++rr) {
+      const int i = kt * 16 + lg + 8 * rr;
+      const uint8_t* kr = i < n ? krows[i] + 64 * HB * hf + 16 * lt : nullptr;
+#pragma unroll
+      for (int b = 0; b < HB; ++b)
+        dst[rr][b] = kr ? __ldg(reinterpret_cast<const uint4*>(kr + 64 * b)) : make_uint4(0, 0, 0, 0);
     }
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  };
+  auto mma_half = [&](int hf, const uint4 (&src)[2][HB], float (&acc)[4]) {
 #pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      const uint32_t w0[4] = {a0[b].x, a0[b].y, a0[b].z, a0[b].w};
-      const uint32_t w1[4] = {a1[b].x, a1[b].y, a1[b].z, a1[b].w};
+    for (int b = 0; b < HB; ++b) {
+      const uint32_t w0[4] = {src[0][b].x, src[0][b].y, src[0][b].z, src[0][b].w};
+      const uint32_t w1[4] = {src[1][b].x, src[1][b].y, src[1][b].z, src[1][b].w};
 #pragma unroll
       for (int s = 0; s < SPL; ++s) {
         uint32_t a[4];
@@ -551,7 +559,7 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
           a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
           a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
         }
-        const int ks = b * SPL + s;
+        const int ks = (hf * HB + b) * SPL + s;
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int part = 2; part >= 0; --part) mma_16816<kFp8>(cc, a, qf[(ks * 3 + part) * 32 + lane]);
@@ -559,17 +567,44 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
         for (int e = 0; e < 4; ++e) acc[e] += cc[e];
       }
     }
-    // c0, c1: key i0, heads 2t, 2t+1; c2, c3: key i1.
+  };
+  constexpr int NW = kAttnThreads / 32;
+  if (warp < nt) load_half(warp, 0, ha);
+  for (int kt = warp; kt < nt; kt += NW) {
+    load_half(kt, 1, hb);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_half(0, ha, acc);
+    if (kt + NW < nt) load_half(kt + NW, 0, ha);
+    mma_half(1, hb, acc);
+    // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int i = e < 2 ? i0 : i1, h = 2 * lt + (e & 1);
+      const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
       if (i < n && h < G) {
-        float s = acc[e];
-        if constexpr (kFp8) s = ldexpf(s, -qsh[h]) * ksc[i];
-        ss[h * W + i] = s * p.scale;
+        float sc = acc[e];
+        if constexpr (kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
+        ss[h * W + i] = sc * p.scale;
       }
     }
   }
+
+  // The first V tiles' loads go out before the softmax (they need no p).
+  const int el = 16 * MT * warp + 2 * MT * lg;
+  using Raw = typename std::conditional<kFp8, typename std::conditional<MT == 2, uint32_t, uint16_t>::type,
+                                        typename std::conditional<MT == 2, uint2, uint32_t>::type>::type;
+  constexpr int EB = kFp8 ? 1 : 2;
+  constexpr int TA = KC_MMA_TILES_AHEAD;  // key tiles per load group; two groups in flight
+  auto load_group = [&](int kt0, Raw (&raw)[TA][4]) {
+#pragma unroll
+    for (int u = 0; u < TA; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int key = (kt0 + u) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
+        raw[u][j] = key < n ? __ldg(reinterpret_cast<const Raw*>(vrows[key] + EB * el)) : Raw{};
+      }
+  };
+  Raw ra[TA][4], rb[TA][4];
+  load_group(0, ra);
   __syncthreads();
 
   // 2. softmax per head (the order of the fma kernel); fp8 keeps p * V row scale and its
@@ -619,26 +654,14 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
   __syncthreads();
 
   // 4. p.v: warp w owns elements [16 MT w, 16 MT (w + 1)); m slot g of tile j is element
-  //    16 MT w + 2 MT g + 2j, slot g + 8 the next one.
-  const int el = 16 * MT * warp + 2 * MT * lg;
-  using Raw = typename std::conditional<kFp8, typename std::conditional<MT == 2, uint32_t, uint16_t>::type,
-                                        typename std::conditional<MT == 2, uint2, uint32_t>::type>::type;
-  constexpr int EB = kFp8 ? 1 : 2;
+  //    16 MT w + 2 MT g + 2j, slot g + 8 the next one. Groups of TA tiles, the next
+  //    group's loads in flight while one is computed.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  constexpr int TA = KC_MMA_TILES_AHEAD;  // key tiles whose V words are loaded before the first is used
-  for (int kt0 = 0; kt0 < nt; kt0 += TA) {
-    Raw raw[TA][4];
-#pragma unroll
-    for (int u = 0; u < TA; ++u)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int key = (kt0 + u) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
-        raw[u][j] = key < n ? __ldg(reinterpret_cast<const Raw*>(vrows[key] + EB * el)) : Raw{};
-      }
+  auto mma_group = [&](int kt0, const Raw (&raw)[TA][4]) {
 #pragma unroll
     for (int u = 0; u < TA; ++u) {
       if (kt0 + u >= nt) break;
@@ -672,6 +695,12 @@ __global__ void __launch_bounds__(kAttnThreads, KC_MMA_MIN_BLOCKS) attention_par
         for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
       }
     }
+  };
+  for (int kt0 = 0; kt0 < nt; kt0 += 2 * TA) {
+    if (kt0 + TA < nt) load_group(kt0 + TA, rb);
+    mma_group(kt0, ra);
+    if (kt0 + 2 * TA < nt) load_group(kt0 + 2 * TA, ra);
+    if (kt0 + TA < nt) mma_group(kt0 + TA, rb);
   }
   // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
 #pragma unroll
