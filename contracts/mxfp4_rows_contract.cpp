@@ -9,12 +9,7 @@
 //   decode==reference   decoded fp32 values equal the reference's (bits; NaN by predicate)
 //   roundtrip-bound     |decode(encode(x)) - x| <= the derived per-element bound (half the
 //                       E2M1 gap times 2^e; exact, no safety factor), worst ratio recorded
-//   repeats             three encodes and three decodes give identical bytes
-//   rows==solo          a row encoded alone equals the same row in the mixed launch
-//   guards              no byte outside the rows written changed (canaries, unowned pages,
-//                       unused slots, window slack, output canaries)
-//   inputs              inputs hash the same after each launch
-//   device==host-twin   (cuda) device bytes and decoded values equal the host twin's
+//   repeats, rows==solo, guards, inputs, device==host-twin: contracts/codec_harness.h
 // Once per run: every E2M1 code under every E8M0 byte decodes as the reference says;
 // every tie point of E2M1 and its float neighbours, both signs, at group exponents from
 // -127 to 126, encodes as the reference says (and the reference as the spec's tie table
@@ -33,65 +28,17 @@
 #include <random>
 #include <sstream>
 
-#include <rapidcheck.h>
-
-#include "contracts/arena.h"
+#include "contracts/codec_harness.h"
 #include "contracts/contracts.h"
-#include "contracts/faulty_backend.h"
-#include "contracts/framework.h"
 #include "kernels/mxfp4_rows.h"
 #include "reference/mxfp4_ref.h"
 
 namespace kc {
 namespace {
 
-enum class Plant { none, swap_page_table, planted_row, neighbour_exponent, ties_away, floor_scale, stray_write };
+enum class Plant { none, neighbour_exponent, ties_away, floor_scale };
 
-// One generated case. Its vars() line is its log line, receipt key and filter.
-struct MxCase {
-  const int ptok;
-  const int head_dim;
-  const int layers;
-  const int kv_heads;
-  const int len0;
-  const int len1;
-  const std::string dist;  // value distribution of the rows, see make_rows
-  const uint64_t seed;
-  std::string vars() const {
-    std::ostringstream o;
-    o << "mxfp4-rows(ptok=" << ptok << ",d=" << head_dim << ",L=" << layers << ",H=" << kv_heads << ",len=" << len0
-      << "+" << len1 << ",dist=" << dist << ",seed=" << seed << ")";
-    return o.str();
-  }
-};
-
-const char* kDists[] = {"normal", "ties", "binade", "wide", "zeros", "tiny", "huge", "nonfinite"};
-constexpr int kNumDists = 8;
-
-// Draws a case aimed at the edges: page sizes 1, 3, 7, 16, 48, 512 first, then drawn
-// ones; head_dim 32 (one group) to 256 (eight), 96 (a warp step with an idle half);
-// lengths a page minus one, a page, a page plus one, two pages plus one, random.
-MxCase draw_case(uint64_t seed, int index) {
-  rc::Random rnd(mix_seed(seed, index));
-  const auto ptok_gen = rc::gen::weightedOneOf<int>(
-      {{6, rc::gen::element(1, 3, 7, 16, 48, 512)}, {2, rc::gen::inRange(1, 700)}});
-  const int drawn_ptok = ptok_gen(rnd.split(), 50).value();
-  const int ptok = index < 6 ? std::array{1, 3, 7, 16, 48, 512}[index] : drawn_ptok;
-  const int d = rc::gen::element(32, 64, 96, 128, 256)(rnd.split(), 50).value();
-  const int L = rc::gen::element(1, 2)(rnd.split(), 50).value();
-  const int H = rc::gen::element(1, 2, 4)(rnd.split(), 50).value();
-  std::mt19937_64 g(mix_seed(seed, index + 1000003));
-  auto pick_len = [&](int k) {
-    const int opts[] = {1, std::max(1, ptok - 1), ptok, ptok + 1, 2 * ptok + 1, int(1 + g() % 700)};
-    return opts[(k + g()) % 6];
-  };
-  // Keep a case under ~6k rows so a cpu run stays fast.
-  const int cap = std::max(1, 3000 / (L * 2 * H));
-  const int len0 = std::min(cap, pick_len(index));
-  const int len1 = std::min(cap, pick_len(index + 3));
-  const std::string dist = kDists[index < kNumDists ? index : int(g() % kNumDists)];
-  return MxCase{ptok, d, L, H, len0, len1, dist, mix_seed(seed, index + 7)};
-}
+const std::vector<const char*> kDists = {"normal", "ties", "binade", "wide", "zeros", "tiny", "huge", "nonfinite"};
 
 constexpr std::array<double, 7> kTies = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
 constexpr std::array<double, 7> kGridPoints = {0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
@@ -101,7 +48,7 @@ float down(float v) { return std::nextafter(v, -std::numeric_limits<float>::infi
 
 // Row values, group by group (each group its own magnitude, so neighbouring groups'
 // exponents differ). Distributions aim at the edges.
-std::vector<float> make_rows(const MxCase& c, size_t n_rows) {
+std::vector<float> make_rows(const CodecCase& c, size_t n_rows) {
   const int d = c.head_dim;
   std::vector<float> x(n_rows * d);
   std::mt19937_64 g(c.seed);
@@ -160,17 +107,6 @@ std::vector<float> make_rows(const MxCase& c, size_t n_rows) {
   return x;
 }
 
-bool same_float(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return std::memcmp(&a, &b, 4) == 0;
-}
-
-std::string row_name(const RowRef& r) {
-  std::ostringstream o;
-  o << "row(lane=" << r.lane << ",layer=" << r.layer << ",kv=" << r.kv << ",head=" << r.head << ",pos=" << r.pos << ")";
-  return o.str();
-}
-
 std::vector<uint8_t> code_bytes(const Cache& c, const RowRef& r) {
   const uint8_t* p = kv_row(c.view(r.lane), r.layer, r.kv, r.head, r.pos);
   return std::vector<uint8_t>(p, p + c.lay.code_bytes);
@@ -223,171 +159,61 @@ void replant_rows(Cache& c, const std::vector<RowRef>& rows, const std::vector<f
   }
 }
 
-void run_case(Run& run, Backend& be, const MxCase& c, Plant plant) {
-  const std::string cv = c.vars();
-  const KvLayout lay(c.layers, c.kv_heads, c.head_dim, Format::mxfp4);
-  const std::vector<int> lens = {c.len0, c.len1};
-  std::vector<RowRef> rows;
-  for (int lane = 0; lane < 2; ++lane)
-    for (int pos = 0; pos < lens[lane]; ++pos)
-      for (int l = 0; l < c.layers; ++l)
-        for (int kv = 0; kv < 2; ++kv)
-          for (int h = 0; h < c.kv_heads; ++h) rows.push_back({lane, l, kv, h, pos});
-  std::mt19937_64 g(c.seed ^ 0xABCDull);
-  std::shuffle(rows.begin(), rows.end(), g);  // one launch mixes both lanes in any order
-  const int n = int(rows.size());
-  const int d = c.head_dim;
-  const std::vector<float> x = make_rows(c, rows.size());
-  const uint64_t x_hash = fnv1a(x.data(), x.size() * 4);
-  std::vector<ref::Mxfp4RowRef> want(n);
-  for (int i = 0; i < n; ++i) want[i] = ref::mxfp4_row(x.data() + size_t(i) * d, d);
+class MxChecks final : public CodecChecks {
+ public:
+  MxChecks(const CaseRows& cr, Plant plant) : plant_(plant), want_(cr.n()) {
+    for (int i = 0; i < cr.n(); ++i) want_[i] = ref::mxfp4_row(cr.row_x(i), cr.d);
+  }
 
-  Cache paged = make_paged_cache(lay, c.ptok, lens, 2, c.seed);
-  Cache window = make_window_cache(lay, lens, 3, c.seed);
-  const Cache paged0 = paged, window0 = window;
-  std::vector<uint8_t> mask_p, mask_w;
-  mark_rows(paged, rows, mask_p);
-  mark_rows(window, rows, mask_w);
+  void plant_written(CaseRows& cr) override {
+    if (plant_ != Plant::ties_away && plant_ != Plant::floor_scale) return;
+    replant_rows(cr.paged, cr.rows, cr.x, plant_);
+    replant_rows(cr.window, cr.rows, cr.x, plant_);
+  }
 
-  auto fail = [&](const Status& st) {
-    if (st.ok) return false;
-    run.error(cv, st.message);
-    return true;
-  };
-  if (fail(be.mxfp4_encode_rows(paged, x.data(), rows.data(), n))) return;
-  if (fail(be.mxfp4_encode_rows(window, x.data(), rows.data(), n))) return;
-  run.check("inputs", fnv1a(x.data(), x.size() * 4) == x_hash, cv, "encode changed its input rows");
-
-  {
-    bool same = true;
-    for (int rep = 0; rep < 2 && same; ++rep) {
-      Cache again = paged0;
-      if (fail(be.mxfp4_encode_rows(again, x.data(), rows.data(), n))) return;
-      same = again.mem == paged.mem;
+  void check_bytes(Run& run, const CaseRows& cr) override {
+    int64_t bad_codes = 0, bad_exps = 0;
+    std::string first_codes, first_exps;
+    for (int i = 0; i < cr.n(); ++i) {
+      const RowRef& r = cr.rows[i];
+      if (code_bytes(cr.paged, r) != want_[i].codes && bad_codes++ == 0) first_codes = row_name(r);
+      if (exp_bytes(cr.paged, r) != want_[i].exponents && bad_exps++ == 0) first_exps = row_name(r);
     }
-    run.check("repeats", same, cv, "a repeated encode gave different bytes");
-  }
-  {
-    bool same = true;
-    std::string which;
-    // The launch's first and last rows (where a launch-composition bug shows first),
-    // then three drawn at random.
-    for (int k = 0; k < std::min(n, 5) && same; ++k) {
-      const int i = k == 0 ? 0 : (k == 1 ? n - 1 : int(g() % n));
-      Cache solo = paged0;
-      if (fail(be.mxfp4_encode_rows(solo, x.data() + size_t(i) * d, &rows[i], 1))) return;
-      same = code_bytes(solo, rows[i]) == code_bytes(paged, rows[i]) && exp_bytes(solo, rows[i]) == exp_bytes(paged, rows[i]);
-      if (!same) which = row_name(rows[i]);
-    }
-    run.check("rows==solo", same, cv, which);
-  }
-  if (run.twin) {
-    Cache host = paged0;
-    if (fail(run.twin->mxfp4_encode_rows(host, x.data(), rows.data(), n))) return;
-    run.check("device==host-twin", host.mem == paged.mem, cv, "device encode bytes differ from the host twin");
-  }
-
-  // Plants that break the written cache (controls only).
-  if (plant == Plant::planted_row) {
-    const RowRef& r = rows[g() % n];
-    kv_row(paged.view(r.lane), r.layer, r.kv, r.head, r.pos)[g() % (d / 2)] ^= 0x01;
-  } else if (plant == Plant::stray_write) {
-    const auto spare = unowned_pages(paged);
-    if (!spare.empty()) paged.mem[kGuardBytes + spare[0] * paged.views[0].ps + g() % paged.views[0].ps] ^= 0x40;
-  } else if (plant == Plant::swap_page_table && paged.views[0].n_pages >= 2) {
-    std::swap(paged.pts[paged.views[0].pt_off], paged.pts[paged.views[0].pt_off + 1]);
-  } else if (plant == Plant::ties_away || plant == Plant::floor_scale) {
-    replant_rows(paged, rows, x, plant);
-    replant_rows(window, rows, x, plant);
-  }
-
-  // Byte gates on what was written.
-  {
-    int64_t bad_pw = 0, bad_codes = 0, bad_exps = 0;
-    std::string first_pw, first_codes, first_exps;
-    for (int i = 0; i < n; ++i) {
-      const RowRef& r = rows[i];
-      const auto cp = code_bytes(paged, r), ep = exp_bytes(paged, r);
-      if ((cp != code_bytes(window, r) || ep != exp_bytes(window, r)) && bad_pw++ == 0) first_pw = row_name(r);
-      if (cp != want[i].codes && bad_codes++ == 0) first_codes = row_name(r);
-      if (ep != want[i].exponents && bad_exps++ == 0) first_exps = row_name(r);
-    }
-    run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " rows differ, first " + first_pw);
-    run.check("codes==reference", bad_codes == 0, cv, std::to_string(bad_codes) + " rows differ, first " + first_codes);
-    run.check("exponents==reference", bad_exps == 0, cv,
+    run.check("codes==reference", bad_codes == 0, cr.cv, std::to_string(bad_codes) + " rows differ, first " + first_codes);
+    run.check("exponents==reference", bad_exps == 0, cr.cv,
               std::to_string(bad_exps) + " rows differ, first " + first_exps);
-    std::string where;
-    const int64_t gp = guard_violations(paged, paged0.mem, mask_p, &where);
-    const int64_t gw = guard_violations(window, window0.mem, mask_w, &where);
-    run.check("guards", gp == 0 && gw == 0, cv,
-              std::to_string(gp) + " paged / " + std::to_string(gw) + " window bytes; " + where);
   }
 
-  if (plant == Plant::neighbour_exponent) {
+  void plant_decode(CaseRows& cr) override {
+    if (plant_ != Plant::neighbour_exponent) return;
     // Every group decoded with the exponent of the next group of its row (the last
     // group keeps its own), as a decoder off by one scale byte would read it.
-    for (Cache* cc : {&paged, &window})
-      for (const RowRef& r : rows) {
+    for (Cache* cc : {&cr.paged, &cr.window})
+      for (const RowRef& r : cr.rows) {
         uint8_t* e = kv_scale(cc->view(r.lane), r.layer, r.kv, r.head, r.pos);
-        for (int gi = 0; gi + 1 < d / 32; ++gi) e[gi] = e[gi + 1];
+        for (int gi = 0; gi + 1 < cr.d / 32; ++gi) e[gi] = e[gi + 1];
       }
   }
 
-  // Decode: both layouts, guarded outputs, repeats, reference and bound.
-  const uint64_t paged_hash = fnv1a(paged.mem.data(), paged.mem.size());
-  Guarded<float> outp(size_t(n) * d), outw(size_t(n) * d);
-  if (fail(be.mxfp4_decode_rows(paged, rows.data(), n, outp.data()))) return;
-  if (fail(be.mxfp4_decode_rows(window, rows.data(), n, outw.data()))) return;
-  run.check("inputs", fnv1a(paged.mem.data(), paged.mem.size()) == paged_hash, cv, "decode changed the cache");
-  run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "decode wrote past its output");
-  run.check("paged==window", std::memcmp(outp.data(), outw.data(), size_t(n) * d * 4) == 0, cv,
-            "decoded rows differ between paged and window");
-  {
-    bool same = true;
-    for (int rep = 0; rep < 2 && same; ++rep) {
-      std::vector<float> again(size_t(n) * d);
-      if (fail(be.mxfp4_decode_rows(paged, rows.data(), n, again.data()))) return;
-      same = std::memcmp(again.data(), outp.data(), again.size() * 4) == 0;
-    }
-    run.check("repeats", same, cv, "a repeated decode gave different values");
-  }
-  if (run.twin) {
-    std::vector<float> host(size_t(n) * d);
-    if (fail(run.twin->mxfp4_decode_rows(paged, rows.data(), n, host.data()))) return;
-    run.check("device==host-twin", std::memcmp(host.data(), outp.data(), host.size() * 4) == 0, cv,
-              "device decode differs from the host twin");
-  }
-  double worst = 0;
-  std::string worst_at;
-  int64_t bad_val = 0;
-  std::string first_val;
-  for (int i = 0; i < n; ++i) {
-    const float* xr = x.data() + size_t(i) * d;
-    const float* got = outp.data() + size_t(i) * d;
-    for (int j = 0; j < d; ++j) {
-      if (!same_float(got[j], want[i].values[j]) && bad_val++ == 0)
-        first_val = row_name(rows[i]) + "[" + std::to_string(j) + "]";
-      double ratio;
-      if (want[i].poisoned[j / 32]) ratio = std::isnan(got[j]) ? 0.0 : std::numeric_limits<double>::infinity();
-      else if (std::isnan(got[j])) ratio = std::numeric_limits<double>::quiet_NaN();
-      else ratio = std::fabs(double(got[j]) - double(xr[j])) / want[i].bound[j];
-      if (!(ratio <= worst)) {
-        worst = ratio;
-        std::ostringstream o;
-        o << row_name(rows[i]) << "[" << j << "] x=" << xr[j] << " got=" << got[j] << " bound=" << want[i].bound[j];
-        worst_at = o.str();
-        if (std::isnan(ratio)) break;
-      }
+  void check_values(Run& run, const CaseRows& cr, const float* out) override {
+    const double worst = check_decoded(
+        run, cr, out, "roundtrip-bound", [&](int i) -> const ref::Mxfp4RowRef& { return want_[i]; },
+        [](const ref::Mxfp4RowRef& w, int j) { return w.poisoned[j / 32] != 0; });
+    // The generated cases' own worst ratio (the gate's worst is usually an exact tie of
+    // the once-per-run checks, ratio 1): shows how close random data comes to the bound.
+    if (plant_ == Plant::none && !std::isnan(worst)) {
+      auto& w = run.numbers["roundtrip_worst_ratio_generated_cases"];
+      if (w.is_null() || worst > w.get<double>()) w = worst;
     }
   }
-  run.check("decode==reference", bad_val == 0, cv, std::to_string(bad_val) + " values differ, first " + first_val);
-  run.check_ratio("roundtrip-bound", worst, cv, worst_at);
-  // The generated cases' own worst ratio (the gate's worst is usually an exact tie of
-  // the once-per-run checks, ratio 1): shows how close random data comes to the bound.
-  if (plant == Plant::none && !std::isnan(worst)) {
-    auto& w = run.numbers["roundtrip_worst_ratio_generated_cases"];
-    if (w.is_null() || worst > w.get<double>()) w = worst;
-  }
+
+ private:
+  const Plant plant_;
+  std::vector<ref::Mxfp4RowRef> want_;
+};
+
+MakeChecks mx_checks(Plant plant) {
+  return [plant](const CaseRows& cr) { return std::make_unique<MxChecks>(cr, plant); };
 }
 
 // ---- once per run: exhaustive decode, ties, binade edges ------------------------------
@@ -583,78 +409,56 @@ void check_binade_edges(Run& run) {
                   256, expect);
 }
 
-void declare_gates(Run& run) {
-  run.declare("paged==window", "rows written through a page table equal rows written to a window, bytes; decoded rows too");
-  run.declare("codes==reference", "E2M1 code bytes equal the float64 reference's exact prediction");
-  run.declare("exponents==reference", "E8M0 exponent bytes equal the reference's prediction");
-  run.declare("decode==reference", "decoded fp32 values equal the reference's prediction (NaN by predicate)");
-  run.declare("roundtrip-bound",
-              "|decode(encode(x)) - x| <= half the E2M1 gap at x/2^e times 2^e (reference/mxfp4_ref.h; exact, "
-              "no safety factor)");
-  run.declare("repeats", "three encodes and three decodes give identical bytes");
-  run.declare("rows==solo", "a row encoded alone equals the same row in a mixed two-lane launch");
-  run.declare("guards", "no byte outside the rows written changed; output canaries intact");
-  run.declare("inputs", "input rows and the decoded cache hash the same after each launch");
-  run.declare("decode-all-codes", "all 16 nibbles under all 256 exponent bytes decode as the reference says");
-  run.declare("ties==reference", "E2M1 tie points and their float neighbours at exponents -127..126 encode as the reference (and the spec's tie table) says");
-  run.declare("binade-edges==reference",
-              "amax at 6*2^e and one float either side, powers of two, subnormal, FLT_MAX, zero, NaN/Inf in any slot: "
-              "exponent as constructed, bytes and values as the reference says");
-}
-
-MxCase control_case(int ptok, const char* dist, uint64_t seed) {
-  return MxCase{ptok, 128, 1, 2, 3 * ptok + 1, 2 * ptok, dist, seed};
-}
-
 void mxfp4_rows_body(Run& run) {
-  // Controls first: the contract proves it can fail before it reports passes.
-  run.control("swapped-page-table", "lane 0's first two page-table entries swapped over correctly placed pages",
-              [](Run& r) {
-                for (int p : {3, 16}) run_case(r, r.be, control_case(p, "normal", 11 + p), Plant::swap_page_table);
-              });
-  run.control("planted-row", "one bit of one code byte flipped in the paged cache only", [](Run& r) {
-    for (int p : {1, 48}) run_case(r, r.be, control_case(p, "normal", 21 + p), Plant::planted_row);
-  });
-  run.control("exponent-from-neighbour", "every group decoded with the exponent byte of the next group of its row",
-              [](Run& r) {
-                for (int p : {7, 16}) run_case(r, r.be, control_case(p, "normal", 31 + p), Plant::neighbour_exponent);
-              });
-  run.control("ties-away-from-zero", "E2M1 ties rounded away from zero instead of to even (both layouts)",
-              [](Run& r) {
-                for (int p : {16, 3}) run_case(r, r.be, control_case(p, "ties", 41 + p), Plant::ties_away);
-              });
-  run.control("floor-scale-clips", "the spec's scale 2^(floor(log2 amax) - 2): values above 6 * scale clip",
-              [](Run& r) {
-                for (int p : {16, 7}) run_case(r, r.be, control_case(p, "normal", 51 + p), Plant::floor_scale);
-              });
-  run.control("stray-write", "one byte written into an arena page that no lane owns", [](Run& r) {
-    for (int p : {16, 3}) run_case(r, r.be, control_case(p, "normal", 61 + p), Plant::stray_write);
-  });
-
-  // Defects at the backend boundary (contracts/faulty_backend.h) aimed at the gates no
-  // other control turns red.
-  auto faulty = [](Fault f, int seed) {
-    return [f, seed](Run& r) {
-      FaultyBackend fb(r.be, f);
-      run_case(r, fb, control_case(16, "normal", seed), Plant::none);
-    };
+  const RowCodec codec{
+      .name = "mxfp4-rows",
+      .format = Format::mxfp4,
+      .encode = &Backend::mxfp4_encode_rows,
+      .decode = &Backend::mxfp4_decode_rows,
+      // Page sizes 1, 3, 7, 16, 48, 512 first, then drawn ones; head_dim 32 (one group)
+      // to 256 (eight), 96 (a warp step with an idle half); every distribution among the
+      // first eight cases. Lengths capped to keep a case under ~6k rows so a cpu run
+      // stays fast.
+      .draw = {.fixed_ptok = {1, 3, 7, 16, 48, 512},
+               .head_dims = {32, 64, 96, 128, 256},
+               .fixed_d = {},
+               .max_len = 700,
+               .lane_rows = 3000,
+               .dists = kDists,
+               .fixed_dists = kDists},
+      .control_head_dim = 128,
+      .make_rows = make_rows,
+      .checks = mx_checks(Plant::none),
+      .reference_gates =
+          {{"codes==reference", "E2M1 code bytes equal the float64 reference's exact prediction"},
+           {"exponents==reference", "E8M0 exponent bytes equal the reference's prediction"},
+           {"decode==reference", "decoded fp32 values equal the reference's prediction (NaN by predicate)"},
+           {"roundtrip-bound",
+            "|decode(encode(x)) - x| <= half the E2M1 gap at x/2^e times 2^e (reference/mxfp4_ref.h; exact, "
+            "no safety factor)"}},
+      .guards_description = "no byte outside the rows written changed; output canaries intact",
+      .planted_row_description = "one bit of one code byte flipped in the paged cache only",
+      .own_controls = {{"exponent-from-neighbour", "every group decoded with the exponent byte of the next group of its row",
+                        {7, 16}, "normal", 31, mx_checks(Plant::neighbour_exponent)},
+                       {"ties-away-from-zero", "E2M1 ties rounded away from zero instead of to even (both layouts)",
+                        {16, 3}, "ties", 41, mx_checks(Plant::ties_away)},
+                       {"floor-scale-clips", "the spec's scale 2^(floor(log2 amax) - 2): values above 6 * scale clip",
+                        {16, 7}, "normal", 51, mx_checks(Plant::floor_scale)}},
+      .stray_seed_base = 61,
+      .once_per_run =
+          [](Run& r) {
+            r.declare("decode-all-codes", "all 16 nibbles under all 256 exponent bytes decode as the reference says");
+            r.declare("ties==reference", "E2M1 tie points and their float neighbours at exponents -127..126 encode as the reference (and the spec's tie table) says");
+            r.declare("binade-edges==reference",
+                      "amax at 6*2^e and one float either side, powers of two, subnormal, FLT_MAX, zero, NaN/Inf in any slot: "
+                      "exponent as constructed, bytes and values as the reference says");
+            check_all_codes(r);
+            check_ties(r);
+            check_binade_edges(r);
+            r.numbers["bound_safety_factor"] = 1.0;
+          },
   };
-  run.control("encode-writes-its-input", "a row encode flips a bit of its input rows", faulty(Fault::encode_input_write, 71));
-  run.control("launch-dependent-encode", "a batched encode alters the first row's codes (a lone row is unaffected)",
-              faulty(Fault::encode_launch_dependent, 72));
-  run.control("nondeterministic-decode", "every second decode differs in the last bit of one value",
-              faulty(Fault::decode_nondeterministic, 73));
-  declare_gates(run);
-  check_all_codes(run);
-  check_ties(run);
-  check_binade_edges(run);
-  for (int i = 0; i < run.cases; ++i) {
-    const MxCase c = draw_case(run.seed, i);
-    if (!run.selected(c.vars())) continue;
-    run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
-    run_case(run, run.be, c, Plant::none);
-  }
-  run.numbers["bound_safety_factor"] = 1.0;
+  run_codec_contract(run, codec);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 // Preconditions (checked by the launchers' callers through validate_rows): every row's
 // lane, layer, kv, head and pos address inside its view; the cache format is fp8.
 #include "kernels/fp8_rows_cuda.h"
+#include "kernels/row_codec_launch.h"
 
 namespace kc {
 
@@ -51,18 +52,14 @@ __global__ void e4m3_encode_bits_kernel(uint64_t first, uint64_t count, uint8_t*
 
 Status launch_fp8_encode_rows(const KvView* views, const float* x, const RowRef* rows, int n) {
   if (n == 0) return Status::Ok();
-  const int threads = 256;
-  const int blocks = int((int64_t(n) * 32 + threads - 1) / threads);
-  fp8_encode_rows_kernel<<<blocks, threads>>>(views, x, rows, n);
+  fp8_encode_rows_kernel<<<warp_row_blocks(n), kWarpRowThreads>>>(views, x, rows, n);
   KC_LAUNCH_CHECK("fp8_encode_rows_kernel");
   return Status::Ok();
 }
 
 Status launch_fp8_decode_rows(const KvView* views, const RowRef* rows, int n, float* out) {
   if (n == 0) return Status::Ok();
-  const int threads = 256;
-  const int blocks = int((int64_t(n) * 32 + threads - 1) / threads);
-  fp8_decode_rows_kernel<<<blocks, threads>>>(views, rows, n, out);
+  fp8_decode_rows_kernel<<<warp_row_blocks(n), kWarpRowThreads>>>(views, rows, n, out);
   KC_LAUNCH_CHECK("fp8_decode_rows_kernel");
   return Status::Ok();
 }

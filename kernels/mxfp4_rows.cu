@@ -13,9 +13,8 @@
 // Preconditions (checked by the launchers' callers through mxfp4_check_rows): the cache
 // format is mxfp4, d is a positive multiple of 32, every row addresses inside its view.
 #include "kernels/codec_backends.h"
-#include "kernels/cuda_check.h"
-#include "kernels/device_cache.h"
 #include "kernels/mxfp4_rows.h"
+#include "kernels/row_codec_launch.h"
 
 namespace kc {
 namespace {
@@ -63,48 +62,24 @@ __global__ void mxfp4_decode_rows_kernel(const KvView* views, const RowRef* rows
   }
 }
 
-Status launch_mxfp4_encode_rows(const KvView* views, const float* x, const RowRef* rows, int n) {
-  if (n == 0) return Status::Ok();
-  const int threads = 256;
-  const int blocks = int((int64_t(n) * 32 + threads - 1) / threads);
-  mxfp4_encode_rows_kernel<<<blocks, threads>>>(views, x, rows, n);
-  KC_LAUNCH_CHECK("mxfp4_encode_rows_kernel");
-  return Status::Ok();
-}
-
-Status launch_mxfp4_decode_rows(const KvView* views, const RowRef* rows, int n, float* out) {
-  if (n == 0) return Status::Ok();
-  const int threads = 256;
-  const int blocks = int((int64_t(n) * 32 + threads - 1) / threads);
-  mxfp4_decode_rows_kernel<<<blocks, threads>>>(views, rows, n, out);
-  KC_LAUNCH_CHECK("mxfp4_decode_rows_kernel");
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status mxfp4_encode_rows_cuda(Cache& c, const float* x, const RowRef* rows, int n) {
   KC_RETURN_IF_ERROR(mxfp4_check_rows(c, rows, n, "mxfp4_encode_rows"));
-  DeviceCache dc;
-  DevBuf<float> dx;
-  DevBuf<RowRef> dr;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  KC_RETURN_IF_ERROR(dx.upload(x, size_t(n) * c.lay.head_dim));
-  KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-  KC_RETURN_IF_ERROR(launch_mxfp4_encode_rows(dc.views.get(), dx.get(), dr.get(), n));
-  return dc.download(c);
+  return encode_rows_on_device(c, x, rows, n, [n](const KvView* views, const float* dx, const RowRef* dr) {
+    mxfp4_encode_rows_kernel<<<warp_row_blocks(n), kWarpRowThreads>>>(views, dx, dr, n);
+    KC_LAUNCH_CHECK("mxfp4_encode_rows_kernel");
+    return Status::Ok();
+  });
 }
 
 Status mxfp4_decode_rows_cuda(const Cache& c, const RowRef* rows, int n, float* out) {
   KC_RETURN_IF_ERROR(mxfp4_check_rows(c, rows, n, "mxfp4_decode_rows"));
-  DeviceCache dc;
-  DevBuf<RowRef> dr;
-  DevBuf<float> dout;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-  KC_RETURN_IF_ERROR(dout.alloc(size_t(n) * c.lay.head_dim));
-  KC_RETURN_IF_ERROR(launch_mxfp4_decode_rows(dc.views.get(), dr.get(), n, dout.get()));
-  return dout.download(out, size_t(n) * c.lay.head_dim);
+  return decode_rows_on_device(c, rows, n, out, [n](const KvView* views, const RowRef* dr, float* dout) {
+    mxfp4_decode_rows_kernel<<<warp_row_blocks(n), kWarpRowThreads>>>(views, dr, n, dout);
+    KC_LAUNCH_CHECK("mxfp4_decode_rows_kernel");
+    return Status::Ok();
+  });
 }
 
 }  // namespace kc

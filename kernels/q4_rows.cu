@@ -14,9 +14,8 @@
 // positive multiple of 32, every row inside its lane's view. Rows may come from any
 // lanes in any order; each group's bytes depend on its own inputs alone.
 #include "kernels/codec_backends.h"
-#include "kernels/cuda_check.h"
-#include "kernels/device_cache.h"
 #include "kernels/q4_rows.h"
+#include "kernels/row_codec_launch.h"
 
 namespace kc {
 
@@ -50,34 +49,24 @@ int q4_blocks(int n, int d, int threads) {
 
 Status q4_encode_rows_cuda(Cache& c, const float* x, const RowRef* rows, int n) {
   KC_RETURN_IF_ERROR(q4_validate(c, rows, n, "q4_encode_rows"));
-  if (n == 0) return Status::Ok();
   const int d = c.lay.head_dim;
-  DeviceCache dc;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  DevBuf<float> dx;
-  DevBuf<RowRef> dr;
-  KC_RETURN_IF_ERROR(dx.upload(x, size_t(n) * d));
-  KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-  const int threads = 128;
-  q4_encode_rows_kernel<<<q4_blocks(n, d, threads), threads>>>(dc.views.get(), dx.get(), dr.get(), n, d);
-  KC_LAUNCH_CHECK("q4_encode_rows_kernel");
-  return dc.download(c);
+  return encode_rows_on_device(c, x, rows, n, [n, d](const KvView* views, const float* dx, const RowRef* dr) {
+    const int threads = 128;
+    q4_encode_rows_kernel<<<q4_blocks(n, d, threads), threads>>>(views, dx, dr, n, d);
+    KC_LAUNCH_CHECK("q4_encode_rows_kernel");
+    return Status::Ok();
+  });
 }
 
 Status q4_decode_rows_cuda(const Cache& c, const RowRef* rows, int n, float* out) {
   KC_RETURN_IF_ERROR(q4_validate(c, rows, n, "q4_decode_rows"));
-  if (n == 0) return Status::Ok();
   const int d = c.lay.head_dim;
-  DeviceCache dc;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  DevBuf<RowRef> dr;
-  DevBuf<float> dout;
-  KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-  KC_RETURN_IF_ERROR(dout.alloc(size_t(n) * d));
-  const int threads = 128;
-  q4_decode_rows_kernel<<<q4_blocks(n, d, threads), threads>>>(dc.views.get(), dr.get(), n, d, dout.get());
-  KC_LAUNCH_CHECK("q4_decode_rows_kernel");
-  return dout.download(out, size_t(n) * d);
+  return decode_rows_on_device(c, rows, n, out, [n, d](const KvView* views, const RowRef* dr, float* dout) {
+    const int threads = 128;
+    q4_decode_rows_kernel<<<q4_blocks(n, d, threads), threads>>>(views, dr, n, d, dout);
+    KC_LAUNCH_CHECK("q4_decode_rows_kernel");
+    return Status::Ok();
+  });
 }
 
 }  // namespace kc
