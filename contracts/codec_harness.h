@@ -158,7 +158,7 @@ double check_decoded(Run& run, const CaseRows& cr, const float* out, const std::
       if (poisoned(w, j)) ratio = std::isnan(got[j]) ? 0.0 : std::numeric_limits<double>::infinity();
       else if (std::isnan(got[j])) ratio = std::numeric_limits<double>::quiet_NaN();
       else ratio = std::fabs(double(got[j]) - double(xr[j])) / w.bound[j];
-      if (!(ratio <= worst)) {
+      if (worse_ratio(ratio, worst)) {
         worst = ratio;
         std::ostringstream o;
         o << row_name(cr.rows[i]) << "[" << j << "] x=" << xr[j] << " got=" << got[j] << " bound=" << w.bound[j];

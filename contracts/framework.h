@@ -8,6 +8,7 @@
 //   pass  every gate held on every case it ran, every control was red, no errors;
 //   fail  otherwise (exit code 1).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,11 @@
 #include "kernels/backend.h"
 
 namespace kc {
+
+// Whether `ratio` replaces `worst` as the worst error/bound ratio seen so far: a larger
+// ratio or a NaN (a NaN output) does, and once the worst is NaN nothing replaces it (a
+// plain !(ratio <= worst) would let the next finite ratio hide the NaN).
+inline bool worse_ratio(double ratio, double worst) { return !std::isnan(worst) && !(ratio <= worst); }
 
 struct GateStat {
   std::string name;

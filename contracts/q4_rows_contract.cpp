@@ -163,7 +163,7 @@ class Q4Checks final : public CodecChecks {
         if (w.poisoned) ratio = std::isnan(got[j]) ? 0.0 : std::numeric_limits<double>::infinity();
         else ratio = ratio_of(std::fabs(double(got[j]) - double(xr[j])), w.bound[j % 32]);
         if (!w.poisoned && !w.clipped && ratio > worst_unclipped) worst_unclipped = ratio;
-        if (!(ratio <= worst)) {
+        if (worse_ratio(ratio, worst)) {
           worst = ratio;
           std::ostringstream o;
           o << row_name(cr.rows[i]) << "[" << j << "] x=" << xr[j] << " got=" << got[j] << " bound=" << w.bound[j % 32];
@@ -205,7 +205,7 @@ class Q4Checks final : public CodecChecks {
       const ref::Q4DotRef dr = ref::q4_dot(q, qrot.data(), z.data(), d);
       const double ratio = ratio_of(std::fabs(dr.got - dr.want), dr.bound);
       ++rows_checked;
-      if (!(ratio <= worst)) {
+      if (worse_ratio(ratio, worst)) {
         worst = ratio;
         std::ostringstream o;
         o << row_name(r) << " q.k=" << dr.want << " rotated=" << dr.got << " bound=" << dr.bound;

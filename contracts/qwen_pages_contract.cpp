@@ -315,7 +315,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
               qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
             }
             const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
-            if (!(ratio <= worst)) {
+            if (worse_ratio(ratio, worst)) {
               worst = ratio;
               at = "stored lane " + std::to_string(lane) + " slot " + std::to_string(slot) + (kv ? " V" : " K") +
                    " head " + std::to_string(h) + " [" + std::to_string(j) + "]";
@@ -335,7 +335,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
         for (int j = 0; j < d; ++j) {
           const double b = ref::rope_bound(x.data(), d, S.rot_dims, S.base, round[i].pos, j) + 1e-300;
           const double ratio = std::fabs(qrot_p[(size_t(i) * hq + h) * d + j] - y[j]) / b;
-          if (!(ratio <= worst)) {
+          if (worse_ratio(ratio, worst)) {
             worst = ratio;
             at = "q row " + std::to_string(i) + " head " + std::to_string(h) + " [" + std::to_string(j) + "] pos " +
                  std::to_string(round[i].pos);
@@ -498,7 +498,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
           for (int j = 0; j < d; ++j) {
             const float got = outp.data()[(size_t(r) * hq + h) * d + j];
             const double ratio = std::isnan(got) ? NAN : std::fabs(got - want.out[j]) / want.bound[j];
-            if (!(ratio <= worst)) {
+            if (worse_ratio(ratio, worst)) {
               worst = ratio;
               std::ostringstream o;
               o << "row " << r << " head " << h << " [" << j << "] got " << got << " ref " << want.out[j] << " bound "
@@ -617,6 +617,15 @@ void qwen_pages_body(Run& run) {
               faulty(Fault::rope_position, 2, Format::bf16));
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;
+  // Which order each (format, head_dim) ran in, so a reviewer knows which depths the
+  // attention bound used (attention_rows.h).
+  nlohmann::json arith = nlohmann::json::object();
+  for (const Shape& sh : kShapes)
+    for (Format f : {Format::bf16, Format::fp8, Format::q4})
+      arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] =
+          run.be.attention_arith(f, sh.head_dim) == AttnArith::mma_split3 ? "mma_split3" : "fma_chain";
+  run.numbers["attention_arithmetic"] = arith;
+  run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
   for (int i = 0; i < run.cases; ++i) {
     const QwenCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;

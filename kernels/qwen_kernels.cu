@@ -16,6 +16,9 @@
 //   once for every head; the key groups combine in a halving tree. The order of every
 //   sum is the one attention_rows.h fixes (and the host twin replays). An empty chunk
 //   gives m = -inf, l = 0, o = 0. Partials [row][q head][max chunks].
+// attention_partial_mma_kernel: the same blocks, chunks, softmax and partials for bf16
+//   and fp8 caches with head_dim 128 / 256, with both products on tensor cores
+//   (mma.m16n8k16; order and error model in attention_rows.h; described below).
 // attention_merge_kernel: block per (q head, row), a thread per output element; chunks
 //   merged in chunk order: M = max of non-empty m, L = sum l * expf(m - M),
 //   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN).
@@ -436,25 +439,36 @@ __device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
 // Shared memory of the mma partial, in bytes: q and p fragments, row pointers, row
 // scales, scores.
 __host__ __device__ constexpr size_t attn_mma_smem(int W, int D) {
-  return size_t(D / 16) * 3 * 32 * 8 + size_t((W + 15) / 16) * 3 * 32 * 8 + size_t(W) * 2 * 8 + size_t(W) * 2 * 4 +
+  return size_t(D / 16) * 3 * 32 * 8 + size_t((W + 15) / 16) * 3 * 32 * 8 + size_t(W) * 8 + size_t(W) * 2 * 4 +
          size_t(kAttnHeadsPerBlock) * W * 4 + size_t(2) * kAttnHeadsPerBlock * 4;
 }
 
-// Resident blocks per SM asked of the register allocator (measured on the H200 at 32K x
-// b8: bf16 d256 ran slower at 3; fp8 and d128 ran 10-15 % faster at 3 than at 2).
+// Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
+// resident blocks per SM asked of the register allocator, V key tiles per load group
+// (two groups in flight), and parts per K tile in the score pipeline (two in flight).
+// The KC_MMA_* macros override them for experiments.
 template <int D, Format F>
-constexpr int attn_mma_min_blocks() {
+struct MmaTune {
 #ifdef KC_MMA_MIN_BLOCKS
-  return KC_MMA_MIN_BLOCKS;
+  static constexpr int min_blocks = KC_MMA_MIN_BLOCKS;
 #else
-  return D == 256 && F == Format::bf16 ? 2 : 3;
+  static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : 3;
 #endif
-}
-#ifndef KC_MMA_TILES_AHEAD
-#define KC_MMA_TILES_AHEAD 4
+#ifdef KC_MMA_TILES_AHEAD
+  static constexpr int tiles_ahead = KC_MMA_TILES_AHEAD;
+#else
+  static constexpr int tiles_ahead = 4;
 #endif
+#ifdef KC_MMA_KPARTS
+  static constexpr int k_parts_asked = KC_MMA_KPARTS;
+#else
+  static constexpr int k_parts_asked = 2;
+#endif
+  static constexpr int k_loads = D * (F == Format::bf16 ? 2 : 1) / 64;  // 16-byte loads per lane per K row
+  static constexpr int k_parts = k_parts_asked < k_loads ? k_parts_asked : k_loads;
+};
 template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) attention_partial_mma_kernel(
+__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
@@ -466,6 +480,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
   constexpr int NB = D / (4 * EPL);                 // 16-byte loads per lane per K row
   constexpr int MT = D / 16 / (kAttnThreads / 32);  // m-tiles (16 elements) of V per warp
   constexpr bool kFp8 = F == Format::fp8;
+  static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
   extern __shared__ __align__(16) unsigned char smb[];
   const int c = blockIdx.x, r = blockIdx.z;
   const int kvh = blockIdx.y / nsub, sub = blockIdx.y % nsub;
@@ -483,13 +498,41 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
   const int32_t* tail = tails + row.tail_off;
   uint2* qf = reinterpret_cast<uint2*>(smb);                     // [KS][3][32]
   uint2* pf = qf + KS * 3 * 32;                                  // [(W+15)/16][3][32]
-  const uint8_t** krows = reinterpret_cast<const uint8_t**>(pf + (W + 15) / 16 * 3 * 32);  // [W]
-  const uint8_t** vrows = krows + W;                             // [W]
+  const uint8_t** vrows = reinterpret_cast<const uint8_t**>(pf + (W + 15) / 16 * 3 * 32);  // [W]
   float* ksc = reinterpret_cast<float*>(vrows + W);              // [W] fp8 K row scales
   float* vsc = ksc + W;                                          // [W] fp8 V row scales
   float* ss = vsc + W;                                           // [H][W] scores, then p
   int* qsh = reinterpret_cast<int*>(ss + H * W);                 // [H] fp8: q's power-of-two shift
   int* psh = qsh + H;                                            // [H] fp8: p's shift
+
+  // The first K tile's loads go out before anything else: lane (g, t) of warp w reads
+  //    keys 16w + g and 16w + g + 8 (rows resolved in registers), bytes 16t + 64b.
+  const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
+  const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
+  constexpr int NP = MmaTune<D, F>::k_parts;
+  constexpr int PB = NB / NP;  // 16-byte loads per lane per row per part
+  static_assert(NP % 2 == 0 && NB % NP == 0, "mma partial: K parts");
+  auto tile_rows = [&](int kt, const uint8_t* (&dst)[2]) {
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int i = kt * 16 + lg + 8 * rr;
+      dst[rr] = i < n ? kv_plane_row(kp, key_slot(k0 + i, row.len, tail)) + 16 * lt : nullptr;
+    }
+  };
+  auto load_part = [&](const uint8_t* const (&kr)[2], int part, uint4 (&dst)[2][PB]) {
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+      for (int b = 0; b < PB; ++b)
+        dst[rr][b] = kr[rr] ? __ldg(reinterpret_cast<const uint4*>(kr[rr] + 64 * (PB * part + b))) : make_uint4(0, 0, 0, 0);
+  };
+  constexpr int NW = kAttnThreads / 32;
+  uint4 ba[2][PB], bb[2][PB];
+  const uint8_t* kc[2] = {nullptr, nullptr};
+  if (warp < nt) {
+    tile_rows(warp, kc);
+    load_part(kc, 0, ba);
+  }
 
   // 0. q's B fragments, warp w for head slot w: entry (k-step, part, lane (g, t)) holds
   //    q[head g] at the four elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step;
@@ -517,11 +560,8 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
       for (int s = 0; s < 3; ++s) qf[(ks * 3 + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
     }
   }
-  const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
-  const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
   for (int i = tid; i < n; i += kAttnThreads) {
     const int32_t slot = key_slot(k0 + i, row.len, tail);
-    krows[i] = kv_plane_row(kp, slot);
     vrows[i] = kv_plane_row(vp, slot);
     if constexpr (kFp8) {
       ksc[i] = __ldg(reinterpret_cast<const float*>(kv_plane_row(ksp, slot)));
@@ -530,23 +570,11 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
   }
   __syncthreads();
 
-  // 1. scores: warp w takes tiles w, w + 8, ..; each tile's K rows in two halves, the
-  //    next half's loads in flight while one is computed.
-  constexpr int HB = NB / 2;  // 16-byte loads per lane per row per half
-  uint4 ha[2][HB], hb[2][HB];
-  auto load_half = [&](int kt, int hf, uint4 (&dst)[2][HB]) {
+  // 1. scores: warp w takes tiles w, w + 8, ..; each tile's K rows in NP parts, the next
+  //    part's loads in flight while one is computed.
+  auto mma_part = [&](int part, const uint4 (&src)[2][PB], float (&acc)[4]) {
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int i = kt * 16 + lg + 8 * rr;
-      const uint8_t* kr = i < n ? krows[i] + 64 * HB * hf + 16 * lt : nullptr;
-#pragma unroll
-      for (int b = 0; b < HB; ++b)
-        dst[rr][b] = kr ? __ldg(reinterpret_cast<const uint4*>(kr + 64 * b)) : make_uint4(0, 0, 0, 0);
-    }
-  };
-  auto mma_half = [&](int hf, const uint4 (&src)[2][HB], float (&acc)[4]) {
-#pragma unroll
-    for (int b = 0; b < HB; ++b) {
+    for (int b = 0; b < PB; ++b) {
       const uint32_t w0[4] = {src[0][b].x, src[0][b].y, src[0][b].z, src[0][b].w};
       const uint32_t w1[4] = {src[1][b].x, src[1][b].y, src[1][b].z, src[1][b].w};
 #pragma unroll
@@ -559,23 +587,29 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
           a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
           a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
         }
-        const int ks = (hf * HB + b) * SPL + s;
+        const int ks = (part * PB + b) * SPL + s;
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int part = 2; part >= 0; --part) mma_16816<kFp8>(cc, a, qf[(ks * 3 + part) * 32 + lane]);
+        for (int q3 = 2; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * 3 + q3) * 32 + lane]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[e] += cc[e];
       }
     }
   };
-  constexpr int NW = kAttnThreads / 32;
-  if (warp < nt) load_half(warp, 0, ha);
   for (int kt = warp; kt < nt; kt += NW) {
-    load_half(kt, 1, hb);
+    const bool more = kt + NW < nt;
+    const uint8_t* kn[2] = {nullptr, nullptr};
+    if (more) tile_rows(kt + NW, kn);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    mma_half(0, ha, acc);
-    if (kt + NW < nt) load_half(kt + NW, 0, ha);
-    mma_half(1, hb, acc);
+#pragma unroll
+    for (int pp = 0; pp < NP; pp += 2) {
+      load_part(kc, pp + 1, bb);
+      mma_part(pp, ba, acc);
+      if (pp + 2 < NP) load_part(kc, pp + 2, ba);
+      else if (more) load_part(kn, 0, ba);
+      mma_part(pp + 1, bb, acc);
+    }
+    kc[0] = kn[0], kc[1] = kn[1];
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -593,7 +627,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
   using Raw = typename std::conditional<kFp8, typename std::conditional<MT == 2, uint32_t, uint16_t>::type,
                                         typename std::conditional<MT == 2, uint2, uint32_t>::type>::type;
   constexpr int EB = kFp8 ? 1 : 2;
-  constexpr int TA = KC_MMA_TILES_AHEAD;  // key tiles per load group; two groups in flight
+  constexpr int TA = MmaTune<D, F>::tiles_ahead;  // key tiles per load group; two groups in flight
   auto load_group = [&](int kt0, Raw (&raw)[TA][4]) {
 #pragma unroll
     for (int u = 0; u < TA; ++u)
@@ -607,49 +641,51 @@ __global__ void __launch_bounds__(kAttnThreads, attn_mma_min_blocks<D, F>()) att
   load_group(0, ra);
   __syncthreads();
 
-  // 2. softmax per head (the order of the fma kernel); fp8 keeps p * V row scale and its
-  //    shift for the p.v product.
-  for (int hw = warp; hw < G; hw += kAttnThreads / 32) {
+  // 2. softmax, warp w for head slot w (the order of the fma kernel; fp8 keeps p' = p * V
+  //    row scale and its shift), then that head's p' B fragments: entry (tile, part,
+  //    lane (w, t)): keys 2t, 2t+1 | 2t+8, 2t+9 of the tile; slots >= G are zero.
+  {
+    const int hw = warp;
     float* s = ss + hw * W;
-    float m = -INFINITY;
-    for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
-    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-    float l = 0.0f, pa = 0.0f;
-    for (int i = lane; i < n; i += 32) {
-      const float e = expf(s[i] - m);
-      s[i] = kFp8 ? e * vsc[i] : e;
-      pa = fmaxf(pa, s[i]);
-      l += e;
+    int sh = 0;
+    if (hw < G) {
+      float m = -INFINITY;
+      for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      float l = 0.0f, pa = 0.0f;
+      for (int i = lane; i < n; i += 32) {
+        const float e = expf(s[i] - m);
+        s[i] = kFp8 ? e * vsc[i] : e;
+        pa = fmaxf(pa, s[i]);
+        l += e;
+      }
+      for (int off = 16; off > 0; off >>= 1) {
+        l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+        pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
+      }
+      if constexpr (kFp8) sh = attn_f16_shift(pa);
+      if (lane == 0) {
+        const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
+        pm[pidx] = m;
+        pl[pidx] = l;
+        psh[hw] = sh;
+      }
     }
-    for (int off = 16; off > 0; off >>= 1) {
-      l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
-      pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
-    }
-    if (lane == 0) {
-      const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
-      pm[pidx] = m;
-      pl[pidx] = l;
-      if constexpr (kFp8) psh[hw] = attn_f16_shift(pa);
-    }
-  }
-  __syncthreads();
-
-  // 3. p's B fragments: entry (tile, part, lane (g, t)): head g, keys 2t, 2t+1 | 2t+8, 2t+9.
-  for (int i = tid; i < nt * 32; i += kAttnThreads) {
-    const int kt = i / 32, ln = i % 32, h = ln >> 2, t = ln & 3;
-    float x[4];
+    __syncwarp();
+    for (int i = lane; i < nt * 4; i += 32) {
+      const int kt = i / 4, t = i % 4;
+      float x[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
-      float pw = 0.0f;
-      if (h < G && key < n) pw = kFp8 ? ldexpf(ss[h * W + key], psh[h]) : ss[h * W + key];
-      x[j] = pw;
-    }
-    uint32_t lo[3], hi[3];
-    split3<kFp8>(x[0], x[1], lo);
-    split3<kFp8>(x[2], x[3], hi);
+      for (int j = 0; j < 4; ++j) {
+        const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
+        x[j] = hw < G && key < n ? (kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
+      }
+      uint32_t lo[3], hi[3];
+      split3<kFp8>(x[0], x[1], lo);
+      split3<kFp8>(x[2], x[3], hi);
 #pragma unroll
-    for (int s = 0; s < 3; ++s) pf[(kt * 3 + s) * 32 + ln] = make_uint2(lo[s], hi[s]);
+      for (int q3 = 0; q3 < 3; ++q3) pf[(kt * 3 + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
+    }
   }
   __syncthreads();
 

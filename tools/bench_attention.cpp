@@ -59,6 +59,7 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
   r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
   r["argv"] = o.argv;
   if (!o.filter.empty()) r["filter"] = o.filter;
+  r["chunk"] = o.chunk;
   r["seed"] = 0;
   r["device"] = o.device;
   r["method"] = "CUDA events around partial+merge, warm-up 3, median of " + std::to_string(o.reps) +

@@ -8,7 +8,7 @@ namespace kc {
 struct BenchOptions {
   bool quick = false;
   int reps = 30;
-  int chunk = 256;
+  int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
   std::string script_dir = "tools";
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (ECMAScript regex)
   std::vector<std::string> argv;

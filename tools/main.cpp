@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(CLI::PositiveNumber);
   bench->add_option("--out", bench_out, "Write the bench receipt here (atomically)");
   bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
-  bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 256)")
+  bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
   bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
