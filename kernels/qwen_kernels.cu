@@ -751,39 +751,53 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     }
 }
 
-// Block per (q head, row), one thread per output element. Every thread walks the chunks
-// in chunk order (the same M and L in every thread); four chunks' partials are loaded
-// before the first is used.
+// Block per (q head, row), one thread per output element. M (the max of the non-empty
+// chunks' m; exact in any order) is a block reduction; then every thread walks the chunks
+// in chunk order (the same L in every thread), their m and l staged through shared
+// memory kMergeTile chunks at a time and eight chunks' partials loaded before the first
+// is used.
+constexpr int kMergeTile = 256;
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
-  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x;
+  __shared__ float tl[kMergeTile], tm[kMergeTile], wmax[kMaxHeadDim / 32];
+  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
   const AttnRow row = rows[r];
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float M = -INFINITY;
-  for (int c = 0; c < nc; ++c) {
+  for (int c = j; c < nc; c += d) {
     const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
     if (lc > 0.0f) M = fmaxf(M, mc);
   }
-  constexpr int U = 4;
+  for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
+  if (lane == 0) wmax[j / 32] = M;
+  __syncthreads();
+  M = -INFINITY;
+  for (int w = 0; w < d / 32; ++w) M = fmaxf(M, wmax[w]);
+  constexpr int U = 8;
   float L = 0.0f, acc = 0.0f;
-  for (int c0 = 0; c0 < nc; c0 += U) {
-    float lc[U], mc[U], oc[U];
+  for (int t0 = 0; t0 < nc; t0 += kMergeTile) {
+    const int tn = min(kMergeTile, nc - t0);
+    __syncthreads();  // the previous tile is consumed
+    for (int c = j; c < tn; c += d) {
+      tl[c] = __ldg(pl + base + t0 + c);
+      tm[c] = __ldg(pm + base + t0 + c);
+    }
+    __syncthreads();
+    for (int c0 = 0; c0 < tn; c0 += U) {
+      float oc[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (c0 + u < nc) {
-        lc[u] = __ldg(pl + base + c0 + u);
-        mc[u] = __ldg(pm + base + c0 + u);
-        oc[u] = __ldg(po + (base + c0 + u) * d + j);
-      }
+      for (int u = 0; u < U; ++u)
+        if (c0 + u < tn) oc[u] = __ldg(po + (base + t0 + c0 + u) * d + j);
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (c0 + u < nc && lc[u] > 0.0f) {
-        const float w = expf(mc[u] - M);
-        L += lc[u] * w;
-        acc += oc[u] * w;
-      }
+      for (int u = 0; u < U; ++u)
+        if (c0 + u < tn && tl[c0 + u] > 0.0f) {
+          const float w = expf(tm[c0 + u] - M);
+          L += tl[c0 + u] * w;
+          acc += oc[u] * w;
+        }
+    }
   }
   float res = L > 0.0f ? acc / L : 0.0f;
   if (unrotate) {  // q4: the output back to original space, once
