@@ -10,6 +10,7 @@
 #include "kernels/codec_backends.h"
 #include "kernels/fp8_rows_cuda.h"
 #include "kernels/qwen_kernels_cuda.h"
+#include "kernels/row_codec_launch.h"
 #include <algorithm>
 #include <map>
 
@@ -28,26 +29,16 @@ class CudaBackend final : public Backend {
   Status fp8_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
     if (c.lay.format != Format::fp8) return Status::Error("fp8_encode_rows: cache format is not fp8");
     KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    DeviceCache dc;
-    DevBuf<float> dx;
-    DevBuf<RowRef> dr;
-    KC_RETURN_IF_ERROR(dc.upload(c));
-    KC_RETURN_IF_ERROR(dx.upload(x, size_t(n) * c.lay.head_dim));
-    KC_RETURN_IF_ERROR(dr.upload(rows, n));
-    KC_RETURN_IF_ERROR(launch_fp8_encode_rows(dc.views.get(), dx.get(), dr.get(), n));
-    return dc.download(c);
+    return encode_rows_on_device(c, x, rows, n, [n](const KvView* v, const float* dx, const RowRef* dr) {
+      return launch_fp8_encode_rows(v, dx, dr, n);
+    });
   }
   Status fp8_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
     if (c.lay.format != Format::fp8) return Status::Error("fp8_decode_rows: cache format is not fp8");
     KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    DeviceCache dc;
-    DevBuf<RowRef> dr;
-    DevBuf<float> dout;
-    KC_RETURN_IF_ERROR(dc.upload(c));
-    KC_RETURN_IF_ERROR(dr.upload(rows, n));
-    KC_RETURN_IF_ERROR(dout.alloc(size_t(n) * c.lay.head_dim));
-    KC_RETURN_IF_ERROR(launch_fp8_decode_rows(dc.views.get(), dr.get(), n, dout.get()));
-    return dout.download(out, size_t(n) * c.lay.head_dim);
+    return decode_rows_on_device(c, rows, n, out, [n](const KvView* v, const RowRef* dr, float* dout) {
+      return launch_fp8_decode_rows(v, dr, n, dout);
+    });
   }
   Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) override {
     if (first + count > (uint64_t(1) << 32)) return Status::Error("e4m3_encode_bits: range past 2^32");

@@ -173,6 +173,25 @@ __device__ __forceinline__ float elem_scale(const uint8_t* srow, int e0) {
   else return 1.0f;
 }
 
+// What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
+// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row.
+struct AttnBlock {
+  int c, r, kvh, G, qh0, n;
+  int32_t k0;
+  AttnRow row;
+  KvView v;
+  const int32_t* tail;
+  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub)
+      : c(blockIdx.x), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
+    const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
+    G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
+    qh0 = kvh * group + sub * kAttnHeadsPerBlock;
+    k0 = c * p.chunk;
+    n = max(0, min(row.len + row.tail_len, k0 + p.chunk) - k0);
+    tail = tails + row.tail_off;
+  }
+};
+
 // Float offset of the partial kernel's per-key row-pointer arrays in shared memory
 // (after queries, scores and the reduction buffer; rounded up to 16 bytes).
 __host__ __device__ constexpr size_t attn_ptr_offset_floats(int G, int W, int D) {
@@ -203,19 +222,12 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   constexpr int NV = D / VEC;           // 16-byte loads of a K row
   constexpr int TPR = D / kAttnElems;   // threads per V row
   constexpr int KG = kAttnThreads / TPR;  // key groups (attn_key_groups(D))
-  const int c = blockIdx.x, r = blockIdx.z;
-  const int kvh = blockIdx.y / nsub, sub = blockIdx.y % nsub;
+  const AttnBlock blk(views, p, rows, tails, nsub);
+  const int c = blk.c, r = blk.r, kvh = blk.kvh, G = blk.G, qh0 = blk.qh0, W = p.chunk, n = blk.n;
+  const int32_t k0 = blk.k0, *tail = blk.tail;
+  const AttnRow& row = blk.row;
+  const KvView& v = blk.v;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const AttnRow row = rows[r];
-  const KvView v = views[row.lane];
-  const int group = p.q_heads / v.lay.kv_heads;
-  const int G = min(H, group - sub * H);
-  const int qh0 = kvh * group + sub * H;
-  const int W = p.chunk;
-  const int32_t total = row.len + row.tail_len;
-  const int32_t k0 = c * W;
-  const int n = max(0, min(total, k0 + W) - k0);
-  const int32_t* tail = tails + row.tail_off;
   float* qs = sm;              // [G][D]
   float* ss = qs + G * D;      // [G][W]: scores, then p
   float* red = ss + G * W;     // [KG/2][G][D]
@@ -504,20 +516,13 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   constexpr bool kFp8 = F == Format::fp8;
   static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
   extern __shared__ __align__(16) unsigned char smb[];
-  const int c = blockIdx.x, r = blockIdx.z;
-  const int kvh = blockIdx.y / nsub, sub = blockIdx.y % nsub;
+  const AttnBlock blk(views, p, rows, tails, nsub);
+  const int c = blk.c, r = blk.r, kvh = blk.kvh, G = blk.G, qh0 = blk.qh0, W = p.chunk, n = blk.n;
+  const int32_t k0 = blk.k0, *tail = blk.tail;
+  const AttnRow& row = blk.row;
+  const KvView& v = blk.v;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
-  const AttnRow row = rows[r];
-  const KvView v = views[row.lane];
-  const int group = p.q_heads / v.lay.kv_heads;
-  const int G = min(H, group - sub * H);
-  const int qh0 = kvh * group + sub * H;
-  const int W = p.chunk;
-  const int32_t total = row.len + row.tail_len;
-  const int32_t k0 = c * W;
-  const int n = max(0, min(total, k0 + W) - k0);
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const int32_t* tail = tails + row.tail_off;
   uint2* qf = reinterpret_cast<uint2*>(smb);                     // [KS][3][32]
   uint2* pf = qf + KS * 3 * 32;                                  // [(W+15)/16][3][32]
   const uint8_t** vrows = reinterpret_cast<const uint8_t**>(pf + (W + 15) / 16 * 3 * 32);  // [W]

@@ -1,27 +1,13 @@
 // The fp8-rows contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
-#include "contracts/contracts.h"
-#include "contracts/framework.h"
+#include "tests/contracts/contract_test_util.h"
 
 namespace kc {
 namespace {
 
-RunResult run_on(const std::string& backend) {
-  Status st;
-  auto be = select_backend(backend, &st);
-  EXPECT_TRUE(be) << st.message;
-  RunOptions o;
-  o.cases = KC_TEST_CASES;
-  o.quiet = true;
-  return run_contract(*find_contract("fp8-rows"), *be, o);
-}
-
-void expect_pass(const RunResult& r) {
-  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
-  for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
-  for (const auto& g : r.receipt["gates"]) EXPECT_TRUE(g["ok"].get<bool>()) << g.dump();
-}
+RunResult run_on(const std::string& backend) { return test::run_contract_on("fp8-rows", backend, KC_TEST_CASES); }
+using test::expect_pass;
 
 TEST(Fp8RowsContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
@@ -36,17 +22,7 @@ TEST(Fp8RowsContract, CudaPassesWithEveryControlRed) {
   expect_pass(run_on("cuda"));
 }
 
-TEST(Fp8RowsContract, FilterSelectsCases) {
-  Status st;
-  auto be = select_backend("cpu", &st);
-  RunOptions o;
-  o.cases = 6;
-  o.quiet = true;
-  o.filter = "ptok=16,";
-  const RunResult r = run_contract(*find_contract("fp8-rows"), *be, o);
-  EXPECT_EQ(r.receipt["cases"]["run"].get<int>(), 1);
-  EXPECT_EQ(r.receipt["cases"]["filtered_out"].get<int>(), 5);
-}
+TEST(Fp8RowsContract, FilterSelectsCases) { test::expect_filter_selects("fp8-rows", "ptok=16,", 6, 1); }
 
 }  // namespace
 }  // namespace kc

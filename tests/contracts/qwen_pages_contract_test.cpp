@@ -5,29 +5,19 @@
 #include <cmath>
 #include <limits>
 
-#include "contracts/contracts.h"
 #include "contracts/faulty_backend.h"
-#include "contracts/framework.h"
+#include "tests/contracts/contract_test_util.h"
 #include "kernels/attention_rows.h"
 
 namespace kc {
 namespace {
 
-RunResult run_qwen(const std::string& backend, int cases) {
-  Status st;
-  auto be = select_backend(backend, &st);
-  EXPECT_TRUE(be) << st.message;
-  RunOptions o;
-  o.cases = cases;
-  o.quiet = true;
-  return run_contract(*find_contract("qwen-pages"), *be, o);
-}
+RunResult run_qwen(const std::string& backend, int cases) { return test::run_contract_on("qwen-pages", backend, cases); }
 
 TEST(QwenPagesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_qwen("cpu", 4);
-  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
-  ASSERT_EQ(r.receipt["controls"].size(), 9u);  // 4 planted setups + 5 backend-boundary faults
-  for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
+  test::expect_pass(r);
+  EXPECT_EQ(r.receipt["controls"].size(), 9u);  // 4 planted setups + 5 backend-boundary faults
 }
 
 TEST(QwenPagesContract, ReceiptNamesTheAttentionArithmetic) {
@@ -85,7 +75,7 @@ TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
   const RunResult r = run_qwen("cuda", 6);
-  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
+  test::expect_pass(r);
 }
 
 }  // namespace

@@ -1,28 +1,15 @@
 // The scale-planes contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
-#include "contracts/contracts.h"
-#include "contracts/framework.h"
+#include "tests/contracts/contract_test_util.h"
 
 namespace kc {
 namespace {
 
 RunResult run_on(const std::string& backend, const std::string& filter = "") {
-  Status st;
-  auto be = select_backend(backend, &st);
-  EXPECT_TRUE(be) << st.message;
-  RunOptions o;
-  o.cases = KC_TEST_CASES;
-  o.quiet = true;
-  o.filter = filter;
-  return run_contract(*find_contract("scale-planes"), *be, o);
+  return test::run_contract_on("scale-planes", backend, KC_TEST_CASES, filter);
 }
-
-void expect_pass(const RunResult& r) {
-  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
-  for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
-  for (const auto& g : r.receipt["gates"]) EXPECT_TRUE(g["ok"].get<bool>()) << g.dump();
-}
+using test::expect_pass;
 
 TEST(ScalePlanesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
