@@ -127,6 +127,8 @@ std::vector<uint8_t> pos_bytes(const Cache& c, int lane, int pos) {
 }
 
 // Dequantised row (as the kernel reads it) through the reference's own decoders.
+const char* arith_name(AttnArith a) { return a == AttnArith::mma_split3 ? "mma_split3" : "fma_chain"; }
+
 void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, double* out) {
   const KvView v = c.view(lane);
   const uint8_t* row = kv_row(v, layer, kv, head, pos);
@@ -510,6 +512,12 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       }
     }
     run.check_ratio("attention-bound", worst, cv, at);
+    // The worst ratio per arithmetic (the gate keeps one overall): a reviewer sees how tight
+    // each order's bound is (numerics.md: never within 100x means too loose).
+    if (plant == Plant::none && !std::isnan(worst)) {
+      auto& w = run.numbers["attention_bound_worst_ratio_by_arithmetic"][arith_name(be.attention_arith(c.fmt, d))];
+      if (w.is_null() || worst > w.get<double>()) w = worst;
+    }
   }
 
   // Keep: lane 0 accepts its tail, moves slot_j -> len0 + j (ascending, dst < src,
@@ -622,8 +630,7 @@ void qwen_pages_body(Run& run) {
   nlohmann::json arith = nlohmann::json::object();
   for (const Shape& sh : kShapes)
     for (Format f : {Format::bf16, Format::fp8, Format::q4})
-      arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] =
-          run.be.attention_arith(f, sh.head_dim) == AttnArith::mma_split3 ? "mma_split3" : "fma_chain";
+      arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
   for (int i = 0; i < run.cases; ++i) {
