@@ -175,6 +175,12 @@ int main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack)\n";
       return kUsage;
     }
+    try {  // bad input is refused before a device is asked for
+      std::regex check(bo.filter);
+    } catch (const std::regex_error& e) {
+      std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
+      return kUsage;
+    }
     kc::Status bst;
     auto cuda = kc::make_cuda_backend(&bst);
     if (!cuda) {
