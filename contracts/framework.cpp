@@ -57,9 +57,7 @@ bool Run::check_ratio(const std::string& name, double ratio, const std::string& 
                       const std::string& detail) {
   GateStat& g = gate(name);
   const bool ok = ratio <= 1.0;  // NaN compares false: fails
-  const bool worse = std::isnan(ratio) ? !std::isnan(g.worst_ratio)
-                                       : (!std::isnan(g.worst_ratio) && ratio > g.worst_ratio);
-  if (worse) {
+  if (worse_ratio(ratio, g.worst_ratio)) {
     g.worst_ratio = ratio;
     g.worst_case = case_vars;
     g.worst_detail = detail;

@@ -126,9 +126,9 @@ std::vector<uint8_t> pos_bytes(const Cache& c, int lane, int pos) {
   return out;
 }
 
-// Dequantised row (as the kernel reads it) through the reference's own decoders.
 const char* arith_name(AttnArith a) { return a == AttnArith::mma_split3 ? "mma_split3" : "fma_chain"; }
 
+// Dequantised row (as the kernel reads it) through the reference's own decoders.
 void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, double* out) {
   const KvView v = c.view(lane);
   const uint8_t* row = kv_row(v, layer, kv, head, pos);

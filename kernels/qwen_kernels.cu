@@ -387,16 +387,19 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 // gives its order and error model). Block (chunk, kv head x sub-group of <= 8 q heads,
 // row), 256 threads (8 warps); the block's q heads are the n = 8 columns of
 // mma.m16n8k16 (zero-padded). Phases:
-//  0. q split into bf16 hi/mid/lo, laid out as each lane's B fragments (shared memory);
-//     each key's K / V row (and fp8 row scale) resolved once;
+//  0. each warp issues its first K tile's loads (rows resolved in registers); warp w
+//     splits q of head slot w into bf16 (fp8: fp16, shifted) hi/mid/lo B fragments; each
+//     key's V row pointer (and fp8 row scales) to shared memory;
 //  1. scores: warp per 16-key tile; lane (g, t) reads 16 bytes of keys g and g+8 per
-//     load, which are its A fragments of one (bf16) or two (fp8: 16 codes) k-step pairs
-//     (elements assigned to the k slots in that order; q's fragments use the same map);
-//  2. warp h: m, p = expf(s - m), l (as the fma kernel);
-//  3. p (fp8: times the V row scale) split into B fragments per 16-key tile;
-//  4. p.v: warp w owns 16 * MT elements (V^T is the A operand, m = elements); lane (g, t)
+//     load, its A fragments of two (bf16) or four (fp8: 16 codes) k-steps (elements
+//     assigned to the k slots in that order; q's fragments use the same map); K rows in
+//     parts, the next part in flight; the first V loads go out before the barrier;
+//  2. warp h: m, p = expf(s - m), l (as the fma kernel; fp8 keeps p' = p * V scale),
+//     then head h's p' B fragments per 16-key tile;
+//  3. p.v: warp w owns 16 * MT elements (V^T is the A operand, m = elements); lane (g, t)
 //     reads elements [2 MT g, 2 MT g + 2 MT) of keys 2t, 2t+1, 2t+8, 2t+9 of a tile and
-//     pairs them by key with byte permutes; no reduction across warps.
+//     pairs them by key with byte permutes; tile groups double-buffered; no reduction
+//     across warps.
 template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -470,12 +473,23 @@ __device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
   return a;
 }
 
-// Shared memory of the mma partial, in bytes: q and p fragments, row pointers, row
-// scales, scores.
-__host__ __device__ constexpr size_t attn_mma_smem(int W, int D) {
-  return size_t(D / 16) * 3 * 32 * 8 + size_t((W + 15) / 16) * 3 * 32 * 8 + size_t(W) * 8 + size_t(W) * 2 * 4 +
-         size_t(kAttnHeadsPerBlock) * W * 4 + size_t(2) * kAttnHeadsPerBlock * 4;
-}
+// Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
+// (the kernel's pointers and the launch's size both come from here). q and p B fragments
+// ([k-steps][3 parts][32 lanes], [key tiles][3][32] uint2), V row pointers [W], fp8 K and V
+// row scales [W] each, scores then p [8][W], fp8 q and p shifts [8] each.
+struct MmaSmem {
+  size_t qf, pf, vrows, ksc, vsc, ss, qsh, psh, total;
+  __host__ __device__ constexpr MmaSmem(int W, int D)
+      : qf(0),
+        pf(qf + size_t(D / 16) * 3 * 32 * 8),
+        vrows(pf + size_t((W + 15) / 16) * 3 * 32 * 8),
+        ksc(vrows + size_t(W) * 8),
+        vsc(ksc + size_t(W) * 4),
+        ss(vsc + size_t(W) * 4),
+        qsh(ss + size_t(kAttnHeadsPerBlock) * W * 4),
+        psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
+        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
+};
 
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
 // resident blocks per SM asked of the register allocator, V key tiles per load group
@@ -523,14 +537,15 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const KvView& v = blk.v;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  uint2* qf = reinterpret_cast<uint2*>(smb);                     // [KS][3][32]
-  uint2* pf = qf + KS * 3 * 32;                                  // [(W+15)/16][3][32]
-  const uint8_t** vrows = reinterpret_cast<const uint8_t**>(pf + (W + 15) / 16 * 3 * 32);  // [W]
-  float* ksc = reinterpret_cast<float*>(vrows + W);              // [W] fp8 K row scales
-  float* vsc = ksc + W;                                          // [W] fp8 V row scales
-  float* ss = vsc + W;                                           // [H][W] scores, then p
-  int* qsh = reinterpret_cast<int*>(ss + H * W);                 // [H] fp8: q's power-of-two shift
-  int* psh = qsh + H;                                            // [H] fp8: p's shift
+  const MmaSmem lay(W, D);
+  uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
+  uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
+  const uint8_t** vrows = reinterpret_cast<const uint8_t**>(smb + lay.vrows);
+  float* ksc = reinterpret_cast<float*>(smb + lay.ksc);
+  float* vsc = reinterpret_cast<float*>(smb + lay.vsc);
+  float* ss = reinterpret_cast<float*>(smb + lay.ss);
+  int* qsh = reinterpret_cast<int*>(smb + lay.qsh);
+  int* psh = reinterpret_cast<int*>(smb + lay.psh);
 
   // The first K tile's loads go out before anything else: lane (g, t) of warp w reads
   //    keys 16w + g and 16w + g + 8 (rows resolved in registers), bytes 16t + 64b.
@@ -719,7 +734,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
-  // 4. p.v: warp w owns elements [16 MT w, 16 MT (w + 1)); m slot g of tile j is element
+  // 3. p.v: warp w owns elements [16 MT w, 16 MT (w + 1)); m slot g of tile j is element
   //    16 MT w + 2 MT g + 2j, slot g + 8 the next one. Groups of TA tiles, the next
   //    group's loads in flight while one is computed.
   float o[MT][4];
@@ -872,7 +887,7 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   const int group = p.q_heads / hkv;
   if (max_chunks > 0 && attn_uses_mma(fmt, d)) {
     const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-    const size_t smem = attn_mma_smem(p.chunk, d);
+    const size_t smem = MmaSmem(p.chunk, d).total;
     const dim3 grid(max_chunks, hkv * nsub, n);
     auto* kern = d == 128 ? (fmt == Format::bf16 ? attention_partial_mma_kernel<128, Format::bf16>
                                                   : attention_partial_mma_kernel<128, Format::fp8>)

@@ -10,7 +10,7 @@ struct BenchOptions {
   int reps = 30;
   int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
   std::string script_dir = "tools";
-  std::string filter;  // attention: only rows whose "config/format/addressing" matches (ECMAScript regex)
+  std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)
   std::vector<std::string> argv;
   nlohmann::json device;
 };

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     try {  // bad input is refused before a device is asked for
-      std::regex check(bo.filter);
+      std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
       std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
       return kUsage;
