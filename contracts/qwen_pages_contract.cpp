@@ -82,7 +82,10 @@ QwenCase draw_case(uint64_t seed, int index) {
   std::mt19937_64 g(mix_seed(seed, index + 77));
   const int ptoks[] = {16, 48, 128, 256, 512, 1, 3, 7};
   const int ptok = index < 8 ? ptoks[index] : rc::gen::element(16, 48, 128, 256, 512, 1, 3, 7, 5, 33)(rnd.split(), 50).value();
-  const int chunk = rc::gen::element(64, 128, 256, 100, 1024)(rnd.split(), 50).value();
+  // Case 2 (a 9,000-position row) runs chunks of 32: more chunks than the merge kernel
+  // stages at a time (kMergeTile, 256), so its later tiles are proved too.
+  const int drawn_chunk = rc::gen::element(64, 128, 256, 100, 1024)(rnd.split(), 50).value();
+  const int chunk = index == 2 ? 32 : drawn_chunk;
   const int shape = index < kShapeCount ? index : int(g() % kShapeCount);
   const Format fmt = index % 3 == 0 ? Format::bf16 : (index % 3 == 1 ? Format::fp8 : Format::q4);
   // Cached lengths aimed at the edges: 1, a chunk minus one, a chunk, a chunk plus one,
