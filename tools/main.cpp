@@ -3,6 +3,8 @@
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
 //   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
+//   tf-cuda-test report RECEIPT... [--format md|text]
+//   tf-cuda-test diff BASE HEAD
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "contracts/framework.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
+#include "tools/receipt_views.h"
 
 namespace {
 
@@ -34,7 +37,7 @@ struct Common {
 };
 
 std::string known_commands() {
-  std::string s = "list, kernel-contract";
+  std::string s = "list, kernel-contract, bench, report, diff";
   for (const auto& c : kc::contracts()) s += ", " + c.name;
   return s;
 }
@@ -144,8 +147,28 @@ int main(int argc, char** argv) {
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
                     "'not measured'");
+  std::vector<std::string> report_files;
+  std::string report_format = "md";
+  auto* report = app.add_subcommand(
+      "report",
+      "Render receipts as the Markdown tables a reviewer pastes into a pull request (or aligned text): what ran "
+      "where, gates with their worst cases, controls and what caught each, bench targets and rows. Exit 0 when "
+      "every receipt's verdict is pass, 1 when one is fail, 2 when a file is not a readable receipt (nothing is "
+      "printed then)");
+  report->add_option("receipts", report_files, "Receipt files (JSON, as written by --out)")->required();
+  report->add_option("--format", report_format, "md (default) or text")->check(CLI::IsMember({"md", "text"}));
+  std::string diff_base, diff_head;
+  auto* diff = app.add_subcommand(
+      "diff",
+      "What changed from BASE to HEAD, two receipts of the same contract or bench: verdict, gates (results, "
+      "counts, worst ratios), controls, bench targets and the largest timing changes, measured numbers. "
+      "Regressions (a gate ok -> FAIL or removed, a control red -> GREEN or removed, verdict pass -> fail, a "
+      "target met -> not met) are listed first and make the exit code 1; 2 for unreadable or incomparable "
+      "receipts");
+  diff->add_option("base", diff_base, "The earlier receipt")->required();
+  diff->add_option("head", diff_head, "The later receipt")->required();
   const auto is_command = [&](const std::string& a) {
-    if (a == "list" || a == "kernel-contract" || a == "bench") return true;
+    if (a == "list" || a == "kernel-contract" || a == "bench" || a == "report" || a == "diff") return true;
     return kc::find_contract(a) != nullptr;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
@@ -168,6 +191,38 @@ int main(int argc, char** argv) {
     for (const kc::ContractDef& c : kc::contracts())
       std::cout << c.name << "\t" << c.summary << " (default cases " << c.default_cases << ")\n";
     return 0;
+  }
+
+  if (report->parsed()) {
+    std::vector<nlohmann::json> recs(report_files.size());
+    for (size_t i = 0; i < report_files.size(); ++i) {  // every file checked before anything is printed
+      const kc::Status st = kc::load_receipt(report_files[i], &recs[i]);
+      if (!st.ok) {
+        std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+        return kUsage;
+      }
+    }
+    const kc::ViewFormat f = report_format == "text" ? kc::ViewFormat::text : kc::ViewFormat::md;
+    int rc = 0;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      std::cout << (i ? "\n" : "") << kc::render_receipt(recs[i], report_files[i], f);
+      if (recs[i]["verdict"] != "pass") rc = 1;
+    }
+    return rc;
+  }
+
+  if (diff->parsed()) {
+    nlohmann::json base, head;
+    kc::Status st = kc::load_receipt(diff_base, &base);
+    if (st.ok) st = kc::load_receipt(diff_head, &head);
+    kc::ReceiptDiff d;
+    if (st.ok) st = kc::diff_receipts(base, diff_base, head, diff_head, &d);
+    if (!st.ok) {
+      std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+      return kUsage;
+    }
+    std::cout << d.text;
+    return d.regressions > 0 ? 1 : 0;
   }
 
   if (bench->parsed()) {

@@ -1,0 +1,202 @@
+// report / diff: receipts checked field by field, rendered, and compared.
+#include "tools/receipt_views.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+
+json contract_receipt() {
+  return json{{"schema", "kernel-contracts/receipt/1"},
+              {"kind", "contract"},
+              {"name", "qwen-pages"},
+              {"verdict", "pass"},
+              {"backend", "cpu"},
+              {"device", {{"name", "test cpu"}}},
+              {"git", {{"commit", "0123456789abcdef"}, {"dirty", false}}},
+              {"seed", 7},
+              {"argv", {"tf-cuda-test", "qwen-pages", "--filter", "a|b"}},
+              {"cases", {{"requested", 4}, {"run", 4}, {"filtered_out", 0}, {"filter", ""}}},
+              {"gates",
+               {{{"name", "paged==window"}, {"ok", true}, {"passed", 4}, {"failed", 0}, {"skipped", 0}, {"total", 4}},
+                {{"name", "attention-bound"},
+                 {"ok", true},
+                 {"passed", 4},
+                 {"failed", 0},
+                 {"skipped", 0},
+                 {"total", 4},
+                 {"worst", {{"case", "qwen-pages(x=1)"}, {"detail", "row 0"}, {"ratio", 0.0116}}}}}},
+              {"controls",
+               {{{"name", "dropped-key"}, {"red", true}, {"caught_by", {"attention-bound"}}},
+                {{"name", "planted-row"}, {"red", true}, {"caught_by", {"paged==window"}}}}},
+              {"numbers", {{"worst", {{"fma", 0.0116}}}}},
+              {"errors", json::array()},
+              {"timings", {{"total_s", 1.5}}}};
+}
+
+json bench_receipt() {
+  json r = contract_receipt();
+  r["kind"] = "bench";
+  r["name"] = "attention";
+  r["gates"] = json::array();
+  r["controls"] = json::array();
+  r["rows"] = {{{"config", "b8"}, {"format", "bf16"}, {"addressing", "window"}, {"median_us", 300.0}, {"of_ceiling", 0.78}},
+               {{"config", "b8"}, {"format", "fp8"}, {"addressing", "window"}, {"median_us", 230.0}, {"of_ceiling", 0.5}}};
+  r["targets"] = {{{"name", "bf16 of ceiling"}, {"value", 0.81}, {"limit", 0.8}, {"met", true}, {"measured", true}, {"at_least", true}}};
+  return r;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() / ("kc-receipt-views-" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+Status load_text(const std::string& name, const std::string& text, json* out) {
+  return load_receipt(write_temp(name, text), out);
+}
+
+TEST(ReceiptViews, LoadsAValidReceipt) {
+  json r;
+  ASSERT_TRUE(load_text("ok.json", contract_receipt().dump(), &r).ok);
+  EXPECT_EQ(r["name"], "qwen-pages");
+  ASSERT_TRUE(load_text("bench.json", bench_receipt().dump(), &r).ok);
+}
+
+TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
+  json r;
+  Status st = load_receipt("/nonexistent/r.json", &r);
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("/nonexistent/r.json: cannot open"), std::string::npos) << st.message;
+
+  st = load_text("broken.json", "{\"schema\": ", &r);
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("not JSON"), std::string::npos) << st.message;
+
+  json bad = contract_receipt();
+  bad["gates"][1]["passed"] = "4";
+  st = load_text("bad-gate.json", bad.dump(), &r);
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("bad-gate.json: gates[1].passed: expected an integer, got a string"), std::string::npos)
+      << st.message;
+
+  bad = contract_receipt();
+  bad["schema"] = "something/else";
+  st = load_text("bad-schema.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("schema: 'something/else' is not kernel-contracts/receipt/1"), std::string::npos)
+      << st.message;
+
+  bad = contract_receipt();
+  bad["controls"][0].erase("red");
+  st = load_text("no-red.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("controls[0].red: missing"), std::string::npos) << st.message;
+
+  bad = contract_receipt();
+  bad["verdict"] = "maybe";
+  st = load_text("verdict.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("verdict: 'maybe' is not one of pass, fail"), std::string::npos) << st.message;
+
+  bad = bench_receipt();
+  bad["targets"][0]["met"] = 1;
+  st = load_text("target.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("targets[0].met: expected a boolean, got a number"), std::string::npos) << st.message;
+
+  bad = bench_receipt();
+  bad.erase("rows");
+  st = load_text("rows.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("rows: missing"), std::string::npos) << st.message;
+}
+
+TEST(ReceiptViews, RendersGatesControlsAndTargets) {
+  json r = contract_receipt();
+  r["controls"][1]["red"] = false;
+  const std::string md = render_receipt(r, "r.json", ViewFormat::md);
+  EXPECT_NE(md.find("| paged==window | ok | 4 | 0 | 0 | 4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| attention-bound | ok | 4 | 0 | 0 | 4 | 0.0116 | qwen-pages(x=1): row 0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| planted-row | GREEN (not caught) | paged==window |"), std::string::npos) << md;
+  EXPECT_NE(md.find("'a\\|b'"), std::string::npos) << "a | in a cell is escaped: " << md;
+  EXPECT_NE(md.find("| worst.fma | 0.0116 |"), std::string::npos) << md;
+  const std::string text = render_receipt(r, "r.json", ViewFormat::text);
+  EXPECT_EQ(text.find("| paged==window"), std::string::npos) << text;
+  EXPECT_NE(text.find("paged==window"), std::string::npos) << text;
+
+  const std::string b = render_receipt(bench_receipt(), "b.json", ViewFormat::md);
+  EXPECT_NE(b.find("| bf16 of ceiling | 0.81 | >= 0.8 | met |"), std::string::npos) << b;
+  EXPECT_NE(b.find("| config | format | addressing | median_us | of_ceiling |"), std::string::npos) << b;
+  EXPECT_NE(b.find("| b8 | fp8 | window | 230 | 0.5 |"), std::string::npos) << b;
+}
+
+TEST(ReceiptViews, DiffOfAReceiptWithItselfHasNoRegression) {
+  ReceiptDiff d;
+  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", contract_receipt(), "b", &d).ok);
+  EXPECT_EQ(d.regressions, 0);
+  EXPECT_EQ(d.improvements, 0);
+  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", bench_receipt(), "b", &d).ok);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_NE(d.text.find("0 faster, 0 slower"), std::string::npos) << d.text;
+}
+
+TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
+  ReceiptDiff d;
+  json head = contract_receipt();
+  head["gates"][0]["ok"] = false;
+  head["verdict"] = "fail";
+  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 2) << d.text;  // the gate and the verdict
+  EXPECT_NE(d.text.find("gate paged==window ok -> FAIL"), std::string::npos) << d.text;
+
+  head = contract_receipt();
+  head["controls"][0]["red"] = false;
+  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_NE(d.text.find("control dropped-key red -> GREEN"), std::string::npos) << d.text;
+
+  head = contract_receipt();
+  head["controls"].erase(1);
+  head["gates"].erase(0);
+  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 2) << d.text;
+  EXPECT_NE(d.text.find("control planted-row removed"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("gate paged==window removed"), std::string::npos) << d.text;
+
+  head = contract_receipt();
+  head["gates"][1]["worst"]["ratio"] = 0.5;
+  head["numbers"]["worst"]["fma"] = 0.5;
+  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 0);
+  EXPECT_NE(d.text.find("0.0116 -> 0.5"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("| worst.fma | 0.0116 | 0.5 |"), std::string::npos) << d.text;
+
+  json hb = bench_receipt();
+  hb["targets"][0]["met"] = false;
+  hb["targets"][0]["value"] = 0.79;
+  hb["rows"][0]["median_us"] = 330.0;
+  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", hb, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_NE(d.text.find("target bf16 of ceiling: met -> NOT met"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("0 faster, 1 slower"), std::string::npos) << d.text;
+  EXPECT_NE(d.text.find("| b8 bf16 window | median_us | 300 | 330 | 1.1 |"), std::string::npos) << d.text;
+
+  // Improvements are counted but are not regressions.
+  ASSERT_TRUE(diff_receipts(hb, "a", bench_receipt(), "b", &d).ok);
+  EXPECT_EQ(d.regressions, 0);
+  EXPECT_EQ(d.improvements, 1);
+}
+
+TEST(ReceiptViews, DiffRefusesDifferentContracts) {
+  ReceiptDiff d;
+  json other = contract_receipt();
+  other["name"] = "fp8-rows";
+  const Status st = diff_receipts(contract_receipt(), "a.json", other, "b.json", &d);
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("a.json is contract 'qwen-pages' but b.json is contract 'fp8-rows'"), std::string::npos)
+      << st.message;
+}
+
+}  // namespace
+}  // namespace kc

@@ -1,0 +1,585 @@
+#include "tools/receipt_views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* kSchema = "kernel-contracts/receipt/1";
+
+std::string type_name(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+// ---- Validation: the first problem found, as "file: field: reason".
+enum class Want { string, boolean, integer, number, object, array };
+const char* want_name(Want w) {
+  switch (w) {
+    case Want::string: return "a string";
+    case Want::boolean: return "a boolean";
+    case Want::integer: return "an integer";
+    case Want::number: return "a number";
+    case Want::object: return "an object";
+    case Want::array: return "an array";
+  }
+  return "?";
+}
+bool is(const json& v, Want w) {
+  switch (w) {
+    case Want::string: return v.is_string();
+    case Want::boolean: return v.is_boolean();
+    case Want::integer: return v.is_number_integer();
+    case Want::number: return v.is_number();
+    case Want::object: return v.is_object();
+    case Want::array: return v.is_array();
+  }
+  return false;
+}
+
+struct Checker {
+  std::string file, error;
+  bool fail(const std::string& field, const std::string& why) {
+    if (error.empty()) error = file + ": " + field + ": " + why;
+    return false;
+  }
+  // o[key] exists (unless optional) and has the wanted type.
+  bool field(const json& o, const std::string& at, const char* key, Want w, bool optional = false) {
+    const std::string f = at.empty() ? key : at + "." + key;
+    if (!o.contains(key)) return optional || fail(f, "missing");
+    if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + type_name(o[key]));
+    return true;
+  }
+  bool one_of(const json& o, const std::string& f, const char* key, std::initializer_list<const char*> allowed) {
+    if (!field(o, "", key, Want::string)) return false;
+    const std::string v = o[key].get<std::string>();
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) return true;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    return fail(f, "'" + v + "' is not one of " + list);
+  }
+  bool strings(const json& o, const std::string& at, const char* key, bool optional = false) {
+    if (!field(o, at, key, Want::array, optional)) return false;
+    if (!o.contains(key)) return true;
+    const std::string f = at.empty() ? key : at + "." + key;
+    for (size_t i = 0; i < o[key].size(); ++i)
+      if (!o[key][i].is_string())
+        return fail(f + "[" + std::to_string(i) + "]", "expected a string, got " + type_name(o[key][i]));
+    return true;
+  }
+};
+
+bool check_receipt(const json& r, Checker& c) {
+  if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + type_name(r));
+  if (!c.field(r, "", "schema", Want::string)) return false;
+  if (r["schema"] != kSchema)
+    return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kSchema);
+  if (!c.one_of(r, "kind", "kind", {"contract", "serve-gate", "kv-gate", "bench"})) return false;
+  if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", "verdict", {"pass", "fail"}) ||
+      !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
+      !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
+      !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
+      !c.field(r, "", "seed", Want::integer) || !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
+      !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
+      !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
+    return false;
+  if (r.contains("cases"))
+    for (const char* k : {"requested", "run", "filtered_out"})
+      if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
+  if (!c.field(r, "", "gates", Want::array) || !c.field(r, "", "controls", Want::array)) return false;
+  for (size_t i = 0; i < r["gates"].size(); ++i) {
+    const json& g = r["gates"][i];
+    const std::string at = "gates[" + std::to_string(i) + "]";
+    if (!g.is_object()) return c.fail(at, "expected an object, got " + type_name(g));
+    if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
+    for (const char* k : {"passed", "failed", "skipped", "total"})
+      if (!c.field(g, at, k, Want::integer)) return false;
+    if (!c.strings(g, at, "failures", true) || !c.field(g, at, "worst", Want::object, true)) return false;
+    if (g.contains("worst")) {
+      const json& w = g["worst"];
+      if (!c.field(w, at + ".worst", "case", Want::string, true) || !c.field(w, at + ".worst", "detail", Want::string, true))
+        return false;
+      if (w.contains("ratio") && !w["ratio"].is_number() && !w["ratio"].is_string())
+        return c.fail(at + ".worst.ratio", "expected a number or a string, got " + type_name(w["ratio"]));
+    }
+  }
+  for (size_t i = 0; i < r["controls"].size(); ++i) {
+    const json& k = r["controls"][i];
+    const std::string at = "controls[" + std::to_string(i) + "]";
+    if (!k.is_object()) return c.fail(at, "expected an object, got " + type_name(k));
+    if (!c.field(k, at, "name", Want::string) || !c.field(k, at, "red", Want::boolean) ||
+        !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true))
+      return false;
+  }
+  if (r["kind"] == "bench") {
+    if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
+    for (size_t i = 0; i < r["rows"].size(); ++i) {
+      const json& row = r["rows"][i];
+      const std::string at = "rows[" + std::to_string(i) + "]";
+      if (!row.is_object()) return c.fail(at, "expected an object, got " + type_name(row));
+      if (!c.field(row, at, "config", Want::string)) return false;
+    }
+    for (size_t i = 0; i < r["targets"].size(); ++i) {
+      const json& t = r["targets"][i];
+      const std::string at = "targets[" + std::to_string(i) + "]";
+      if (!t.is_object()) return c.fail(at, "expected an object, got " + type_name(t));
+      if (!c.field(t, at, "name", Want::string) || !c.field(t, at, "value", Want::number) ||
+          !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
+          !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
+        return false;
+    }
+  }
+  return true;
+}
+
+// ---- Rendering helpers.
+std::string num(double x) {
+  if (std::isnan(x)) return "nan";
+  std::ostringstream o;
+  if (std::fabs(x) >= 1000 && std::fabs(x) < 1e9) o << std::fixed << std::setprecision(1) << x;
+  else o << std::setprecision(4) << x;
+  return o.str();
+}
+std::string scalar(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number()) return num(v.get<double>());
+  if (v.is_null()) return "";
+  return v.dump();
+}
+std::string ratio_of(const json& g) {
+  if (!g.contains("worst") || !g["worst"].contains("ratio")) return "";
+  return scalar(g["worst"]["ratio"]);
+}
+std::string short_commit(const json& r) {
+  const std::string c = r["git"]["commit"].get<std::string>();
+  return c.substr(0, 12) + (r["git"]["dirty"].get<bool>() ? " (dirty)" : " (clean)");
+}
+std::string device_line(const json& r) {
+  const json& d = r["device"];
+  std::string s = r["backend"].get<std::string>() + " on " + d["name"].get<std::string>();
+  std::string extra;
+  if (d.contains("compute_capability") && d["compute_capability"].is_string())
+    extra = "compute " + d["compute_capability"].get<std::string>();
+  if (d.contains("driver") && d["driver"].is_string()) extra += (extra.empty() ? "" : ", ") + d["driver"].get<std::string>();
+  return extra.empty() ? s : s + " (" + extra + ")";
+}
+std::string joined(const json& a, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : a) s += (s.empty() ? "" : sep) + scalar(x);
+  return s;
+}
+std::string argv_line(const json& r) {
+  std::string s;
+  for (const auto& a : r["argv"]) {
+    std::string x = a.get<std::string>();
+    if (x.find_first_of(" \t'\"|()*+?[]{}\\$") != std::string::npos) x = "'" + x + "'";
+    s += (s.empty() ? "" : " ") + x;
+  }
+  return s;
+}
+// Flattens nested objects to dotted keys; other values as scalars (arrays as JSON).
+void flatten(const json& v, const std::string& prefix, std::vector<std::pair<std::string, json>>* out) {
+  if (v.is_object() && !v.empty()) {
+    for (auto it = v.begin(); it != v.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else {
+    out->push_back({prefix, v});
+  }
+}
+
+struct Table {
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  static std::string cell_md(std::string s) {
+    std::string o;
+    for (char ch : s) {
+      if (ch == '|') o += "\\|";
+      else if (ch == '\n') o += ' ';
+      else o += ch;
+    }
+    return o;
+  }
+  std::string render(ViewFormat f) const {
+    std::ostringstream o;
+    if (f == ViewFormat::md) {
+      auto line = [&](const std::vector<std::string>& r) {
+        o << "|";
+        for (const auto& c : r) o << " " << cell_md(c) << " |";
+        o << "\n";
+      };
+      line(head);
+      o << "|";
+      for (size_t i = 0; i < head.size(); ++i) o << "---|";
+      o << "\n";
+      for (const auto& r : rows) line(r);
+    } else {
+      std::vector<size_t> w(head.size());
+      for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
+      for (const auto& r : rows)
+        for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+      auto line = [&](const std::vector<std::string>& r) {
+        std::string s;
+        for (size_t i = 0; i < r.size(); ++i) {
+          std::string c = r[i];
+          if (i + 1 < r.size()) c.resize(w[i], ' ');
+          s += c + (i + 1 < r.size() ? "  " : "");
+        }
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+        o << s << "\n";
+      };
+      line(head);
+      for (const auto& r : rows) line(r);
+    }
+    return o.str();
+  }
+};
+
+std::string heading(const std::string& s, ViewFormat f) {
+  return f == ViewFormat::md ? "### " + s + "\n\n" : s + "\n" + std::string(s.size(), '=') + "\n";
+}
+std::string subheading(const std::string& s, ViewFormat f) {
+  return f == ViewFormat::md ? "**" + s + "**\n\n" : s + ":\n";
+}
+
+// The bench row columns a reviewer reads: the row's names (string fields), then times
+// (*_us), fractions of a ceiling (*of_ceiling), ratios (*_over_*) and verified flags.
+bool shown_bench_field(const std::string& k, const json& v) {
+  if (v.is_string()) return true;
+  if (k == "verified") return true;
+  auto ends = [&](const std::string& suf) { return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0; };
+  return v.is_number() && (ends("_us") || ends("of_ceiling") || k.find("_over_") != std::string::npos);
+}
+// Row names in the order the bench prints them: config, format, addressing, then the rest.
+int name_rank(const std::string& k) { return k == "config" ? 0 : k == "format" ? 1 : k == "addressing" ? 2 : 3; }
+std::vector<std::string> bench_columns(const json& rows) {
+  std::vector<std::string> strs, nums;
+  std::set<std::string> seen;
+  for (const auto& row : rows)
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      if (seen.count(it.key()) || !shown_bench_field(it.key(), it.value())) continue;
+      seen.insert(it.key());
+      (it.value().is_string() ? strs : nums).push_back(it.key());
+    }
+  std::stable_sort(strs.begin(), strs.end(), [](const std::string& a, const std::string& b) { return name_rank(a) < name_rank(b); });
+  strs.insert(strs.end(), nums.begin(), nums.end());
+  return strs;
+}
+// A row's identity: its string fields, config, format and addressing first.
+std::string row_key(const json& row) {
+  std::vector<std::string> keys;
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (it.value().is_string()) keys.push_back(it.key());
+  std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) { return name_rank(a) < name_rank(b); });
+  std::string k;
+  for (const auto& key : keys) k += (k.empty() ? "" : " ") + row[key].get<std::string>();
+  return k;
+}
+// A row's own timing fields (*_us), not its baselines (sdpa_*, ceiling_*), which repeat
+// across rows and move with the machine rather than with the change under review.
+bool compared_time(const std::string& k) {
+  const bool us = k.size() > 3 && k.compare(k.size() - 3, 3, "_us") == 0;
+  return us && k.rfind("sdpa_", 0) != 0 && k.rfind("ceiling", 0) != 0;
+}
+std::string target_state(const json& t) {
+  if (!t["measured"].get<bool>()) return "not measured";
+  return t["met"].get<bool>() ? "met" : "NOT met";
+}
+
+}  // namespace
+
+Status load_receipt(const std::string& path, json* out) {
+  std::ifstream f(path);
+  if (!f) return Status::Error(path + ": cannot open for reading");
+  json r;
+  try {
+    r = json::parse(f);
+  } catch (const json::parse_error& e) {
+    return Status::Error(path + ": not JSON (" + e.what() + ")");
+  }
+  Checker c{path, ""};
+  if (!check_receipt(r, c)) return Status::Error(c.error);
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
+  std::ostringstream o;
+  const bool bench = r["kind"] == "bench";
+  o << heading(r["name"].get<std::string>() + " (" + r["kind"].get<std::string>() + "): " + r["verdict"].get<std::string>(), f);
+  Table info{{"run", "value"}, {}};
+  info.rows.push_back({"receipt", path});
+  info.rows.push_back({"backend", device_line(r)});
+  info.rows.push_back({"commit", short_commit(r)});
+  info.rows.push_back({"seed", scalar(r["seed"])});
+  if (r.contains("cases"))
+    info.rows.push_back({"cases", scalar(r["cases"].value("run", json(0))) + " run of " +
+                                      scalar(r["cases"].value("requested", json(0))) + " requested" +
+                                      (r["cases"].value("filter", std::string()).empty()
+                                           ? std::string()
+                                           : ", filter " + r["cases"]["filter"].get<std::string>())});
+  if (r.contains("fixture_sha256") && r["fixture_sha256"].is_string())
+    info.rows.push_back({"fixture sha256", r["fixture_sha256"].get<std::string>()});
+  for (const char* k : {"method", "chunk", "started_at"})
+    if (r.contains(k) && !r[k].is_object() && !r[k].is_array()) info.rows.push_back({k, scalar(r[k])});
+  if (r.contains("ceiling_bytes_per_s") && r["ceiling_bytes_per_s"].is_number())
+    info.rows.push_back({"read ceiling", num(r["ceiling_bytes_per_s"].get<double>() / 1e12) + " TB/s"});
+  info.rows.push_back({"command", argv_line(r)});
+  if (r["timings"]["total_s"].get<double>() > 0) info.rows.push_back({"time", num(r["timings"]["total_s"].get<double>()) + " s"});
+  o << info.render(f) << "\n";
+
+  if (!r["gates"].empty()) {
+    Table t{{"gate", "result", "passed", "failed", "skipped", "total", "worst ratio", "worst case"}, {}};
+    for (const auto& g : r["gates"]) {
+      std::string wc;
+      if (g.contains("worst")) {
+        wc = g["worst"].value("case", std::string());
+        const std::string det = g["worst"].value("detail", std::string());
+        if (!det.empty()) wc += (wc.empty() ? "" : ": ") + det;
+      }
+      t.rows.push_back({g["name"].get<std::string>(), g["ok"].get<bool>() ? "ok" : "FAIL", scalar(g["passed"]),
+                        scalar(g["failed"]), scalar(g["skipped"]), scalar(g["total"]), ratio_of(g), wc});
+    }
+    o << t.render(f) << "\n";
+    for (const auto& g : r["gates"])
+      if (g.contains("failures") && !g["failures"].empty()) {
+        o << subheading("failures of " + g["name"].get<std::string>(), f);
+        size_t shown = 0;
+        for (const auto& x : g["failures"]) {
+          if (shown++ == 5) {
+            o << "- ... " << g["failures"].size() - 5 << " more\n";
+            break;
+          }
+          o << "- " << x.get<std::string>() << "\n";
+        }
+        o << "\n";
+      }
+  }
+  if (!r["controls"].empty()) {
+    Table t{{"control", "result", "caught by", "what it plants"}, {}};
+    for (const auto& k : r["controls"])
+      t.rows.push_back({k["name"].get<std::string>(), k["red"].get<bool>() ? "red" : "GREEN (not caught)",
+                        joined(k["caught_by"]), k.value("description", std::string())});
+    o << t.render(f) << "\n";
+  }
+  if (bench) {
+    if (!r["targets"].empty()) {
+      Table t{{"target", "value", "limit", "result"}, {}};
+      for (const auto& x : r["targets"])
+        t.rows.push_back({x["name"].get<std::string>(), x["measured"].get<bool>() ? num(x["value"].get<double>()) : "",
+                          (x["at_least"].get<bool>() ? ">= " : "<= ") + num(x["limit"].get<double>()), target_state(x)});
+      o << t.render(f) << "\n";
+    }
+    if (!r["rows"].empty()) {
+      const std::vector<std::string> cols = bench_columns(r["rows"]);
+      Table t{cols, {}};
+      for (const auto& row : r["rows"]) {
+        std::vector<std::string> cells;
+        for (const auto& c : cols) cells.push_back(row.contains(c) ? scalar(row[c]) : "");
+        t.rows.push_back(cells);
+      }
+      o << t.render(f) << "\n";
+    }
+  }
+  if (r.contains("numbers") && !r["numbers"].empty()) {
+    std::vector<std::pair<std::string, json>> flat;
+    flatten(r["numbers"], "", &flat);
+    Table t{{"number", "value"}, {}};
+    for (const auto& [k, v] : flat) t.rows.push_back({k, scalar(v)});
+    o << t.render(f) << "\n";
+  }
+  if (r.contains("errors") && !r["errors"].empty()) {
+    o << subheading("errors", f);
+    for (const auto& e : r["errors"]) o << "- " << e.get<std::string>() << "\n";
+    o << "\n";
+  }
+  return o.str();
+}
+
+Status diff_receipts(const json& base, const std::string& base_path, const json& head, const std::string& head_path,
+                     ReceiptDiff* out) {
+  const std::string bk = base["kind"].get<std::string>() + " '" + base["name"].get<std::string>() + "'";
+  const std::string hk = head["kind"].get<std::string>() + " '" + head["name"].get<std::string>() + "'";
+  if (bk != hk)
+    return Status::Error(base_path + " is " + bk + " but " + head_path + " is " + hk + ": only receipts of the same "
+                         "contract or bench compare");
+  std::vector<std::string> regress, improve, notes;
+  std::ostringstream o;
+  o << "### diff " << hk << ": " << short_commit(base) << " -> " << short_commit(head) << "\n\n";
+  o << "- base: " << base_path << ", " << device_line(base) << ", seed " << scalar(base["seed"]) << "\n";
+  o << "- head: " << head_path << ", " << device_line(head) << ", seed " << scalar(head["seed"]) << "\n";
+  if (device_line(base) != device_line(head)) notes.push_back("the two ran on different backends or devices");
+  if (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json()))
+    notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
+  const std::string bv = base["verdict"].get<std::string>(), hv = head["verdict"].get<std::string>();
+  if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
+  if (bv == "fail" && hv == "pass") improve.push_back("verdict fail -> pass");
+
+  // Gates by name, head's order then the ones only base has.
+  auto by_name = [](const json& a) {
+    std::map<std::string, json> m;
+    for (const auto& x : a) m[x["name"].get<std::string>()] = x;
+    return m;
+  };
+  const auto bg = by_name(base["gates"]), hg = by_name(head["gates"]);
+  Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
+  auto gate_row = [&](const std::string& name, const json* b, const json* h) {
+    auto res = [](const json* g) { return g ? ((*g)["ok"].get<bool>() ? "ok" : "FAIL") : "-"; };
+    auto pt = [](const json* g) { return g ? scalar((*g)["passed"]) + "/" + scalar((*g)["total"]) : "-"; };
+    std::string change;
+    if (!b) change = "new", improve.push_back("gate " + name + " added");
+    else if (!h) change = "removed", regress.push_back("gate " + name + " removed");
+    else if ((*b)["ok"].get<bool>() && !(*h)["ok"].get<bool>()) change = "REGRESSED", regress.push_back("gate " + name + " ok -> FAIL");
+    else if (!(*b)["ok"].get<bool>() && (*h)["ok"].get<bool>()) change = "fixed", improve.push_back("gate " + name + " FAIL -> ok");
+    const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
+    const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
+    gates.rows.push_back({name, res(b), res(h), pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});
+  };
+  for (const auto& g : head["gates"]) {
+    const std::string n = g["name"].get<std::string>();
+    gate_row(n, bg.count(n) ? &bg.at(n) : nullptr, &hg.at(n));
+  }
+  for (const auto& g : base["gates"]) {
+    const std::string n = g["name"].get<std::string>();
+    if (!hg.count(n)) gate_row(n, &bg.at(n), nullptr);
+  }
+
+  const auto bc = by_name(base["controls"]), hc = by_name(head["controls"]);
+  Table controls{{"control", "base", "head", "caught by (head)", "change"}, {}};
+  auto control_row = [&](const std::string& name, const json* b, const json* h) {
+    auto res = [](const json* k) { return k ? ((*k)["red"].get<bool>() ? "red" : "GREEN") : "-"; };
+    std::string change;
+    if (!b) change = "new", improve.push_back("control " + name + " added");
+    else if (!h) change = "removed", regress.push_back("control " + name + " removed");
+    else if ((*b)["red"].get<bool>() && !(*h)["red"].get<bool>())
+      change = "REGRESSED", regress.push_back("control " + name + " red -> GREEN (no longer caught)");
+    else if (!(*b)["red"].get<bool>() && (*h)["red"].get<bool>()) change = "fixed", improve.push_back("control " + name + " GREEN -> red");
+    else if ((*b)["caught_by"] != (*h)["caught_by"]) change = "caught by " + joined((*b)["caught_by"]) + " before";
+    controls.rows.push_back({name, res(b), res(h), h ? joined((*h)["caught_by"]) : "", change});
+  };
+  for (const auto& k : head["controls"]) {
+    const std::string n = k["name"].get<std::string>();
+    control_row(n, bc.count(n) ? &bc.at(n) : nullptr, &hc.at(n));
+  }
+  for (const auto& k : base["controls"]) {
+    const std::string n = k["name"].get<std::string>();
+    if (!hc.count(n)) control_row(n, &bc.at(n), nullptr);
+  }
+
+  Table targets{{"target", "base", "head", "limit", "change"}, {}};
+  Table rows{{"row", "field", "base", "head", "head / base"}, {}};
+  int faster = 0, slower = 0, same = 0, only_one = 0;
+  if (head["kind"] == "bench") {
+    const auto bt = by_name(base["targets"]);
+    for (const auto& t : head["targets"]) {
+      const std::string n = t["name"].get<std::string>();
+      const json* b = bt.count(n) ? &bt.at(n) : nullptr;
+      auto val = [](const json* x) { return x ? ((*x)["measured"].get<bool>() ? num((*x)["value"].get<double>()) : "not measured") : "-"; };
+      std::string change;
+      const std::string sb = b ? target_state(*b) : "-", sh = target_state(t);
+      if (sb == "met" && sh != "met") change = "REGRESSED", regress.push_back("target " + n + ": met -> " + sh);
+      else if (sb != "met" && sh == "met") change = "now met", improve.push_back("target " + n + ": " + sb + " -> met");
+      else change = sh;
+      targets.rows.push_back({n, val(b), val(&t), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
+    }
+    std::set<std::string> head_targets;
+    for (const auto& t : head["targets"]) head_targets.insert(t["name"].get<std::string>());
+    for (const auto& [n, t] : bt)
+      if (!head_targets.count(n)) {
+        targets.rows.push_back({n, num(t["value"].get<double>()), "-", num(t["limit"].get<double>()), "removed"});
+        if (target_state(t) == "met") regress.push_back("target " + n + " removed");
+      }
+    // Rows by identity; their own timings compared (compared_time), the largest changes listed.
+    std::map<std::string, json> brows;
+    for (const auto& r : base["rows"]) brows[row_key(r)] = r;
+    struct Change { double ratio; std::vector<std::string> cells; };
+    std::vector<Change> changes;
+    std::set<std::string> head_keys;
+    for (const auto& r : head["rows"]) {
+      const std::string k = row_key(r);
+      head_keys.insert(k);
+      if (!brows.count(k)) {
+        ++only_one;
+        continue;
+      }
+      const json& b = brows[k];
+      for (auto it = r.begin(); it != r.end(); ++it) {
+        const std::string& fld = it.key();
+        if (!compared_time(fld) || !it.value().is_number()) continue;
+        if (!b.contains(fld) || !b[fld].is_number()) continue;
+        const double hb = it.value().get<double>(), bb = b[fld].get<double>();
+        if (!(bb > 0) || !(hb > 0)) continue;
+        const double q = hb / bb;
+        if (fld == "median_us" || (fld != "median_us" && !r.contains("median_us"))) {
+          if (q < 0.97) ++faster;
+          else if (q > 1.03) ++slower;
+          else ++same;
+        }
+        changes.push_back({q, {k, fld, num(bb), num(hb), num(q)}});
+      }
+    }
+    for (const auto& [k, r] : brows)
+      if (!head_keys.count(k)) ++only_one;
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+      return std::fabs(std::log(a.ratio)) > std::fabs(std::log(b.ratio));
+    });
+    for (size_t i = 0; i < changes.size() && i < 12; ++i) rows.rows.push_back(changes[i].cells);
+  }
+
+  // Numbers (contract receipts' measured quantities): the ones that changed.
+  Table numbers{{"number", "base", "head"}, {}};
+  {
+    std::vector<std::pair<std::string, json>> fb, fh;
+    flatten(base.value("numbers", json::object()), "", &fb);
+    flatten(head.value("numbers", json::object()), "", &fh);
+    std::map<std::string, json> mb(fb.begin(), fb.end());
+    std::set<std::string> seen;
+    for (const auto& [k, v] : fh) {
+      seen.insert(k);
+      const std::string before = mb.count(k) ? scalar(mb[k]) : "-";
+      if (before != scalar(v)) numbers.rows.push_back({k, before, scalar(v)});
+    }
+    for (const auto& [k, v] : mb)
+      if (!seen.count(k)) numbers.rows.push_back({k, scalar(v), "-"});
+  }
+
+  o << "- verdict: " << bv << " -> " << hv << "\n";
+  for (const auto& n : notes) o << "- note: " << n << "\n";
+  o << "\n";
+  o << "**Regressions (" << regress.size() << ")**\n\n";
+  for (const auto& x : regress) o << "- " << x << "\n";
+  if (regress.empty()) o << "- none\n";
+  o << "\n**Improvements (" << improve.size() << ")**\n\n";
+  for (const auto& x : improve) o << "- " << x << "\n";
+  if (improve.empty()) o << "- none\n";
+  o << "\n";
+  if (!gates.rows.empty()) o << gates.render(ViewFormat::md) << "\n";
+  if (!controls.rows.empty()) o << controls.render(ViewFormat::md) << "\n";
+  if (!targets.rows.empty()) o << targets.render(ViewFormat::md) << "\n";
+  if (head["kind"] == "bench") {
+    o << "Rows: " << faster << " faster, " << slower << " slower (beyond 3 %), " << same << " within 3 %, " << only_one
+      << " in one receipt only (their own times; baselines such as sdpa_* and ceiling_* left out). Largest "
+         "changes:\n\n";
+    if (!rows.rows.empty()) o << rows.render(ViewFormat::md) << "\n";
+  }
+  if (!numbers.rows.empty()) o << numbers.render(ViewFormat::md) << "\n";
+  out->text = o.str();
+  out->regressions = int(regress.size());
+  out->improvements = int(improve.size());
+  return Status::Ok();
+}
+
+}  // namespace kc

@@ -1,0 +1,37 @@
+// Reading receipts back: `tf-cuda-test report` (a receipt as the tables a reviewer pastes
+// into a pull request) and `tf-cuda-test diff` (what changed between two receipts of the
+// same contract or bench, and whether any of it is a regression).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/status.h"
+
+namespace kc {
+
+// Reads a receipt and checks every field report and diff read (the required fields of
+// reports/schema/receipt.schema.json and their types; a bench's rows and targets). An
+// error names the file, the field and the reason, e.g.
+// "r.json: gates[2].passed: expected an integer, got a string".
+Status load_receipt(const std::string& path, nlohmann::json* out);
+
+enum class ViewFormat { md, text };
+
+// One receipt as Markdown tables (md) or aligned text: what ran where (commit, device,
+// seed, cases, command), the gates with their worst cases, the controls and what caught
+// each, errors; a bench's targets and rows. `path` is printed as the receipt's source.
+std::string render_receipt(const nlohmann::json& r, const std::string& path, ViewFormat fmt);
+
+struct ReceiptDiff {
+  std::string text;        // Markdown: what changed, regressions first
+  int regressions = 0;     // a gate ok -> failed or gone, a control red -> green or gone,
+                           // verdict pass -> fail, a target met -> not met or unmeasured
+  int improvements = 0;
+};
+// BASE and HEAD must be the same kind and name (else an error naming both).
+Status diff_receipts(const nlohmann::json& base, const std::string& base_path, const nlohmann::json& head,
+                     const std::string& head_path, ReceiptDiff* out);
+
+}  // namespace kc
