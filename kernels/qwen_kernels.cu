@@ -192,6 +192,33 @@ struct AttnBlock {
   }
 };
 
+// Softmax of one head's chunk scores s[0..n) by one warp, in the order attention_rows.h
+// fixes (both partial kernels): m = max s_i; p_i = expf(s_i - m); l: lane L sums p_L,
+// p_{L+32}, .. in key order, then the xor butterfly. s[i] becomes p_i, or p_i * vs[i] when
+// kWeighted (fp8's p' = p * V row scale; l stays the sum of p). Every lane gets m and l, and
+// with kMax the largest value stored (for fp8's p' shift; 0 otherwise).
+struct WarpSoftmax {
+  float m, l, stored_max;
+};
+template <bool kWeighted, bool kMax>
+__device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, const float* vs) {
+  float m = -INFINITY;
+  for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  float l = 0.0f, pa = 0.0f;
+  for (int i = lane; i < n; i += 32) {
+    const float e = expf(s[i] - m);
+    s[i] = kWeighted ? e * vs[i] : e;
+    if constexpr (kMax) pa = fmaxf(pa, s[i]);
+    l += e;
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+    if constexpr (kMax) pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
+  }
+  return {m, l, pa};
+}
+
 // Float offset of the partial kernel's per-key row-pointer arrays in shared memory
 // (after queries, scores and the reduction buffer; rounded up to 16 bytes).
 __host__ __device__ constexpr size_t attn_ptr_offset_floats(int G, int W, int D) {
@@ -296,21 +323,11 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   __syncthreads();
 
   for (int hw = warp; hw < G; hw += kAttnThreads / 32) {
-    float* s = ss + hw * W;
-    float m = -INFINITY;
-    for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
-    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-    float l = 0.0f;
-    for (int i = lane; i < n; i += 32) {
-      const float e = expf(s[i] - m);
-      s[i] = e;
-      l += e;
-    }
-    for (int off = 16; off > 0; off >>= 1) l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+    const WarpSoftmax sx = warp_softmax<false, false>(ss + hw * W, n, lane, nullptr);
     if (lane == 0) {
       const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
-      pm[pidx] = m;
-      pl[pidx] = l;
+      pm[pidx] = sx.m;
+      pl[pidx] = sx.l;
     }
   }
   __syncthreads();
@@ -691,25 +708,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     float* s = ss + hw * W;
     int sh = 0;
     if (hw < G) {
-      float m = -INFINITY;
-      for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
-      for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-      float l = 0.0f, pa = 0.0f;
-      for (int i = lane; i < n; i += 32) {
-        const float e = expf(s[i] - m);
-        s[i] = kFp8 ? e * vsc[i] : e;
-        pa = fmaxf(pa, s[i]);
-        l += e;
-      }
-      for (int off = 16; off > 0; off >>= 1) {
-        l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
-        pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
-      }
-      if constexpr (kFp8) sh = attn_f16_shift(pa);
+      const WarpSoftmax sx = warp_softmax<kFp8, kFp8>(s, n, lane, vsc);
+      if constexpr (kFp8) sh = attn_f16_shift(sx.stored_max);
       if (lane == 0) {
         const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
-        pm[pidx] = m;
-        pl[pidx] = l;
+        pm[pidx] = sx.m;
+        pl[pidx] = sx.l;
         psh[hw] = sh;
       }
     }
