@@ -299,6 +299,23 @@ std::string target_state(const json& t) {
   return t["met"].get<bool>() ? "met" : "NOT met";
 }
 
+// row(name, base entry or null, head entry or null) for every name of two arrays of named
+// entries: head's order first, then the names only base has.
+template <typename Row>
+void each_by_name(const json& base, const json& head, Row row) {
+  std::map<std::string, const json*> b, h;
+  for (const auto& x : base) b[x["name"].get<std::string>()] = &x;
+  for (const auto& x : head) h[x["name"].get<std::string>()] = &x;
+  for (const auto& x : head) {
+    const std::string n = x["name"].get<std::string>();
+    row(n, b.count(n) ? b[n] : nullptr, &x);
+  }
+  for (const auto& x : base) {
+    const std::string n = x["name"].get<std::string>();
+    if (!h.count(n)) row(n, &x, nullptr);
+  }
+}
+
 }  // namespace
 
 Status load_receipt(const std::string& path, json* out) {
@@ -428,13 +445,6 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
   if (bv == "fail" && hv == "pass") improve.push_back("verdict fail -> pass");
 
-  // Gates by name, head's order then the ones only base has.
-  auto by_name = [](const json& a) {
-    std::map<std::string, json> m;
-    for (const auto& x : a) m[x["name"].get<std::string>()] = x;
-    return m;
-  };
-  const auto bg = by_name(base["gates"]), hg = by_name(head["gates"]);
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* g) { return g ? ((*g)["ok"].get<bool>() ? "ok" : "FAIL") : "-"; };
@@ -448,16 +458,8 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
     gates.rows.push_back({name, res(b), res(h), pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});
   };
-  for (const auto& g : head["gates"]) {
-    const std::string n = g["name"].get<std::string>();
-    gate_row(n, bg.count(n) ? &bg.at(n) : nullptr, &hg.at(n));
-  }
-  for (const auto& g : base["gates"]) {
-    const std::string n = g["name"].get<std::string>();
-    if (!hg.count(n)) gate_row(n, &bg.at(n), nullptr);
-  }
+  each_by_name(base["gates"], head["gates"], gate_row);
 
-  const auto bc = by_name(base["controls"]), hc = by_name(head["controls"]);
   Table controls{{"control", "base", "head", "caught by (head)", "change"}, {}};
   auto control_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* k) { return k ? ((*k)["red"].get<bool>() ? "red" : "GREEN") : "-"; };
@@ -470,38 +472,23 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
     else if ((*b)["caught_by"] != (*h)["caught_by"]) change = "caught by " + joined((*b)["caught_by"]) + " before";
     controls.rows.push_back({name, res(b), res(h), h ? joined((*h)["caught_by"]) : "", change});
   };
-  for (const auto& k : head["controls"]) {
-    const std::string n = k["name"].get<std::string>();
-    control_row(n, bc.count(n) ? &bc.at(n) : nullptr, &hc.at(n));
-  }
-  for (const auto& k : base["controls"]) {
-    const std::string n = k["name"].get<std::string>();
-    if (!hc.count(n)) control_row(n, &bc.at(n), nullptr);
-  }
+  each_by_name(base["controls"], head["controls"], control_row);
 
   Table targets{{"target", "base", "head", "limit", "change"}, {}};
   Table rows{{"row", "field", "base", "head", "head / base"}, {}};
   int faster = 0, slower = 0, same = 0, only_one = 0;
   if (head["kind"] == "bench") {
-    const auto bt = by_name(base["targets"]);
-    for (const auto& t : head["targets"]) {
-      const std::string n = t["name"].get<std::string>();
-      const json* b = bt.count(n) ? &bt.at(n) : nullptr;
-      auto val = [](const json* x) { return x ? ((*x)["measured"].get<bool>() ? num((*x)["value"].get<double>()) : "not measured") : "-"; };
-      std::string change;
-      const std::string sb = b ? target_state(*b) : "-", sh = target_state(t);
+    each_by_name(base["targets"], head["targets"], [&](const std::string& n, const json* b, const json* h) {
+      auto val = [](const json* x) {
+        return x ? ((*x)["measured"].get<bool>() ? num((*x)["value"].get<double>()) : "not measured") : "-";
+      };
+      const json& t = h ? *h : *b;
+      const std::string sb = b ? target_state(*b) : "-", sh = h ? target_state(*h) : "removed";
+      std::string change = sh;
       if (sb == "met" && sh != "met") change = "REGRESSED", regress.push_back("target " + n + ": met -> " + sh);
       else if (sb != "met" && sh == "met") change = "now met", improve.push_back("target " + n + ": " + sb + " -> met");
-      else change = sh;
-      targets.rows.push_back({n, val(b), val(&t), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
-    }
-    std::set<std::string> head_targets;
-    for (const auto& t : head["targets"]) head_targets.insert(t["name"].get<std::string>());
-    for (const auto& [n, t] : bt)
-      if (!head_targets.count(n)) {
-        targets.rows.push_back({n, num(t["value"].get<double>()), "-", num(t["limit"].get<double>()), "removed"});
-        if (target_state(t) == "met") regress.push_back("target " + n + " removed");
-      }
+      targets.rows.push_back({n, val(b), val(h), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
+    });
     // Rows by identity; their own timings compared (compared_time), the largest changes listed.
     std::map<std::string, json> brows;
     for (const auto& r : base["rows"]) brows[row_key(r)] = r;

@@ -182,6 +182,12 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
   EXPECT_NE(d.text.find("0 faster, 1 slower"), std::string::npos) << d.text;
   EXPECT_NE(d.text.find("| b8 bf16 window | median_us | 300 | 330 | 1.1 |"), std::string::npos) << d.text;
 
+  json gone = bench_receipt();
+  gone["targets"] = json::array();
+  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", gone, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_NE(d.text.find("target bf16 of ceiling: met -> removed"), std::string::npos) << d.text;
+
   // Improvements are counted but are not regressions.
   ASSERT_TRUE(diff_receipts(hb, "a", bench_receipt(), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0);
