@@ -826,7 +826,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   auto load_batch = [&](int c, int tn) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (c + u < tn) oc[u] = __ldg(po + (base + c + u) * d + j);
+      oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
   };
   load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
@@ -853,13 +853,17 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
     }
     for (int c0 = 0; c0 < tn; c0 += U) {
       if (t0 > 0 || c0 > 0) load_batch(t0 + c0, t0 + tn);
+      // Branch-free, so the batch's loads, weights and products are scheduled ahead of
+      // the two in-order sums; a chunk past the tile or without keys leaves them as they are.
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (c0 + u < tn && tl[c0 + u] > 0.0f) {
-          const float w = expf(tm[c0 + u] - M);
-          L += tl[c0 + u] * w;
-          acc += oc[u] * w;
-        }
+      for (int u = 0; u < U; ++u) {
+        const int cu = min(c0 + u, tn - 1);
+        const float lc = tl[cu], w = expf(tm[cu] - M);
+        const bool use = c0 + u < tn && lc > 0.0f;
+        const float Ln = L + lc * w, an = acc + oc[u] * w;
+        L = use ? Ln : L;
+        acc = use ? an : acc;
+      }
     }
   }
   float res = L > 0.0f ? acc / L : 0.0f;
