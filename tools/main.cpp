@@ -36,8 +36,12 @@ struct Common {
   bool quiet = false;
 };
 
+// The commands besides the contracts (each contract is a command of its own name).
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff"};
+
 std::string known_commands() {
-  std::string s = "list, kernel-contract, bench, report, diff";
+  std::string s;
+  for (const char* b : kBuiltinCommands) s += (s.empty() ? "" : ", ") + std::string(b);
   for (const auto& c : kc::contracts()) s += ", " + c.name;
   return s;
 }
@@ -168,7 +172,8 @@ int main(int argc, char** argv) {
   diff->add_option("base", diff_base, "The earlier receipt")->required();
   diff->add_option("head", diff_head, "The later receipt")->required();
   const auto is_command = [&](const std::string& a) {
-    if (a == "list" || a == "kernel-contract" || a == "bench" || a == "report" || a == "diff") return true;
+    for (const char* b : kBuiltinCommands)
+      if (a == b) return true;
     return kc::find_contract(a) != nullptr;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {

@@ -61,7 +61,7 @@ struct Checker {
     if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + type_name(o[key]));
     return true;
   }
-  bool one_of(const json& o, const std::string& f, const char* key, std::initializer_list<const char*> allowed) {
+  bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed) {
     if (!field(o, "", key, Want::string)) return false;
     const std::string v = o[key].get<std::string>();
     std::string list;
@@ -69,7 +69,7 @@ struct Checker {
       if (v == a) return true;
       list += (list.empty() ? "" : ", ") + std::string(a);
     }
-    return fail(f, "'" + v + "' is not one of " + list);
+    return fail(key, "'" + v + "' is not one of " + list);
   }
   bool strings(const json& o, const std::string& at, const char* key, bool optional = false) {
     if (!field(o, at, key, Want::array, optional)) return false;
@@ -87,8 +87,8 @@ bool check_receipt(const json& r, Checker& c) {
   if (!c.field(r, "", "schema", Want::string)) return false;
   if (r["schema"] != kSchema)
     return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kSchema);
-  if (!c.one_of(r, "kind", "kind", {"contract", "serve-gate", "kv-gate", "bench"})) return false;
-  if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", "verdict", {"pass", "fail"}) ||
+  if (!c.one_of(r, "kind", {"contract", "serve-gate", "kv-gate", "bench"})) return false;
+  if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
       !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
       !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
