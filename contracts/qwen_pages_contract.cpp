@@ -447,12 +447,13 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
           }
           // Depths of the backend's order (attention_rows.h). fma chain: dot d; p.v per key
           // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
-          // over k-steps / key tiles (+1 for fp8's p * row-scale product), an extra u |s|
+          // over k-steps / a key group's tiles and the groups' sum (fp8: +4 for the two fp16
+          // parts' remainder, +1 for p * row-scale), an extra u |s|
           // for fp8's row-scale product on the score, and flushes of bf16 parts below 2^-126
           // (3 parts of q, K's elements). Both: l over a lane's keys then the butterfly.
           const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split3;
-          const int dot_depth = mma ? attn_mma_dot_depth(d) : d;
-          const int pv_depth = mma ? attn_mma_pv_depth(c.chunk) + (c.fmt == Format::fp8 ? 1 : 0) : attn_pv_depth(c.chunk, d);
+          const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt) : d;
+          const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt) : attn_pv_depth(c.chunk, d);
           const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
           // fp8 (fp16 inputs): q's parts leave at most 2^-39 max|q| per element, p' = p *
           // V scale's parts 2^-39 max_k V scale_k (p <= 1) per key, an output error of

@@ -104,25 +104,31 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
 // caches with head_dim 128 or 256; every other case runs the order above on both
 // backends). Keys, chunks, the softmax (m, p, l) and the merge are as above; the two
 // products differ:
-//  - q (fp32) is split into three bf16 parts hi + mid + lo (round to nearest each),
-//    which is exact for normal numbers (24 = 8 + 8 + 8 significant bits); K elements are
-//    exact in bf16 (fp8 codes through fp16). Score of key i: for each 16-element k-step
-//    in element order, c = 0, then c += mma(K, lo), c += mma(K, mid), c += mma(K, hi)
-//    (m16n8k16, fp32 accumulate), then s += c in fp32; s = s * scale (fp8: (s * row
-//    scale) * scale).
-//  - p.v: p (fp8: p * V row scale, one fp32 product) is split the same way; for each
-//    16-key tile in key order, c = 0, c += mma(V^T, p_lo), .. p_hi, then o += c in fp32.
+//  - q (fp32) is split into parts, each rounded to nearest from what the parts before
+//    it left: bf16 caches three bf16 parts hi + mid + lo, exact for normal numbers (24 =
+//    8 + 8 + 8 significant bits); fp8 caches two fp16 parts hi + lo (below). K elements
+//    are exact in bf16 (fp8 codes in fp16). Score of key i: for each 16-element k-step in
+//    element order, c = 0, then c += mma(K, part) from the last part to hi (m16n8k16,
+//    fp32 accumulate), then s += c in fp32; s = s * scale (fp8: (s * row scale) * scale).
+//  - p.v: p (fp8: p * V row scale, one fp32 product) is split the same way. The chunk's
+//    16-key tiles are dealt to attn_mma_key_groups(d) key groups (tile j to group j % G);
+//    group g, for each of its tiles in key order: c = 0, c += mma(V^T, p part) .. hi,
+//    then o_g += c in fp32; with two groups o = o_0 + o_1 at last.
 // Error model of one mma step (for the float64 bound): the sum of its 16 exact products
 // and c, significands aligned to the largest and cut to 24 bits, then truncated to fp32:
-// error <= (17 + 1) * 2^-23 = 36 u times (|c| + sum |a b|). Over the three split steps
-// (lo, mid, hi: the carried c is at most 2^-7 of the sum) that is < 37 u of sum |a b|, and
-// the fp32 sums over steps / tiles add one u each, so the bound uses depths
-// 37 + d/16 (scores) and 37 + ceil(w/16) (+1 for the fp8 p * scale product).
-// fp8 caches run the same order on fp16 inputs (E4M3 codes are exact in fp16; the row
-// scales apply after the products): q and p' = p * V row scale of each head are first
-// scaled by 2^attn_f16_shift(their max magnitude), exactly, and the products unscaled by
-// the same power after. An fp16 part below the normal range leaves at most 2^-25 of the
-// scaled value, i.e. 2^-39 of the head's max magnitude (a term of the bound).
+// error <= (17 + 1) * 2^-23 = 36 u times (|c| + sum |a b|). Over the split steps of a
+// k-step or tile (the carried c is at most 2^-7 of the sum) that is < 37 u of sum |a b|,
+// and the fp32 sums over k-steps / a group's tiles and the groups' sum add one u each,
+// so the bound uses depths 37 + d/16 (scores) and 37 + ceil(tiles / G) (+1 for the groups'
+// sum when G = 2, +1 for the fp8 p * scale product) for the p.v, tiles = ceil(w / 16).
+// fp8 caches run on fp16 inputs (E4M3 codes are exact in fp16; the row scales apply after
+// the products): q and p' = p * V row scale of each head are first scaled by
+// 2^attn_f16_shift(their max magnitude), exactly, and the products unscaled by the same
+// power after. Two fp16 parts (11 significant bits each) leave at most 2^-22 = 4 u of
+// each scaled value (a depth of 4 more in both products), and a part below fp16's normal
+// range at most 2^-25 of the scaled value, i.e. 2^-39 of the head's max magnitude (a term
+// of the bound). Two parts rather than three: the fp8 partial is bound by instruction
+// issue, and a third part cost 9 % of its time (H200, 32K x b8) for 4 u of depth.
 enum class AttnArith { fma_chain, mma_split3 };
 // The power of two that puts amax in [2^14, 2^15); 0 when amax is 0 or not finite.
 KC_HD int attn_f16_shift(float amax) {
@@ -133,7 +139,17 @@ KC_HD int attn_f16_shift(float amax) {
 }
 KC_HD constexpr bool attn_uses_mma(Format f, int d) { return (f == Format::bf16 || f == Format::fp8) && d >= 128; }
 constexpr int kMmaStepDepth = 37;
-KC_HD constexpr int attn_mma_dot_depth(int d) { return kMmaStepDepth + d / 16; }
-KC_HD constexpr int attn_mma_pv_depth(int w) { return kMmaStepDepth + (w + 15) / 16; }
+// Key groups of the p.v: two for head_dim 128, one for 256 (measured on the H200 at 32K x
+// b8: 128 went from 315 / 308 to 298 / 239 us bf16 / fp8 with two; 256 was slower with
+// two, 304 against 294 us bf16).
+KC_HD constexpr int attn_mma_key_groups(int d) { return d == 128 ? 2 : 1; }
+// Parts of q and p on the tensor cores, and the depth the last part's remainder adds.
+KC_HD constexpr int attn_mma_parts(Format f) { return f == Format::fp8 ? 2 : 3; }
+KC_HD constexpr int attn_mma_split_depth(Format f) { return f == Format::fp8 ? 4 : 0; }
+KC_HD constexpr int attn_mma_dot_depth(int d, Format f) { return kMmaStepDepth + attn_mma_split_depth(f) + d / 16; }
+KC_HD constexpr int attn_mma_pv_depth(int w, int d, Format f) {
+  const int kg = attn_mma_key_groups(d), tiles = (w + 15) / 16;
+  return kMmaStepDepth + attn_mma_split_depth(f) + (tiles + kg - 1) / kg + (kg > 1 ? 1 : 0) + (f == Format::fp8 ? 1 : 0);
+}
 
 }  // namespace kc

@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 // row), 256 threads (8 warps); the block's q heads are the n = 8 columns of
 // mma.m16n8k16 (zero-padded). Phases:
 //  0. each warp issues its first K tile's loads (rows resolved in registers); warp w
-//     splits q of head slot w into bf16 (fp8: fp16, shifted) hi/mid/lo B fragments; each
+//     splits q of head slot w into B fragments of bf16 (fp8: fp16, shifted) parts; each
 //     key's V row pointer (and fp8 row scales) to shared memory;
 //  1. scores: warp per 16-key tile; lane (g, t) reads 16 bytes of keys g and g+8 per
 //     load, its A fragments of two (bf16) or four (fp8: 16 codes) k-steps (elements
@@ -413,10 +413,12 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 //     parts, the next part in flight; the first V loads go out before the barrier;
 //  2. warp h: m, p = expf(s - m), l (as the fma kernel; fp8 keeps p' = p * V scale),
 //     then head h's p' B fragments per 16-key tile;
-//  3. p.v: warp w owns 16 * MT elements (V^T is the A operand, m = elements); lane (g, t)
-//     reads elements [2 MT g, 2 MT g + 2 MT) of keys 2t, 2t+1, 2t+8, 2t+9 of a tile and
-//     pairs them by key with byte permutes; tile groups double-buffered; no reduction
-//     across warps.
+//  3. p.v: one key group of 8 warps, or two of 4 taking alternate key tiles
+//     (attn_mma_key_groups); a warp owns 16 * MT
+//     elements (V^T is the A operand, m = elements); lane (g, t) reads elements
+//     [2 MT g, 2 MT g + 2 MT) of keys 2t, 2t+1, 2t+8, 2t+9 of a tile in one load each and
+//     pairs them by key with byte permutes; tile groups double-buffered; group 1's sums
+//     reach group 0 through shared memory.
 template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -434,13 +436,14 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
   __trap();  // launch_attention picks this kernel only on sm_80 and newer builds
 #endif
 }
-// (x, y) = hi + mid + lo, each part a bf16x2 or fp16x2 (x in the low half), rounded to
-// nearest; the differences are exact. bf16: exact for normal numbers; fp16 (inputs
-// scaled below 2^15): parts below fp16's normal range leave at most 2^-25 each.
-template <bool kF16>
-__device__ __forceinline__ void split3(float x, float y, uint32_t (&part)[3]) {
+// (x, y) = the sum of NPT parts from hi down, each a bf16x2 or fp16x2 (x in the low half)
+// rounded to nearest from what the parts before left; the differences are exact. bf16
+// (3 parts): exact for normal numbers; fp16 (2 parts, inputs scaled below 2^15): at most
+// 2^-22 of the value, and 2^-25 for a part below fp16's normal range.
+template <bool kF16, int NPT>
+__device__ __forceinline__ void split_parts(float x, float y, uint32_t (&part)[NPT]) {
 #pragma unroll
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < NPT; ++s) {
     if constexpr (kF16) {
       const __half2 h = __floats2half2_rn(x, y);
       memcpy(&part[s], &h, 4);
@@ -492,14 +495,15 @@ __device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
 
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). q and p B fragments
-// ([k-steps][3 parts][32 lanes], [key tiles][3][32] uint2), V row pointers [W], fp8 K and V
+// ([k-steps][parts][32 lanes], [key tiles][parts][32] uint2; the p.v's group sums reuse
+// the q fragments' space), V row pointers [W], fp8 K and V
 // row scales [W] each, scores then p [8][W], fp8 q and p shifts [8] each.
 struct MmaSmem {
   size_t qf, pf, vrows, ksc, vsc, ss, qsh, psh, total;
-  __host__ __device__ constexpr MmaSmem(int W, int D)
+  __host__ __device__ constexpr MmaSmem(int W, int D, int parts)
       : qf(0),
-        pf(qf + size_t(D / 16) * 3 * 32 * 8),
-        vrows(pf + size_t((W + 15) / 16) * 3 * 32 * 8),
+        pf(qf + size_t(D / 16) * parts * 32 * 8),
+        vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
         ksc(vrows + size_t(W) * 8),
         vsc(ksc + size_t(W) * 4),
         ss(vsc + size_t(W) * 4),
@@ -522,7 +526,7 @@ struct MmaTune {
 #ifdef KC_MMA_TILES_AHEAD
   static constexpr int tiles_ahead = KC_MMA_TILES_AHEAD;
 #else
-  static constexpr int tiles_ahead = 4;
+  static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;
 #endif
 #ifdef KC_MMA_KPARTS
   static constexpr int k_parts_asked = KC_MMA_KPARTS;
@@ -543,7 +547,6 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   constexpr int EPL = F == Format::bf16 ? 8 : 16;   // elements of a lane's 16-byte load
   constexpr int SPL = EPL / 4;                      // k-steps per load (4 elements each per lane)
   constexpr int NB = D / (4 * EPL);                 // 16-byte loads per lane per K row
-  constexpr int MT = D / 16 / (kAttnThreads / 32);  // m-tiles (16 elements) of V per warp
   constexpr bool kFp8 = F == Format::fp8;
   static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
   extern __shared__ __align__(16) unsigned char smb[];
@@ -554,7 +557,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const KvView& v = blk.v;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const MmaSmem lay(W, D);
+  constexpr int NPT = attn_mma_parts(F);  // parts of q and p (attention_rows.h)
+  const MmaSmem lay(W, D, NPT);
   uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
   uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
   const uint8_t** vrows = reinterpret_cast<const uint8_t**>(smb + lay.vrows);
@@ -612,11 +616,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       if (h < G)
 #pragma unroll
         for (int j = 0; j < 4; ++j) x[j] = kFp8 ? ldexpf(qr[e + j], sh) : qr[e + j];
-      uint32_t lo[3], hi[3];
-      split3<kFp8>(x[0], x[1], lo);
-      split3<kFp8>(x[2], x[3], hi);
+      uint32_t lo[NPT], hi[NPT];
+      split_parts<kFp8>(x[0], x[1], lo);
+      split_parts<kFp8>(x[2], x[3], hi);
 #pragma unroll
-      for (int s = 0; s < 3; ++s) qf[(ks * 3 + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
+      for (int s = 0; s < NPT; ++s) qf[(ks * NPT + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
     }
   }
   for (int i = tid; i < n; i += kAttnThreads) {
@@ -649,7 +653,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         const int ks = (part * PB + b) * SPL + s;
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int q3 = 2; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * 3 + q3) * 32 + lane]);
+        for (int q3 = NPT - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[e] += cc[e];
       }
@@ -681,18 +685,26 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     }
   }
 
-  // The first V tiles' loads go out before the softmax (they need no p).
-  const int el = 16 * MT * warp + 2 * MT * lg;
-  using Raw = typename std::conditional<kFp8, typename std::conditional<MT == 2, uint32_t, uint16_t>::type,
-                                        typename std::conditional<MT == 2, uint2, uint32_t>::type>::type;
+  // The first V tiles' loads go out before the softmax (they need no p). The p.v deals the
+  // key tiles to KG key groups of NW / KG warps (tile j to group j % KG; attention_rows.h);
+  // warp w of group kg owns elements [16 MT ws, 16 MT (ws + 1)), ws = w % (NW / KG), so
+  // each lane reads 2 MT elements (VB bytes) of each of its keys in one load.
+  constexpr int KG = attn_mma_key_groups(D), WPG = NW / KG, MT = D / 16 / WPG;
+  static_assert((KG == 1 || KG == 2) && MT % 2 == 0, "mma partial: p.v key groups and V m-tiles per warp");
+  const int kg = warp / WPG, ws = warp % WPG;
+  const int el = 16 * MT * ws + 2 * MT * lg;
   constexpr int EB = kFp8 ? 1 : 2;
-  constexpr int TA = MmaTune<D, F>::tiles_ahead;  // key tiles per load group; two groups in flight
-  auto load_group = [&](int kt0, Raw (&raw)[TA][4]) {
+  constexpr int VB = 2 * MT * EB;  // bytes of a key's row one lane reads
+  using Raw = typename std::conditional<VB == 8, uint2, uint32_t>::type;
+  static_assert(VB == 4 || VB == 8, "mma partial: V bytes per key and lane");
+  constexpr int TA = MmaTune<D, F>::tiles_ahead;  // the group's key tiles per load group; two groups in flight
+  const int ntg = nt > kg ? (nt - kg + KG - 1) / KG : 0;  // key tiles of this warp's group
+  auto load_group = [&](int i0, Raw (&raw)[TA][4]) {
 #pragma unroll
     for (int u = 0; u < TA; ++u)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int key = (kt0 + u) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
+        const int key = (kg + KG * (i0 + u)) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
         raw[u][j] = key < n ? ldg_mma<Raw>(vrows[key] + EB * el) : Raw{};
       }
   };
@@ -726,11 +738,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
         x[j] = hw < G && key < n ? (kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
       }
-      uint32_t lo[3], hi[3];
-      split3<kFp8>(x[0], x[1], lo);
-      split3<kFp8>(x[2], x[3], hi);
+      uint32_t lo[NPT], hi[NPT];
+      split_parts<kFp8>(x[0], x[1], lo);
+      split_parts<kFp8>(x[2], x[3], hi);
 #pragma unroll
-      for (int q3 = 0; q3 < 3; ++q3) pf[(kt * 3 + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
+      for (int q3 = 0; q3 < NPT; ++q3) pf[(kt * NPT + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
     }
   }
   __syncthreads();
@@ -738,54 +750,71 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
-  // 3. p.v: warp w owns elements [16 MT w, 16 MT (w + 1)); m slot g of tile j is element
-  //    16 MT w + 2 MT g + 2j, slot g + 8 the next one. Groups of TA tiles, the next
-  //    group's loads in flight while one is computed.
+  // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
+  //    its m-tile jt is element 16 MT ws + 2 MT g + 2 jt, slot g + 8 the next one. The
+  //    group's tiles kg, kg + KG, .. in groups of TA, the next group's loads in flight
+  //    while one is computed; with two groups o = o(group 0) + o(group 1) at last.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  auto mma_group = [&](int kt0, const Raw (&raw)[TA][4]) {
+  auto mma_group = [&](int i0, const Raw (&raw)[TA][4]) {
 #pragma unroll
     for (int u = 0; u < TA; ++u) {
-      if (kt0 + u >= nt) break;
+      if (i0 + u >= ntg) break;
+      const int kt = kg + KG * (i0 + u);
+      uint2 b[NPT];
+#pragma unroll
+      for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
+      uint32_t wd[4][VB / 4];  // the 32-bit words of keys 2t, 2t+1, 2t+8, 2t+9
+#pragma unroll
+      for (int j = 0; j < 4; ++j) memcpy(wd[j], &raw[u][j], VB);
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) {
-        // 32-bit words of keys (2t, 2t+1, 2t+8, 2t+9) holding elements el + 2jt, el + 2jt + 1.
-        uint32_t w[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if constexpr (kFp8) w[j] = MT == 2 ? uint32_t(raw[u][j]) >> (16 * jt) : uint32_t(raw[u][j]);
-          else if constexpr (MT == 2) w[j] = jt == 0 ? reinterpret_cast<const uint2&>(raw[u][j]).x
-                                                     : reinterpret_cast<const uint2&>(raw[u][j]).y;
-          else w[j] = uint32_t(raw[u][j]);
-        }
+        // A fragment of elements el + 2jt, el + 2jt + 1 (rows g, g + 8) by key slot.
         uint32_t a[4];
-        if constexpr (kFp8) {  // codes: byte 0 element e, byte 1 element e + 1
-          a[0] = e4m3x2_to_f16x2(__byte_perm(w[0], w[1], 0x0040));
-          a[1] = e4m3x2_to_f16x2(__byte_perm(w[0], w[1], 0x0051));
-          a[2] = e4m3x2_to_f16x2(__byte_perm(w[2], w[3], 0x0040));
-          a[3] = e4m3x2_to_f16x2(__byte_perm(w[2], w[3], 0x0051));
-        } else {
-          a[0] = __byte_perm(w[0], w[1], 0x5410);
-          a[1] = __byte_perm(w[0], w[1], 0x7632);
-          a[2] = __byte_perm(w[2], w[3], 0x5410);
-          a[3] = __byte_perm(w[2], w[3], 0x7632);
+        if constexpr (kFp8) {  // codes: byte 2jt % 4 of word jt / 2 is element el + 2jt
+          const uint32_t bo = 2 * (jt & 1), s0 = bo | ((bo + 4) << 4), s1 = (bo + 1) | ((bo + 5) << 4);
+          a[0] = e4m3x2_to_f16x2(__byte_perm(wd[0][jt / 2], wd[1][jt / 2], s0));
+          a[1] = e4m3x2_to_f16x2(__byte_perm(wd[0][jt / 2], wd[1][jt / 2], s1));
+          a[2] = e4m3x2_to_f16x2(__byte_perm(wd[2][jt / 2], wd[3][jt / 2], s0));
+          a[3] = e4m3x2_to_f16x2(__byte_perm(wd[2][jt / 2], wd[3][jt / 2], s1));
+        } else {  // word jt: elements el + 2jt (low half), el + 2jt + 1
+          a[0] = __byte_perm(wd[0][jt], wd[1][jt], 0x5410);
+          a[1] = __byte_perm(wd[0][jt], wd[1][jt], 0x7632);
+          a[2] = __byte_perm(wd[2][jt], wd[3][jt], 0x5410);
+          a[3] = __byte_perm(wd[2][jt], wd[3][jt], 0x7632);
         }
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int part = 2; part >= 0; --part) mma_16816<kFp8>(cc, a, pf[((kt0 + u) * 3 + part) * 32 + lane]);
+        for (int part = NPT - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
       }
     }
   };
-  for (int kt0 = 0; kt0 < nt; kt0 += 2 * TA) {
-    if (kt0 + TA < nt) load_group(kt0 + TA, rb);
-    mma_group(kt0, ra);
-    if (kt0 + 2 * TA < nt) load_group(kt0 + 2 * TA, ra);
-    if (kt0 + TA < nt) mma_group(kt0 + TA, rb);
+  for (int i0 = 0; i0 < ntg; i0 += 2 * TA) {
+    if (i0 + TA < ntg) load_group(i0 + TA, rb);
+    mma_group(i0, ra);
+    if (i0 + 2 * TA < ntg) load_group(i0 + 2 * TA, ra);
+    if (i0 + TA < ntg) mma_group(i0 + TA, rb);
+  }
+  if constexpr (KG == 2) {
+    // Group 1 hands its sums to group 0 through the q fragments' space (dead since the
+    // scores), lane-contiguous float4s.
+    static_assert(size_t(D / 16) * NPT * 32 * 8 >= size_t(WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
+    float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
+    if (kg == 1)
+#pragma unroll
+      for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
+    __syncthreads();
+    if (kg == 1) return;
+#pragma unroll
+    for (int jt = 0; jt < MT; ++jt) {
+      const float4 x = ox[(ws * MT + jt) * 32 + lane];
+      o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
+    }
   }
   // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
 #pragma unroll
@@ -906,7 +935,7 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   const int group = p.q_heads / hkv;
   if (max_chunks > 0 && attn_uses_mma(fmt, d)) {
     const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-    const size_t smem = MmaSmem(p.chunk, d).total;
+    const size_t smem = MmaSmem(p.chunk, d, attn_mma_parts(fmt)).total;
     const dim3 grid(max_chunks, hkv * nsub, n);
     auto* kern = d == 128 ? (fmt == Format::bf16 ? attention_partial_mma_kernel<128, Format::bf16>
                                                   : attention_partial_mma_kernel<128, Format::fp8>)

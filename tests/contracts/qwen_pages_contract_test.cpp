@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "contracts/faulty_backend.h"
 #include "tests/contracts/contract_test_util.h"
@@ -38,10 +39,49 @@ TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {
   FaultyBackend fb(*cpu, Fault::input_write);
   EXPECT_EQ(cpu->attention_arith(Format::bf16, 256), AttnArith::fma_chain);
   EXPECT_EQ(fb.attention_arith(Format::bf16, 256), AttnArith::fma_chain);
-  // Depths: 37 u per mma step, then one fp32 sum per k-step / key tile.
-  EXPECT_EQ(attn_mma_dot_depth(256), 37 + 16);
-  EXPECT_EQ(attn_mma_pv_depth(512), 37 + 32);
-  EXPECT_EQ(attn_mma_pv_depth(100), 37 + 7);
+  // Depths: 37 u per mma step, then one fp32 sum per k-step / a key group's tile, one for
+  // two groups' sum (head_dim 128); fp8: 4 u for the two fp16 parts, 1 for p * V row scale.
+  EXPECT_EQ(attn_mma_dot_depth(256, Format::bf16), 37 + 16);
+  EXPECT_EQ(attn_mma_dot_depth(256, Format::fp8), 37 + 4 + 16);
+  EXPECT_EQ(attn_mma_key_groups(128), 2);
+  EXPECT_EQ(attn_mma_key_groups(256), 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::bf16), 37 + 16 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::fp8), 37 + 4 + 16 + 1 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(100, 128, Format::bf16), 37 + 4 + 1);  // 7 tiles: 4 in group 0
+  EXPECT_EQ(attn_mma_pv_depth(16, 128, Format::bf16), 37 + 1 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 256, Format::bf16), 37 + 32);
+  EXPECT_EQ(attn_mma_pv_depth(512, 256, Format::fp8), 37 + 4 + 32 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(100, 256, Format::bf16), 37 + 7);
+  EXPECT_EQ(attn_mma_parts(Format::bf16), 3);
+  EXPECT_EQ(attn_mma_parts(Format::fp8), 2);
+}
+
+// fp16 round to nearest even in float64 (11 significant bits, subnormal step 2^-24, no
+// overflow below 65520): the rounding of __floats2half2_rn for the values the split sees.
+double round_f16(double x) {
+  if (x == 0) return x;
+  int e;
+  (void)std::frexp(x, &e);                       // |x| in [2^(e-1), 2^e)
+  const int q = std::max(e - 11, -24);            // the step of x's binade
+  return std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);
+}
+
+// The error model of fp8's two fp16 parts (attention_rows.h): for a scaled value x with
+// |x| < 2^15, x - hi - lo is at most 2^-22 |x| (4 u) plus 2^-25 (a part below the normal
+// range), and the bound is nearly reached.
+TEST(AttentionArith, TwoF16PartsLeaveAtMost4UPlus2ToMinus25) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-40, 14), sign(0, 1);
+  double worst = 0;
+  for (int it = 0; it < 200000; ++it) {
+    const float x = std::ldexp(mant(gen), ex(gen)) * (sign(gen) ? -1.0f : 1.0f);
+    const double hi = round_f16(x), lo = round_f16(double(x) - hi);  // x - hi is exact in fp32
+    const double err = std::fabs(double(x) - hi - lo), lim = std::ldexp(std::fabs(double(x)), -22) + std::ldexp(1.0, -25);
+    ASSERT_LE(err, lim) << x;
+    worst = std::max(worst, err / lim);
+  }
+  EXPECT_GT(worst, 0.4);  // the term is not slack by orders of magnitude
 }
 
 TEST(AttentionArith, F16ShiftPutsTheLargestMagnitudeIn2To14And2To15) {
