@@ -117,8 +117,9 @@ struct KvView {
 };
 
 // One field's plane in one lane, resolved once (field offset and width): kernels that
-// walk many positions of a plane resolve it outside their loop. kv_plane_row is the one
-// addressing expression; kv_field_row / kv_row / kv_scale are built on it. Positions are
+// walk many positions of a plane resolve it outside their loop. kv_pos + kv_plane_at
+// (kv_plane_row) is the one addressing expression; kv_field_row / kv_row / kv_scale are
+// built on it. Positions are
 // below 2^31 (RowRef, AttnRow and KeepMove carry int32 positions), so the page split is
 // 32-bit arithmetic.
 struct KvPlane {
@@ -145,16 +146,29 @@ KC_HD KvPlane kv_plane(const KvView& v, int layer, int kv, int head, bool scales
   return kv_plane(v, (scales ? v.lay.planes() : 0) + v.lay.plane_index(layer, kv, head));
 }
 
-KC_HD uint8_t* kv_plane_row(const KvPlane& p, int64_t pos) {
+// A position split into its page's byte offset and its slot in the page: the same for
+// every plane of one view (they share the page table and page size), so a kernel that
+// reads several planes at one position splits it once.
+struct KvPos {
+  uint64_t page_base = 0;
+  uint32_t slot = 0;
+};
+KC_HD KvPos kv_pos(const KvPlane& p, int64_t pos) {
   const uint32_t u = uint32_t(pos);
-  const uint32_t page = u / p.ptok, slot = u - page * p.ptok;
+  const uint32_t page = u / p.ptok;
+  KvPos r;
+  r.slot = u - page * p.ptok;
 #ifdef KC_PLANT_KVROW_PAGE_STRIDE
-  const uint64_t page_base = p.pt ? uint64_t(p.pt[page]) * (p.ps - 256) : 0;  // planted bug (test builds only)
+  r.page_base = p.pt ? uint64_t(p.pt[page]) * (p.ps - 256) : 0;  // planted bug (test builds only)
 #else
-  const uint64_t page_base = p.pt ? uint64_t(p.pt[page]) * p.ps : 0;
+  r.page_base = p.pt ? uint64_t(p.pt[page]) * p.ps : 0;
 #endif
-  return p.base + page_base + p.plane_off + uint64_t(slot) * p.bytes;
+  return r;
 }
+KC_HD uint8_t* kv_plane_at(const KvPlane& p, const KvPos& at) {
+  return p.base + at.page_base + p.plane_off + uint64_t(at.slot) * p.bytes;
+}
+KC_HD uint8_t* kv_plane_row(const KvPlane& p, int64_t pos) { return kv_plane_at(p, kv_pos(p, pos)); }
 
 KC_HD uint8_t* kv_field_row(const KvView& v, int field, int64_t pos) { return kv_plane_row(kv_plane(v, field), pos); }
 
