@@ -496,7 +496,7 @@ __device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). q and p B fragments
 // ([k-steps][parts][32 lanes], [key tiles][parts][32] uint2; the p.v's group sums reuse
-// the q fragments' space), V row pointers [W], fp8 K and V
+// the q fragments' space), V row pointers [W rounded up to 16], fp8 K and V
 // row scales [W] each, scores then p [8][W], fp8 q and p shifts [8] each.
 struct MmaSmem {
   size_t qf, pf, vrows, ksc, vsc, ss, qsh, psh, total;
@@ -504,7 +504,7 @@ struct MmaSmem {
       : qf(0),
         pf(qf + size_t(D / 16) * parts * 32 * 8),
         vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
-        ksc(vrows + size_t(W) * 8),
+        ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
         vsc(ksc + size_t(W) * 4),
         ss(vsc + size_t(W) * 4),
         qsh(ss + size_t(kAttnHeadsPerBlock) * W * 4),
@@ -578,8 +578,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   auto tile_rows = [&](int kt, const uint8_t* (&dst)[2]) {
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
-      const int i = kt * 16 + lg + 8 * rr;
-      dst[rr] = i < n ? kv_plane_row(kp, key_slot(k0 + i, row.len, tail)) + 16 * lt : nullptr;
+      const int i = min(kt * 16 + lg + 8 * rr, n - 1);  // keys past n read key n - 1 (scores not kept)
+      dst[rr] = kv_plane_row(kp, key_slot(k0 + i, row.len, tail)) + 16 * lt;
     }
   };
   auto load_part = [&](const uint8_t* const (&kr)[2], int part, uint4 (&dst)[2][PB]) {
@@ -587,7 +587,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
       for (int b = 0; b < PB; ++b)
-        dst[rr][b] = kr[rr] ? ldg_mma<uint4>(kr[rr] + 64 * (PB * part + b)) : make_uint4(0, 0, 0, 0);
+        dst[rr][b] = ldg_mma<uint4>(kr[rr] + 64 * (PB * part + b));
   };
   constexpr int NW = kAttnThreads / 32;
   uint4 ba[2][PB], bb[2][PB];
@@ -650,6 +650,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     key_meta(i, a, b);
     if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
   }
+  // fp8: the last tile's keys past n read key n - 1's V row with p = 0, so the p.v loads
+  // need no per-key test (E4M3 has no infinity, and a NaN code makes the output NaN
+  // through key n - 1 itself). bf16 tests each key (0 * inf would be NaN).
+  if constexpr (kFp8)
+    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(k0 + n - 1, row.len, tail));
   __syncthreads();
 
   // 1. scores: warp w takes tiles w, w + 8, ..; each tile's K rows in NP parts, the next
@@ -723,8 +728,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     for (int u = 0; u < TA; ++u)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int key = (kg + KG * (i0 + u)) * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
-        raw[u][j] = key < n ? ldg_mma<Raw>(vrows[key] + EB * el) : Raw{};
+        const int kt = kg + KG * (i0 + u), key = kt * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
+        raw[u][j] = (kFp8 ? kt < nt : key < n) ? ldg_mma<Raw>(vrows[key] + EB * el) : Raw{};
       }
   };
   Raw ra[TA][4], rb[TA][4];
