@@ -129,7 +129,7 @@ std::vector<uint8_t> pos_bytes(const Cache& c, int lane, int pos) {
   return out;
 }
 
-const char* arith_name(AttnArith a) { return a == AttnArith::mma_split3 ? "mma_split3" : "fma_chain"; }
+const char* arith_name(AttnArith a) { return a == AttnArith::mma_split ? "mma_split" : "fma_chain"; }
 
 // Dequantised row (as the kernel reads it) through the reference's own decoders.
 void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, double* out) {
@@ -451,7 +451,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
           // parts' remainder, +1 for p * row-scale), an extra u |s|
           // for fp8's row-scale product on the score, and flushes of bf16 parts below 2^-126
           // (3 parts of q, K's elements). Both: l over a lane's keys then the butterfly.
-          const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split3;
+          const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split;
           const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt) : d;
           const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt) : attn_pv_depth(c.chunk, d);
           const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);

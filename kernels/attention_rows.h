@@ -129,7 +129,7 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
 // range at most 2^-25 of the scaled value, i.e. 2^-39 of the head's max magnitude (a term
 // of the bound). Two parts rather than three: the fp8 partial is bound by instruction
 // issue, and a third part cost 9 % of its time (H200, 32K x b8) for 4 u of depth.
-enum class AttnArith { fma_chain, mma_split3 };
+enum class AttnArith { fma_chain, mma_split };
 // The power of two that puts amax in [2^14, 2^15); 0 when amax is 0 or not finite.
 KC_HD int attn_f16_shift(float amax) {
   if (!(amax > 0.0f) || !(amax < INFINITY)) return 0;
@@ -141,7 +141,7 @@ KC_HD constexpr bool attn_uses_mma(Format f, int d) { return (f == Format::bf16 
 constexpr int kMmaStepDepth = 37;
 // Key groups of the p.v: two for head_dim 128, one for 256 (measured on the H200 at 32K x
 // b8: 128 went from 315 / 308 to 298 / 239 us bf16 / fp8 with two; 256 was slower with
-// two, 304 against 294 us bf16).
+// two, 307 / 201 against 297 / 197 us).
 KC_HD constexpr int attn_mma_key_groups(int d) { return d == 128 ? 2 : 1; }
 // Parts of q and p on the tensor cores, and the depth the last part's remainder adds.
 KC_HD constexpr int attn_mma_parts(Format f) { return f == Format::fp8 ? 2 : 3; }

@@ -22,7 +22,7 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(DeviceInfo info) : info_(std::move(info)) {}
   std::string name() const override { return "cuda"; }
   AttnArith attention_arith(Format f, int d) const override {
-    return attn_uses_mma(f, d) ? AttnArith::mma_split3 : AttnArith::fma_chain;
+    return attn_uses_mma(f, d) ? AttnArith::mma_split : AttnArith::fma_chain;
   }
   DeviceInfo device() const override { return info_; }
 

@@ -466,20 +466,23 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
 // Global loads of the mma partial, asking L2 to fetch the 256 bytes around each miss
 // (the rest of a K row or of the neighbouring V slices is read next; 1.5 % faster at 32K x
 // b8 on the H200, in two repeated pairs).
+#ifndef KC_MMA_LDQ  // the loads' cache qualifiers (experiments override)
+#define KC_MMA_LDQ ".L2::256B"
+#endif
 template <typename T>
 __device__ __forceinline__ T ldg_mma(const uint8_t* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (sizeof(T) == 16) {
     uint4 r;
-    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    asm volatile("ld.global.nc" KC_MMA_LDQ ".v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     return reinterpret_cast<T&>(r);
   } else if constexpr (sizeof(T) == 8) {
     uint2 r;
-    asm volatile("ld.global.nc.L2::256B.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    asm volatile("ld.global.nc" KC_MMA_LDQ ".v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
     return reinterpret_cast<T&>(r);
   } else if constexpr (sizeof(T) == 4) {
     uint32_t r;
-    asm volatile("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(r) : "l"(p));
+    asm volatile("ld.global.nc" KC_MMA_LDQ ".u32 %0, [%1];" : "=r"(r) : "l"(p));
     return reinterpret_cast<T&>(r);
   }
 #endif
@@ -558,6 +561,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
   constexpr int NPT = attn_mma_parts(F);  // parts of q and p (attention_rows.h)
+#ifdef KC_PLANT_MMA_HI_ONLY
+  constexpr int NPU = 1;  // planted bug (test builds only): the products use the hi part alone
+#else
+  constexpr int NPU = NPT;  // parts the products use
+#endif
   const MmaSmem lay(W, D, NPT);
   uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
   uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
@@ -677,7 +685,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         const int ks = (part * PB + b) * SPL + s;
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int q3 = NPT - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
+        for (int q3 = NPU - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[e] += cc[e];
       }
@@ -719,8 +727,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const int el = 16 * MT * ws + 2 * MT * lg;
   constexpr int EB = kFp8 ? 1 : 2;
   constexpr int VB = 2 * MT * EB;  // bytes of a key's row one lane reads
-  using Raw = typename std::conditional<VB == 8, uint2, uint32_t>::type;
-  static_assert(VB == 4 || VB == 8, "mma partial: V bytes per key and lane");
+  using Raw = typename std::conditional<VB == 16, uint4,
+                                        typename std::conditional<VB == 8, uint2, uint32_t>::type>::type;
+  static_assert(VB == 4 || VB == 8 || VB == 16, "mma partial: V bytes per key and lane");
   constexpr int TA = MmaTune<D, F>::tiles_ahead;  // the group's key tiles per load group; two groups in flight
   const int ntg = nt > kg ? (nt - kg + KG - 1) / KG : 0;  // key tiles of this warp's group
   auto load_group = [&](int i0, Raw (&raw)[TA][4]) {
@@ -812,7 +821,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         }
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int part = NPT - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
+        for (int part = NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
       }
@@ -837,7 +846,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #pragma unroll
     for (int jt = 0; jt < MT; ++jt) {
       const float4 x = ox[(ws * MT + jt) * 32 + lane];
+#ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
       o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
+#endif
     }
   }
   // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
