@@ -845,8 +845,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     if (kg == 1) return;
 #pragma unroll
     for (int jt = 0; jt < MT; ++jt) {
-      const float4 x = ox[(ws * MT + jt) * 32 + lane];
 #ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
+      const float4 x = ox[(ws * MT + jt) * 32 + lane];
       o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
 #endif
     }
