@@ -529,7 +529,7 @@ struct MmaTune {
 #ifdef KC_MMA_TILES_AHEAD
   static constexpr int tiles_ahead = KC_MMA_TILES_AHEAD;
 #else
-  static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;
+  static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;  // d128 bf16: 8-byte V loads, 80 registers
 #endif
 #ifdef KC_MMA_KPARTS
   static constexpr int k_parts_asked = KC_MMA_KPARTS;
