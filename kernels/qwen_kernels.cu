@@ -409,8 +409,9 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 //     key's V row pointer (and fp8 row scales) to shared memory;
 //  1. scores: warp per 16-key tile; lane (g, t) reads 16 bytes of keys g and g+8 per
 //     load, its A fragments of two (bf16) or four (fp8: 16 codes) k-steps (elements
-//     assigned to the k slots in that order; q's fragments use the same map); K rows in
-//     parts, the next part in flight; the first V loads go out before the barrier;
+//     assigned to the k slots in that order; q's fragments use the same map); the next
+//     tile's loads replace the current one's as they are used; the first V loads go out
+//     before the barrier;
 //  2. warp h: m, p = expf(s - m), l (as the fma kernel; fp8 keeps p' = p * V scale),
 //     then head h's p' B fragments per 16-key tile;
 //  3. p.v: one key group of 8 warps, or two of 4 taking alternate key tiles
@@ -516,9 +517,8 @@ struct MmaSmem {
 };
 
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
-// resident blocks per SM asked of the register allocator, V key tiles per load group
-// (two groups in flight), and parts per K tile in the score pipeline (two in flight).
-// The KC_MMA_* macros override them for experiments.
+// resident blocks per SM asked of the register allocator, and V key tiles per load group
+// (two groups in flight). The KC_MMA_* macros override them for experiments.
 template <int D, Format F>
 struct MmaTune {
 #ifdef KC_MMA_MIN_BLOCKS
@@ -531,13 +531,6 @@ struct MmaTune {
 #else
   static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;  // d128 bf16: 8-byte V loads, 80 registers
 #endif
-#ifdef KC_MMA_KPARTS
-  static constexpr int k_parts_asked = KC_MMA_KPARTS;
-#else
-  static constexpr int k_parts_asked = D == 256 && F == Format::fp8 ? 4 : 2;  // fp8 d256: 208-211 against 212-215 us
-#endif
-  static constexpr int k_loads = D * (F == Format::bf16 ? 2 : 1) / 64;  // 16-byte loads per lane per K row
-  static constexpr int k_parts = k_parts_asked < k_loads ? k_parts_asked : k_loads;
 };
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
@@ -577,12 +570,10 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   int* psh = reinterpret_cast<int*>(smb + lay.psh);
 
   // The first K tile's loads go out before anything else: lane (g, t) of warp w reads
-  //    keys 16w + g and 16w + g + 8 (rows resolved in registers), bytes 16t + 64b.
+  //    keys 16w + g and 16w + g + 8 (rows resolved in registers), bytes 16t + 64b, into
+  //    kf (a whole tile: NB loads per row).
   const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
   const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
-  constexpr int NP = MmaTune<D, F>::k_parts;
-  constexpr int PB = NB / NP;  // 16-byte loads per lane per row per part
-  static_assert(NP % 2 == 0 && NB % NP == 0, "mma partial: K parts");
   auto tile_rows = [&](int kt, const uint8_t* (&dst)[2]) {
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
@@ -590,19 +581,13 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       dst[rr] = kv_plane_row(kp, key_slot(k0 + i, row.len, tail)) + 16 * lt;
     }
   };
-  auto load_part = [&](const uint8_t* const (&kr)[2], int part, uint4 (&dst)[2][PB]) {
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-      for (int b = 0; b < PB; ++b)
-        dst[rr][b] = ldg_mma<uint4>(kr[rr] + 64 * (PB * part + b));
-  };
   constexpr int NW = kAttnThreads / 32;
-  uint4 ba[2][PB], bb[2][PB];
   const uint8_t* kc[2] = {nullptr, nullptr};
+  uint4 kf[2][NB];
   if (warp < nt) {
     tile_rows(warp, kc);
-    load_part(kc, 0, ba);
+#pragma unroll
+    for (int b = 0; b < NB; ++b) kf[0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
   }
 
   // Each key's V row pointer (and fp8 K and V row scales; one page split for the three
@@ -665,30 +650,29 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(k0 + n - 1, row.len, tail));
   __syncthreads();
 
-  // 1. scores: warp w takes tiles w, w + 8, ..; each tile's K rows in NP parts, the next
-  //    part's loads in flight while one is computed.
-  auto mma_part = [&](int part, const uint4 (&src)[2][PB], float (&acc)[4]) {
+  // 1. scores: warp w takes tiles w, w + 8, ..; as each of a tile's NB loads per row is
+  //    used, its register takes the next tile's load, so a whole tile stays in flight
+  //    (H200, 32K x b8, against two half-tile buffers: bf16 d256 296 -> 289 us, fp8 197
+  //    -> 192).
+  auto mma_load = [&](int lb, const uint4& r0, const uint4& r1, float (&acc)[4]) {  // K load lb of both rows
+    const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w};
+    const uint32_t w1[4] = {r1.x, r1.y, r1.z, r1.w};
 #pragma unroll
-    for (int b = 0; b < PB; ++b) {
-      const uint32_t w0[4] = {src[0][b].x, src[0][b].y, src[0][b].z, src[0][b].w};
-      const uint32_t w1[4] = {src[1][b].x, src[1][b].y, src[1][b].z, src[1][b].w};
-#pragma unroll
-      for (int s = 0; s < SPL; ++s) {
-        uint32_t a[4];
-        if constexpr (kFp8) {  // word s: codes of elements 4s .. 4s+3 of this load
-          a[0] = e4m3x2_to_f16x2(w0[s]), a[2] = e4m3x2_to_f16x2(w0[s] >> 16);
-          a[1] = e4m3x2_to_f16x2(w1[s]), a[3] = e4m3x2_to_f16x2(w1[s] >> 16);
-        } else {  // words 2s, 2s+1: elements 4s .. 4s+3
-          a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
-          a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
-        }
-        const int ks = (part * PB + b) * SPL + s;
-        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int q3 = NPU - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[e] += cc[e];
+    for (int s = 0; s < SPL; ++s) {
+      uint32_t a[4];
+      if constexpr (kFp8) {  // word s: codes of elements 4s .. 4s+3 of this load
+        a[0] = e4m3x2_to_f16x2(w0[s]), a[2] = e4m3x2_to_f16x2(w0[s] >> 16);
+        a[1] = e4m3x2_to_f16x2(w1[s]), a[3] = e4m3x2_to_f16x2(w1[s] >> 16);
+      } else {  // words 2s, 2s+1: elements 4s .. 4s+3
+        a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
+        a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
       }
+      const int ks = lb * SPL + s;
+      float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int q3 = NPU - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[e] += cc[e];
     }
   };
   for (int kt = warp; kt < nt; kt += NW) {
@@ -697,14 +681,10 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     if (more) tile_rows(kt + NW, kn);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int pp = 0; pp < NP; pp += 2) {
-      load_part(kc, pp + 1, bb);
-      mma_part(pp, ba, acc);
-      if (pp + 2 < NP) load_part(kc, pp + 2, ba);
-      else if (more) load_part(kn, 0, ba);
-      mma_part(pp + 1, bb, acc);
+    for (int b = 0; b < NB; ++b) {
+      mma_load(b, kf[0][b], kf[1][b], acc);
+      if (more) kf[0][b] = ldg_mma<uint4>(kn[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kn[1] + 64 * b);
     }
-    kc[0] = kn[0], kc[1] = kn[1];
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
