@@ -127,8 +127,8 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
 // power after. Two fp16 parts (11 significant bits each) leave at most 2^-22 = 4 u of
 // each scaled value (a depth of 4 more in both products), and a part below fp16's normal
 // range at most 2^-25 of the scaled value, i.e. 2^-39 of the head's max magnitude (a term
-// of the bound). Two parts rather than three: the fp8 partial is bound by instruction
-// issue, and a third part cost 9 % of its time (H200, 32K x b8) for 4 u of depth.
+// of the bound). Two parts rather than three: a third part cost 9 % of the fp8 partial's
+// time (H200, 32K x b8) for 4 u of depth.
 enum class AttnArith { fma_chain, mma_split };
 // The power of two that puts amax in [2^14, 2^15); 0 when amax is 0 or not finite.
 KC_HD int attn_f16_shift(float amax) {

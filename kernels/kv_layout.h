@@ -119,9 +119,8 @@ struct KvView {
 // One field's plane in one lane, resolved once (field offset and width): kernels that
 // walk many positions of a plane resolve it outside their loop. kv_pos + kv_plane_at
 // (kv_plane_row) is the one addressing expression; kv_field_row / kv_row / kv_scale are
-// built on it. Positions are
-// below 2^31 (RowRef, AttnRow and KeepMove carry int32 positions), so the page split is
-// 32-bit arithmetic.
+// built on it. Positions are below 2^31 (RowRef, AttnRow and KeepMove carry int32
+// positions), so the page split is 32-bit arithmetic.
 struct KvPlane {
   uint8_t* base = nullptr;
   const int32_t* pt = nullptr;

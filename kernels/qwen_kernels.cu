@@ -707,9 +707,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const int el = 16 * MT * ws + 2 * MT * lg;
   constexpr int EB = kFp8 ? 1 : 2;
   constexpr int VB = 2 * MT * EB;  // bytes of a key's row one lane reads
-  using Raw = typename std::conditional<VB == 16, uint4,
-                                        typename std::conditional<VB == 8, uint2, uint32_t>::type>::type;
-  static_assert(VB == 4 || VB == 8 || VB == 16, "mma partial: V bytes per key and lane");
+  using Raw = typename std::conditional<VB == 8, uint2, uint32_t>::type;
+  static_assert(VB == 4 || VB == 8, "mma partial: V bytes per key and lane");
   constexpr int TA = MmaTune<D, F>::tiles_ahead;  // the group's key tiles per load group; two groups in flight
   const int ntg = nt > kg ? (nt - kg + KG - 1) / KG : 0;  // key tiles of this warp's group
   auto load_group = [&](int i0, Raw (&raw)[TA][4]) {
