@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <type_traits>
 
 #include "kernels/attention_rows.h"
@@ -497,6 +498,27 @@ __device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
   return a;
 }
 
+// Experiment hook KC_MMA_PHASES (never in a default build): each warp of the mma partial
+// stamps clock64() at its phase boundaries, and launch_attention prints the grid's mean
+// cycles per warp of each phase (set-up, scores, wait at the barrier after them, softmax and
+// p fragments, p.v, partial stores) after every launch, synchronously.
+#ifdef KC_MMA_PHASES
+__device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of each phase
+#define KC_PHASE(k) \
+  do { const long long t_ = clock64(); if (lane == 0) kc_phase_t[warp][k] = t_; } while (0)
+#define KC_PHASE_DONE()                                                                    \
+  do {                                                                                     \
+    if (lane == 0) {                                                                       \
+      for (int k_ = 1; k_ < 7; ++k_)                                                       \
+        atomicAdd(&kc_phase_sum[k_], (unsigned long long)(kc_phase_t[warp][k_] - kc_phase_t[warp][k_ - 1])); \
+      atomicAdd(&kc_phase_sum[0], 1ull);                                                   \
+    }                                                                                      \
+  } while (0)
+#else
+#define KC_PHASE(k) do {} while (0)
+#define KC_PHASE_DONE() do {} while (0)
+#endif
+
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). q and p B fragments
 // ([k-steps][parts][32 lanes], [key tiles][parts][32] uint2; the p.v's group sums reuse
@@ -560,6 +582,10 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   constexpr int NPU = NPT;  // parts the products use
 #endif
   const MmaSmem lay(W, D, NPT);
+#ifdef KC_MMA_PHASES
+  __shared__ long long kc_phase_t[kAttnThreads / 32][8];
+#endif
+  KC_PHASE(0);
   uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
   uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
   const uint8_t** vrows = reinterpret_cast<const uint8_t**>(smb + lay.vrows);
@@ -649,6 +675,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   if constexpr (kFp8)
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(k0 + n - 1, row.len, tail));
   __syncthreads();
+  KC_PHASE(1);
 
   // 1. scores: warp w takes tiles w, w + 8, ..; as each of a tile's NB loads per row is
   //    used, its register takes the next tile's load, so a whole tile stays in flight
@@ -722,7 +749,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   };
   Raw ra[TA][4], rb[TA][4];
   load_group(0, ra);
+  KC_PHASE(2);
   __syncthreads();
+  KC_PHASE(3);
 
   // 2. softmax, warp w for head slot w (the order of the fma kernel; fp8 keeps p' = p * V
   //    row scale and its shift), then that head's p' B fragments: entry (tile, part,
@@ -762,6 +791,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
+  KC_PHASE(4);
   // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
   //    its m-tile jt is element 16 MT ws + 2 MT g + 2 jt, slot g + 8 the next one. The
   //    group's tiles kg, kg + KG, .. in groups of TA, the next group's loads in flight
@@ -821,7 +851,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
     __syncthreads();
-    if (kg == 1) return;
+    if (kg == 1) return;  // (KC_MMA_PHASES: group 1's warps leave unstamped)
 #pragma unroll
     for (int jt = 0; jt < MT; ++jt) {
 #ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
@@ -830,6 +860,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #endif
     }
   }
+  KC_PHASE(5);
   // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
 #pragma unroll
   for (int jt = 0; jt < MT; ++jt)
@@ -841,6 +872,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         po[pidx * D + el + 2 * jt + (e >> 1)] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
       }
     }
+  KC_PHASE(6);
+  KC_PHASE_DONE();
 }
 
 // Block per (q head, row), one thread per output element. M (the max of the non-empty
@@ -957,6 +990,20 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
                                                   : attention_partial_mma_kernel<256, Format::fp8>);
     KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     kern<<<grid, kAttnThreads, smem>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
+#ifdef KC_MMA_PHASES
+    {
+      unsigned long long h[8] = {};
+      KC_CUDA_TRY(cudaDeviceSynchronize());
+      KC_CUDA_TRY(cudaMemcpyFromSymbol(h, kc_phase_sum, sizeof h));
+      const double w = double(h[0] ? h[0] : 1);
+      std::fprintf(stderr,
+                   "mma partial phases (d%d %s, %llu warps, mean cycles per warp): set-up %.0f scores %.0f "
+                   "barrier %.0f softmax %.0f p.v %.0f stores %.0f\n",
+                   d, format_name(fmt), h[0], h[1] / w, h[2] / w, h[3] / w, h[4] / w, h[5] / w, h[6] / w);
+      const unsigned long long z[8] = {};
+      KC_CUDA_TRY(cudaMemcpyToSymbol(kc_phase_sum, z, sizeof z));
+    }
+#endif
     if (sync) KC_LAUNCH_CHECK("attention_partial_mma_kernel");
     else KC_LAUNCH_CHECK_ASYNC("attention_partial_mma_kernel");
   } else if (max_chunks > 0) {
