@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -113,6 +114,9 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "List the contracts and what each proves");
 
   Common o;
+  // Counts: whole numbers from 1 (CLI::PositiveNumber's message for 0 read "not in range
+  // 0.000000 to 1.8e308").
+  const CLI::Range kAtLeastOne(1, std::numeric_limits<int>::max());
   auto add_run_options = [&](CLI::App* s) {
     s->add_option("--backend", o.backend, "auto (cuda when a device is present), cpu (host twins) or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -124,7 +128,7 @@ int main(int argc, char** argv) {
     auto* s = app.add_subcommand(c.name, c.summary);
     add_run_options(s);
     s->add_option("--cases", o.cases, "Number of generated cases (default " + std::to_string(c.default_cases) + ")")
-        ->check(CLI::PositiveNumber);
+        ->check(kAtLeastOne);
     s->add_option("--filter", o.filter, "Run only cases whose name(k=v,...) line matches this ECMAScript regex");
     s->add_option("--out", o.out, "Write the JSON receipt here (atomically)");
     subs.push_back({&c, s});
@@ -142,7 +146,7 @@ int main(int argc, char** argv) {
                     "rope-store, compact: not built yet")
       ->required();
   bench->add_flag("--quick", bo.quick, "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only");
-  bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(CLI::PositiveNumber);
+  bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(kAtLeastOne);
   bench->add_option("--out", bench_out, "Write the bench receipt here (atomically)");
   bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
   bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
