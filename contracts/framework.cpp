@@ -188,12 +188,30 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   int64_t checks = 0;
   for (const GateStat& g : run.gates()) checks += g.passed;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty();
+  // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
+  std::vector<std::string> why;
+  for (const GateStat& g : run.gates())
+    if (g.failed > 0)
+      why.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " + std::to_string(g.passed + g.failed) +
+                    " checks");
+  for (const ControlStat& k : run.controls())
+    if (!k.red) why.push_back("control " + k.name + " stayed green");
+  if (run.has_errors()) why.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  if (checks == 0) {
+    std::string w = "no gate check passed";
+    if (run.cases_run == 0)
+      w += opts.filter.empty() ? ": no case ran"
+                               : ": --filter '" + opts.filter + "' matched none of the " + std::to_string(cases) + " cases";
+    why.push_back(w);
+  }
+  if (run.controls().empty()) why.push_back("no control ran");
 
   nlohmann::json r;
   r["schema"] = "kernel-contracts/receipt/1";
   r["kind"] = "contract";
   r["name"] = c.name;
   r["verdict"] = pass ? "pass" : "fail";
+  r["verdict_reasons"] = why;
   r["backend"] = be.name();
   const DeviceInfo d = be.device();
   r["device"] = {{"name", d.name}, {"compute_capability", d.compute}, {"driver", d.driver}};
@@ -249,6 +267,8 @@ std::string summary_table(const nlohmann::json& r) {
   for (const auto& e : r["errors"]) o << "error: " << e.get<std::string>() << "\n";
   o << "verdict: " << r.value("verdict", "?") << " (" << std::fixed << std::setprecision(2)
     << r["timings"].value("total_s", 0.0) << " s)\n";
+  if (r.contains("verdict_reasons"))
+    for (const auto& w : r["verdict_reasons"]) o << "  because " << w.get<std::string>() << "\n";
   return o.str();
 }
 

@@ -342,6 +342,9 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
   info.rows.push_back({"backend", device_line(r)});
   info.rows.push_back({"commit", short_commit(r)});
   info.rows.push_back({"seed", scalar(r["seed"])});
+  if (r.contains("verdict_reasons") && r["verdict_reasons"].is_array())
+    for (const auto& w : r["verdict_reasons"])
+      if (w.is_string()) info.rows.push_back({"failed because", w.get<std::string>()});
   if (r.contains("cases"))
     info.rows.push_back({"cases", scalar(r["cases"].value("run", json(0))) + " run of " +
                                       scalar(r["cases"].value("requested", json(0))) + " requested" +
