@@ -172,6 +172,19 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
   std::cout << "reported (no target): 32K x b8 window q4 / bf16 " << std::setprecision(3) << q4r
             << ", 32K x b1 window q4 / bf16 " << q4r1 << "\n";
   r["verdict"] = all ? "pass" : "fail";
+  std::vector<std::string> why;
+  for (auto& tg : targets)
+    if (!tg["met"].get<bool>()) {
+      std::ostringstream w;
+      w << "target " << tg["name"].get<std::string>() << ": ";
+      if (tg["measured"].get<bool>())
+        w << std::setprecision(3) << tg["value"].get<double>() << (tg["at_least"].get<bool>() ? " < " : " > ")
+          << tg["limit"].get<double>();
+      else
+        w << "not measured";
+      why.push_back(w.str());
+    }
+  r["verdict_reasons"] = why;
   r["gates"] = nlohmann::json::array();
   r["controls"] = nlohmann::json::array();
   r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};

@@ -97,6 +97,15 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
             << (all ? "met" : "NOT met") << " (" << targets.size() - missed << " of " << targets.size()
             << " rows meet it)\n";
   r["verdict"] = all ? "pass" : "fail";
+  std::vector<std::string> why;
+  for (auto& tg : targets)
+    if (!tg["met"].get<bool>()) {
+      std::ostringstream w;
+      w << "row " << tg["name"].get<std::string>() << ": " << std::setprecision(3) << tg["value"].get<double>() << " < "
+        << kTarget;
+      why.push_back(w.str());
+    }
+  r["verdict_reasons"] = why;
   r["gates"] = nlohmann::json::array();
   r["controls"] = nlohmann::json::array();
   r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
