@@ -91,20 +91,21 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
   r["targets"] = targets;
   r["target"] = {{"name", "pack and unpack: at least 0.70 of the copy ceiling at 64 MiB and more"},
                  {"limit", kTarget}, {"from_mib", kTargetFromMib}, {"met", all}};
-  int missed = 0;
-  for (auto& tg : targets) missed += !tg["met"].get<bool>();
+  std::vector<std::string> why;  // the receipt's verdict_reasons: each row below the target
+  for (auto& tg : targets)
+    if (!tg["met"].get<bool>()) {
+      std::ostringstream w;
+      const double v = tg["value"].get<double>();
+      w << "row " << tg["name"].get<std::string>() << ": " << std::setprecision(3) << v;
+      if (v < kTarget) w << " < " << kTarget;
+      else w << ", its bytes not verified";
+      why.push_back(w.str());
+    }
+  const size_t missed = why.size();
   std::cout << "\ntarget: achieved / ceiling >= " << kTarget << " at " << kTargetFromMib << " MiB and more: "
             << (all ? "met" : "NOT met") << " (" << targets.size() - missed << " of " << targets.size()
             << " rows meet it)\n";
   r["verdict"] = all ? "pass" : "fail";
-  std::vector<std::string> why;
-  for (auto& tg : targets)
-    if (!tg["met"].get<bool>()) {
-      std::ostringstream w;
-      w << "row " << tg["name"].get<std::string>() << ": " << std::setprecision(3) << tg["value"].get<double>() << " < "
-        << kTarget;
-      why.push_back(w.str());
-    }
   r["verdict_reasons"] = why;
   r["gates"] = nlohmann::json::array();
   r["controls"] = nlohmann::json::array();

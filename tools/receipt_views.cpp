@@ -94,6 +94,7 @@ bool check_receipt(const json& r, Checker& c) {
       !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
       !c.field(r, "", "seed", Want::integer) || !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
       !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
+      !c.strings(r, "", "verdict_reasons", true) ||
       !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
     return false;
   if (r.contains("cases"))
@@ -342,9 +343,8 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
   info.rows.push_back({"backend", device_line(r)});
   info.rows.push_back({"commit", short_commit(r)});
   info.rows.push_back({"seed", scalar(r["seed"])});
-  if (r.contains("verdict_reasons") && r["verdict_reasons"].is_array())
-    for (const auto& w : r["verdict_reasons"])
-      if (w.is_string()) info.rows.push_back({"failed because", w.get<std::string>()});
+  if (r.contains("verdict_reasons"))  // checked: an array of strings
+    for (const auto& w : r["verdict_reasons"]) info.rows.push_back({"failed because", w.get<std::string>()});
   if (r.contains("cases"))
     info.rows.push_back({"cases", scalar(r["cases"].value("run", json(0))) + " run of " +
                                       scalar(r["cases"].value("requested", json(0))) + " requested" +

@@ -106,6 +106,11 @@ TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   st = load_text("target.json", bad.dump(), &r);
   EXPECT_NE(st.message.find("targets[0].met: expected a boolean, got a number"), std::string::npos) << st.message;
 
+  bad = contract_receipt();
+  bad["verdict_reasons"] = {"gate x failed 1 of 4 checks", 3};
+  st = load_text("reasons.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("verdict_reasons[1]: expected a string, got a number"), std::string::npos) << st.message;
+
   bad = bench_receipt();
   bad.erase("rows");
   st = load_text("rows.json", bad.dump(), &r);
@@ -121,6 +126,11 @@ TEST(ReceiptViews, RendersGatesControlsAndTargets) {
   EXPECT_NE(md.find("| planted-row | GREEN (not caught) | paged==window |"), std::string::npos) << md;
   EXPECT_NE(md.find("'a\\|b'"), std::string::npos) << "a | in a cell is escaped: " << md;
   EXPECT_NE(md.find("| worst.fma | 0.0116 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("failed because"), std::string::npos) << md;
+  r["verdict"] = "fail";
+  r["verdict_reasons"] = {"control planted-row stayed green"};
+  EXPECT_NE(render_receipt(r, "r.json", ViewFormat::md).find("| failed because | control planted-row stayed green |"),
+            std::string::npos);
   const std::string text = render_receipt(r, "r.json", ViewFormat::text);
   EXPECT_EQ(text.find("| paged==window"), std::string::npos) << text;
   EXPECT_NE(text.find("paged==window"), std::string::npos) << text;
