@@ -4,6 +4,7 @@
 // red (the control proves that gate can fail on a defect of that kind).
 #pragma once
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ enum class Fault {
   nondeterministic,   // every second attention differs in one bit           -> repeats
   write_past_output,  // attention writes one float past its output          -> guards
   rope_position,      // rope store rotates by position + 1                  -> rope-bound
+  empty_row_nan,      // a row with no keys comes out NaN                    -> empty-rows
   encode_input_write,       // a row encode writes into its input rows        -> inputs
   encode_launch_dependent,  // a batched encode alters the first row's codes  -> rows==solo
   decode_nondeterministic,  // every second row decode differs in one bit     -> repeats
@@ -77,6 +79,12 @@ class FaultyBackend final : public Backend {
         break;
       case Fault::write_past_output:
         std::memset(out + elems, 0, sizeof(float));
+        break;
+      case Fault::empty_row_nan:  // as an unguarded 0 / 0 in the merge would
+        for (int r = 0; r < n; ++r)
+          if (rows[r].len + rows[r].tail_len == 0)
+            for (size_t j = 0; j < size_t(p.q_heads) * c.lay.head_dim; ++j)
+              out[size_t(r) * p.q_heads * c.lay.head_dim + j] = std::numeric_limits<float>::quiet_NaN();
         break;
       default:
         break;

@@ -5,11 +5,13 @@
 // through one poisoned arena, and contiguous windows. History keys of both layers are
 // rope-stored; then one round: lane 0 gets `tail` draft rows at scattered free slots
 // (logical positions len0..), lane 1 one new row (committed). Attention runs rows A
-// (lane 0, with its tail), B (lane 1) and C (lane 1, a shorter prefix) in one launch.
+// (lane 0, with its tail), B (lane 1), C (lane 1, a shorter prefix), D (no keys) and E
+// (lane 0's tail alone, no committed keys) in one launch.
 // Finally lane 0 keeps its tail: overlapping moves into len0.. .
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
+//   empty-rows       row D (no keys) gives +0 in every element, never NaN
 //   tail==committed  row A over its tail equals row A over the same keys committed (kept)
 //   repeats          three rope stores and three attentions give identical bytes
 //   rope-bound       rotated queries and stored K / V within the float64 bound
@@ -18,7 +20,7 @@
 //   keep==reference  rows after keep equal sequential in-order moves on logical rows
 //   guards, inputs   nothing outside the written rows changed; inputs unchanged
 // Controls: swapped page table, planted row, overlapping moves in reverse order, one key
-// dropped from a row's attention.
+// dropped from a row's attention; defects at the backend boundary (faulty_backend.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -360,21 +362,30 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
         std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
   }
 
-  // Attention: rows A (lane 0 + tail), B (lane 1, its new row committed), C (lane 1 prefix).
+  // Attention: rows A (lane 0 + tail), B (lane 1, its new row committed), C (lane 1
+  // prefix), D (no keys at all: its output is defined as +0, never NaN) and E (no
+  // committed keys, only lane 0's tail through the index list).
   const int drop = plant == Plant::dropped_key ? 1 : 0;
   const int lenC = std::max(0, c.len1 / 2);
   std::vector<int32_t> tails(tail_slots.begin(), tail_slots.end());
-  std::vector<AttnRow> rows = {{0, c.len0, 0, tail}, {1, c.len1 + 1 - drop, 0, 0}, {1, lenC, 0, 0}};
-  std::vector<float> q(size_t(3) * hq * d);
-  std::copy_n(&qrot_p[size_t(tail - 1) * hq * d], size_t(hq) * d, &q[0]);
-  std::copy_n(&qrot_p[size_t(tail) * hq * d], size_t(hq) * d, &q[size_t(hq) * d]);
-  std::copy_n(&qrot_p[size_t(tail) * hq * d], size_t(hq) * d, &q[size_t(2) * hq * d]);
+  std::vector<AttnRow> rows = {{0, c.len0, 0, tail}, {1, c.len1 + 1 - drop, 0, 0}, {1, lenC, 0, 0}, {1, 0, 0, 0},
+                               {0, 0, 0, tail}};
+  constexpr int kRows = 5, kEmptyRow = 3;
+  const int qsrc[kRows] = {tail - 1, tail, tail, tail, tail - 1};  // the round's rotated query each row uses
+  std::vector<float> q(size_t(kRows) * hq * d);
+  for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
   const AttnParams ap{hq, 1, c.chunk, float(1.0 / std::sqrt(double(d)))};
-  const size_t no = size_t(3) * hq * d;
+  const size_t no = size_t(kRows) * hq * d;
   Guarded<float> outp(no), outw(no);
   const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
-  if (fail(be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), outp.data()))) return;
-  if (fail(be.attention(su.window, ap, rows.data(), 3, tails, q.data(), outw.data()))) return;
+  if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), outp.data()))) return;
+  if (fail(be.attention(su.window, ap, rows.data(), kRows, tails, q.data(), outw.data()))) return;
+  {
+    const size_t at = size_t(kEmptyRow) * hq * d, m = size_t(hq) * d;
+    const std::vector<float> zeros(m, 0.0f);
+    run.check("empty-rows", bytes_equal(outp.data() + at, zeros.data(), m) && bytes_equal(outw.data() + at, zeros.data(), m),
+              cv, "row D (no keys) is not +0 in every element (first " + std::to_string(outp.data()[at]) + ")");
+  }
   run.check("inputs", fnv1a(su.paged.mem.data(), su.paged.mem.size()) == cache_hash, cv, "attention changed the cache");
   run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "attention wrote past its output");
   run.check("paged==window", bytes_equal(outp.data(), outw.data(), no), cv, "attention rows differ");
@@ -382,14 +393,14 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     Guarded<float> again(no);
     bool same = true, fenced = true;
     for (int rep = 0; rep < 2 && same; ++rep) {
-      if (fail(be.attention(su.paged, ap, rows.data(), 3, tails, q.data(), again.data()))) return;
+      if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), again.data()))) return;
       same = bytes_equal(again.data(), outp.data(), no);
       fenced = fenced && again.guards_intact();
     }
     run.check("repeats", same, cv, "a repeated attention gave different bytes");
     bool solo = true;
     std::string which;
-    for (int r = 0; r < 3 && solo; ++r) {
+    for (int r = 0; r < kRows && solo; ++r) {
       Guarded<float> one(size_t(hq) * d);
       if (fail(be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
       solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, size_t(hq) * d);
@@ -404,10 +415,12 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   {
     double worst = 0;
     std::string at;
-    const std::vector<AttnRow> full = {{0, c.len0, 0, tail}, {1, c.len1 + 1, 0, 0}, {1, lenC, 0, 0}};
-    for (int r = 0; r < 3; ++r) {
+    std::vector<AttnRow> full = rows;
+    full[1].len = c.len1 + 1;
+    for (int r = 0; r < kRows; ++r) {
       const AttnRow& row = full[r];
       const int n = row.len + row.tail_len;
+      if (n == 0) continue;  // row D: the empty-rows gate
       for (int kvh = 0; kvh < hkv; ++kvh) {
         Eigen::MatrixXd K(n, d), V(n, d);
         std::vector<double> tmp(d), vscale(n, 1.0);  // fp8: V row scales
@@ -575,7 +588,8 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
 
 void declare_gates(Run& run) {
   run.declare("paged==window", "rotated queries, stored rows, attention rows and kept rows equal between pages and windows, bytes");
-  run.declare("rows==solo", "an attention row alone equals the same row in the mixed three-row launch");
+  run.declare("rows==solo", "an attention row alone equals the same row in the mixed five-row launch");
+  run.declare("empty-rows", "a row with no keys (no committed keys, no tail) gives +0 in every element, never NaN");
   run.declare("tail==committed", "a row over its draft tail equals the row over the same keys committed by keep");
   run.declare("repeats", "three rope stores and three attentions give identical bytes");
   run.declare("rope-bound", "rotated q (fp32) and stored K/V within the float64 RoPE + format bound (angles to 262,144)");
@@ -627,6 +641,8 @@ void qwen_pages_body(Run& run) {
               faulty(Fault::write_past_output, 1, Format::bf16));
   run.control("rope-off-by-one-position", "rope store rotates every row by its position + 1",
               faulty(Fault::rope_position, 2, Format::bf16));
+  run.control("empty-row-nan", "a row with no keys comes out NaN (an unguarded 0 / 0 in the merge)",
+              faulty(Fault::empty_row_nan, 4, Format::fp8));
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;
   // Which order each (format, head_dim) ran in, so a reviewer knows which depths the

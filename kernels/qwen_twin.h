@@ -118,7 +118,11 @@ inline void attention_merge_host(const float* m, const float* l, const float* o,
     L += l[c] * w;
     for (int j = 0; j < d; ++j) out[j] += o[size_t(c) * d + j] * w;
   }
+#ifdef KC_PLANT_MERGE_EMPTY_NAN
+  for (int j = 0; j < d; ++j) out[j] = out[j] / L;  // planted bug (test builds only): 0 / 0 for a row with no keys
+#else
   for (int j = 0; j < d; ++j) out[j] = L > 0.0f ? out[j] / L : 0.0f;
+#endif
 }
 
 inline int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tail_len + chunk - 1) / chunk; }

@@ -18,7 +18,7 @@ RunResult run_qwen(const std::string& backend, int cases) { return test::run_con
 TEST(QwenPagesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_qwen("cpu", 4);
   test::expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 9u);  // 4 planted setups + 5 backend-boundary faults
+  EXPECT_EQ(r.receipt["controls"].size(), 10u);  // 4 planted setups + 6 backend-boundary faults
 }
 
 TEST(QwenPagesContract, ReceiptNamesTheAttentionArithmetic) {
