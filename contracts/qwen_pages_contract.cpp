@@ -405,7 +405,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       if (fail(be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
       solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, size_t(hq) * d);
       fenced = fenced && one.guards_intact();
-      if (!solo) which = "row " + std::to_string(r);
+      if (!solo) which = std::string("row ") + "ABCDE"[r];
     }
     run.check("rows==solo", solo, cv, which);
     run.check("guards", fenced, cv, "a repeated or solo attention wrote past its output");
@@ -520,7 +520,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
             if (worse_ratio(ratio, worst)) {
               worst = ratio;
               std::ostringstream o;
-              o << "row " << r << " head " << h << " [" << j << "] got " << got << " ref " << want.out[j] << " bound "
+              o << "row " << "ABCDE"[r] << " head " << h << " [" << j << "] got " << got << " ref " << want.out[j] << " bound "
                 << want.bound[j];
               at = o.str();
             }
