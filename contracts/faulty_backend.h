@@ -3,6 +3,7 @@
 // contract runs a normal case through it and the gate named beside each fault must turn
 // red (the control proves that gate can fail on a defect of that kind).
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -83,8 +84,7 @@ class FaultyBackend final : public Backend {
       case Fault::empty_row_nan:  // as an unguarded 0 / 0 in the merge would
         for (int r = 0; r < n; ++r)
           if (rows[r].len + rows[r].tail_len == 0)
-            for (size_t j = 0; j < size_t(p.q_heads) * c.lay.head_dim; ++j)
-              out[size_t(r) * p.q_heads * c.lay.head_dim + j] = std::numeric_limits<float>::quiet_NaN();
+            std::fill_n(out + elems / n * r, elems / n, std::numeric_limits<float>::quiet_NaN());
         break;
       default:
         break;
