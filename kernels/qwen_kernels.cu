@@ -416,11 +416,15 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 //  2. warp h: m, p = expf(s - m), l (as the fma kernel; fp8 keeps p' = p * V scale),
 //     then head h's p' B fragments per 16-key tile;
 //  3. p.v: one key group of 8 warps, or two of 4 taking alternate key tiles
-//     (attn_mma_key_groups); a warp owns 16 * MT
-//     elements (V^T is the A operand, m = elements); lane (g, t) reads elements
-//     [2 MT g, 2 MT g + 2 MT) of keys 2t, 2t+1, 2t+8, 2t+9 of a tile in one load each and
-//     pairs them by key with byte permutes; tile groups double-buffered; group 1's sums
-//     reach group 0 through shared memory.
+//     (attn_mma_key_groups); a warp owns 16 * MT elements (V^T is the A operand,
+//     m = elements) and takes keys 2t, 2t+1, 2t+8, 2t+9 of a tile in k slots 2t, 2t+1,
+//     2t+8, 2t+9. bf16: lane (g, t) reads elements [2 MT g, 2 MT g + 2 MT) of those keys
+//     in one load each and pairs them by key with byte permutes; tile groups
+//     double-buffered in registers. fp8: the block copies V tiles (16-byte cp.async) into a
+//     ring of stages in shared memory (the first before the softmax, over no live array;
+//     the others over the dead q fragments and scores too), and each warp reads a tile's
+//     A fragments with one ldmatrix.trans. Group 1's sums reach group 0 through shared
+//     memory.
 template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -520,20 +524,25 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 #endif
 
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
-// (the kernel's pointers and the launch's size both come from here). q and p B fragments
-// ([k-steps][parts][32 lanes], [key tiles][parts][32] uint2; the p.v's group sums reuse
-// the q fragments' space), V row pointers [W rounded up to 16], fp8 K and V
-// row scales [W] each, scores then p [8][W], fp8 q and p shifts [8] each.
+// (the kernel's pointers and the launch's size both come from here). The V ring's stages
+// (fp8; none for bf16) from 0: the first stage alone, then q's B fragments
+// ([k-steps][parts][32 lanes] uint2; the p.v's group sums reuse this space) and the
+// scores then p [8][W], which the later stages overwrite once they are dead; then p's B
+// fragments ([key tiles][parts][32] uint2), V row pointers [W rounded up to 16], fp8 K and
+// V row scales [W] each, fp8 q and p shifts [8] each.
 struct MmaSmem {
-  size_t qf, pf, vrows, ksc, vsc, ss, qsh, psh, total;
-  __host__ __device__ constexpr MmaSmem(int W, int D, int parts)
-      : qf(0),
-        pf(qf + size_t(D / 16) * parts * 32 * 8),
+  size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
+  __host__ __device__ constexpr MmaSmem(int W, int D, int parts, int stage_bytes = 0, int stages = 0)
+      : ring(0),
+        qf(size_t(stage_bytes)),
+        ss(qf + size_t(D / 16) * parts * 32 * 8),
+        pf(ss + size_t(kAttnHeadsPerBlock) * W * 4 > size_t(stage_bytes) * stages
+               ? ss + size_t(kAttnHeadsPerBlock) * W * 4
+               : size_t(stage_bytes) * stages),
         vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
         ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
         vsc(ksc + size_t(W) * 4),
-        ss(vsc + size_t(W) * 4),
-        qsh(ss + size_t(kAttnHeadsPerBlock) * W * 4),
+        qsh(vsc + size_t(W) * 4),
         psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
         total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
 };
@@ -553,7 +562,48 @@ struct MmaTune {
 #else
   static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;  // d128 bf16: 8-byte V loads, 80 registers
 #endif
+  // fp8's V tiles through a shared-memory ring (stages of ring_tiles key tiles; 0 stages:
+  // register loads, as bf16). 12 stages of 4 KB (d256) or 2 x 2 KB (d128) keep 3 blocks per
+  // SM; H200, 32K x b8, against the register loads: d256 182.1 / 184.4 us against 191.1 /
+  // 194.1, d128 203.7 / 206.3 against 212.3 / 215.0 (reports/h200/issue3-experiments-2026-11-30b.md).
+#ifdef KC_MMA_VRING_STAGES
+  static constexpr int ring_stages = F == Format::fp8 ? (D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES) : 0;
+  static constexpr int ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
+#else
+  static constexpr int ring_stages = F == Format::fp8 ? 12 : 0;
+  static constexpr int ring_tiles = D == 128 ? 2 : 1;
+#endif
+  static constexpr int stage_bytes = ring_stages > 0 ? ring_tiles * 16 * D : 0;  // fp8: D bytes per key row
+  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages); }
 };
+inline MmaSmem mma_smem(int W, int d, Format f) {
+  return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
+                  : (f == Format::fp8 ? MmaTune<256, Format::fp8>::smem(W) : MmaTune<256, Format::bf16>::smem(W));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const uint8_t* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+#endif
+}
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
@@ -581,7 +631,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #else
   constexpr int NPU = NPT;  // parts the products use
 #endif
-  const MmaSmem lay(W, D, NPT);
+  const MmaSmem lay(W, D, NPT, MmaTune<D, F>::stage_bytes, MmaTune<D, F>::ring_stages);
 #ifdef KC_MMA_PHASES
   __shared__ long long kc_phase_t[kAttnThreads / 32][8];
 #endif
@@ -748,7 +798,37 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       }
   };
   Raw ra[TA][4], rb[TA][4];
-  load_group(0, ra);
+  // fp8: V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
+  // cp.async (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit
+  // eight different bank groups); stage s in slot s % RS. Stage 0 goes out before the
+  // softmax (slot 0 overlaps no live array), stages 1 .. RS - 2 after it.
+  constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
+  constexpr bool kRing = RS > 0;
+  const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
+  const int nst = (nt + RT - 1) / RT;
+  auto ring_issue = [&](int st, int slot) {
+    if (st < nst) {
+      constexpr int CPK = D / 16, CPS = RT * 16 * CPK;
+#pragma unroll
+      for (int q0 = 0; q0 < CPS; q0 += kAttnThreads) {
+        const int q = q0 + tid;
+        if (CPS % kAttnThreads == 0 || q < CPS) {
+          const int u = q / (16 * CPK), key = (q / CPK) % 16, ch = q % CPK, kt = st * RT + u;
+          if (kt < nt)
+            cp_async16(ring_s + uint32_t(((slot * RT + u) * 16 + key) * D + ((ch ^ (key & 7)) << 4)),
+                       vrows[kt * 16 + key] + 16 * ch);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+  if constexpr (kRing) {
+    static_assert(!kRing || (kFp8 && MT == 2 && RS >= 2), "mma partial: V ring for fp8, 2 m-tiles per warp");
+#pragma unroll
+    ring_issue(0, 0);  // the rest of the prologue after the softmax (fewer registers live)
+  } else {
+    load_group(0, ra);
+  }
   KC_PHASE(2);
   __syncthreads();
   KC_PHASE(3);
@@ -793,9 +873,10 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #endif
   KC_PHASE(4);
   // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
-  //    its m-tile jt is element 16 MT ws + 2 MT g + 2 jt, slot g + 8 the next one. The
-  //    group's tiles kg, kg + KG, .. in groups of TA, the next group's loads in flight
-  //    while one is computed; with two groups o = o(group 0) + o(group 1) at last.
+  //    its m-tile jt is element 16 MT ws + 2 MT g + 2 jt (fp8 ring: 16 MT ws + 16 jt + 2g),
+  //    slot g + 8 the next one. The group's tiles kg, kg + KG, .. in key order (bf16: in
+  //    groups of TA, the next group's loads in flight while one is computed; fp8: as the
+  //    ring's stages arrive); with two groups o = o(group 0) + o(group 1) at last.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
@@ -836,17 +917,57 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       }
     }
   };
-  for (int i0 = 0; i0 < ntg; i0 += 2 * TA) {
-    if (i0 + TA < ntg) load_group(i0 + TA, rb);
-    mma_group(i0, ra);
-    if (i0 + 2 * TA < ntg) load_group(i0 + 2 * TA, ra);
-    if (i0 + TA < ntg) mma_group(i0 + TA, rb);
+  if constexpr (kRing) {
+    // ldmatrix rows of this lane: matrix lane >> 3 is keys 0-7 | 8-15 (bit 0) of 16-byte
+    // block 2 ws | 2 ws + 1 (bit 1); lane (g, t) then holds key 2t, 2t+1 (and 2t+8, 2t+9)
+    // of elements 2g, 2g + 1 of the block: m slot g is element 16 (2 ws + jt) + 2g, g + 8 the next.
+    const int lkey = (lane & 7) + 8 * ((lane >> 3) & 1), lcb = 2 * ws + (lane >> 4);
+    const uint32_t lofs = uint32_t(lkey * D + ((lcb ^ (lkey & 7)) << 4));
+#pragma unroll
+    for (int st = 1; st < RS - 1; ++st) ring_issue(st, st);
+    for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
+      cp_async_wait<RS - 2>();
+      __syncthreads();
+      ring_issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
+#pragma unroll
+      for (int u = 0; u < RT; ++u) {
+        const int kt = st * RT + u;
+        if (kt >= nt) break;
+        if (KG > 1 && kt % KG != kg) continue;
+        uint2 b[NPT];
+#pragma unroll
+        for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, ring_s + uint32_t((slot * RT + u) * 16 * D) + lofs);
+#pragma unroll
+        for (int jt = 0; jt < 2; ++jt) {
+          uint32_t a[4];
+          a[0] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0020));
+          a[1] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0031));
+          a[2] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0020));
+          a[3] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0031));
+          float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int part = NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+        }
+      }
+    }
+  } else {
+    for (int i0 = 0; i0 < ntg; i0 += 2 * TA) {
+      if (i0 + TA < ntg) load_group(i0 + TA, rb);
+      mma_group(i0, ra);
+      if (i0 + 2 * TA < ntg) load_group(i0 + 2 * TA, ra);
+      if (i0 + TA < ntg) mma_group(i0 + TA, rb);
+    }
   }
   if constexpr (KG == 2) {
     // Group 1 hands its sums to group 0 through the q fragments' space (dead since the
     // scores), lane-contiguous float4s.
     static_assert(size_t(D / 16) * NPT * 32 * 8 >= size_t(WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
     float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
+    if constexpr (kRing) __syncthreads();  // the ring's slots cover the q fragments' space
     if (kg == 1)
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
@@ -869,7 +990,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       const int h = 2 * lt + (e & 1);
       if (h < G) {
         const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
-        po[pidx * D + el + 2 * jt + (e >> 1)] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
+        const int elem = kRing ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : el + 2 * jt + (e >> 1);
+        po[pidx * D + elem] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
       }
     }
   KC_PHASE(6);
@@ -982,7 +1104,7 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   const int group = p.q_heads / hkv;
   if (max_chunks > 0 && attn_uses_mma(fmt, d)) {
     const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-    const size_t smem = MmaSmem(p.chunk, d, attn_mma_parts(fmt)).total;
+    const size_t smem = mma_smem(p.chunk, d, fmt).total;
     const dim3 grid(max_chunks, hkv * nsub, n);
     auto* kern = d == 128 ? (fmt == Format::bf16 ? attention_partial_mma_kernel<128, Format::bf16>
                                                   : attention_partial_mma_kernel<128, Format::fp8>)
