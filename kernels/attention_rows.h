@@ -17,7 +17,11 @@ namespace kc {
 KC_HD uint16_t bf16_from_float(float x) {
   const uint32_t u = float_bits(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t(((u >> 16) & 0x8000u) | 0x7FC0u);
+#ifdef KC_PLANT_BF16_TRUNCATE
+  return uint16_t(u >> 16);  // planted bug (test builds only): truncates instead of RNE
+#else
   return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+#endif
 }
 KC_HD float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
 
@@ -54,14 +58,24 @@ inline void dequant_row(const KvView& v, int layer, int kv, int head, int64_t po
 // pos * theta would be off by up to ~0.016 rad at pos 2^18.
 KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c, float* s) {
   const double theta = pow(base, -2.0 * double(i) / double(rot_dims));
+#ifdef KC_PLANT_ROPE_FP32_ANGLE
+  const double ang = double(float(pos) * float(theta));  // planted bug (test builds only): fp32 angle
+#else
   const double ang = double(pos) * theta;
+#endif
   *c = float(cos(ang));
   *s = float(sin(ang));
 }
 
 // Logical key position -> cache position of a row with `len` committed keys and a tail
 // (draft-tree ancestors and itself) stored at tail[0 .. tail_len).
-KC_HD int32_t key_slot(int32_t p, int32_t len, const int32_t* tail) { return p < len ? p : tail[p - len]; }
+KC_HD int32_t key_slot(int32_t p, int32_t len, const int32_t* tail) {
+#ifdef KC_PLANT_KEY_SLOT_TAIL_OFF_BY_ONE
+  return p <= len ? p : tail[p - len];  // planted bug (test builds only): tail[0] read from slot len
+#else
+  return p < len ? p : tail[p - len];
+#endif
+}
 
 // A 32-lane dot product in its one fixed order: lane l sums its d/32 contiguous
 // elements [l*d/32, (l+1)*d/32) sequentially (one vector load per row on the device);

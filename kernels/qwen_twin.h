@@ -141,8 +141,13 @@ inline void attention_host(const Cache& cache, const AttnParams& p, const AttnRo
       std::vector<float> qrot(q + (size_t(r) * p.q_heads + h) * d, q + (size_t(r) * p.q_heads + h + 1) * d);
       if (cache.lay.format == Format::q4) q4_rotate_query(qrot.data(), d);
       const float* qr = qrot.data();
+#ifdef KC_PLANT_GQA_MODULO
+      const int kvh = h % cache.lay.kv_heads;  // planted bug (test builds only): modulo, not division
+#else
+      const int kvh = h / group;
+#endif
       for (int c = 0; c < nc; ++c)
-        attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, h / group, c, &m[c], &l[c],
+        attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
                                &o[size_t(c) * d]);
 #ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
       // Planted bug (test builds only): rows after the first merge in another order, as
@@ -164,7 +169,11 @@ inline void keep_host(Cache& cache, const KeepMove* moves, int n) {
   for (int i = 0; i < n; ++i) {
 #endif
     const KvView v = cache.view(moves[i].lane);
+#ifdef KC_PLANT_KEEP_CODES_ONLY
+    for (int f = 0; f < cache.lay.planes(); ++f)  // planted bug (test builds only): scale planes not moved
+#else
     for (int f = 0; f < cache.lay.field_count(); ++f)
+#endif
       memmove(kv_field_row(v, f, moves[i].dst), kv_field_row(v, f, moves[i].src), v.lay.field(f).bytes_per_pos);
   }
 }
