@@ -525,16 +525,20 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). The V ring's stages
-// (fp8; none for bf16) from 0: the first stage alone, then q's B fragments
-// ([k-steps][parts][32 lanes] uint2; the p.v's group sums reuse this space) and the
-// scores then p [8][W], which the later stages overwrite once they are dead; then p's B
+// (fp8; none for bf16) from 0, and over them q's B fragments ([k-steps][parts][32 lanes]
+// uint2; the p.v's group sums reuse this space) and the scores then p [8][W]: right after
+// the `pre` stages issued before the softmax, or at the ring's end when they fit there
+// past them (pre > 1); the later stages overwrite them once they are dead; then p's B
 // fragments ([key tiles][parts][32] uint2), V row pointers [W rounded up to 16], fp8 K and
 // V row scales [W] each, fp8 q and p shifts [8] each.
 struct MmaSmem {
   size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
-  __host__ __device__ constexpr MmaSmem(int W, int D, int parts, int stage_bytes = 0, int stages = 0)
+  __host__ __device__ constexpr MmaSmem(int W, int D, int parts, int stage_bytes = 0, int stages = 0, int pre = 1)
       : ring(0),
-        qf(size_t(stage_bytes)),
+        qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + (size_t(D / 16) * parts * 32 * 8 +
+                                                                                   size_t(kAttnHeadsPerBlock) * W * 4)
+               ? size_t(stages) * stage_bytes - (size_t(D / 16) * parts * 32 * 8 + size_t(kAttnHeadsPerBlock) * W * 4)
+               : size_t(pre) * stage_bytes),
         ss(qf + size_t(D / 16) * parts * 32 * 8),
         pf(ss + size_t(kAttnHeadsPerBlock) * W * 4 > size_t(stage_bytes) * stages
                ? ss + size_t(kAttnHeadsPerBlock) * W * 4
@@ -574,7 +578,15 @@ struct MmaTune {
   static constexpr int ring_tiles = D == 128 ? 2 : 1;
 #endif
   static constexpr int stage_bytes = ring_stages > 0 ? ring_tiles * 16 * D : 0;  // fp8: D bytes per key row
-  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages); }
+  // Stages issued before the softmax (1 or more; with more, q's fragments and the scores
+  // sit at the ring's end, past them). d256: 6, 179.9 / 178.7 / 179.1 us against 186.4 /
+  // 184.1 / 184.2 with 1; d128: 1 (3 was 2 % slower).
+#ifdef KC_MMA_VRING_PRE
+  static constexpr int ring_pre = ring_stages > 0 ? (D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE) : 1;
+#else
+  static constexpr int ring_pre = ring_stages > 0 && D == 256 ? 6 : 1;
+#endif
+  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 inline MmaSmem mma_smem(int W, int d, Format f) {
   return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
@@ -631,7 +643,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #else
   constexpr int NPU = NPT;  // parts the products use
 #endif
-  const MmaSmem lay(W, D, NPT, MmaTune<D, F>::stage_bytes, MmaTune<D, F>::ring_stages);
+  const MmaSmem lay(W, D, NPT, MmaTune<D, F>::stage_bytes, MmaTune<D, F>::ring_stages, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
   __shared__ long long kc_phase_t[kAttnThreads / 32][8];
 #endif
@@ -800,8 +812,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   Raw ra[TA][4], rb[TA][4];
   // fp8: V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
   // cp.async (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit
-  // eight different bank groups); stage s in slot s % RS. Stage 0 goes out before the
-  // softmax (slot 0 overlaps no live array), stages 1 .. RS - 2 after it.
+  // eight different bank groups); stage s in slot s % RS. Stages 0 .. pre - 1 go out
+  // before the softmax (their slots overlap no live array), the rest of the first RS - 1
+  // after it.
   constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
   constexpr bool kRing = RS > 0;
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
@@ -825,7 +838,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   if constexpr (kRing) {
     static_assert(!kRing || (kFp8 && MT == 2 && RS >= 2), "mma partial: V ring for fp8, 2 m-tiles per warp");
 #pragma unroll
-    ring_issue(0, 0);  // the rest of the prologue after the softmax (fewer registers live)
+    if constexpr (MmaTune<D, F>::ring_pre == 1) {
+      ring_issue(0, 0);
+    } else {
+#pragma unroll 1
+      for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring_issue(st, st);
+    }
   } else {
     load_group(0, ra);
   }
@@ -924,7 +942,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     const int lkey = (lane & 7) + 8 * ((lane >> 3) & 1), lcb = 2 * ws + (lane >> 4);
     const uint32_t lofs = uint32_t(lkey * D + ((lcb ^ (lkey & 7)) << 4));
 #pragma unroll
-    for (int st = 1; st < RS - 1; ++st) ring_issue(st, st);
+    for (int st = MmaTune<D, F>::ring_pre; st < RS - 1; ++st) ring_issue(st, st);
     for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
       cp_async_wait<RS - 2>();
       __syncthreads();
