@@ -836,8 +836,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     cp_async_commit();
   };
   if constexpr (kRing) {
-    static_assert(!kRing || (kFp8 && MT == 2 && RS >= 2), "mma partial: V ring for fp8, 2 m-tiles per warp");
-#pragma unroll
+    static_assert(kFp8 && MT == 2 && RS >= 2, "mma partial: V ring for fp8, 2 m-tiles per warp");
     if constexpr (MmaTune<D, F>::ring_pre == 1) {
       ring_issue(0, 0);
     } else {
