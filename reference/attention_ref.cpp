@@ -7,15 +7,6 @@
 
 namespace kc::ref {
 
-double bf16_value(uint16_t b) {
-  const int sign = b >> 15, e = (b >> 7) & 0xFF, m = b & 0x7F;
-  double mag;
-  if (e == 0xFF) mag = m ? NAN : INFINITY;
-  else if (e == 0) mag = std::ldexp(m / 128.0, -126);
-  else mag = std::ldexp(1.0 + m / 128.0, e - 127);
-  return sign ? -mag : mag;
-}
-
 namespace {
 void angle(int64_t pos, int i, int rot, double base, long double* c, long double* s) {
   const long double theta = powl((long double)base, -2.0L * i / rot);

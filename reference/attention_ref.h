@@ -6,10 +6,9 @@
 
 #include <Eigen/Dense>
 
-namespace kc::ref {
+#include "reference/bf16_ref.h"  // bf16_value
 
-// bf16 bits -> value, from the format's fields.
-double bf16_value(uint16_t b);
+namespace kc::ref {
 
 // RoPE, neox pairing, angles pos * base^(-2i/r) in long double.
 void rope(const double* x, double* y, int d, int rot_dims, double base, int64_t pos);
