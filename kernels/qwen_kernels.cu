@@ -418,13 +418,14 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 //  3. p.v: one key group of 8 warps, or two of 4 taking alternate key tiles
 //     (attn_mma_key_groups); a warp owns 16 * MT elements (V^T is the A operand,
 //     m = elements) and takes keys 2t, 2t+1, 2t+8, 2t+9 of a tile in k slots 2t, 2t+1,
-//     2t+8, 2t+9. bf16: lane (g, t) reads elements [2 MT g, 2 MT g + 2 MT) of those keys
-//     in one load each and pairs them by key with byte permutes; tile groups
-//     double-buffered in registers. fp8: the block copies V tiles (16-byte cp.async) into a
-//     ring of stages in shared memory (the first before the softmax, over no live array;
-//     the others over the dead q fragments and scores too), and each warp reads a tile's
-//     A fragments with one ldmatrix.trans. Group 1's sums reach group 0 through shared
-//     memory.
+//     2t+8, 2t+9. The block copies V tiles (16-byte cp.async) into a ring of stages in
+//     shared memory (the first ones before the softmax, over no live array; the others
+//     over the dead q fragments and scores too), and each warp reads a tile's A fragments
+//     with ldmatrix.trans (fp8: one, then byte permutes pair the codes by key; bf16: one
+//     per m-tile, the fragments as they are). MmaTune's ring_stages = 0 keeps the older
+//     register loads: lane (g, t) reads elements [2 MT g, 2 MT g + 2 MT) of those keys in
+//     one load each, pairs them by key with byte permutes, tile groups double-buffered.
+//     Group 1's sums reach group 0 through shared memory.
 template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -525,7 +526,7 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). The V ring's stages
-// (fp8; none for bf16) from 0, and over them q's B fragments ([k-steps][parts][32 lanes]
+// (none when ring_stages is 0) from 0, and over them q's B fragments ([k-steps][parts][32 lanes]
 // uint2; the p.v's group sums reuse this space) and the scores then p [8][W]: right after
 // the `pre` stages issued before the softmax, or at the ring's end when they fit there
 // past them (pre > 1); the later stages overwrite them once they are dead; then p's B
@@ -566,26 +567,43 @@ struct MmaTune {
 #else
   static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;  // d128 bf16: 8-byte V loads, 80 registers
 #endif
-  // fp8's V tiles through a shared-memory ring (stages of ring_tiles key tiles; 0 stages:
-  // register loads, as bf16). 12 stages of 4 KB (d256) or 2 x 2 KB (d128) keep 3 blocks per
-  // SM; H200, 32K x b8, against the register loads: d256 182.1 / 184.4 us against 191.1 /
-  // 194.1, d128 203.7 / 206.3 against 212.3 / 215.0 (reports/h200/issue3-experiments-2026-11-30b.md).
+  // V tiles through a shared-memory ring (stages of ring_tiles key tiles; 0 stages: the
+  // register loads of tiles_ahead), and the stages issued before the softmax (pre; with
+  // pre > 1 q's fragments and the scores sit at the ring's end, past them). H200, 32K x b8,
+  // alternating rounds (reports/h200/issue3-experiments-2026-11-30b.md):
+  //  - fp8 d256: 10 stages of one tile (40 KB), pre 4: 169.7 / 170.5 us; 12 stages with
+  //    pre 6: 179.3 / 177.5 (and 186.4 / 184.1 / 184.2 with pre 1); register loads 191 to
+  //    194; fewer stages leave more of the SM's memory to L1.
+  //  - fp8 d128: 12 stages of two tiles, pre 1: 203.7 / 206.3 against 212.3 / 215.0.
+  //  - bf16: 8 stages of one tile (d256 64 KB at 2 blocks per SM, d128 32 KB at 3), pre 3 /
+  //    1: d256 276.5 / 275.5 against 292.2 / 291.5 / 289.9 with register loads, d128 280.2
+  //    / 279.5 against 296.7 / 297.8 / 297.2; 10 stages were slower (300, 294).
 #ifdef KC_MMA_VRING_STAGES
-  static constexpr int ring_stages = F == Format::fp8 ? (D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES) : 0;
-  static constexpr int ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
+  static constexpr int fp8_ring_stages = D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES;
+  static constexpr int fp8_ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
 #else
-  static constexpr int ring_stages = F == Format::fp8 ? 12 : 0;
-  static constexpr int ring_tiles = D == 128 ? 2 : 1;
+  static constexpr int fp8_ring_stages = D == 128 ? 12 : 10;
+  static constexpr int fp8_ring_tiles = D == 128 ? 2 : 1;
 #endif
-  static constexpr int stage_bytes = ring_stages > 0 ? ring_tiles * 16 * D : 0;  // fp8: D bytes per key row
-  // Stages issued before the softmax (1 or more; with more, q's fragments and the scores
-  // sit at the ring's end, past them). d256: 6, 179.9 / 178.7 / 179.1 us against 186.4 /
-  // 184.1 / 184.2 with 1; d128: 1 (3 was 2 % slower).
+#ifdef KC_MMA_BRING
+  static constexpr int bf16_ring_stages = D == 128 ? KC_MMA_BRING128 : KC_MMA_BRING;
+#else
+  static constexpr int bf16_ring_stages = 8;
+#endif
+  static constexpr int ring_stages = F == Format::fp8 ? fp8_ring_stages : bf16_ring_stages;
+  static constexpr int ring_tiles = F == Format::fp8 ? fp8_ring_tiles : 1;
+  static constexpr int stage_bytes = ring_stages > 0 ? ring_tiles * 16 * D * (F == Format::fp8 ? 1 : 2) : 0;
 #ifdef KC_MMA_VRING_PRE
-  static constexpr int ring_pre = ring_stages > 0 ? (D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE) : 1;
+  static constexpr int fp8_ring_pre = D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE;
 #else
-  static constexpr int ring_pre = ring_stages > 0 && D == 256 ? 6 : 1;
+  static constexpr int fp8_ring_pre = D == 256 ? 4 : 1;
 #endif
+#ifdef KC_MMA_BPRE
+  static constexpr int bf16_ring_pre = D == 128 ? KC_MMA_BPRE128 : KC_MMA_BPRE;
+#else
+  static constexpr int bf16_ring_pre = D == 256 ? 3 : 1;
+#endif
+  static constexpr int ring_pre = ring_stages == 0 ? 1 : F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 inline MmaSmem mma_smem(int W, int d, Format f) {
@@ -595,6 +613,13 @@ inline MmaSmem mma_smem(int W, int d, Format f) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const uint8_t* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+#endif
+}
+// The same with zero-fill: nothing is read when !valid, the 16 bytes become zeros.
+__device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const uint8_t* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
 #endif
 }
 __device__ __forceinline__ void cp_async_commit() {
@@ -810,7 +835,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       }
   };
   Raw ra[TA][4], rb[TA][4];
-  // fp8: V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
+  // V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
   // cp.async (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit
   // eight different bank groups); stage s in slot s % RS. Stages 0 .. pre - 1 go out
   // before the softmax (their slots overlap no live array), the rest of the first RS - 1
@@ -821,22 +846,28 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const int nst = (nt + RT - 1) / RT;
   auto ring_issue = [&](int st, int slot) {
     if (st < nst) {
-      constexpr int CPK = D / 16, CPS = RT * 16 * CPK;
+      constexpr int RB = D * EB, CPK = RB / 16, CPS = RT * 16 * CPK;
 #pragma unroll
       for (int q0 = 0; q0 < CPS; q0 += kAttnThreads) {
         const int q = q0 + tid;
         if (CPS % kAttnThreads == 0 || q < CPS) {
           const int u = q / (16 * CPK), key = (q / CPK) % 16, ch = q % CPK, kt = st * RT + u;
-          if (kt < nt)
-            cp_async16(ring_s + uint32_t(((slot * RT + u) * 16 + key) * D + ((ch ^ (key & 7)) << 4)),
-                       vrows[kt * 16 + key] + 16 * ch);
+          if (kt < nt) {
+            const uint32_t dst = ring_s + uint32_t(((slot * RT + u) * 16 + key) * RB + ((ch ^ (key & 7)) << 4));
+            if constexpr (kFp8) {
+              cp_async16(dst, vrows[kt * 16 + key] + 16 * ch);
+            } else {  // bf16: keys past n read as zeros (p = 0 there, and 0 * inf would be NaN)
+              const bool in = kt * 16 + key < n;
+              cp_async16_zfill(dst, vrows[in ? kt * 16 + key : 0] + 16 * ch, in);
+            }
+          }
         }
       }
     }
     cp_async_commit();
   };
   if constexpr (kRing) {
-    static_assert(kFp8 && MT == 2 && RS >= 2, "mma partial: V ring for fp8, 2 m-tiles per warp");
+    static_assert(MT == 2 && RS >= 2, "mma partial: V ring with 2 m-tiles per warp");
     if constexpr (MmaTune<D, F>::ring_pre == 1) {
       ring_issue(0, 0);
     } else {
@@ -890,10 +921,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 #endif
   KC_PHASE(4);
   // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
-  //    its m-tile jt is element 16 MT ws + 2 MT g + 2 jt (fp8 ring: 16 MT ws + 16 jt + 2g),
-  //    slot g + 8 the next one. The group's tiles kg, kg + KG, .. in key order (bf16: in
-  //    groups of TA, the next group's loads in flight while one is computed; fp8: as the
-  //    ring's stages arrive); with two groups o = o(group 0) + o(group 1) at last.
+  //    its m-tile jt is element 16 MT ws + 16 jt + 2g (fp8; bf16: + g) and slot g + 8 the
+  //    next one (bf16: 8 further); register loads: 16 MT ws + 2 MT g + 2 jt and the next.
+  //    The group's tiles kg, kg + KG, .. in key order, as the ring's stages arrive
+  //    (register loads: in groups of TA, the next group's loads in flight while one is
+  //    computed); with two groups o = o(group 0) + o(group 1) at last.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
@@ -940,6 +972,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     // of elements 2g, 2g + 1 of the block: m slot g is element 16 (2 ws + jt) + 2g, g + 8 the next.
     const int lkey = (lane & 7) + 8 * ((lane >> 3) & 1), lcb = 2 * ws + (lane >> 4);
     const uint32_t lofs = uint32_t(lkey * D + ((lcb ^ (lkey & 7)) << 4));
+    // bf16: matrices (keys 0-7, block c), (0-7, c + 1), (8-15, c), (8-15, c + 1) of the
+    // m-tile's 16-byte blocks c = 4 ws + 2 jt, c + 1 are its A fragments as they are: m slot g
+    // is element 32 ws + 16 jt + g, slot g + 8 element 32 ws + 16 jt + 8 + g.
+    const int bkey = (lane & 7) + 8 * (lane >> 4), bcb = 4 * ws + ((lane >> 3) & 1);
+    const uint32_t bofs0 = uint32_t(bkey * 2 * D + ((bcb ^ (bkey & 7)) << 4));
+    const uint32_t bofs1 = uint32_t(bkey * 2 * D + (((bcb + 2) ^ (bkey & 7)) << 4));
 #pragma unroll
     for (int st = MmaTune<D, F>::ring_pre; st < RS - 1; ++st) ring_issue(st, st);
     for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
@@ -954,15 +992,20 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         uint2 b[NPT];
 #pragma unroll
         for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
+        const uint32_t tbase = ring_s + uint32_t((slot * RT + u) * 16 * D * EB);
         uint32_t r[4];
-        ldmatrix_x4_trans(r, ring_s + uint32_t((slot * RT + u) * 16 * D) + lofs);
+        if constexpr (kFp8) ldmatrix_x4_trans(r, tbase + lofs);
 #pragma unroll
         for (int jt = 0; jt < 2; ++jt) {
           uint32_t a[4];
-          a[0] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0020));
-          a[1] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0031));
-          a[2] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0020));
-          a[3] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0031));
+          if constexpr (kFp8) {
+            a[0] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0020));
+            a[1] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0031));
+            a[2] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0020));
+            a[3] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0031));
+          } else {
+            ldmatrix_x4_trans(a, tbase + (jt ? bofs1 : bofs0));
+          }
           float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
           for (int part = NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
@@ -1007,7 +1050,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       const int h = 2 * lt + (e & 1);
       if (h < G) {
         const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
-        const int elem = kRing ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : el + 2 * jt + (e >> 1);
+        const int elem = !kRing ? el + 2 * jt + (e >> 1)
+                         : kFp8  ? 32 * ws + 16 * jt + 2 * lg + (e >> 1)
+                                 : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
         po[pidx * D + elem] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
       }
     }
