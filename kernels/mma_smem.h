@@ -8,26 +8,26 @@
 
 namespace kc {
 
+// Bytes of q's B fragments ([k-steps][parts][32 lanes] uint2) and of the scores then p
+// ([8 heads][W] fp32).
+KC_HD constexpr size_t mma_qf_bytes(int D, int parts) { return size_t(D / 16) * parts * 32 * 8; }
+KC_HD constexpr size_t mma_ss_bytes(int W) { return size_t(kAttnHeadsPerBlock) * W * 4; }
 // Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). The V ring's stages
-// (none when ring_stages is 0) from 0, and over them q's B fragments ([k-steps][parts][32 lanes]
-// uint2; the p.v's group sums reuse this space) and the scores then p [8][W]: right after
-// the `pre` stages issued before the softmax, or at the ring's end when they fit there
-// past them (pre > 1); the later stages overwrite them once they are dead; then p's B
-// fragments ([key tiles][parts][32] uint2), V row pointers [W rounded up to 16], fp8 K and
-// V row scales [W] each, fp8 q and p shifts [8] each.
+// from 0, and over them q's B fragments (the p.v's group sums reuse this space) and the
+// scores then p: right after the `pre` stages issued before the softmax, or at the ring's
+// end when they fit there past them (pre > 1); the later stages overwrite them once they
+// are dead; then p's B fragments ([key tiles][parts][32] uint2), V row pointers [W
+// rounded up to 16], fp8 K and V row scales [W] each, fp8 q and p shifts [8] each.
 struct MmaSmem {
   size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
-  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes = 0, int stages = 0, int pre = 1)
+  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre)
       : ring(0),
-        qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + (size_t(D / 16) * parts * 32 * 8 +
-                                                                                   size_t(kAttnHeadsPerBlock) * W * 4)
-               ? size_t(stages) * stage_bytes - (size_t(D / 16) * parts * 32 * 8 + size_t(kAttnHeadsPerBlock) * W * 4)
+        qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + mma_qf_bytes(D, parts) + mma_ss_bytes(W)
+               ? size_t(stages) * stage_bytes - mma_qf_bytes(D, parts) - mma_ss_bytes(W)
                : size_t(pre) * stage_bytes),
-        ss(qf + size_t(D / 16) * parts * 32 * 8),
-        pf(ss + size_t(kAttnHeadsPerBlock) * W * 4 > size_t(stage_bytes) * stages
-               ? ss + size_t(kAttnHeadsPerBlock) * W * 4
-               : size_t(stage_bytes) * stages),
+        ss(qf + mma_qf_bytes(D, parts)),
+        pf(ss + mma_ss_bytes(W) > size_t(stage_bytes) * stages ? ss + mma_ss_bytes(W) : size_t(stage_bytes) * stages),
         vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
         ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
         vsc(ksc + size_t(W) * 4),
@@ -37,8 +37,8 @@ struct MmaSmem {
 };
 
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
-// resident blocks per SM asked of the register allocator, and V key tiles per load group
-// (two groups in flight). The KC_MMA_* macros override them for experiments.
+// resident blocks per SM asked of the register allocator, and the V ring. The KC_MMA_*
+// macros override them for experiments.
 template <int D, Format F>
 struct MmaTune {
 #ifdef KC_MMA_MIN_BLOCKS
@@ -46,13 +46,9 @@ struct MmaTune {
 #else
   static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : 3;
 #endif
-#ifdef KC_MMA_TILES_AHEAD
-  static constexpr int tiles_ahead = KC_MMA_TILES_AHEAD;
-#else
-  static constexpr int tiles_ahead = D == 128 && F == Format::bf16 ? 2 : 4;  // d128 bf16: 8-byte V loads, 80 registers
-#endif
-  // V tiles through a shared-memory ring (stages of ring_tiles key tiles; 0 stages: the
-  // register loads of tiles_ahead), and the stages issued before the softmax (pre; with
+  // V tiles through a shared-memory ring (stages of ring_tiles key tiles; before 933afba
+  // (fp8) and e3327ec (bf16) they went to registers), and the stages issued before the
+  // softmax (pre; with
   // pre > 1 q's fragments and the scores sit at the ring's end, past them). H200, 32K x b8,
   // alternating rounds (reports/h200/issue3-experiments-2026-11-30b.md):
   //  - fp8 d256: 10 stages of one tile (40 KB), pre 4: 169.7 / 170.5 us; 12 stages with
@@ -76,7 +72,7 @@ struct MmaTune {
 #endif
   static constexpr int ring_stages = F == Format::fp8 ? fp8_ring_stages : bf16_ring_stages;
   static constexpr int ring_tiles = F == Format::fp8 ? fp8_ring_tiles : 1;
-  static constexpr int stage_bytes = ring_stages > 0 ? ring_tiles * 16 * D * (F == Format::fp8 ? 1 : 2) : 0;
+  static constexpr int stage_bytes = ring_tiles * 16 * D * (F == Format::fp8 ? 1 : 2);
 #ifdef KC_MMA_VRING_PRE
   static constexpr int fp8_ring_pre = D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE;
 #else
@@ -87,7 +83,7 @@ struct MmaTune {
 #else
   static constexpr int bf16_ring_pre = D == 256 ? 3 : 1;
 #endif
-  static constexpr int ring_pre = ring_stages == 0 ? 1 : F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
+  static constexpr int ring_pre = F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 inline MmaSmem mma_smem(int W, int d, Format f) {

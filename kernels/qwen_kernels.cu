@@ -423,10 +423,8 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 //     shared memory (the first ones before the softmax, over no live array; the others
 //     over the dead q fragments and scores too), and each warp reads a tile's A fragments
 //     with ldmatrix.trans (fp8: one, then byte permutes pair the codes by key; bf16: one
-//     per m-tile, the fragments as they are). MmaTune's ring_stages = 0 keeps the older
-//     register loads: lane (g, t) reads elements [2 MT g, 2 MT g + 2 MT) of those keys in
-//     one load each, pairs them by key with byte permutes, tile groups double-buffered.
-//     Group 1's sums reach group 0 through shared memory.
+//     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
+//     memory.
 template <bool kF16>  // inputs fp16 (fp8 caches) or bf16
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint2 b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -726,37 +724,20 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     }
   }
 
-  // The first V tiles' loads go out before the softmax (they need no p). The p.v deals the
-  // key tiles to KG key groups of NW / KG warps (tile j to group j % KG; attention_rows.h);
-  // warp w of group kg owns elements [16 MT ws, 16 MT (ws + 1)), ws = w % (NW / KG), so
-  // each lane reads 2 MT elements (VB bytes) of each of its keys in one load.
+  // The p.v deals the key tiles to KG key groups of NW / KG warps (tile j to group j % KG;
+  // attention_rows.h); warp w of group kg owns elements [16 MT ws, 16 MT (ws + 1)),
+  // ws = w % (NW / KG).
   constexpr int KG = attn_mma_key_groups(D), WPG = NW / KG, MT = D / 16 / WPG;
-  static_assert((KG == 1 || KG == 2) && MT % 2 == 0, "mma partial: p.v key groups and V m-tiles per warp");
+  static_assert((KG == 1 || KG == 2) && MT == 2, "mma partial: p.v key groups, 2 V m-tiles per warp");
   const int kg = warp / WPG, ws = warp % WPG;
-  const int el = 16 * MT * ws + 2 * MT * lg;
-  constexpr int EB = kFp8 ? 1 : 2;
-  constexpr int VB = 2 * MT * EB;  // bytes of a key's row one lane reads
-  using Raw = typename std::conditional<VB == 8, uint2, uint32_t>::type;
-  static_assert(VB == 4 || VB == 8, "mma partial: V bytes per key and lane");
-  constexpr int TA = MmaTune<D, F>::tiles_ahead;  // the group's key tiles per load group; two groups in flight
-  const int ntg = nt > kg ? (nt - kg + KG - 1) / KG : 0;  // key tiles of this warp's group
-  auto load_group = [&](int i0, Raw (&raw)[TA][4]) {
-#pragma unroll
-    for (int u = 0; u < TA; ++u)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int kt = kg + KG * (i0 + u), key = kt * 16 + 2 * lt + (j & 1) + 8 * (j >> 1);
-        raw[u][j] = (kFp8 ? kt < nt : key < n) ? ldg_mma<Raw>(vrows[key] + EB * el) : Raw{};
-      }
-  };
-  Raw ra[TA][4], rb[TA][4];
+  constexpr int EB = kFp8 ? 1 : 2;  // bytes per V element
   // V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
   // cp.async (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit
   // eight different bank groups); stage s in slot s % RS. Stages 0 .. pre - 1 go out
   // before the softmax (their slots overlap no live array), the rest of the first RS - 1
   // after it.
   constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
-  constexpr bool kRing = RS > 0;
+  static_assert(RS >= 2, "mma partial: V ring of at least 2 stages");
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   const int nst = (nt + RT - 1) / RT;
   auto ring_issue = [&](int st, int slot) {
@@ -781,16 +762,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     }
     cp_async_commit();
   };
-  if constexpr (kRing) {
-    static_assert(MT == 2 && RS >= 2, "mma partial: V ring with 2 m-tiles per warp");
-    if constexpr (MmaTune<D, F>::ring_pre == 1) {
-      ring_issue(0, 0);
-    } else {
-#pragma unroll 1
-      for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring_issue(st, st);
-    }
+  if constexpr (MmaTune<D, F>::ring_pre == 1) {
+    ring_issue(0, 0);
   } else {
-    load_group(0, ra);
+#pragma unroll 1
+    for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring_issue(st, st);
   }
   KC_PHASE(2);
   __syncthreads();
@@ -837,51 +813,14 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   KC_PHASE(4);
   // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
   //    its m-tile jt is element 16 MT ws + 16 jt + 2g (fp8; bf16: + g) and slot g + 8 the
-  //    next one (bf16: 8 further); register loads: 16 MT ws + 2 MT g + 2 jt and the next.
-  //    The group's tiles kg, kg + KG, .. in key order, as the ring's stages arrive
-  //    (register loads: in groups of TA, the next group's loads in flight while one is
-  //    computed); with two groups o = o(group 0) + o(group 1) at last.
+  //    next one (bf16: 8 further). The group's tiles kg, kg + KG, .. in key order, as the
+  //    ring's stages arrive; with two groups o = o(group 0) + o(group 1) at last.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  auto mma_group = [&](int i0, const Raw (&raw)[TA][4]) {
-#pragma unroll
-    for (int u = 0; u < TA; ++u) {
-      if (i0 + u >= ntg) break;
-      const int kt = kg + KG * (i0 + u);
-      uint2 b[NPT];
-#pragma unroll
-      for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
-      uint32_t wd[4][VB / 4];  // the 32-bit words of keys 2t, 2t+1, 2t+8, 2t+9
-#pragma unroll
-      for (int j = 0; j < 4; ++j) memcpy(wd[j], &raw[u][j], VB);
-#pragma unroll
-      for (int jt = 0; jt < MT; ++jt) {
-        // A fragment of elements el + 2jt, el + 2jt + 1 (rows g, g + 8) by key slot.
-        uint32_t a[4];
-        if constexpr (kFp8) {  // codes: byte 2jt % 4 of word jt / 2 is element el + 2jt
-          const uint32_t bo = 2 * (jt & 1), s0 = bo | ((bo + 4) << 4), s1 = (bo + 1) | ((bo + 5) << 4);
-          a[0] = e4m3x2_to_f16x2(__byte_perm(wd[0][jt / 2], wd[1][jt / 2], s0));
-          a[1] = e4m3x2_to_f16x2(__byte_perm(wd[0][jt / 2], wd[1][jt / 2], s1));
-          a[2] = e4m3x2_to_f16x2(__byte_perm(wd[2][jt / 2], wd[3][jt / 2], s0));
-          a[3] = e4m3x2_to_f16x2(__byte_perm(wd[2][jt / 2], wd[3][jt / 2], s1));
-        } else {  // word jt: elements el + 2jt (low half), el + 2jt + 1
-          a[0] = __byte_perm(wd[0][jt], wd[1][jt], 0x5410);
-          a[1] = __byte_perm(wd[0][jt], wd[1][jt], 0x7632);
-          a[2] = __byte_perm(wd[2][jt], wd[3][jt], 0x5410);
-          a[3] = __byte_perm(wd[2][jt], wd[3][jt], 0x7632);
-        }
-        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int part = NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
-      }
-    }
-  };
-  if constexpr (kRing) {
+  {
     // ldmatrix rows of this lane: matrix lane >> 3 is keys 0-7 | 8-15 (bit 0) of 16-byte
     // block 2 ws | 2 ws + 1 (bit 1); lane (g, t) then holds key 2t, 2t+1 (and 2t+8, 2t+9)
     // of elements 2g, 2g + 1 of the block: m slot g is element 16 (2 ws + jt) + 2g, g + 8 the next.
@@ -929,20 +868,13 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
         }
       }
     }
-  } else {
-    for (int i0 = 0; i0 < ntg; i0 += 2 * TA) {
-      if (i0 + TA < ntg) load_group(i0 + TA, rb);
-      mma_group(i0, ra);
-      if (i0 + 2 * TA < ntg) load_group(i0 + 2 * TA, ra);
-      if (i0 + TA < ntg) mma_group(i0 + TA, rb);
-    }
   }
   if constexpr (KG == 2) {
     // Group 1 hands its sums to group 0 through the q fragments' space (dead since the
     // scores), lane-contiguous float4s.
-    static_assert(size_t(D / 16) * NPT * 32 * 8 >= size_t(WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
+    static_assert(mma_qf_bytes(D, NPT) >= size_t(WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
     float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
-    if constexpr (kRing) __syncthreads();  // the ring's slots cover the q fragments' space
+    __syncthreads();  // the ring's slots cover the q fragments' space
     if (kg == 1)
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
@@ -957,7 +889,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
     }
   }
   KC_PHASE(5);
-  // c0, c1: element el + 2j, heads 2t, 2t+1; c2, c3: element el + 2j + 1.
+  // c0, c1: heads 2t, 2t+1 of m slot g; c2, c3: of m slot g + 8.
 #pragma unroll
   for (int jt = 0; jt < MT; ++jt)
 #pragma unroll
@@ -965,9 +897,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
       const int h = 2 * lt + (e & 1);
       if (h < G) {
         const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
-        const int elem = !kRing ? el + 2 * jt + (e >> 1)
-                         : kFp8  ? 32 * ws + 16 * jt + 2 * lg + (e >> 1)
-                                 : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
+        const int elem = kFp8 ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
         po[pidx * D + elem] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
       }
     }
