@@ -93,11 +93,11 @@ Status bench_attention_config(const AttnBenchConfig&, int, int, AttnBenchResult*
 }
 Status bench_read_ceiling(size_t, int, double*) { return Status::Error("bench needs the cuda backend (this build has none)"); }
 std::unique_ptr<Backend> make_cuda_backend(Status* st) {
-  *st = Status::Error("this build has no cuda backend (configured without a CUDA compiler)");
+  *st = Status::Error("no cuda backend: this build was configured without a CUDA compiler (KC_CUDA=OFF or no nvcc)");
   return nullptr;
 }
 bool cuda_device_present(std::string* why) {
-  if (why) *why = "this build has no cuda backend";
+  if (why) *why = "no cuda backend: this build was configured without a CUDA compiler (KC_CUDA=OFF or no nvcc)";
   return false;
 }
 #endif
