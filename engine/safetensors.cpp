@@ -356,7 +356,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
       if (d < 0) return fail(t.name, "negative dimension in shape");
       if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) return fail(t.name, "shape overflows");
     }
-    if (numel != t.values.size())
+    if (!t.generate && numel != t.values.size())
       return fail(t.name, std::to_string(t.values.size()) + " values for a shape of " + std::to_string(numel) + " elements");
     const uint64_t nbytes = numel * dtype_size(t.dtype);
     header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
@@ -376,13 +376,22 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
     os.write(text.data(), static_cast<std::streamsize>(text.size()));
     std::vector<unsigned char> buf;
     constexpr size_t kChunk = 1 << 20;
+    std::vector<float> generated;
     for (const TensorToWrite& t : tensors) {
       const size_t es = dtype_size(t.dtype);
-      for (size_t at = 0; at < t.values.size(); at += kChunk) {
-        const size_t cnt = std::min(kChunk, t.values.size() - at);
+      const std::vector<float>* values = &t.values;
+      if (t.generate) {
+        uint64_t numel = 1;
+        for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
+        generated.assign(numel, 0.0f);
+        t.generate(generated.data(), numel);
+        values = &generated;
+      }
+      for (size_t at = 0; at < values->size(); at += kChunk) {
+        const size_t cnt = std::min(kChunk, values->size() - at);
         buf.resize(cnt * es);
         for (size_t i = 0; i < cnt; ++i) {
-          const float x = t.values[at + i];
+          const float x = (*values)[at + i];
           if (t.dtype == Dtype::f32) {
             std::memcpy(&buf[4 * i], &x, 4);
           } else {

@@ -21,6 +21,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -87,12 +88,15 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// One tensor to write: fp32 values, stored in `dtype` (rounded to nearest even).
+// One tensor to write: fp32 values, stored in `dtype` (rounded to nearest even). When
+// `generate` is set, `values` is ignored and generate(out, numel) fills the tensor at the
+// moment it is written, so a large checkpoint never holds more than one tensor in memory.
 struct TensorToWrite {
   std::string name;
   Dtype dtype = Dtype::f32;
   std::vector<int64_t> shape;
   std::vector<float> values;  // numel values, row-major
+  std::function<void(float* out, uint64_t count)> generate;
 };
 
 // Writes a safetensors file (header padded with spaces to a multiple of 8 bytes, tensors
