@@ -1,6 +1,7 @@
 #include "engine/checkpoint.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -226,6 +227,12 @@ Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out) {
     slots[i]->shape = expected[i].shape;
     slots[i]->data.resize(loc.info.numel());
     KC_RETURN_IF_ERROR(ck.files[loc.file].read_f32(loc.info, slots[i]->data.data(), slots[i]->data.size()));
+    // A NaN or infinite weight would poison every logit downstream; name it here instead.
+    for (size_t k = 0; k < slots[i]->data.size(); ++k)
+      if (!std::isfinite(slots[i]->data[k]))
+        return Status::Error(ck.files[loc.file].path() + ": " + expected[i].name + ": element " + std::to_string(k) +
+                             " is " + (std::isnan(slots[i]->data[k]) ? "NaN" : "infinite") +
+                             " (weights must be finite)");
   }
   *out = std::move(w);
   return Status::Ok();

@@ -71,7 +71,8 @@ std::string qwen3_tensor_dtype(const Qwen3Config& c);
 // shapes; decodes nothing. `config` (optional) receives the parsed config.
 Status check_qwen3_checkpoint(const std::string& dir, Qwen3Config* config = nullptr);
 
-// check_qwen3_checkpoint, then decodes every tensor to fp32 into `out`.
+// check_qwen3_checkpoint, then decodes every tensor to fp32 into `out`; a NaN or infinite
+// weight is refused naming the tensor and the element.
 Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out);
 
 }  // namespace kc::engine

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -273,6 +275,19 @@ TEST(Checkpoint, RefusesMissingAndMalformedFiles) {
     write_model(dir.str(), config_json(c), tensors_for(c));
     test::write_bytes(dir.file("config.json"), "{\"hidden_size\": 16,");
     expect_refused(dir.str(), dir.file("config.json") + ": (file): not JSON");
+  }
+}
+
+TEST(Checkpoint, RefusesNonFiniteWeights) {
+  const Qwen3Config c = small_config(true);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    TempDir dir;
+    auto ts = tensors_for(c);
+    find(ts, "model.layers.1.self_attn.v_proj.weight")->values[37] = bad;
+    write_model(dir.str(), config_json(c), ts);
+    EXPECT_TRUE(check_qwen3_checkpoint(dir.str()).ok) << "headers alone are fine";
+    expect_refused(dir.str(), dir.file("model.safetensors") + ": model.layers.1.self_attn.v_proj.weight: element 37 is " +
+                                  (std::isnan(bad) ? "NaN" : "infinite") + " (weights must be finite)");
   }
 }
 
