@@ -248,6 +248,11 @@ TEST(Safetensors, RefusesEveryBadFileClassNamingFileTensorAndReason) {
       {"metadata not an object", file_with(R"({"__metadata__": [1]})", ""), {"__metadata__: expected an object, got an array"}},
       {"metadata value not a string", file_with(R"({"__metadata__": {"format": 1}})", ""),
        {"__metadata__.format: expected a string, got a number"}},
+      {"deeply nested header", file_with(std::string(100000, '[') + std::string(100000, ']'), ""),
+       {"header: expected a JSON object, got an array"}},
+      {"offsets past 2^32",
+       file_with(R"({"w": {"dtype": "BF16", "shape": [4294967296], "data_offsets": [0, 8589934592]}})", d8),
+       {"w: data_offsets: end 8589934592 is past the data section (8 bytes"}},
       {"empty name", file_with(R"({"": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})", ""),
        {"(empty name): a tensor name must not be empty"}},
   };
