@@ -21,6 +21,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "engine/make_model.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
 #include "tools/receipt_views.h"
@@ -41,7 +42,7 @@ struct Common {
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model"};
 
 std::string known_commands() {
   std::string s;
@@ -196,6 +197,18 @@ int main(int argc, char** argv) {
       "receipts");
   diff->add_option("base", diff_base, "The earlier receipt")->required();
   diff->add_option("head", diff_head, "The later receipt")->required();
+  std::string mm_preset, mm_out, mm_seed = "0";
+  int mm_layers = 0;
+  auto* make_model = app.add_subcommand(
+      "make-model",
+      "Write a synthetic Qwen3 checkpoint (config.json + model.safetensors, bf16, Hugging Face names), "
+      "deterministic from --seed: preset tiny (vocab 260, hidden 128, 4 q / 2 kv heads x 32) or qwen35-27b-attn "
+      "(24 q / 4 kv heads x 256, partial rotary 64, hidden 5120). Exit 2 for a bad preset or an --out that exists "
+      "and is not an empty folder");
+  make_model->add_option("--preset", mm_preset, "tiny or qwen35-27b-attn")->required();
+  make_model->add_option("--layers", mm_layers, "Layers (default: the preset's, 2)")->check(CLI::Range(1, 64));
+  make_model->add_option("--seed", mm_seed, "Seed of the weights, 0 to 18446744073709551615")->type_name("UINT64");
+  make_model->add_option("--out", mm_out, "Folder to write (created; must not hold files)")->required();
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -221,6 +234,16 @@ int main(int argc, char** argv) {
     for (const kc::ContractDef& c : kc::contracts())
       std::cout << c.name << "\t" << c.summary << " (default cases " << c.default_cases << ")\n";
     return 0;
+  }
+
+  if (make_model->parsed()) {
+    uint64_t seed = 0;
+    std::string why;
+    if (!parse_seed(mm_seed, &seed, &why)) {
+      std::cerr << "tf-cuda-test: error: " << why << "\n";
+      return kUsage;
+    }
+    return kc::engine::make_model_command(mm_preset, mm_layers, seed, mm_out, std::cout, std::cerr);
   }
 
   if (report->parsed())

@@ -181,6 +181,12 @@ case "$case_name" in
       [ -e "$src/$l" ] || fail "README links $l, which is not in the repository"
     done
     grep -q "[^/]design\.md\`" "$src/README.md" && fail "README names a design.md outside docs/" || true ;;
+  # make-model: a synthetic checkpoint, and bad input refused.
+  make-model-tiny)
+    expect 0 "" "$bin" make-model --preset tiny --seed 3 --out "$tmp/m"
+    [ -f "$tmp/m/config.json" ] && [ -f "$tmp/m/model.safetensors" ] || fail "no checkpoint written" ;;
+  make-model-bad-preset) expect 2 "is not a preset" "$bin" make-model --preset nope --out "$tmp/m" ;;
+  make-model-bad-seed) expect 2 "--seed '-3': expected a whole number" "$bin" make-model --preset tiny --seed -3 --out "$tmp/m" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0
