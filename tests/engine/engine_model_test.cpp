@@ -1,0 +1,194 @@
+// The engine's teacher-forced logits (bf16 KV cache, cpu backend) against the float64
+// reference forward (reference/qwen3_ref), on the tiny make-model preset and on the
+// trained fixture model.
+//
+// The bound. The engine differs from the float64 forward in two ways:
+//  1. The KV cache stores every rotated k and every v row in bf16 (unit roundoff 2^-9
+//     relative, round to nearest even): a perturbation of every key and value of every
+//     layer, propagated through the rest of the network. This is the dominant term. It
+//     is measured, in float64, without the engine: D_kv = max |ref_kv - ref| where ref_kv
+//     is the same float64 forward with k and v rounded to bf16 where the cache stores
+//     them (built below from the reference's own pieces). The engine's own error against
+//     ref_kv is then only the second term.
+//  2. fp32 arithmetic (weights are bf16 in both, exactly): each dot of length K in the
+//     fixed order has relative error <= gamma_{K/8+3} ~ (K/8+3) 2^-24 of sum |w x|; over
+//     `layers` layers of hidden- and intermediate-length dots this is allowed as
+//     A_fp32 = (hidden + intermediate) * layers * 2^-24 * max|logit| (a first-order
+//     allowance of every dot's worst case adding up through depth with unit gain; the
+//     measured engine-vs-ref_kv difference is reported beside it). A bf16 rounding of k
+//     or v that lands on the other side of a tie because fp32 and float64 differ in the
+//     last place moves one element by one bf16 ulp; it is covered by the factor 2 below.
+// Tolerance: tol = 2 * D_kv + A_fp32 (the factor 2: the engine's own rounding of K/V
+// happens on fp32 values, so its K/V error is up to one bf16 half-ulp plus the fp32
+// error, which D_kv does not contain). Every position must also pick the same argmax as
+// the float64 forward. Control: the engine with a wrong RoPE base must exceed tol.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "engine/checkpoint.h"
+#include "engine/make_model.h"
+#include "engine/model.h"
+#include "reference/qwen3_ref.h"
+#include "tests/engine/ref_adapter.h"
+#include "tests/engine/temp_dir.h"
+
+namespace kc::engine {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
+
+double round_bf16(double x) {
+  const float f = float(x);  // float64 -> fp32 (nearest) -> bf16 (nearest even)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+MatrixXd mat(const std::vector<float>& w, int64_t rows, int64_t cols) {
+  MatrixXd m(rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) m(r, c) = w[size_t(r * cols + c)];
+  return m;
+}
+VectorXd vec(const std::vector<float>& w) {
+  VectorXd v(int64_t(w.size()));
+  for (size_t i = 0; i < w.size(); ++i) v(int64_t(i)) = w[i];
+  return v;
+}
+
+// The float64 forward of reference/qwen3_ref.cpp with k (after RoPE) and v rounded to
+// bf16, as the cache stores them; assembled from the reference's exposed pieces.
+MatrixXd ref_logits_bf16_kv(const ref::Qwen3RefModel& m, const std::vector<int32_t>& tokens) {
+  const ref::Qwen3RefDims& d = m.dims;
+  const int64_t T = int64_t(tokens.size()), H = d.hidden, D = d.head_dim, group = d.heads / d.kv_heads;
+  std::vector<int64_t> pos(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) pos[size_t(t)] = t;
+  MatrixXd h(T, H);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < H; ++j) h(t, j) = m.embed[size_t(tokens[size_t(t)] * H + j)];
+  const double scale = 1.0 / std::sqrt(double(D));
+  const auto bf16 = [](MatrixXd x) { return MatrixXd(x.unaryExpr([](double e) { return round_bf16(e); })); };
+  for (const ref::Qwen3RefLayer& l : m.layers) {
+    const MatrixXd a = ref::qwen3_ref_rms_norm(h, vec(l.input_norm), d.eps);
+    const MatrixXd q = a * mat(l.q_proj, d.heads * D, H).transpose();
+    const MatrixXd k = a * mat(l.k_proj, d.kv_heads * D, H).transpose();
+    const MatrixXd v = a * mat(l.v_proj, d.kv_heads * D, H).transpose();
+    std::vector<MatrixXd> ks, vs;
+    for (int64_t g = 0; g < d.kv_heads; ++g) {
+      MatrixXd kg = ref::qwen3_ref_rms_norm(k.middleCols(g * D, D), vec(l.k_norm), d.eps);
+      ref::qwen3_ref_rope(kg, pos, d.rotary_dim, d.rope_theta);
+      ks.push_back(bf16(kg));
+      vs.push_back(bf16(v.middleCols(g * D, D)));
+    }
+    MatrixXd att(T, d.heads * D);
+    for (int64_t hq = 0; hq < d.heads; ++hq) {
+      MatrixXd qh = ref::qwen3_ref_rms_norm(q.middleCols(hq * D, D), vec(l.q_norm), d.eps);
+      ref::qwen3_ref_rope(qh, pos, d.rotary_dim, d.rope_theta);
+      att.middleCols(hq * D, D) = ref::qwen3_ref_causal_attention(qh, ks[size_t(hq / group)], vs[size_t(hq / group)], scale);
+    }
+    h += att * mat(l.o_proj, H, d.heads * D).transpose();
+    const MatrixXd mi = ref::qwen3_ref_rms_norm(h, vec(l.post_norm), d.eps);
+    const MatrixXd gate = mi * mat(l.gate_proj, d.intermediate, H).transpose();
+    const MatrixXd up = mi * mat(l.up_proj, d.intermediate, H).transpose();
+    h += (gate.array() / (1.0 + (-gate.array()).exp()) * up.array()).matrix() * mat(l.down_proj, H, d.intermediate).transpose();
+  }
+  const MatrixXd fh = ref::qwen3_ref_rms_norm(h, vec(m.final_norm), d.eps);
+  return fh * mat(d.tied ? m.embed : m.lm_head, d.vocab, H).transpose();
+}
+
+// Teacher-forced engine logits [T][vocab]: every token a row of one batch on one window
+// lane (each row attends to keys 0..pos after the whole batch is stored).
+MatrixXd engine_logits(const Qwen3Weights& w, const ModelOptions& mo, const std::vector<int32_t>& tokens,
+                       int32_t page = 0) {
+  Model model;
+  Status st = Model::create(w, mo, &model);
+  EXPECT_TRUE(st.ok) << st.message;
+  Cache cache;
+  st = make_engine_cache(model.kv_layout(), {{int32_t(tokens.size()), page}}, &cache);
+  EXPECT_TRUE(st.ok) << st.message;
+  std::vector<ForwardRow> rows;
+  for (size_t t = 0; t < tokens.size(); ++t) rows.push_back({0, tokens[t], int32_t(t), true});
+  auto be = make_cpu_backend();
+  std::vector<float> lg;
+  st = model.forward(*be, cache, rows, &lg);
+  EXPECT_TRUE(st.ok) << st.message;
+  const int64_t V = w.config.vocab_size;
+  MatrixXd out(int64_t(tokens.size()), V);
+  for (int64_t t = 0; t < out.rows(); ++t)
+    for (int64_t j = 0; j < V; ++j) out(t, j) = lg.size() == size_t(out.size()) ? lg[size_t(t * V + j)] : NAN;
+  return out;
+}
+
+int argmax_mismatches(const MatrixXd& a, const MatrixXd& b) {
+  int n = 0;
+  for (int64_t t = 0; t < a.rows(); ++t) {
+    Eigen::Index ia, ib;
+    a.row(t).maxCoeff(&ia);
+    b.row(t).maxCoeff(&ib);
+    n += ia != ib;
+  }
+  return n;
+}
+
+void agreement(const Qwen3Weights& w, const std::vector<int32_t>& tokens, double control_theta, const char* what) {
+  const ref::Qwen3RefModel rm = test::to_reference(w);
+  MatrixXd ref;
+  ASSERT_EQ(ref::qwen3_ref_logits(rm, tokens, &ref), "");
+  const MatrixXd ref_kv = ref_logits_bf16_kv(rm, tokens);
+  const double d_kv = (ref_kv - ref).cwiseAbs().maxCoeff();
+  const Qwen3Config& c = w.config;
+  const double a_fp32 =
+      double(c.hidden_size + c.intermediate_size) * double(c.num_hidden_layers) * std::ldexp(1.0, -24) * ref.cwiseAbs().maxCoeff();
+  const double tol = 2 * d_kv + a_fp32;
+
+  const MatrixXd eng = engine_logits(w, {}, tokens);
+  ASSERT_FALSE(eng.hasNaN());
+  const double diff = (eng - ref).cwiseAbs().maxCoeff();
+  const double diff_kv = (eng - ref_kv).cwiseAbs().maxCoeff();
+  ModelOptions wrong;
+  wrong.rope_theta = control_theta;
+  const double control = (engine_logits(w, wrong, tokens) - ref).cwiseAbs().maxCoeff();
+  std::cout << what << ": T=" << tokens.size() << " max|logit| " << ref.cwiseAbs().maxCoeff()
+            << "  worst |engine - ref| " << diff << "  tol " << tol << " (D_kv " << d_kv << ", A_fp32 " << a_fp32
+            << ")  |engine - ref_kv| " << diff_kv << "  control (rope base " << control_theta << ") " << control
+            << "  argmax mismatches " << argmax_mismatches(eng, ref) << "\n";
+  EXPECT_LE(diff, tol) << what;
+  EXPECT_EQ(argmax_mismatches(eng, ref), 0) << what;
+  EXPECT_GT(control, tol) << what << ": the control (a wrong RoPE base) stayed inside the tolerance";
+}
+
+TEST(EngineModel, TinyPresetTeacherForcedLogitsMatchFloat64) {
+  test::TempDir dir;
+  Qwen3Config c;
+  ASSERT_TRUE(qwen3_preset("tiny", 2, &c).ok);
+  ASSERT_TRUE(write_synthetic_checkpoint(c, 5, dir.file("m"), "tiny").ok);
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
+  std::vector<int32_t> tokens;
+  for (int t = 0; t < 40; ++t) tokens.push_back((t * 37 + 11) % 260);
+  agreement(w, tokens, 1e4, "tiny");
+}
+
+TEST(EngineModel, FixtureModelTeacherForcedLogitsMatchFloat64) {
+  Qwen3Weights w;
+  const Status st = load_qwen3_checkpoint(kFixture, &w);
+  ASSERT_TRUE(st.ok) << st.message;
+  std::ifstream f(std::string(KC_SOURCE_DIR) + "/fixtures/text/sched.py.head", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  s.resize(std::min<size_t>(s.size(), 96));
+  std::vector<int32_t> tokens = {257};
+  for (unsigned char ch : s) tokens.push_back(ch);
+  agreement(w, tokens, 1e6, "stdlib-bytes-3m");
+}
+
+}  // namespace
+}  // namespace kc::engine
