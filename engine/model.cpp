@@ -119,6 +119,15 @@ Status Model::forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& 
     if (r.lane < 0 || r.lane >= int(cache.views.size())) return Status::Error(who + "lane out of range");
     if (r.pos < 0 || r.pos >= cache.views[r.lane].capacity()) return Status::Error(who + "position outside the lane");
   }
+  {
+    std::vector<std::pair<int32_t, int32_t>> at(n);
+    for (int i = 0; i < n; ++i) at[i] = {rows[i].lane, rows[i].pos};
+    std::sort(at.begin(), at.end());
+    for (int i = 1; i < n; ++i)
+      if (at[i] == at[i - 1])
+        return Status::Error("forward: lane " + std::to_string(at[i].first) + " has two rows at position " +
+                             std::to_string(at[i].second));
+  }
   if (logits) logits->clear();
   if (n == 0) return Status::Ok();
 
@@ -145,7 +154,8 @@ Status Model::forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& 
     rms_norm_rows(k.data(), L.k_norm.data(), n * KH, D, eps, k.data());
     RopeParams rp{QH, int(c.rotary_dim), c.rope_theta, int(li)};
     KC_RETURN_IF_ERROR(be.rope_store(cache, rp, rope_rows.data(), n, q.data(), k.data(), v.data(), qr.data()));
-    AttnParams ap{QH, int(li), opts_.attn_chunk, float(1.0 / std::sqrt(double(D)))};
+    const int chunk = opts_.plant_batch_dependent_chunk && n > 1 ? 4 : opts_.attn_chunk;
+    AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D)))};
     KC_RETURN_IF_ERROR(be.attention(cache, ap, attn_rows.data(), n, no_tails, qr.data(), att.data()));
     matmul_rows(L.o_proj, att.data(), n, tmp.data());
     for (size_t j = 0; j < h.size(); ++j) h[j] += tmp[j];

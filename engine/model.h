@@ -62,6 +62,10 @@ struct ModelOptions {
   Format kv_format = Format::bf16;  // bf16, fp8 or q4
   int attn_chunk = 256;             // split-K chunk width of attention (keys)
   double rope_theta = 0;            // 0: the config's; otherwise overrides it (tests' controls)
+  // Test-only planted bug (a control of the batch-invariance tests): attention's chunk
+  // becomes 4 whenever a forward batch holds more than one row, as a split-K tuned to the
+  // batch size would; a row's bytes then depend on its batch.
+  bool plant_batch_dependent_chunk = false;
 };
 
 class Model {
@@ -76,7 +80,8 @@ class Model {
   KvLayout kv_layout() const;
 
   // Runs `rows` through the model. `logits` receives [rows with .logits][vocab] fp32, in
-  // row order. Refuses an out-of-range token, lane or position (no cache byte written).
+  // row order. Refuses an out-of-range token, lane or position, or two rows of one lane
+  // at the same position (no cache byte written then).
   Status forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& rows, std::vector<float>* logits) const;
 
  private:

@@ -17,15 +17,17 @@ namespace {
 
 const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
 
+Model load_fixture(const ModelOptions& mo) {
+  Qwen3Weights w;
+  const Status st = load_qwen3_checkpoint(kFixture, &w);
+  EXPECT_TRUE(st.ok) << st.message;
+  Model model;
+  EXPECT_TRUE(Model::create(w, mo, &model).ok);
+  return model;
+}
+
 const Model& fixture_model() {
-  static Model m = [] {
-    Qwen3Weights w;
-    const Status st = load_qwen3_checkpoint(kFixture, &w);
-    EXPECT_TRUE(st.ok) << st.message;
-    Model model;
-    EXPECT_TRUE(Model::create(w, {}, &model).ok);
-    return model;
-  }();
+  static const Model m = load_fixture({});
   return m;
 }
 
@@ -34,35 +36,6 @@ std::string text_at(size_t off, size_t n) {
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   return s.substr(off, n);
 }
-
-// The control's backend: attention whose split-K chunk depends on the batch size (as a
-// launch tuned per batch would); everything else is the cpu backend.
-class BatchDependentChunk : public Backend {
- public:
-  std::unique_ptr<Backend> be = make_cpu_backend();
-  std::string name() const override { return "cpu-batch-dependent-chunk"; }
-  DeviceInfo device() const override { return be->device(); }
-  Status fp8_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override { return be->fp8_encode_rows(c, x, r, n); }
-  Status fp8_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override { return be->fp8_decode_rows(c, r, n, o); }
-  Status e4m3_encode_bits(uint64_t f, uint64_t n, uint8_t* o) override { return be->e4m3_encode_bits(f, n, o); }
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
-                    const float* v, float* qo) override {
-    return be->rope_store(c, p, r, n, q, k, v, qo);
-  }
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
-                   const float* q, float* o) override {
-    AttnParams pp = p;
-    if (n > 1) pp.chunk = 4;
-    return be->attention(c, pp, r, n, t, q, o);
-  }
-  Status q4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override { return be->q4_encode_rows(c, x, r, n); }
-  Status q4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override { return be->q4_decode_rows(c, r, n, o); }
-  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override { return be->mxfp4_encode_rows(c, x, r, n); }
-  Status mxfp4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override { return be->mxfp4_decode_rows(c, r, n, o); }
-  Status pack(const Cache& c, int l, int64_t p0, int64_t n, std::vector<uint8_t>* b) override { return be->pack(c, l, p0, n, b); }
-  Status unpack(Cache& c, int l, int64_t p0, const std::vector<uint8_t>& b) override { return be->unpack(c, l, p0, b); }
-  Status keep(Cache& c, const KeepMove* m, int n) override { return be->keep(c, m, n); }
-};
 
 bool same_bytes(const GenerateResult& a, const GenerateResult& b) {
   if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
@@ -116,10 +89,12 @@ TEST(EngineGenerate, AloneEqualsInsideABatchOfEightAndPagedEqualsWindow) {
   std::cout << "batch of 8: " << stats.decode_steps << " decode steps, " << stats.decode_tokens << " decode tokens, cache "
             << stats.cache_bytes << " bytes; target continuation '" << decode_bytes(window.tokens) << "'\n";
 
-  // Control: attention whose chunk depends on the batch size changes the target's bytes.
-  BatchDependentChunk control;
+  // Control: attention whose chunk depends on the batch size (a test-only plant in the
+  // model) changes the target's bytes.
+  ModelOptions planted;
+  planted.plant_batch_dependent_chunk = true;
   std::vector<GenerateResult> bad;
-  st = generate(fixture_model(), control, batch, o, &bad);
+  st = generate(load_fixture(planted), *cpu, batch, o, &bad);
   ASSERT_TRUE(st.ok) << st.message;
   EXPECT_FALSE(same_bytes(window, bad[3])) << "control: a batch-dependent split-K stayed byte-equal";
 }

@@ -248,5 +248,40 @@ TEST(EngineModel, Fp8AndQ4CachesOnTheFixtureModel) {
   }
 }
 
+TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
+  test::TempDir dir;
+  Qwen3Config c;
+  ASSERT_TRUE(qwen3_preset("tiny", 1, &c).ok);
+  ASSERT_TRUE(write_synthetic_checkpoint(c, 1, dir.file("m"), "tiny").ok);
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
+  Model model;
+  ASSERT_TRUE(Model::create(w, {}, &model).ok);
+  ModelOptions mx;
+  mx.kv_format = Format::mxfp4;
+  Model refused;
+  EXPECT_FALSE(Model::create(w, mx, &refused).ok);
+  Cache cache;
+  ASSERT_TRUE(make_engine_cache(model.kv_layout(), {{8, 0}, {8, 3}}, &cache).ok);
+  const std::vector<uint8_t> before = cache.mem;
+  auto be = make_cpu_backend();
+  std::vector<float> lg;
+  const std::vector<std::vector<ForwardRow>> bad = {
+      {{0, 260, 0, true}},                  // token outside the vocabulary
+      {{2, 1, 0, true}},                    // no lane 2
+      {{1, 1, 9, true}},                    // past the lane's 9 positions (3 pages of 3)
+      {{0, 1, 0, false}, {0, 2, 0, true}},  // two rows at one position
+  };
+  for (const auto& rows : bad) {
+    const Status st = model.forward(*be, cache, rows, &lg);
+    EXPECT_FALSE(st.ok);
+    std::cout << st.message << "\n";
+  }
+  EXPECT_EQ(cache.mem, before);
+  EXPECT_TRUE(model.forward(*be, cache, {{0, 1, 0, true}, {1, 1, 0, true}, {1, 2, 1, false}}, &lg).ok);
+  EXPECT_EQ(lg.size(), size_t(2 * c.vocab_size));
+  EXPECT_NE(cache.mem, before);
+}
+
 }  // namespace
 }  // namespace kc::engine
