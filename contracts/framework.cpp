@@ -213,6 +213,8 @@ nlohmann::json gate_json(const GateStat& g) {
 
 }  // namespace
 
+nlohmann::json gate_receipt_json(const GateStat& g) { return gate_json(g); }
+
 nlohmann::json new_receipt(const ReceiptHead& h) {
   nlohmann::json r;
   r["schema"] = kReceiptSchema;

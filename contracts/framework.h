@@ -164,6 +164,8 @@ struct ReceiptHead {
   nlohmann::json seed;    // an unsigned integer, or null (no generator)
 };
 nlohmann::json new_receipt(const ReceiptHead& h);
+// A gate's entry in a receipt's "gates" (what run_contract writes; serve-gate reuses it).
+nlohmann::json gate_receipt_json(const GateStat& g);
 // A device as receipts record it; empty fields (compute capability, driver on cpu) left out.
 nlohmann::json device_json(const DeviceInfo& d);
 

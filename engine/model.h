@@ -84,6 +84,15 @@ class Model {
   // at the same position (no cache byte written then).
   Status forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& rows, std::vector<float>* logits) const;
 
+  // The general form (serving, engine/serve.h): each row names the cache slot its k and v
+  // go to and what it attends (`attn`: committed length and a tail into `tails`, see
+  // Backend::attention); `chunk` > 0 overrides the attention chunk for this batch. A
+  // committed row is {slot = pos, attn = {lane, pos + 1, 0, 0}}; forward() is that case.
+  // Checks tokens and lanes; the Backend checks slots and tails.
+  Status forward_rows(Backend& be, Cache& cache, const std::vector<ForwardRow>& rows, const std::vector<int32_t>& slots,
+                      const std::vector<AttnRow>& attn, const std::vector<int32_t>& tails, int chunk,
+                      std::vector<float>* logits) const;
+
  private:
   Qwen3Config config_;
   ModelOptions opts_;

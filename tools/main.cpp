@@ -6,6 +6,7 @@
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
+//   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda] [--out FILE]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
 #include "engine/generate.h"
+#include "engine/serve_gate.h"
 #include "engine/make_model.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
@@ -44,7 +46,7 @@ struct Common {
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate"};
 
 std::string known_commands() {
   std::string s;
@@ -228,6 +230,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   generate->add_option("--out", gen.out_file,
                        "Write a JSON result (tokens, time to first token, decode tok/s, cache bytes) here, atomically");
+  // serve-gate (issue 17): replays a serve fixture's gates and controls, writes a receipt.
+  kc::engine::ServeGateCommand sg;
+  auto* serve_gate = app.add_subcommand(
+      "serve-gate",
+      "Replay a serve fixture (fixtures/serve/*.json): every prompt alone, all at once forward and reverse with "
+      "queued requests, pages vs windows, drafted, resumed from a packed prompt state, per cache format; gates "
+      "concurrent == solo, paged == contiguous, drafted == plain, resumed == fresh, golden; engine controls must be "
+      "red. Exit 2 for a bad fixture (the field is named) with nothing written");
+  serve_gate->add_option("fixture", sg.fixture, "Fixture JSON file")->required();
+  serve_gate->add_option("--backend", sg.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -269,6 +282,11 @@ int main(int argc, char** argv) {
     gen.prompt_given = gen_prompt->count() > 0;
     gen.argv = args;
     return kc::engine::generate_command(gen, std::cout, std::cerr);
+  }
+
+  if (serve_gate->parsed()) {
+    sg.argv = args;
+    return kc::engine::serve_gate_command(sg, std::cout, std::cerr);
   }
 
   if (report->parsed())

@@ -1,0 +1,367 @@
+#include "engine/serve.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "contracts/framework.h"  // fnv1a
+#include "engine/generate.h"     // kTokEos
+
+namespace kc::engine {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Lane {
+  int req = -1;
+  bool paged = false;
+  std::vector<int32_t> pages;
+  bool released_early = false;
+  size_t fed = 0;              // prompt positions stored
+  std::vector<int32_t> seq;    // prompt + generated
+  int gen = 0;
+  bool done = false;
+  int32_t dfed = 0;            // draft cache: positions holding the lane's own tokens
+  int32_t C = 0;               // first tail slot (prompt + max_tokens)
+  Clock::time_point admitted;
+};
+
+const ViewDesc kIdle{0, -1, 0, 1, 0};
+}  // namespace
+
+Status make_draft_weights(const Qwen3Weights& target, int layers, Qwen3Weights* out) {
+  if (layers < 1 || layers > int(target.layers.size()))
+    return Status::Error("draft layers " + std::to_string(layers) + ": must be in 1.." +
+                         std::to_string(target.layers.size()));
+  Qwen3Weights w;
+  w.config = target.config;
+  w.config.num_hidden_layers = layers;
+  w.embed_tokens = target.embed_tokens;
+  w.layers.assign(target.layers.begin(), target.layers.begin() + layers);
+  w.norm = target.norm;
+  w.lm_head = target.lm_head;
+  *out = std::move(w);
+  return Status::Ok();
+}
+
+Status serve(const Model& target, const Model* draft, Backend& be, const ServeConfig& cfg,
+             const std::vector<ServeRequest>& reqs, std::vector<ServeResult>* out, ServeStats* stats) {
+  if (cfg.parallel < 1) return Status::Error("serve: parallel must be at least 1");
+  if (cfg.page < 1) return Status::Error("serve: page size must be positive");
+  if (cfg.context < 2) return Status::Error("serve: context must be at least 2");
+  if (cfg.prefill_chunk < 1) return Status::Error("serve: prefill chunk must be positive");
+  const bool drafting = cfg.draft_tokens > 0;
+  if (drafting && !draft) return Status::Error("serve: drafting needs a draft model");
+  const int64_t V = target.config().vocab_size;
+  const KvLayout lay = target.kv_layout();
+  const KvLayout dlay = drafting ? draft->kv_layout() : KvLayout();
+  const int P = cfg.page;
+  const int maxp = (cfg.context + P - 1) / P;
+  const int L = cfg.parallel;
+  auto is_window = [&](int l) { return cfg.all_windows || (l == 0 && cfg.window_first && !cfg.pages_all); };
+  auto parts_for = [&](int l) {
+    std::vector<RunPart> parts;
+    if (is_window(l)) parts.push_back({"window", lay.kv_bytes(uint64_t(cfg.context)), 0});
+    if (drafting) parts.push_back({"draft", dlay.kv_bytes(uint64_t(cfg.context)), 0});
+    return parts;
+  };
+  uint64_t max_run = 0;
+  for (int l = 0; l < L; ++l) max_run = std::max(max_run, run_bytes_for(parts_for(l)));
+  const uint64_t ps = lay.page_stride(P);
+  const uint64_t arena = uint64_t(cfg.pool_pages) * ps + uint64_t(L) * max_run;
+  Pool pool(arena, ps);
+  ServeStats st;
+  st.arena_bytes = arena;
+  st.fixed_bytes_per_lane = max_run;
+
+  Cache cache;
+  cache.lay = lay;
+  cache.mem.assign(arena, 0);
+  cache.pts.assign(size_t(L) * maxp, 0);
+  cache.views.assign(L, kIdle);
+  Cache dcache;
+  if (drafting) {
+    dcache.lay = dlay;
+    dcache.views.assign(L, kIdle);
+  }
+
+  std::vector<ServeResult> res(reqs.size());
+  std::vector<Lane> lanes(L);
+  std::vector<size_t> queue;
+  const int scratch = drafting ? cfg.draft_tokens + 1 : 0;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    const ServeRequest& q = reqs[r];
+    const int64_t need = int64_t(q.prompt.size()) + q.max_tokens + scratch;
+    std::string why;
+    if (q.prompt.size() < 2) why = "a prompt holds at least two tokens";
+    else if (q.max_tokens < 1) why = "max_tokens must be at least 1";
+    else if (need > cfg.context)
+      why = "needs " + std::to_string(need) + " positions (prompt " + std::to_string(q.prompt.size()) + " + max_tokens " +
+            std::to_string(q.max_tokens) + " + draft window " + std::to_string(scratch) + "), a lane holds " +
+            std::to_string(cfg.context);
+    else if (!(cfg.all_windows || (cfg.window_first && !cfg.pages_all)) && (need + P - 1) / P > pool.total_pages())
+      why = "needs " + std::to_string((need + P - 1) / P) + " pages, the pool holds " + std::to_string(pool.total_pages());
+    for (int32_t t : q.prompt)
+      if (t < 0 || t >= V) why = "token out of the vocabulary";
+    if (!why.empty()) res[r].refused = "request " + std::to_string(r) + " refused: " + why;
+    else queue.push_back(r);
+  }
+
+  uint64_t step = 0;
+  const auto t0 = Clock::now();
+  bool first_token_seen = false;
+  std::vector<float> logits;
+  auto poison = [&](const std::vector<int32_t>& pages) {
+    for (int32_t p : pages) std::memset(cache.mem.data() + uint64_t(p) * ps, Pool::kPoison, ps);
+  };
+  auto take = [&](int l, int32_t tok, const float* row) {
+    Lane& ln = lanes[l];
+    ServeResult& rr = res[ln.req];
+    if (!first_token_seen) {
+      first_token_seen = true;
+      st.first_token_s = since(t0);
+    }
+    if (rr.tokens.empty() && !rr.stopped_at_eos) rr.ttft_s = since(ln.admitted);
+    if (ln.done) return;
+    if (tok == kTokEos) {
+      rr.stopped_at_eos = true;
+      ln.done = true;
+      return;
+    }
+    rr.tokens.push_back(tok);
+    rr.digests.push_back(fnv1a(row, size_t(V) * sizeof(float)));
+    ln.seq.push_back(tok);
+    ++ln.gen;
+    ++st.tokens;
+    if (ln.gen >= reqs[ln.req].max_tokens) ln.done = true;
+  };
+
+  while (true) {
+    // Admission: every free lane takes the first queued request that fits it now.
+    for (int l = 0; l < L; ++l) {
+      if (lanes[l].req >= 0) continue;
+      for (size_t qi = 0; qi < queue.size(); ++qi) {
+        const size_t r = queue[qi];
+        const ServeRequest& q = reqs[r];
+        const int32_t need = int32_t(q.prompt.size()) + q.max_tokens + scratch;
+        const bool win = is_window(l);
+        if (!win && pool.free_pages() < (need + P - 1) / P) continue;
+        std::vector<RunPart> parts = parts_for(l);
+        uint64_t rb = run_bytes_for(parts);
+        if (cfg.plant_run_short && !parts.empty()) {
+          std::vector<RunPart> less(parts.begin(), parts.end() - 1);
+          rb = run_bytes_for(less);
+        }
+        uint64_t roff = 0;
+        if (!parts.empty()) {
+          Status cs = plan_run(&parts, rb);
+          if (!cs.ok) {
+            // Refused at planning: nothing placed, the request is refused (never overwritten).
+            st.planning_errors.push_back("lane " + std::to_string(l) + ": " + cs.message);
+            res[r].refused = "request " + std::to_string(r) + " refused: " + cs.message;
+            queue.erase(queue.begin() + qi);
+            --qi;
+            continue;
+          }
+          cs = pool.claim_run(l, parts, rb, &roff);
+          if (!cs.ok) continue;  // no room now: wait
+        }
+        Lane ln;
+        ln.req = int(r);
+        ln.paged = !win;
+        ln.seq = q.prompt;
+        ln.C = int32_t(q.prompt.size()) + q.max_tokens;
+        ln.admitted = Clock::now();
+        if (win) {
+          uint64_t off = 0;
+          KC_RETURN_IF_ERROR(pool.find_run(l, "window", lay.kv_bytes(uint64_t(cfg.context)), &off));
+          cache.views[l] = {off, -1, 0, cfg.context, 0};
+        } else {
+          if (!pool.take_pages(l, (need + P - 1) / P, &ln.pages)) {
+            pool.release_run(l, step);
+            pool.retire(step);
+            continue;
+          }
+          std::copy(ln.pages.begin(), ln.pages.end(), cache.pts.begin() + size_t(l) * maxp);
+          cache.views[l] = {0, l * maxp, int32_t(ln.pages.size()), P, ps};
+        }
+        if (drafting) {
+          uint64_t off = 0;
+          KC_RETURN_IF_ERROR(pool.find_run(l, "draft", dlay.kv_bytes(uint64_t(cfg.context)), &off));
+          dcache.views[l] = {off, -1, 0, cfg.context, 0};
+        }
+        res[r].lane = l;
+        res[r].paged = ln.paged;
+        res[r].pages = int(ln.pages.size());
+        if (q.restore) {
+          const int64_t n1 = int64_t(q.prompt.size()) - 1;
+          KC_RETURN_IF_ERROR(be.unpack(cache, l, 0, *q.restore));
+          if (cfg.plant_restore_without_scales && lay.scale_bytes) {
+            const KvView v = cache.view(l);
+            for (int64_t p = 0; p < n1; ++p)
+              for (int li = 0; li < lay.layers; ++li)
+                for (int kv = 0; kv < 2; ++kv)
+                  for (int h = 0; h < lay.kv_heads; ++h) std::memset(kv_scale(v, li, kv, h, p), 0, lay.scale_bytes);
+          }
+          ln.fed = size_t(n1);
+        }
+        lanes[l] = std::move(ln);
+        queue.erase(queue.begin() + qi);
+        break;
+      }
+    }
+    bool any = false;
+    for (const Lane& ln : lanes) any = any || ln.req >= 0;
+    if (!any) {
+      for (size_t r : queue) res[r].refused = "request " + std::to_string(r) + " refused: it fits in no lane of an idle pool";
+      break;
+    }
+
+    // Draft phase: catch up and propose up to d tokens per decoding lane, batched.
+    std::vector<std::vector<int32_t>> drafts(L);
+    std::vector<int> dn(L, 0);
+    if (drafting) {
+      std::vector<int> who;
+      for (int l = 0; l < L; ++l) {
+        const Lane& ln = lanes[l];
+        if (ln.req < 0 || ln.done || ln.fed < reqs[ln.req].prompt.size()) continue;
+        dn[l] = std::min(cfg.draft_tokens, reqs[ln.req].max_tokens - ln.gen - 1);
+        if (dn[l] > 0) who.push_back(l);
+      }
+      if (!who.empty()) {
+        std::swap(cache.mem, dcache.mem);
+        Status ds = Status::Ok();
+        for (int j = 0; j < cfg.draft_tokens && ds.ok; ++j) {
+          std::vector<ForwardRow> rows;
+          std::vector<int> owners;
+          for (int l : who) {
+            if (j >= dn[l]) continue;
+            Lane& ln = lanes[l];
+            const int32_t Lc = int32_t(ln.seq.size()) - 1;
+            if (j == 0) {
+              for (int32_t p = ln.dfed; p <= Lc; ++p) rows.push_back({l, ln.seq[p], p, p == Lc});
+            } else {
+              rows.push_back({l, drafts[l].back(), Lc + j, true});
+            }
+            owners.push_back(l);
+          }
+          if (rows.empty()) break;
+          ds = draft->forward(be, dcache, rows, &logits);
+          if (!ds.ok) break;
+          for (size_t i = 0; i < owners.size(); ++i) drafts[owners[i]].push_back(argmax(logits.data() + i * V, V));
+        }
+        std::swap(cache.mem, dcache.mem);
+        KC_RETURN_IF_ERROR(ds);
+        for (int l : who) lanes[l].dfed = int32_t(lanes[l].seq.size());
+      }
+    }
+
+    // The target batch.
+    std::vector<ForwardRow> rows;
+    std::vector<int32_t> slots, tails;
+    std::vector<AttnRow> attn;
+    struct Owner { int lane; int kind; int count; };  // kind 0 prefill/decode (1 logits row), 1 verify (count rows)
+    std::vector<Owner> owners;
+    bool has_prefill = false, has_decode = false, has_window = false, has_paged = false;
+    for (int l = 0; l < L; ++l) {
+      Lane& ln = lanes[l];
+      if (ln.req < 0 || ln.done) continue;
+      (ln.paged ? has_paged : has_window) = true;
+      const ServeRequest& q = reqs[ln.req];
+      const size_t n = q.prompt.size();
+      if (ln.fed < n) {
+        has_prefill = true;
+        const size_t end = std::min(n, ln.fed + size_t(cfg.prefill_chunk));
+        for (size_t p = ln.fed; p < end; ++p) {
+          rows.push_back({l, q.prompt[p], int32_t(p), p + 1 == n});
+          slots.push_back(int32_t(p));
+          attn.push_back({l, int32_t(p) + 1, 0, 0});
+        }
+        if (end == n) owners.push_back({l, 0, 1});
+        ln.fed = end;
+        continue;
+      }
+      has_decode = true;
+      const int32_t Lc = int32_t(ln.seq.size()) - 1;
+      if (dn[l] == 0) {
+        rows.push_back({l, ln.seq.back(), Lc, true});
+        slots.push_back(Lc);
+        attn.push_back({l, Lc + 1, 0, 0});
+        owners.push_back({l, 0, 1});
+        continue;
+      }
+      for (int i = 0; i <= dn[l]; ++i) {
+        const int32_t tok = i == 0 ? ln.seq.back() : drafts[l][i - 1];
+        rows.push_back({l, tok, Lc + i, true});
+        slots.push_back(ln.C + i);
+        attn.push_back({l, Lc, int32_t(tails.size()), i + 1});
+        for (int t = 0; t <= i; ++t) tails.push_back(ln.C + t);
+      }
+      owners.push_back({l, 1, dn[l] + 1});
+    }
+    if (has_prefill && has_decode) ++st.prefill_decode_rounds;
+    if (has_window && has_paged) ++st.mixed_rounds;
+    if (!rows.empty()) {
+      for (int l = 0; l < L; ++l)
+        if (lanes[l].req >= 0 && lanes[l].paged) {
+          const Status pc = pool.check(l, lanes[l].pages);
+          if (!pc.ok && st.pool_violations.size() < 8) st.pool_violations.push_back(pc.message);
+        }
+      const int chunk = cfg.plant_paged_batch_chunk && has_paged ? 4 : 0;
+      KC_RETURN_IF_ERROR(target.forward_rows(be, cache, rows, slots, attn, tails, chunk, &logits));
+      ++st.rounds;
+      std::vector<KeepMove> moves;
+      size_t at = 0;
+      for (const Owner& o : owners) {
+        Lane& ln = lanes[o.lane];
+        if (o.kind == 0) {
+          take(o.lane, argmax(logits.data() + at * V, V), logits.data() + at * V);
+          ++at;
+          continue;
+        }
+        const int32_t Lc = int32_t(ln.seq.size()) - 1;
+        const std::vector<int32_t>& d = drafts[o.lane];
+        int a = 0;
+        std::vector<int32_t> g(o.count);
+        for (int i = 0; i < o.count; ++i) g[i] = argmax(logits.data() + (at + i) * V, V);
+        while (a < o.count - 1 && d[a] == g[a]) ++a;
+        st.drafted += o.count - 1;
+        st.accepted += a;
+        for (int i = 0; i <= a; ++i) moves.push_back({o.lane, ln.C + i, Lc + i});
+        for (int i = 0; i <= a; ++i) take(o.lane, g[i], logits.data() + (at + i) * V);
+        at += size_t(o.count);
+      }
+      if (!moves.empty() && !cfg.plant_skip_keep) KC_RETURN_IF_ERROR(be.keep(cache, moves.data(), int(moves.size())));
+    }
+    ++step;
+    // Save prompt states, finish lanes, release (fenced), retire what the finished step used.
+    for (int l = 0; l < L; ++l) {
+      Lane& ln = lanes[l];
+      if (ln.req < 0) continue;
+      const ServeRequest& q = reqs[ln.req];
+      if (q.save && res[ln.req].saved.empty() && ln.fed == q.prompt.size())
+        KC_RETURN_IF_ERROR(be.pack(cache, l, 0, int64_t(q.prompt.size()) - 1, &res[ln.req].saved));
+      if (cfg.plant_early_release && ln.paged && !ln.released_early && !ln.done &&
+          ln.gen == q.max_tokens - 1) {
+        pool.release_pages_now(ln.pages);
+        ln.released_early = true;
+      }
+      if (!ln.done) continue;
+      if (ln.paged && !ln.released_early) pool.release_pages(ln.pages, step);
+      pool.release_run(l, step);
+      cache.views[l] = kIdle;
+      if (drafting) dcache.views[l] = kIdle;
+      ln = Lane();
+    }
+    pool.retire(step);  // cpu: the step's work has finished when forward returned
+    poison(pool.take_freed());
+  }
+  st.wall_s = since(t0);
+  st.peak_pages = pool.peak_pages();
+  *out = std::move(res);
+  if (stats) *stats = std::move(st);
+  return Status::Ok();
+}
+
+}  // namespace kc::engine

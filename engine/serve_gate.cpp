@@ -1,0 +1,617 @@
+#include "engine/serve_gate.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "contracts/framework.h"
+#include "engine/generate.h"
+#include "engine/serve.h"
+
+namespace kc::engine {
+
+namespace {
+
+// SHA-256 (FIPS 180-4), for the receipt's fixture_sha256.
+struct Sha256 {
+  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void block(const uint8_t* p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i) w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+bool is_int(const nlohmann::json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
+
+}  // namespace
+
+std::string sha256_hex(const std::string& bytes) {
+  Sha256 s;
+  std::string m = bytes;
+  const uint64_t bits = uint64_t(bytes.size()) * 8;
+  m.push_back(char(0x80));
+  while (m.size() % 64 != 56) m.push_back(0);
+  for (int i = 7; i >= 0; --i) m.push_back(char((bits >> (8 * i)) & 0xff));
+  for (size_t i = 0; i < m.size(); i += 64) s.block(reinterpret_cast<const uint8_t*>(m.data()) + i);
+  char buf[65];
+  for (int i = 0; i < 8; ++i) std::snprintf(buf + 8 * i, 9, "%08x", s.h[i]);
+  return std::string(buf, 64);
+}
+
+std::string token_hash(const std::vector<int32_t>& tokens) {
+  uint64_t h = 14695981039346656037ull;
+  for (int32_t t : tokens) {
+    const uint8_t b[4] = {uint8_t(t), uint8_t(t >> 8), uint8_t(t >> 16), uint8_t(t >> 24)};
+    h = fnv1a(b, 4, h);
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeFixture* out, std::string* err) {
+  const auto fail = [&](const std::string& field, const std::string& why) {
+    *err = "field " + field + ": " + why;
+    return false;
+  };
+  if (!j.is_object()) return fail("(top)", "the fixture must be a JSON object");
+  static const char* known[] = {"$schema", "name", "model", "prompts", "new_tokens", "parallel", "pages", "pages_all",
+                                "pool_pages", "context", "prefill_chunk", "cache_formats", "draft", "golden", "note"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
+      return fail(it.key(), "unknown field");
+  ServeFixture f;
+  auto need = [&](const char* k) { return j.contains(k); };
+  auto get_int = [&](const char* k, int lo, int hi, int* v) {
+    if (!need(k)) return fail(k, "missing");
+    if (!is_int(j[k])) return fail(k, "must be an integer");
+    const long long x = j[k].get<long long>();
+    if (x < lo || x > hi) return fail(k, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+    *v = int(x);
+    return true;
+  };
+  if (!need("name")) return fail("name", "missing");
+  if (!j["name"].is_string() || j["name"].get<std::string>().empty()) return fail("name", "must be a non-empty string");
+  f.name = j["name"];
+  if (!need("model")) return fail("model", "missing");
+  if (!j["model"].is_string() || j["model"].get<std::string>().empty()) return fail("model", "must be a non-empty string");
+  {
+    std::filesystem::path p(j["model"].get<std::string>());
+    if (p.is_relative()) p = std::filesystem::path(dir) / p;
+    f.model_dir = p.lexically_normal().string();
+    if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
+  }
+  if (!need("prompts")) return fail("prompts", "missing");
+  if (!j["prompts"].is_array() || j["prompts"].empty()) return fail("prompts", "must be a non-empty array");
+  for (size_t i = 0; i < j["prompts"].size(); ++i) {
+    const auto& p = j["prompts"][i];
+    if (!p.is_string() || p.get<std::string>().empty())
+      return fail("prompts[" + std::to_string(i) + "]", "must be a non-empty string");
+    f.prompts.push_back(p);
+  }
+  if (!get_int("new_tokens", 1, 4096, &f.new_tokens)) return false;
+  if (!get_int("parallel", 1, 64, &f.parallel)) return false;
+  if (f.parallel >= int(f.prompts.size()))
+    return fail("parallel", "must be smaller than the number of prompts (" + std::to_string(f.prompts.size()) +
+                                ") so that requests queue");
+  if (!need("pages")) return fail("pages", "missing");
+  if (!j["pages"].is_array() || j["pages"].empty() || j["pages"].size() > 2)
+    return fail("pages", "must be an array of one or two page sizes");
+  for (size_t i = 0; i < j["pages"].size(); ++i) {
+    const auto& p = j["pages"][i];
+    if (!is_int(p) || p.get<long long>() < 1 || p.get<long long>() > 65536)
+      return fail("pages[" + std::to_string(i) + "]", "must be an integer in 1..65536");
+    f.pages.push_back(p.get<int>());
+  }
+  if (need("pages_all")) {
+    if (!j["pages_all"].is_boolean()) return fail("pages_all", "must be true or false");
+    f.pages_all = j["pages_all"];
+  }
+  if (!get_int("pool_pages", 1, 1 << 20, &f.pool_pages)) return false;
+  if (!get_int("context", 2, 1 << 20, &f.context)) return false;
+  if (need("prefill_chunk") && !get_int("prefill_chunk", 1, 4096, &f.prefill_chunk)) return false;
+  if (!need("cache_formats")) return fail("cache_formats", "missing");
+  if (!j["cache_formats"].is_array() || j["cache_formats"].empty())
+    return fail("cache_formats", "must be a non-empty array");
+  for (size_t i = 0; i < j["cache_formats"].size(); ++i) {
+    const auto& c = j["cache_formats"][i];
+    const std::string fld = "cache_formats[" + std::to_string(i) + "]";
+    if (!c.is_string() || (c != "bf16" && c != "fp8" && c != "q4")) return fail(fld, "must be bf16, fp8 or q4");
+    if (std::find(f.formats.begin(), f.formats.end(), c.get<std::string>()) != f.formats.end())
+      return fail(fld, "repeats " + c.get<std::string>());
+    f.formats.push_back(c);
+  }
+  if (!need("draft")) return fail("draft", "missing");
+  {
+    const auto& d = j["draft"];
+    if (!d.is_object()) return fail("draft", "must be an object {layers, tokens}");
+    for (auto it = d.begin(); it != d.end(); ++it)
+      if (it.key() != "layers" && it.key() != "tokens") return fail("draft." + it.key(), "unknown field");
+    if (!d.contains("layers")) return fail("draft.layers", "missing");
+    if (!is_int(d["layers"]) || d["layers"].get<long long>() < 1 || d["layers"].get<long long>() > 1024)
+      return fail("draft.layers", "must be an integer in 1..1024");
+    if (!d.contains("tokens")) return fail("draft.tokens", "missing");
+    if (!is_int(d["tokens"]) || d["tokens"].get<long long>() < 1 || d["tokens"].get<long long>() > 64)
+      return fail("draft.tokens", "must be an integer in 1..64");
+    f.draft_layers = d["layers"];
+    f.draft_tokens = d["tokens"];
+  }
+  if (need("golden")) {
+    const auto& g = j["golden"];
+    if (!g.is_object()) return fail("golden", "must be an object {format: [hash per prompt]}");
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      const std::string fld = "golden." + it.key();
+      if (std::find(f.formats.begin(), f.formats.end(), it.key()) == f.formats.end())
+        return fail(fld, "not one of cache_formats");
+      if (!it->is_array() || it->size() != f.prompts.size())
+        return fail(fld, "must be an array of " + std::to_string(f.prompts.size()) + " hashes (one per prompt)");
+      for (size_t i = 0; i < it->size(); ++i) {
+        const auto& h = (*it)[i];
+        if (!h.is_string() || h.get<std::string>().size() != 16 ||
+            h.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
+          return fail(fld + "[" + std::to_string(i) + "]", "must be 16 lowercase hex digits");
+      }
+    }
+    f.golden = g;
+  }
+  const int longest = int(std::max_element(f.prompts.begin(), f.prompts.end(),
+                                           [](const std::string& a, const std::string& b) { return a.size() < b.size(); })
+                              ->size()) + 1;
+  if (longest + f.new_tokens + f.draft_tokens + 1 > f.context)
+    return fail("context", "must hold the longest prompt (" + std::to_string(longest) + " tokens) + new_tokens + draft.tokens + 1 = " +
+                               std::to_string(longest + f.new_tokens + f.draft_tokens + 1));
+  *out = std::move(f);
+  return true;
+}
+
+namespace {
+
+struct Arm {
+  std::string name;
+  std::string format;
+  std::vector<ServeResult> res;  // by prompt index
+  ServeStats stats;
+  double wall_s = 0;
+};
+
+nlohmann::json arm_json(const Arm& a) {
+  nlohmann::json toks = nlohmann::json::array(), ttft = nlohmann::json::array();
+  double ttft_sum = 0;
+  int64_t n = 0;
+  for (const ServeResult& r : a.res) {
+    toks.push_back(r.tokens);
+    ttft.push_back(r.ttft_s);
+    ttft_sum += r.ttft_s;
+    n += int64_t(r.tokens.size());
+  }
+  nlohmann::json j = {{"arm", a.name},
+                      {"format", a.format},
+                      {"tokens", toks},
+                      {"tokens_total", n},
+                      {"wall_s", a.wall_s},
+                      {"tok_s", a.wall_s > 0 ? double(n) / a.wall_s : 0.0},
+                      // tokens after each request's first, over the time after the first token of the arm
+                      // (approximate: later requests' prefills overlap that time)
+                      {"decode_tok_s", a.wall_s > a.stats.first_token_s
+                                           ? double(n - int64_t(a.res.size())) / (a.wall_s - a.stats.first_token_s)
+                                           : 0.0},
+                      {"time_to_first_token_s", a.stats.first_token_s},
+                      {"time_to_first_token_per_request_s", ttft},
+                      {"rounds", a.stats.rounds},
+                      {"pages_taken", a.stats.peak_pages},
+                      {"arena_bytes", a.stats.arena_bytes},
+                      {"bytes_fixed_per_lane", a.stats.fixed_bytes_per_lane},
+                      {"rounds_mixing_window_and_paged_lanes", a.stats.mixed_rounds},
+                      {"rounds_mixing_prefill_and_decode", a.stats.prefill_decode_rounds}};
+  if (a.stats.drafted) j["draft"] = {{"drafted", a.stats.drafted}, {"accepted", a.stats.accepted}};
+  return j;
+}
+
+// The first token where b differs from a (tokens or the logits digest behind them), -1 if none.
+std::string compare(const ServeResult& a, const ServeResult& b, bool digests, int64_t* at) {
+  if (!a.refused.empty() || !b.refused.empty()) {
+    *at = 0;
+    return "refused: " + (a.refused.empty() ? b.refused : a.refused);
+  }
+  const size_t n = std::max(a.tokens.size(), b.tokens.size());
+  for (size_t i = 0; i < n; ++i) {
+    const bool ha = i < a.tokens.size(), hb = i < b.tokens.size();
+    if (!ha || !hb || a.tokens[i] != b.tokens[i]) {
+      *at = int64_t(i);
+      return "first differing token " + std::to_string(i) + ": " + (ha ? std::to_string(a.tokens[i]) : "end") + " vs " +
+             (hb ? std::to_string(b.tokens[i]) : "end");
+    }
+    if (digests && a.digests[i] != b.digests[i]) {
+      *at = int64_t(i);
+      return "first differing token " + std::to_string(i) + ": same id " + std::to_string(a.tokens[i]) +
+             ", logits bytes differ";
+    }
+  }
+  *at = -1;
+  return "";
+}
+
+}  // namespace
+
+int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err) {
+  const auto bad = [&](const std::string& why) {
+    err << "tf-cuda-test: error: serve-gate: " << why << "\n";
+    return 2;
+  };
+  std::string text;
+  {
+    std::ifstream f(cmd.fixture, std::ios::binary);
+    if (!f || std::filesystem::is_directory(cmd.fixture)) return bad(cmd.fixture + ": cannot be read");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  nlohmann::json fj;
+  try {
+    fj = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return bad(cmd.fixture + ": not JSON: " + e.what());
+  }
+  ServeFixture fx;
+  std::string why;
+  const std::string dir = std::filesystem::path(cmd.fixture).parent_path().string();
+  if (!parse_serve_fixture(fj, dir.empty() ? "." : dir, &fx, &why)) return bad(cmd.fixture + ": " + why);
+  if (cmd.backend != "cpu" && cmd.backend != "cuda") return bad("--backend " + cmd.backend + ": expected cpu or cuda");
+  std::string target;
+  if (!cmd.out_file.empty()) {
+    const Status st = prepare_output(cmd.out_file, &target);
+    if (!st.ok) return bad("--out " + st.message);
+  }
+  Qwen3Weights w;
+  {
+    const Status st = load_qwen3_checkpoint(fx.model_dir, &w);
+    if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
+  }
+  if (w.config.vocab_size < 258) return bad(cmd.fixture + ": field model: not a byte-level model");
+  if (fx.draft_layers >= int(w.layers.size()))
+    return bad(cmd.fixture + ": field draft.layers: must be below the model's " + std::to_string(w.layers.size()) +
+               " layers");
+  Qwen3Weights dw;
+  {
+    const Status st = make_draft_weights(w, fx.draft_layers, &dw);
+    if (!st.ok) return bad(cmd.fixture + ": field draft.layers: " + st.message);
+  }
+  Status bst;
+  std::unique_ptr<Backend> be = select_backend(cmd.backend, &bst);
+  if (!be) return bad(bst.message);
+
+  const auto t_all = Clock::now();
+  std::map<std::string, Model> targets, drafts;
+  for (const std::string& fmt : std::vector<std::string>{"bf16", "fp8", "q4"}) {
+    if (std::find(fx.formats.begin(), fx.formats.end(), fmt) == fx.formats.end() && fmt != "fp8" && fmt != "bf16")
+      continue;
+    ModelOptions mo;
+    mo.kv_format = fmt == "bf16" ? Format::bf16 : fmt == "fp8" ? Format::fp8 : Format::q4;
+    Model m, d;
+    Status st = Model::create(w, mo, &m);
+    if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
+    st = Model::create(dw, mo, &d);
+    if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
+    targets.emplace(fmt, std::move(m));
+    drafts.emplace(fmt, std::move(d));
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& p : fx.prompts) prompts.push_back(encode_prompt(p));
+  const int np = int(prompts.size());
+
+  nlohmann::json arms = nlohmann::json::array();
+  std::vector<std::string> errors;
+  // Runs one arm: the prompts in `order`, results stored by prompt index.
+  auto run_arm = [&](const std::string& name, const std::string& fmt, ServeConfig cfg, const std::vector<int>& order,
+                     bool save, const std::vector<std::vector<uint8_t>>* restore, bool record, Arm* a) {
+    a->name = name;
+    a->format = fmt;
+    a->res.assign(np, ServeResult());
+    cfg.context = fx.context;
+    cfg.pool_pages = fx.pool_pages;
+    cfg.prefill_chunk = fx.prefill_chunk;
+    std::vector<ServeRequest> reqs;
+    for (int i : order) {
+      ServeRequest r{prompts[i], fx.new_tokens, restore ? &(*restore)[i] : nullptr, save};
+      reqs.push_back(r);
+    }
+    std::vector<ServeResult> res;
+    const auto t0 = Clock::now();
+    const Status st = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, *be, cfg, reqs, &res, &a->stats);
+    a->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!st.ok) {
+      errors.push_back(name + " (" + fmt + "): " + st.message);
+      for (ServeResult& r : a->res) r.refused = "engine error: " + st.message;
+      return st;
+    }
+    for (size_t k = 0; k < order.size(); ++k) a->res[order[k]] = std::move(res[k]);
+    if (record) arms.push_back(arm_json(*a));
+    return st;
+  };
+  // Solo: each prompt alone on a window lane (the reference of every gate).
+  auto run_solo = [&](const std::string& fmt, bool record, Arm* a) {
+    a->name = "solo";
+    a->format = fmt;
+    a->res.assign(np, ServeResult());
+    ServeStats total;
+    double wall = 0;
+    for (int i = 0; i < np; ++i) {
+      Arm one;
+      ServeConfig cfg;
+      cfg.parallel = 1;
+      cfg.page = fx.pages[0];
+      run_arm("solo", fmt, cfg, {i}, true, nullptr, false, &one);
+      a->res[i] = std::move(one.res[i]);
+      wall += one.wall_s;
+      total.rounds += one.stats.rounds;
+      total.peak_pages = std::max(total.peak_pages, one.stats.peak_pages);
+      total.arena_bytes = one.stats.arena_bytes;
+      total.fixed_bytes_per_lane = one.stats.fixed_bytes_per_lane;
+      if (i == 0) total.first_token_s = one.stats.first_token_s;
+      for (auto& v : one.stats.pool_violations) total.pool_violations.push_back(v);
+      for (auto& v : one.stats.planning_errors) total.planning_errors.push_back(v);
+    }
+    a->stats = total;
+    a->wall_s = wall;
+    if (record) arms.push_back(arm_json(*a));
+  };
+  std::vector<int> fwd(np), rev(np);
+  for (int i = 0; i < np; ++i) fwd[i] = i, rev[i] = np - 1 - i;
+  const int Pfirst = fx.pages.front(), Plast = fx.pages.back();
+
+  // Gate checks shared by the run and the controls.
+  auto gate_pairs = [&](Run& run, const std::string& gate, const Arm& ref, const Arm& got, bool digests) {
+    for (int i = 0; i < np; ++i) {
+      int64_t at = -1;
+      const std::string d = compare(ref.res[i], got.res[i], digests, &at);
+      run.check(gate, at < 0, "prompt=" + std::to_string(i) + " format=" + got.format + " arm=" + got.name,
+                d.empty() ? "" : d);
+    }
+  };
+  auto gate_pool = [&](Run& run, const Arm& a) {
+    run.check("pool check", a.stats.pool_violations.empty(), "arm=" + a.name + " format=" + a.format,
+              a.stats.pool_violations.empty() ? "" : a.stats.pool_violations.front());
+    run.check("run planning", a.stats.planning_errors.empty(), "arm=" + a.name + " format=" + a.format,
+              a.stats.planning_errors.empty() ? "" : a.stats.planning_errors.front());
+    int refused = 0;
+    std::string first;
+    for (const ServeResult& r : a.res)
+      if (!r.refused.empty() && refused++ == 0) first = r.refused;
+    run.check("admitted", refused == 0, "arm=" + a.name + " format=" + a.format, first);
+  };
+
+  CaseSelection sel;
+  Run run(*be, nullptr, 0, np, sel, false);
+  run.declare("concurrent == solo", "every prompt's tokens and logits bytes in the forward and reverse concurrent arms (queued, window and paged lanes mixed) equal the prompt alone");
+  run.declare("paged == contiguous", "pages-all arm equals the all-windows (pool off) arm, token and logits bytes");
+  run.declare("drafted == plain", "chain-drafted decoding (draft = the target's first layers, verify over tails, keep) equals plain greedy, token and logits bytes");
+  run.declare("resumed == fresh", "restored from a packed prompt state (Backend::unpack into paged lanes of another page size) equals the fresh run");
+  run.declare("golden", "each prompt's token hash equals the fixture's golden hash");
+  run.declare("pool check", "no lane read a page it did not own (the pool's own check before every round)");
+  run.declare("run planning", "every lane's run held its parts (no run refused at planning)");
+  run.declare("admitted", "every request was admitted and served");
+
+  std::map<std::string, Arm> solo;
+  std::map<std::string, std::vector<std::vector<uint8_t>>> saved;
+  for (const std::string& fmt : fx.formats) {
+    err << "serve-gate: " << fmt << ": solo\n";
+    Arm& s = solo[fmt];
+    run_solo(fmt, true, &s);
+    for (const ServeResult& r : s.res) saved[fmt].push_back(r.saved);
+    gate_pool(run, s);
+    if (fx.golden.is_object() && fx.golden.contains(fmt)) {
+      for (int i = 0; i < np; ++i) {
+        const std::string h = token_hash(s.res[i].tokens);
+        const std::string g = fx.golden[fmt][i];
+        run.check("golden", h == g, "prompt=" + std::to_string(i) + " format=" + fmt,
+                  h == g ? "" : "hash " + h + ", golden " + g);
+      }
+    } else {
+      run.skip("golden", "the fixture gives no golden hashes for " + fmt, np);
+    }
+    ServeConfig c;
+    c.parallel = fx.parallel;
+    Arm a;
+    err << "serve-gate: " << fmt << ": concurrent forward, reverse\n";
+    c.page = Pfirst;
+    run_arm("concurrent-forward", fmt, c, fwd, false, nullptr, true, &a);
+    gate_pairs(run, "concurrent == solo", s, a, true);
+    gate_pool(run, a);
+    c.page = Plast;
+    run_arm("concurrent-reverse", fmt, c, rev, false, nullptr, true, &a);
+    gate_pairs(run, "concurrent == solo", s, a, true);
+    gate_pool(run, a);
+    err << "serve-gate: " << fmt << ": windows, pages-all\n";
+    ServeConfig wc = c;
+    wc.all_windows = true;
+    Arm win;
+    run_arm("windows", fmt, wc, fwd, false, nullptr, true, &win);
+    gate_pool(run, win);
+    gate_pairs(run, "concurrent == solo", s, win, true);
+    if (fx.pages_all) {
+      for (int P : fx.pages) {
+        ServeConfig pc = c;
+        pc.pages_all = true;
+        pc.page = P;
+        run_arm("pages-all-" + std::to_string(P), fmt, pc, fwd, false, nullptr, true, &a);
+        gate_pairs(run, "paged == contiguous", win, a, true);
+        gate_pool(run, a);
+      }
+    } else {
+      run_arm("concurrent-forward", fmt, c, fwd, false, nullptr, false, &a);
+      gate_pairs(run, "paged == contiguous", win, a, true);
+    }
+    err << "serve-gate: " << fmt << ": drafted\n";
+    ServeConfig dc = c;
+    dc.page = Pfirst;
+    dc.draft_tokens = fx.draft_tokens;
+    run_arm("drafted", fmt, dc, fwd, false, nullptr, true, &a);
+    gate_pairs(run, "drafted == plain", s, a, true);
+    gate_pool(run, a);
+    err << "serve-gate: " << fmt << ": resumed\n";
+    ServeConfig rc = c;
+    rc.pages_all = fx.pages_all;
+    rc.page = Plast;
+    run_arm("resumed", fmt, rc, rev, false, &saved[fmt], true, &a);
+    gate_pairs(run, "resumed == fresh", s, a, true);
+    gate_pool(run, a);
+  }
+
+  // Controls: each plants one engine bug; its gate must turn red.
+  const std::string cf = std::find(fx.formats.begin(), fx.formats.end(), "bf16") != fx.formats.end() ? "bf16" : fx.formats[0];
+  auto solo_of = [&](const std::string& fmt) -> Arm& {
+    if (!solo.count(fmt)) {
+      run_solo(fmt, false, &solo[fmt]);
+      for (const ServeResult& r : solo[fmt].res) saved[fmt].push_back(r.saved);
+    }
+    return solo[fmt];
+  };
+  std::vector<int> order_mixed = fwd;
+  nlohmann::json control_notes = nlohmann::json::object();
+  run.control("paged-batch-other-path",
+              "a batch holding a paged lane routes every lane through attention chunk 4 (another split-K path)",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.page = Pfirst;
+                c.plant_paged_batch_chunk = true;
+                Arm a;
+                run_arm("control-paged-batch", cf, c, fwd, false, nullptr, false, &a);
+                gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
+              });
+  run.control("restore-without-scale-planes", "restore (fp8) leaves every scale plane of the restored positions zero",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.pages_all = fx.pages_all;
+                c.page = Plast;
+                c.plant_restore_without_scales = true;
+                Arm& s = solo_of("fp8");
+                Arm a;
+                run_arm("control-restore", "fp8", c, rev, false, &saved["fp8"], false, &a);
+                gate_pairs(sub, "resumed == fresh", s, a, true);
+              });
+  run.control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.page = Pfirst;
+                c.draft_tokens = fx.draft_tokens;
+                c.plant_skip_keep = true;
+                Arm a;
+                run_arm("control-skip-keep", cf, c, fwd, false, nullptr, false, &a);
+                gate_pairs(sub, "drafted == plain", solo_of(cf), a, true);
+              });
+  run.control("pages-released-before-drained",
+              "a paged lane's pages go back to the pool (and are poisoned) one step before its last decode step",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.page = Pfirst;
+                c.pages_all = true;
+                c.plant_early_release = true;
+                Arm a;
+                run_arm("control-early-release", cf, c, fwd, false, nullptr, false, &a);
+                gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
+                gate_pool(sub, a);
+                if (!a.stats.pool_violations.empty()) control_notes["pages-released-before-drained"] = a.stats.pool_violations.front();
+              });
+  run.control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.page = Pfirst;
+                c.draft_tokens = fx.draft_tokens;
+                c.plant_run_short = true;
+                Arm a;
+                run_arm("control-run-short", cf, c, fwd, false, nullptr, false, &a);
+                gate_pool(sub, a);
+                if (!a.stats.planning_errors.empty()) control_notes["run-one-part-short"] = a.stats.planning_errors.front();
+              });
+  for (const std::string& e : errors) run.error("engine", e);
+
+  const double secs = std::chrono::duration<double>(Clock::now() - t_all).count();
+  bool all_red = true;
+  for (const ControlStat& k : run.controls()) all_red = all_red && k.red;
+  int64_t checks = 0;
+  for (const GateStat& g : run.gates()) checks += g.passed;
+  const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0;
+  std::vector<std::string> reasons;
+  for (const GateStat& g : run.gates())
+    if (g.failed > 0)
+      reasons.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " +
+                        std::to_string(g.passed + g.failed) + " checks");
+  for (const ControlStat& k : run.controls())
+    if (!k.red) reasons.push_back("control " + k.name + " stayed green");
+  if (run.has_errors()) reasons.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+
+  nlohmann::json r = new_receipt({"serve-gate", fx.name, be->name(), device_json(be->device()), cmd.argv,
+                                // deterministic (no generator); the report accepts null only for benches
+                                nlohmann::json(uint64_t(0))});
+  r["verdict"] = pass ? "pass" : "fail";
+  r["verdict_reasons"] = reasons;
+  r["cases"] = {{"requested", np}, {"run", np}, {"filtered_out", 0}, {"filter", ""}};  // a case = a prompt
+  r["fixture"] = cmd.fixture;
+  r["fixture_sha256"] = sha256_hex(text);
+  r["model"] = fx.model_dir;
+  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_receipt_json(g));
+  for (const ControlStat& k : run.controls()) {
+    nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
+                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
+    if (!k.errors.empty()) j["errors"] = k.errors;
+    if (control_notes.contains(k.name)) j["detail"] = control_notes[k.name];
+    r["controls"].push_back(j);
+  }
+  r["errors"] = run.errors();
+  nlohmann::json golden = nlohmann::json::object();
+  for (auto& [fmt, s] : solo) {
+    if (std::find(fx.formats.begin(), fx.formats.end(), fmt) == fx.formats.end()) continue;
+    for (const ServeResult& x : s.res) golden[fmt].push_back(token_hash(x.tokens));
+  }
+  r["arms"] = arms;
+  nlohmann::json nums = {{"token_hashes", golden}};
+  for (const auto& a : arms)
+    nums[a["format"].get<std::string>() + "." + a["arm"].get<std::string>() + ".decode_tok_s"] = a["decode_tok_s"];
+  r["numbers"] = nums;
+  r["timings"] = {{"total_s", secs}};
+  out << summary_table(r);
+  out.flush();
+  if (!cmd.out_file.empty()) {
+    const Status ws = write_json_atomic(cmd.out_file, r);
+    if (!ws.ok) return bad("--out " + ws.message);
+    out << "receipt: " << cmd.out_file << "\n";
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace kc::engine
