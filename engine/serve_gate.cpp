@@ -109,7 +109,6 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     std::filesystem::path p(j["model"].get<std::string>());
     if (p.is_relative()) p = std::filesystem::path(dir) / p;
     f.model_dir = p.lexically_normal().string();
-    if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
   }
   if (!need("prompts")) return fail("prompts", "missing");
   if (!j["prompts"].is_array() || j["prompts"].empty()) return fail("prompts", "must be a non-empty array");
@@ -190,6 +189,7 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   if (longest + f.new_tokens + f.draft_tokens + 1 > f.context)
     return fail("context", "must hold the longest prompt (" + std::to_string(longest) + " tokens) + new_tokens + draft.tokens + 1 = " +
                                std::to_string(longest + f.new_tokens + f.draft_tokens + 1));
+  if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
   *out = std::move(f);
   return true;
 }

@@ -1,0 +1,283 @@
+// Serving (engine/pool.h, engine/serve.h, engine/serve_gate.h) on the cpu backend: the
+// pool's pages / runs / fences / own check; admission (waits for pages, refuses what can
+// never fit while the others go on); drafted == plain and resumed == fresh on a
+// synthetic model; the fixture validator (each bad class names its field, exit 2, nothing
+// written).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "engine/make_model.h"
+#include "engine/serve.h"
+#include "engine/serve_gate.h"
+#include "tests/engine/temp_dir.h"
+
+namespace kc::engine {
+namespace {
+
+const std::string kSrc = KC_SOURCE_DIR;
+
+TEST(Pool, PagesFromTheBottomRunsFromTheTop) {
+  Pool p(10 * 256, 256);
+  uint64_t off = 0;
+  ASSERT_TRUE(p.claim_run(0, {{"a", 300, 0}, {"b", 100, 0}}, 768, &off).ok);
+  EXPECT_EQ(off, 10u * 256 - 768);
+  uint64_t b = 0;
+  ASSERT_TRUE(p.find_run(0, "b", 100, &b).ok);
+  EXPECT_EQ(b, off + 512);
+  EXPECT_FALSE(p.find_run(0, "b", 101, &b).ok);  // bounds-checked
+  EXPECT_FALSE(p.find_run(0, "c", 1, &b).ok);
+  EXPECT_FALSE(p.find_run(1, "a", 1, &b).ok);
+  EXPECT_EQ(p.free_pages(), 7);  // three pages' bytes under the run
+  std::vector<int32_t> pages;
+  ASSERT_TRUE(p.take_pages(1, 3, &pages));
+  EXPECT_EQ(pages, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_FALSE(p.take_pages(2, 5, &pages));  // only 4 left: nothing taken
+  EXPECT_EQ(p.free_pages(), 4);
+}
+
+TEST(Pool, RunOnePartShortIsRefusedAtPlanning) {
+  std::vector<RunPart> parts = {{"window", 1000, 0}, {"draft", 500, 0}};
+  const uint64_t full = run_bytes_for(parts);
+  EXPECT_TRUE(plan_run(&parts, full).ok);
+  const Status st = plan_run(&parts, run_bytes_for({{"window", 1000, 0}}));
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("part draft"), std::string::npos) << st.message;
+  Pool p(16 * 256, 256);
+  uint64_t off = 0;
+  EXPECT_FALSE(p.claim_run(0, parts, 1024, &off).ok);
+  EXPECT_FALSE(p.has_run(0));
+}
+
+TEST(Pool, ReleaseIsFencedAndTheCheckNamesThePage) {
+  Pool p(8 * 256, 256);
+  std::vector<int32_t> a, b;
+  ASSERT_TRUE(p.take_pages(0, 4, &a));
+  p.release_pages(a, 5);
+  EXPECT_TRUE(p.check(0, a).ok);  // pending: still the lane's until step 5 finished
+  EXPECT_FALSE(p.take_pages(1, 5, &b));
+  p.retire(4);
+  EXPECT_FALSE(p.take_pages(1, 5, &b));
+  p.retire(5);
+  EXPECT_EQ(p.take_freed().size(), 4u);
+  ASSERT_TRUE(p.take_pages(1, 5, &b));
+  const Status st = p.check(0, a);
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("page 0, which is owned by lane 1"), std::string::npos) << st.message;
+  p.release_pages_now({4});
+  const Status st2 = p.check(1, b);
+  EXPECT_NE(st2.message.find("page 4, which is free"), std::string::npos) << st2.message;
+}
+
+TEST(Pool, RunsDoNotGrowIntoPagesInUse) {
+  Pool p(8 * 256, 256);
+  std::vector<int32_t> a;
+  ASSERT_TRUE(p.take_pages(0, 7, &a));
+  uint64_t off = 0;
+  EXPECT_FALSE(p.claim_run(1, {{"x", 512, 0}}, 512, &off).ok);
+  EXPECT_TRUE(p.claim_run(1, {{"x", 256, 0}}, 256, &off).ok);
+  EXPECT_EQ(off, 7u * 256);
+}
+
+struct Tiny {
+  Qwen3Weights w, dw;
+  Model m, d;
+};
+const Tiny& tiny(Format f) {
+  static std::map<Format, Tiny> cache;
+  auto it = cache.find(f);
+  if (it != cache.end()) return it->second;
+  Tiny t;
+  const std::string dir = kSrc + "/fixtures/models/stdlib-bytes-3m";
+  EXPECT_TRUE(load_qwen3_checkpoint(dir, &t.w).ok);
+  EXPECT_TRUE(make_draft_weights(t.w, 1, &t.dw).ok);
+  ModelOptions mo;
+  mo.kv_format = f;
+  EXPECT_TRUE(Model::create(t.w, mo, &t.m).ok);
+  EXPECT_TRUE(Model::create(t.dw, mo, &t.d).ok);
+  return cache.emplace(f, std::move(t)).first->second;
+}
+
+std::vector<ServeRequest> requests(const std::vector<std::string>& texts, int max_tokens) {
+  std::vector<ServeRequest> r;
+  for (const std::string& t : texts) r.push_back({encode_prompt(t), max_tokens, nullptr, false});
+  return r;
+}
+
+TEST(Serve, NeverFitsIsRefusedWhileOthersGoOnAndTightPoolsWait) {
+  const Tiny& t = tiny(Format::bf16);
+  auto be = make_cpu_backend();
+  ServeConfig c;
+  c.parallel = 3;
+  c.page = 4;
+  c.pages_all = true;
+  c.context = 40;
+  c.pool_pages = 8;  // one request of ~20 positions at a time: the others wait
+  std::vector<ServeRequest> reqs = requests({"import os", "def f(x):", "class A:"}, 8);
+  reqs.insert(reqs.begin() + 1, ServeRequest{encode_prompt(std::string(60, 'x')), 8, nullptr, false});
+  std::vector<ServeResult> res;
+  ServeStats st;
+  ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &res, &st).ok);
+  EXPECT_NE(res[1].refused.find("request 1 refused: needs 69 positions"), std::string::npos) << res[1].refused;
+  for (int i : {0, 2, 3}) {
+    EXPECT_TRUE(res[i].refused.empty()) << res[i].refused;
+    EXPECT_EQ(res[i].tokens.size(), 8u);
+  }
+  EXPECT_LE(st.peak_pages, 8);
+  // Solo results equal the queued ones.
+  for (int i : {0, 2, 3}) {
+    std::vector<ServeResult> one;
+    ServeConfig s = c;
+    s.parallel = 1;
+    ASSERT_TRUE(serve(t.m, nullptr, *be, s, {reqs[i]}, &one, nullptr).ok);
+    EXPECT_EQ(one[0].tokens, res[i].tokens);
+    EXPECT_EQ(one[0].digests, res[i].digests);
+  }
+}
+
+TEST(Serve, DraftedEqualsPlainAndSkippingKeepDoesNot) {
+  for (Format f : {Format::bf16, Format::fp8}) {
+    const Tiny& t = tiny(f);
+    auto be = make_cpu_backend();
+    ServeConfig c;
+    c.parallel = 2;
+    c.page = 7;
+    c.context = 64;
+    c.pool_pages = 32;
+    const auto reqs = requests({"import os\n", "    def __init__(self", "x = "}, 12);
+    std::vector<ServeResult> plain, drafted, broken;
+    ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &plain, nullptr).ok);
+    c.draft_tokens = 3;
+    ServeStats st;
+    ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &drafted, &st).ok);
+    EXPECT_GT(st.drafted, 0);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(plain[i].tokens, drafted[i].tokens) << format_name(f) << " prompt " << i;
+      EXPECT_EQ(plain[i].digests, drafted[i].digests) << format_name(f) << " prompt " << i;
+    }
+    c.plant_skip_keep = true;
+    ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &broken, nullptr).ok);
+    bool differs = false;
+    for (size_t i = 0; i < reqs.size(); ++i) differs = differs || broken[i].digests != plain[i].digests;
+    EXPECT_TRUE(differs) << format_name(f);
+  }
+}
+
+TEST(Serve, ResumedEqualsFreshAcrossLaneKinds) {
+  const Tiny& t = tiny(Format::fp8);
+  auto be = make_cpu_backend();
+  ServeConfig c;
+  c.parallel = 1;
+  c.context = 64;
+  c.pool_pages = 32;
+  auto reqs = requests({"from typing import ", "    return self."}, 10);
+  for (auto& r : reqs) r.save = true;
+  std::vector<ServeResult> fresh;
+  ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &fresh, nullptr).ok);  // window lane
+  for (int page : {3, 16}) {
+    ServeConfig r = c;
+    r.pages_all = true;
+    r.page = page;
+    auto again = requests({"from typing import ", "    return self."}, 10);
+    for (size_t i = 0; i < again.size(); ++i) again[i].restore = &fresh[i].saved;
+    std::vector<ServeResult> resumed;
+    ASSERT_TRUE(serve(t.m, nullptr, *be, r, again, &resumed, nullptr).ok);
+    for (size_t i = 0; i < again.size(); ++i) {
+      EXPECT_TRUE(resumed[i].paged);
+      EXPECT_EQ(resumed[i].tokens, fresh[i].tokens) << "page " << page;
+      EXPECT_EQ(resumed[i].digests, fresh[i].digests) << "page " << page;
+    }
+  }
+}
+
+// --- the fixture validator and the command's exit 2 ---
+
+nlohmann::json good_fixture() {
+  return nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/serve/ci.json"));
+}
+
+int run_command(const nlohmann::json& fx, const std::string& dir, const std::string& out, std::string* err_text) {
+  const std::string path = dir + "/fx.json";
+  std::ofstream(path) << fx.dump(2);
+  std::ostringstream o, e;
+  ServeGateCommand cmd;
+  cmd.fixture = path;
+  cmd.out_file = out;
+  const int rc = serve_gate_command(cmd, o, e);
+  *err_text = e.str();
+  return rc;
+}
+
+TEST(ServeFixture, ShippedFixturesParse) {
+  ServeFixture f;
+  std::string err;
+  EXPECT_TRUE(parse_serve_fixture(good_fixture(), kSrc + "/fixtures/serve", &f, &err)) << err;
+  EXPECT_GT(int(f.prompts.size()), f.parallel);
+}
+
+TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
+  test::TempDir dir;
+  const std::string model = kSrc + "/fixtures/models/stdlib-bytes-3m";
+  struct Bad {
+    std::string field;
+    std::function<void(nlohmann::json&)> edit;
+  };
+  const std::vector<Bad> bad = {
+      {"field name: missing", [](nlohmann::json& j) { j.erase("name"); }},
+      {"field model: ", [](nlohmann::json& j) { j["model"] = "/no/such/model"; }},
+      {"field prompts[1]: must be a non-empty string", [](nlohmann::json& j) { j["prompts"][1] = ""; }},
+      {"field prompts: must be a non-empty array", [](nlohmann::json& j) { j["prompts"] = nlohmann::json::array(); }},
+      {"field new_tokens: must be an integer", [](nlohmann::json& j) { j["new_tokens"] = "16"; }},
+      {"field new_tokens: must be in 1..4096", [](nlohmann::json& j) { j["new_tokens"] = 0; }},
+      {"field parallel: must be smaller than the number of prompts", [](nlohmann::json& j) { j["parallel"] = 5; }},
+      {"field pages[1]: must be an integer in 1..65536", [](nlohmann::json& j) { j["pages"][1] = 0; }},
+      {"field pages_all: must be true or false", [](nlohmann::json& j) { j["pages_all"] = 1; }},
+      {"field pool_pages: missing", [](nlohmann::json& j) { j.erase("pool_pages"); }},
+      {"field context: must hold the longest prompt", [](nlohmann::json& j) { j["context"] = 20; }},
+      {"field cache_formats[1]: must be bf16, fp8 or q4", [](nlohmann::json& j) { j["cache_formats"][1] = "mxfp4"; }},
+      {"field cache_formats[1]: repeats bf16", [](nlohmann::json& j) { j["cache_formats"][1] = "bf16"; }},
+      {"field draft.tokens: missing", [](nlohmann::json& j) { j["draft"].erase("tokens"); }},
+      {"field draft.layers: must be below the model's 4 layers", [](nlohmann::json& j) { j["draft"]["layers"] = 4; }},
+      {"field golden.bf16: must be an array of 5 hashes", [](nlohmann::json& j) { j["golden"]["bf16"] = {"0000000000000000"}; }},
+      {"field golden.bf16[0]: must be 16 lowercase hex digits",
+       [](nlohmann::json& j) { j["golden"]["bf16"][0] = "XYZ"; }},
+      {"field golden.q4: not one of cache_formats",
+       [](nlohmann::json& j) { j["golden"]["q4"] = j["golden"]["bf16"]; }},
+      {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
+  };
+  for (const Bad& b : bad) {
+    nlohmann::json j = good_fixture();
+    j["model"] = model;
+    if (!j.contains("golden")) j["golden"] = {{"bf16", std::vector<std::string>(5, "0000000000000000")}};
+    b.edit(j);
+    const std::string out = dir.file("receipt.json");
+    std::string err;
+    EXPECT_EQ(run_command(j, dir.str(), out, &err), 2) << b.field;
+    EXPECT_NE(err.find(b.field), std::string::npos) << "want '" << b.field << "' in: " << err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << b.field;
+  }
+  std::string err;
+  const std::string path = dir.file("not-json.json");
+  std::ofstream(path) << "{ nope";
+  std::ostringstream o, e;
+  ServeGateCommand cmd;
+  cmd.fixture = path;
+  cmd.out_file = dir.file("receipt.json");
+  EXPECT_EQ(serve_gate_command(cmd, o, e), 2);
+  EXPECT_NE(e.str().find("not JSON"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(cmd.out_file));
+}
+
+TEST(ServeFixture, TokenHashAndSha256) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(token_hash({}), "cbf29ce484222325");
+}
+
+}  // namespace
+}  // namespace kc::engine
