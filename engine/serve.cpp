@@ -211,8 +211,9 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
         break;
       }
     }
-    bool any = false;
-    for (const Lane& ln : lanes) any = any || ln.req >= 0;
+    bool any = false, free_lane = false;
+    for (const Lane& ln : lanes) any = any || ln.req >= 0, free_lane = free_lane || ln.req < 0;
+    if (free_lane && !queue.empty() && any) ++st.admission_waits;
     if (!any) {
       for (size_t r : queue) res[r].refused = "request " + std::to_string(r) + " refused: it fits in no lane of an idle pool";
       break;

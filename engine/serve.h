@@ -80,6 +80,7 @@ struct ServeStats {
   uint64_t arena_bytes = 0;
   uint64_t fixed_bytes_per_lane = 0;  // a lane's run
   int64_t drafted = 0, accepted = 0;
+  int64_t admission_waits = 0;       // rounds where a lane was free, requests queued, none fitted yet
   int64_t mixed_rounds = 0;           // rounds whose batch held a window and a paged lane
   int64_t prefill_decode_rounds = 0;  // rounds mixing prefill and decode rows
   std::vector<std::string> pool_violations;  // pool check failures (first few)

@@ -232,6 +232,7 @@ nlohmann::json arm_json(const Arm& a) {
                       {"arena_bytes", a.stats.arena_bytes},
                       {"bytes_fixed_per_lane", a.stats.fixed_bytes_per_lane},
                       {"rounds_mixing_window_and_paged_lanes", a.stats.mixed_rounds},
+                      {"rounds_with_requests_waiting_for_room", a.stats.admission_waits},
                       {"rounds_mixing_prefill_and_decode", a.stats.prefill_decode_rounds}};
   if (a.stats.drafted) j["draft"] = {{"drafted", a.stats.drafted}, {"accepted", a.stats.accepted}};
   return j;
