@@ -499,6 +499,14 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   };
   std::vector<int> order_mixed = fwd;
   nlohmann::json control_notes = nlohmann::json::object();
+  // What the control's gates saw: n/m and the first miss of each gate that caught it.
+  auto note_misses = [&](const std::string& name, const Run& sub) {
+    for (const GateStat& g : sub.gates())
+      if (g.failed)
+        control_notes[name][g.name] = {{"failed", g.failed},
+                                       {"total", g.passed + g.failed},
+                                       {"first_miss", g.failures.empty() ? "" : g.failures.front()}};
+  };
   run.control("paged-batch-other-path",
               "a batch holding a paged lane routes every lane through attention chunk 4 (another split-K path)",
               [&](Run& sub) {
@@ -509,6 +517,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 Arm a;
                 run_arm("control-paged-batch", cf, c, fwd, false, nullptr, false, &a);
                 gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
+                note_misses("paged-batch-other-path", sub);
               });
   run.control("restore-without-scale-planes", "restore (fp8) leaves every scale plane of the restored positions zero",
               [&](Run& sub) {
@@ -521,6 +530,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 Arm a;
                 run_arm("control-restore", "fp8", c, rev, false, &saved["fp8"], false, &a);
                 gate_pairs(sub, "resumed == fresh", s, a, true);
+                note_misses("restore-without-scale-planes", sub);
               });
   run.control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
               [&](Run& sub) {
@@ -532,6 +542,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 Arm a;
                 run_arm("control-skip-keep", cf, c, fwd, false, nullptr, false, &a);
                 gate_pairs(sub, "drafted == plain", solo_of(cf), a, true);
+                note_misses("verify-skips-compaction", sub);
               });
   run.control("pages-released-before-drained",
               "a paged lane's pages go back to the pool (and are poisoned) one step before its last decode step",
@@ -545,7 +556,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 run_arm("control-early-release", cf, c, fwd, false, nullptr, false, &a);
                 gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
                 gate_pool(sub, a);
-                if (!a.stats.pool_violations.empty()) control_notes["pages-released-before-drained"] = a.stats.pool_violations.front();
+                note_misses("pages-released-before-drained", sub);
               });
   run.control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
               [&](Run& sub) {
@@ -557,7 +568,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 Arm a;
                 run_arm("control-run-short", cf, c, fwd, false, nullptr, false, &a);
                 gate_pool(sub, a);
-                if (!a.stats.planning_errors.empty()) control_notes["run-one-part-short"] = a.stats.planning_errors.front();
+                note_misses("run-one-part-short", sub);
               });
   for (const std::string& e : errors) run.error("engine", e);
 
@@ -590,7 +601,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
                         {"caught_by", k.caught_by}, {"time_s", k.time_s}};
     if (!k.errors.empty()) j["errors"] = k.errors;
-    if (control_notes.contains(k.name)) j["detail"] = control_notes[k.name];
+    if (control_notes.contains(k.name)) j["seen"] = control_notes[k.name];  // per catching gate: n/m, first miss
     r["controls"].push_back(j);
   }
   r["errors"] = run.errors();
