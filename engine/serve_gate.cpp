@@ -422,6 +422,17 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   run.declare("run planning", "every lane's run held its parts (no run refused at planning)");
   run.declare("admitted", "every request was admitted and served");
 
+  // Time to first token of one request on a fresh engine: the first serve call of the
+  // process (unwarmed) and the same call again (warmed).
+  nlohmann::json ttft = nlohmann::json::object();
+  for (const char* which : {"unwarmed", "warmed"}) {
+    Arm a;
+    ServeConfig c;
+    c.parallel = 1;
+    c.page = Pfirst;
+    run_arm("ttft", fx.formats[0], c, {0}, false, nullptr, false, &a);
+    ttft[which] = a.stats.first_token_s;
+  }
   std::map<std::string, Arm> solo;
   std::map<std::string, std::vector<std::vector<uint8_t>>> saved;
   for (const std::string& fmt : fx.formats) {
@@ -611,7 +622,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     for (const ServeResult& x : s.res) golden[fmt].push_back(token_hash(x.tokens));
   }
   r["arms"] = arms;
-  nlohmann::json nums = {{"token_hashes", golden}};
+  nlohmann::json nums = {{"token_hashes", golden},
+                         {"time_to_first_token_unwarmed_s", ttft["unwarmed"]},
+                         {"time_to_first_token_warmed_s", ttft["warmed"]}};
   for (const auto& a : arms)
     nums[a["format"].get<std::string>() + "." + a["arm"].get<std::string>() + ".decode_tok_s"] = a["decode_tok_s"];
   r["numbers"] = nums;
