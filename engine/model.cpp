@@ -103,19 +103,10 @@ KvLayout Model::kv_layout() const {
 
 Status Model::forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& rows,
                       std::vector<float>* logits) const {
-  const Qwen3Config& c = config_;
   const int n = int(rows.size());
-  const int H = int(c.hidden_size), I = int(c.intermediate_size), D = int(c.head_dim);
-  const int QH = int(c.num_attention_heads), KH = int(c.num_key_value_heads);
-  const float eps = float(c.rms_norm_eps);
-  const KvLayout want = kv_layout();
-  if (cache.lay.layers != want.layers || cache.lay.kv_heads != want.kv_heads || cache.lay.head_dim != want.head_dim ||
-      cache.lay.format != want.format)
-    return Status::Error("forward: the cache's layout is not the model's");
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n; ++i) {  // forward_rows checks tokens and slots; positions and lanes are checked here
     const ForwardRow& r = rows[i];
     const std::string who = "forward: row " + std::to_string(i) + ": ";
-    if (r.token < 0 || r.token >= c.vocab_size) return Status::Error(who + "token " + std::to_string(r.token) + " out of range");
     if (r.lane < 0 || r.lane >= int(cache.views.size())) return Status::Error(who + "lane out of range");
     if (r.pos < 0 || r.pos >= cache.views[r.lane].capacity()) return Status::Error(who + "position outside the lane");
   }
@@ -128,55 +119,14 @@ Status Model::forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& 
         return Status::Error("forward: lane " + std::to_string(at[i].first) + " has two rows at position " +
                              std::to_string(at[i].second));
   }
-  if (logits) logits->clear();
-  if (n == 0) return Status::Ok();
-
-  std::vector<float> h(size_t(n) * H), a(size_t(n) * H), q(size_t(n) * QH * D), k(size_t(n) * KH * D),
-      v(size_t(n) * KH * D), qr(size_t(n) * QH * D), att(size_t(n) * QH * D), tmp(size_t(n) * H),
-      g(size_t(n) * I), u(size_t(n) * I);
-  std::vector<int32_t> toks(n);
-  std::vector<RopeRow> rope_rows(n);
-  std::vector<AttnRow> attn_rows(n);
+  // Committed rows: k and v stored at the row's position, keys 0..pos attended, no tail.
+  std::vector<int32_t> slots(n);
+  std::vector<AttnRow> attn(n);
   for (int i = 0; i < n; ++i) {
-    toks[i] = rows[i].token;
-    rope_rows[i] = {rows[i].lane, rows[i].pos, rows[i].pos};
-    attn_rows[i] = {rows[i].lane, rows[i].pos + 1, 0, 0};
+    slots[i] = rows[i].pos;
+    attn[i] = {rows[i].lane, rows[i].pos + 1, 0, 0};
   }
-  const std::vector<int32_t> no_tails;
-  embed_rows(embed_, toks.data(), n, h.data());
-  for (size_t li = 0; li < layers_.size(); ++li) {
-    const ModelLayer& L = layers_[li];
-    rms_norm_rows(h.data(), L.input_norm.data(), n, H, eps, a.data());
-    matmul_rows(L.q_proj, a.data(), n, q.data());
-    matmul_rows(L.k_proj, a.data(), n, k.data());
-    matmul_rows(L.v_proj, a.data(), n, v.data());
-    rms_norm_rows(q.data(), L.q_norm.data(), n * QH, D, eps, q.data());
-    rms_norm_rows(k.data(), L.k_norm.data(), n * KH, D, eps, k.data());
-    RopeParams rp{QH, int(c.rotary_dim), c.rope_theta, int(li)};
-    KC_RETURN_IF_ERROR(be.rope_store(cache, rp, rope_rows.data(), n, q.data(), k.data(), v.data(), qr.data()));
-    const int chunk = opts_.plant_batch_dependent_chunk && n > 1 ? 4 : opts_.attn_chunk;
-    AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D)))};
-    KC_RETURN_IF_ERROR(be.attention(cache, ap, attn_rows.data(), n, no_tails, qr.data(), att.data()));
-    matmul_rows(L.o_proj, att.data(), n, tmp.data());
-    for (size_t j = 0; j < h.size(); ++j) h[j] += tmp[j];
-    rms_norm_rows(h.data(), L.post_norm.data(), n, H, eps, a.data());
-    matmul_rows(L.gate_proj, a.data(), n, g.data());
-    matmul_rows(L.up_proj, a.data(), n, u.data());
-    swiglu(g.data(), u.data(), int64_t(n) * I, g.data());
-    matmul_rows(L.down_proj, g.data(), n, tmp.data());
-    for (size_t j = 0; j < h.size(); ++j) h[j] += tmp[j];
-  }
-  if (!logits) return Status::Ok();
-  std::vector<float> fin;
-  for (int i = 0; i < n; ++i) {
-    if (!rows[i].logits) continue;
-    const size_t at = logits->size();
-    logits->resize(at + size_t(c.vocab_size));
-    fin.resize(H);
-    rms_norm_rows(h.data() + size_t(i) * H, final_norm_.data(), 1, H, eps, fin.data());
-    matmul_rows(head_, fin.data(), 1, logits->data() + at);
-  }
-  return Status::Ok();
+  return forward_rows(be, cache, rows, slots, attn, {}, 0, logits);
 }
 
 Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardRow>& rows,
@@ -196,7 +146,8 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
   for (int i = 0; i < n; ++i) {
     const ForwardRow& r = rows[i];
     const std::string who = "forward_rows: row " + std::to_string(i) + ": ";
-    if (r.token < 0 || r.token >= c.vocab_size) return Status::Error(who + "token out of range");
+    if (r.token < 0 || r.token >= c.vocab_size)
+      return Status::Error(who + "token " + std::to_string(r.token) + " out of range");
     if (r.lane < 0 || r.lane >= int(cache.views.size()) || attn[i].lane != r.lane) return Status::Error(who + "lane out of range");
     if (r.pos < 0 || slots[i] < 0 || slots[i] >= cache.views[r.lane].capacity())
       return Status::Error(who + "slot outside the lane");
