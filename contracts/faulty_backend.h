@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "kernels/backend/backend.h"
 
 namespace kc {
 

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/backend.h"
+#include "kernels/backend/backend.h"
 
 namespace kc {
 

@@ -30,7 +30,7 @@
 
 #include "contracts/codec_harness.h"
 #include "contracts/contracts.h"
-#include "kernels/mxfp4_rows.h"
+#include "kernels/codecs/mxfp4.h"
 #include "reference/mxfp4_ref.h"
 
 namespace kc {

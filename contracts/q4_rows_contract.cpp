@@ -27,7 +27,7 @@
 
 #include "contracts/codec_harness.h"
 #include "contracts/contracts.h"
-#include "kernels/q4_rows.h"
+#include "kernels/codecs/q4.h"
 #include "reference/q4_ref.h"
 
 namespace kc {

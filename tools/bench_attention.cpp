@@ -14,7 +14,7 @@
 #include <regex>
 #include <sstream>
 
-#include "kernels/bench.h"
+#include "bench/attention.h"
 #include "kc_git_info.h"
 
 namespace kc {

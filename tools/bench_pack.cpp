@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "kernels/bench_pack.h"
+#include "bench/pack.h"
 #include "kc_git_info.h"
 
 namespace kc {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/status.h"
+#include "kernels/layout/status.h"
 
 namespace kc {
 
