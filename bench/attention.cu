@@ -9,25 +9,17 @@
 #include <vector>
 
 #include "bench/attention.h"
-#include "kernels/layout/cache.h"
-#include "kernels/backend/cuda_check.h"
+#include "bench/hash.cuh"
 #include "kernels/attention/launch.h"
+#include "kernels/backend/cuda_check.h"
+#include "kernels/layout/cache.h"
 
 namespace kc {
 namespace {
 
-__device__ uint32_t hash32(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return uint32_t(x);
-}
-
 __global__ void fill_kernel(uint8_t* p, size_t n, int bf16, uint64_t seed) {
   for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * 4; i < n; i += size_t(gridDim.x) * blockDim.x * 4) {
-    uint32_t h = hash32(seed + i);
+    uint32_t h = bench_hash32(seed + i);
     if (bf16) h = (h & 0x807F807Fu) | 0x3F003F00u;
     else h &= 0xBFBFBFBFu;
     for (int k = 0; k < 4 && i + k < n; ++k) p[i + k] = uint8_t(h >> (8 * k));

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/hash.cuh"
 #include "bench/pack.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/pack/blob.h"
@@ -21,18 +22,9 @@
 namespace kc {
 namespace {
 
-__device__ uint32_t mix32(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return uint32_t(x);
-}
-
 __global__ void fill_bytes_kernel(uint32_t* p, size_t words, uint64_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = mix32(seed * 0x9E3779B97F4A7C15ull + i);
+    p[i] = bench_hash32(seed * 0x9E3779B97F4A7C15ull + i);
 }
 
 // The ceiling: read n16 int4 from src, write them to dst; four in flight per thread.

@@ -115,13 +115,19 @@ function(kc_define_mutant name define contract cuda)
     set(kernel_objs "$<FILTER:${kernel_objs},EXCLUDE,/${rx}\\.o$>")
     set(contract_objs "$<FILTER:${contract_objs},EXCLUDE,/${rx}\\.o$>")
   endforeach()
+  # The planted objects come first on the link line: an inline helper of a planted header
+  # is emitted in several objects, and the linker keeps the first copy it meets.
   set(exe tf-cuda-test-mutant-${name})
-  add_executable(${exe} ${planted} ${kernel_objs} ${contract_objs} $<TARGET_OBJECTS:kc_mutant_tool_obj>)
+  add_library(${exe}-planted OBJECT ${planted})
+  kc_kernel_settings(${exe}-planted)
+  target_compile_definitions(${exe}-planted PRIVATE ${define})
+  target_link_libraries(${exe}-planted PRIVATE kc_reference nlohmann_json::nlohmann_json rapidcheck)
+  add_dependencies(${exe}-planted kc_git_info)
+  add_executable(${exe} $<TARGET_OBJECTS:${exe}-planted> ${kernel_objs} ${contract_objs}
+                 $<TARGET_OBJECTS:kc_mutant_tool_obj>)
   kc_kernel_settings(${exe})
-  target_compile_definitions(${exe} PRIVATE ${define})
   target_link_libraries(${exe} PRIVATE kc_reference kc_receipt_views nlohmann_json::nlohmann_json rapidcheck
                         CLI11::CLI11 Threads::Threads)
-  add_dependencies(${exe} kc_git_info)
   if(KC_HAVE_CUDA)
     set_target_properties(${exe} PROPERTIES LINKER_LANGUAGE CUDA)
   endif()

@@ -131,7 +131,7 @@ static int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tai
 void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n, const int32_t* tails,
                     const float* q, float* out) {
   const int d = cache.lay.head_dim;
-  const int group = p.q_heads / cache.lay.kv_heads;
+  [[maybe_unused]] const int group = p.q_heads / cache.lay.kv_heads;  // unused by the GQA_MODULO plant
   for (int r = 0; r < n; ++r) {
     const KvView view = cache.view(rows[r].lane);
     const int nc = attention_chunks(rows[r], p.chunk);

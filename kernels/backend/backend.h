@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention/rows.h"
-#include "kernels/layout/cache.h"
-#include "kernels/codecs/fp8.h"
 #include "kernels/attention/params.h"
+#include "kernels/attention/rows.h"
+#include "kernels/codecs/rows.h"
+#include "kernels/layout/cache.h"
 #include "kernels/layout/status.h"
 
 namespace kc {
@@ -27,10 +27,12 @@ class Backend {
   virtual std::string name() const = 0;
   virtual DeviceInfo device() const = 0;
 
-  // fp8 rows: encode n rows of x ([n][head_dim] fp32) into the cache through kv_row /
-  // kv_scale; decode n rows from the cache into out ([n][head_dim]).
-  virtual Status fp8_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
-  virtual Status fp8_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
+  // Row codecs (codecs/rows.h: fp8, q4, mxfp4): encode n rows of x ([n][head_dim] fp32,
+  // original space) into the cache through kv_row / kv_scale in `format`; decode n rows
+  // from the cache into out ([n][head_dim]; q4: the inverse rotation applied). The cache's
+  // format must be `format`.
+  virtual Status encode_rows(Format format, Cache& cache, const float* x, const RowRef* rows, int n) = 0;
+  virtual Status decode_rows(Format format, const Cache& cache, const RowRef* rows, int n, float* out) = 0;
   // E4M3 conversion of the floats whose bit patterns are first .. first+count-1.
   virtual Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) = 0;
 
@@ -50,14 +52,6 @@ class Backend {
     (void)format, (void)head_dim;
     return AttnArith::fma_chain;
   }
-  // q4 rows (Hadamard-rotated 4-bit, groups of 32, fp16 scale per group; see codecs/q4.h):
-  // encode n rows of x ([n][head_dim] fp32, original space) into a q4 cache through
-  // kv_row / kv_scale; decode n rows back to original space (inverse rotation applied).
-  virtual Status q4_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
-  virtual Status q4_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
-  // mxfp4 rows (E2M1 pairs + one E8M0 exponent per 32 values; see codecs/mxfp4.h).
-  virtual Status mxfp4_encode_rows(Cache& cache, const float* x, const RowRef* rows, int n) = 0;
-  virtual Status mxfp4_decode_rows(const Cache& cache, const RowRef* rows, int n, float* out) = 0;
   // Scale-plane packing (see pack/blob.h): positions [pos0, pos0 + count) of `lane`, every
   // declared field, into a versioned host blob; unpack a blob into `lane` at pos0. Unpack
   // refuses a blob that does not match (layout, field table, size, checksum) and then

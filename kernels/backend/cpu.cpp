@@ -3,8 +3,7 @@
 #include <string>
 
 #include "kernels/backend/backend.h"
-#include "kernels/backend/entry_points.h"
-#include "kernels/codecs/fp8_twin.h"
+#include "kernels/pack/pack.h"
 #include "kernels/attention/twin.h"
 
 namespace kc {
@@ -26,19 +25,11 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   DeviceInfo device() const override { return {cpu_model(), "", ""}; }
 
-  Status fp8_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    if (c.lay.format != Format::fp8) return Status::Error("fp8_encode_rows: cache format is not fp8");
-    KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    for (int i = 0; i < n; ++i)
-      fp8_encode_row(c.view(rows[i].lane), x + size_t(i) * c.lay.head_dim, rows[i]);
-    return Status::Ok();
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* rows, int n) override {
+    return encode_rows_host(f, c, x, rows, n);
   }
-  Status fp8_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    if (c.lay.format != Format::fp8) return Status::Error("fp8_decode_rows: cache format is not fp8");
-    KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    for (int i = 0; i < n; ++i)
-      fp8_decode_row(c.view(rows[i].lane), rows[i], out + size_t(i) * c.lay.head_dim);
-    return Status::Ok();
+  Status decode_rows(Format f, const Cache& c, const RowRef* rows, int n, float* out) override {
+    return decode_rows_host(f, c, rows, n, out);
   }
   Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) override {
     if (first + count > (uint64_t(1) << 32)) return Status::Error("e4m3_encode_bits: range past 2^32");
@@ -56,18 +47,6 @@ class CpuBackend final : public Backend {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     attention_host(c, p, rows, n, tails.data(), q, out);
     return Status::Ok();
-  }
-  Status q4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    return q4_encode_rows_cpu(c, x, rows, n);
-  }
-  Status q4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    return q4_decode_rows_cpu(c, rows, n, out);
-  }
-  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    return mxfp4_encode_rows_cpu(c, x, rows, n);
-  }
-  Status mxfp4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    return mxfp4_decode_rows_cpu(c, rows, n, out);
   }
   Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
     return pack_cpu(c, lane, pos0, count, blob);

@@ -7,10 +7,8 @@
 #include "kernels/backend/backend.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_cache.h"
-#include "kernels/backend/entry_points.h"
-#include "kernels/codecs/fp8_launch.h"
+#include "kernels/pack/pack.h"
 #include "kernels/attention/launch.h"
-#include "kernels/codecs/rows_launch.cuh"
 #include <algorithm>
 #include <map>
 
@@ -26,19 +24,11 @@ class CudaBackend final : public Backend {
   }
   DeviceInfo device() const override { return info_; }
 
-  Status fp8_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    if (c.lay.format != Format::fp8) return Status::Error("fp8_encode_rows: cache format is not fp8");
-    KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    return encode_rows_on_device(c, x, rows, n, [n](const KvView* v, const float* dx, const RowRef* dr) {
-      return launch_fp8_encode_rows(v, dx, dr, n);
-    });
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* rows, int n) override {
+    return encode_rows_cuda(f, c, x, rows, n);
   }
-  Status fp8_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    if (c.lay.format != Format::fp8) return Status::Error("fp8_decode_rows: cache format is not fp8");
-    KC_RETURN_IF_ERROR(validate_rows(c, rows, n));
-    return decode_rows_on_device(c, rows, n, out, [n](const KvView* v, const RowRef* dr, float* dout) {
-      return launch_fp8_decode_rows(v, dr, n, dout);
-    });
+  Status decode_rows(Format f, const Cache& c, const RowRef* rows, int n, float* out) override {
+    return decode_rows_cuda(f, c, rows, n, out);
   }
   Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) override {
     if (first + count > (uint64_t(1) << 32)) return Status::Error("e4m3_encode_bits: range past 2^32");
@@ -91,18 +81,6 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(launch_attention(dc.views.get(), c.lay.format, hkv, d, p, dr.get(), n, dt.get(), dq.get(), max_chunks,
                                         pm.get(), pl.get(), po.get(), dout.get()));
     return dout.download(out, size_t(n) * p.q_heads * d);
-  }
-  Status q4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    return q4_encode_rows_cuda(c, x, rows, n);
-  }
-  Status q4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    return q4_decode_rows_cuda(c, rows, n, out);
-  }
-  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* rows, int n) override {
-    return mxfp4_encode_rows_cuda(c, x, rows, n);
-  }
-  Status mxfp4_decode_rows(const Cache& c, const RowRef* rows, int n, float* out) override {
-    return mxfp4_decode_rows_cuda(c, rows, n, out);
   }
   Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
     return pack_cuda(c, lane, pos0, count, blob);

@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/codecs/codec.h"
+#include "kernels/layout/bits.h"
+#include "kernels/layout/cache.h"
 #include "kernels/layout/kc_hd.h"
-#include "kernels/layout/kv_layout.h"
 
 #if defined(__CUDACC__)
 #include <cuda_fp8.h>
@@ -35,17 +37,6 @@ namespace kc {
 
 constexpr float kE4M3Max = 448.0f;
 constexpr uint8_t kE4M3NaN = 0x7F;
-
-KC_HD uint32_t float_bits(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  return u;
-}
-KC_HD float bits_float(uint32_t u) {
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
 
 // Software E4M3 satfinite RNE encoder (the host path; also compiled for the device so
 // the contract can compare the two paths on one side).
@@ -95,13 +86,6 @@ KC_HD float e4m3_decode(uint8_t c) {
   return bits_float(s | ((e + 120u) << 23) | (m << 20));
 }
 
-// NaN-propagating max of magnitudes (fmaxf would drop a NaN).
-KC_HD float amax_step(float acc, float x) {
-  const float a = x < 0 ? -x : x;
-  if (acc != acc || a != a) return bits_float(0x7FC00000u);
-  return a > acc ? a : acc;
-}
-
 KC_HD bool fp8_finite(float v) { return (float_bits(v) & 0x7F800000u) != 0x7F800000u; }
 
 KC_HD float fp8_row_scale(float amax) {
@@ -122,13 +106,52 @@ KC_HD float fp8_value(uint8_t code, float scale) {
   return v != v ? bits_float(0x7FC00000u) : v;
 }
 
-// One row descriptor of a batch: which lane, layer, K/V, head and position.
-struct RowRef {
-  int32_t lane;
-  int32_t layer;
-  int32_t kv;
-  int32_t head;
-  int32_t pos;
+// The fp8 row codec (codec.h): one fp32 scale per row, codes in E4M3.
+template <>
+struct Codec<Format::fp8> : WarpPerRowCodec {
+  static constexpr const char* kName = "fp8";
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static void encode_row(const KvView& v, const float* x, const RowRef& r) {
+    const int d = v.lay.head_dim;
+    float amax = 0.0f;
+    for (int i = 0; i < d; ++i) amax = amax_step(amax, x[i]);
+    const float scale = fp8_row_scale(amax);
+    uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    for (int i = 0; i < d; ++i) codes[i] = fp8_code(x[i], scale);
+    memcpy(kv_scale(v, r.layer, r.kv, r.head, r.pos), &scale, sizeof(float));
+  }
+  static void decode_row(const KvView& v, const RowRef& r, float* out) {
+    const int d = v.lay.head_dim;
+    float scale;
+    memcpy(&scale, kv_scale(v, r.layer, r.kv, r.head, r.pos), sizeof(float));
+    const uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    for (int i = 0; i < d; ++i) out[i] = fp8_value(codes[i], scale);
+  }
+  // One warp per row: the row's amax reduced over the warp (exact in any order).
+#if defined(__CUDACC__)
+  __device__ static void encode_thread(const KvView* views, const float* x, const RowRef* rows, int n, int, int64_t t) {
+    WarpRow w;
+    if (!warp_row(views, rows, n, t, &w)) return;
+    const int d = w.v.lay.head_dim;
+    const float* xr = x + size_t(w.row) * d;
+    float amax = 0.0f;
+    for (int i = w.lane; i < d; i += 32) amax = amax_step(amax, xr[i]);
+    for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    const float scale = fp8_row_scale(amax);
+    uint8_t* codes = w.codes();
+    for (int i = w.lane; i < d; i += 32) codes[i] = fp8_code(xr[i], scale);
+    if (w.lane == 0) memcpy(w.scales(), &scale, sizeof(float));
+  }
+  __device__ static void decode_thread(const KvView* views, const RowRef* rows, int n, int, float* out, int64_t t) {
+    WarpRow w;
+    if (!warp_row(views, rows, n, t, &w)) return;
+    const int d = w.v.lay.head_dim;
+    float scale;
+    memcpy(&scale, w.scales(), sizeof(float));
+    const uint8_t* codes = w.codes();
+    for (int i = w.lane; i < d; i += 32) out[size_t(w.row) * d + i] = fp8_value(codes[i], scale);
+  }
+#endif
 };
 
 }  // namespace kc

@@ -1,5 +1,5 @@
 // mxfp4 row helpers (OCP Microscaling v1.0 MXFP4, round-up scale variant), shared by
-// the CUDA kernels (codecs/mxfp4_rows.cu) and their host twins (codecs/mxfp4_twin.cpp), so
+// the CUDA kernels (codecs/rows.cu) and their host twins (codecs/rows_twin.cpp), so
 // device bytes equal host bytes by construction.
 //
 // Row encoding (one row = head_dim values of one position, layer, K/V and KV head;
@@ -39,8 +39,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/codecs/codec.h"
+#include "kernels/layout/bits.h"
 #include "kernels/layout/cache.h"
-#include "kernels/codecs/fp8.h"  // float_bits, bits_float, amax_step, RowRef
 #include "kernels/layout/kc_hd.h"
 #include "kernels/layout/status.h"
 
@@ -156,9 +157,64 @@ KC_HD void mx_decode_group(const uint8_t* codes, uint8_t ebyte, float* out) {
   }
 }
 
-// Host-side precondition of every mxfp4 row launch (host twin and cuda alike): the
-// cache format is mxfp4, head_dim is a positive multiple of 32, and every row addresses
-// inside its lane (validate_rows). `op` names the operation in the message.
-Status mxfp4_check_rows(const Cache& c, const RowRef* rows, int n, const char* op);
+// The mxfp4 row codec (codec.h). check(): the cache format is mxfp4, head_dim is a
+// positive multiple of 32, and every row addresses inside its lane (validate_rows).
+template <>
+struct Codec<Format::mxfp4> : WarpPerRowCodec {
+  static constexpr const char* kName = "mxfp4";
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static void encode_row(const KvView& v, const float* x, const RowRef& r) {
+    uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g)
+      mx_encode_group(x + g * kMxGroup, codes + g * (kMxGroup / 2), exps + g);
+  }
+  static void decode_row(const KvView& v, const RowRef& r, float* out) {
+    const uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    const uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g)
+      mx_decode_group(codes + g * (kMxGroup / 2), exps[g], out + g * kMxGroup);
+  }
+  // One warp per row. Each lane owns one code byte (an element pair) per step; the 16 lanes
+  // of a half-warp hold one group of 32, whose amax is reduced with amax_step over xor
+  // distances 8, 4, 2, 1 (exact and order-free: equal to the twin's loop bit for bit).
+  // Lane 16k writes the group's exponent byte.
+#if defined(__CUDACC__)
+  __device__ static void encode_thread(const KvView* views, const float* x, const RowRef* rows, int n, int, int64_t t) {
+    WarpRow w;
+    if (!warp_row(views, rows, n, t, &w)) return;
+    const int pairs = w.v.lay.head_dim / 2;  // a multiple of 16: a group never straddles two half-warps
+    const float* xr = x + size_t(w.row) * w.v.lay.head_dim;
+    uint8_t* codes = w.codes();
+    uint8_t* exps = w.scales();
+    for (int base = 0; base < pairs; base += 32) {
+      const int j = base + w.lane;
+      const bool active = j < pairs;
+      const float x0 = active ? xr[2 * j] : 0.0f;
+      const float x1 = active ? xr[2 * j + 1] : 0.0f;
+      float amax = amax_step(amax_step(0.0f, x0), x1);
+      for (int o = 8; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+      if (!active) continue;  // an idle half-warp reduced only its own zeros
+      const uint8_t e = mx_group_exponent(amax);
+      codes[j] = uint8_t(mx_code(x0, e) | (mx_code(x1, e) << 4));
+      if ((j & 15) == 0) exps[j >> 4] = e;
+    }
+  }
+  __device__ static void decode_thread(const KvView* views, const RowRef* rows, int n, int, float* out, int64_t t) {
+    WarpRow w;
+    if (!warp_row(views, rows, n, t, &w)) return;
+    const int d = w.v.lay.head_dim;
+    const uint8_t* codes = w.codes();
+    const uint8_t* exps = w.scales();
+    float* o = out + size_t(w.row) * d;
+    for (int j = w.lane; j < d / 2; j += 32) {
+      const uint8_t b = codes[j];
+      const uint8_t e = exps[j >> 4];
+      o[2 * j] = mx_value(uint8_t(b & 0xFu), e);
+      o[2 * j + 1] = mx_value(uint8_t(b >> 4), e);
+    }
+  }
+#endif
+};
 
 }  // namespace kc

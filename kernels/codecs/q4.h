@@ -1,5 +1,5 @@
 // q4 rows: Hadamard-rotated 4-bit rows. Row math shared (KC_HD) by the CUDA kernels
-// (codecs/q4_rows.cu), their host twins (codecs/q4_twin.cpp) and, later, q4 attention.
+// (codecs/rows.cu), their host twins (codecs/rows_twin.cpp) and q4 attention (attention/).
 //
 // A row of head_dim d (d % 32 == 0) is split into G = d / 32 groups of 32 elements.
 // Group g occupies 16 code bytes at codes + 16 g and one fp16 scale (2 bytes, little
@@ -51,9 +51,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/codecs/fp8.h"
+#include "kernels/codecs/codec.h"
+#include "kernels/layout/bits.h"
+#include "kernels/layout/cache.h"
 #include "kernels/layout/kc_hd.h"
-#include "kernels/layout/kv_layout.h"
 #include "kernels/layout/status.h"
 
 #if defined(__CUDACC__)
@@ -244,9 +245,45 @@ KC_HD void q4_decode_row_rotated(const uint8_t* codes, const uint8_t* scales, in
   for (int g = 0; g < d / kQ4Group; ++g) q4_decode_group_rotated(codes + 16 * g, scales + 2 * g, z + kQ4Group * g);
 }
 
-// Launch checks of both backends (codecs/q4_twin.cpp): the cache format is q4, head_dim a
-// positive multiple of 32, and every row addresses inside its lane (validate_rows).
-struct Cache;
-Status q4_validate(const Cache& c, const RowRef* rows, int n, const char* who);
+// The q4 row codec (codec.h). check(): the cache format is q4, head_dim a positive
+// multiple of 32, and every row addresses inside its lane (validate_rows).
+template <>
+struct Codec<Format::q4> {
+  static constexpr const char* kName = "q4";
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static void encode_row(const KvView& v, const float* x, const RowRef& r) {
+    q4_encode_row(x, v.lay.head_dim, kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos));
+  }
+  static void decode_row(const KvView& v, const RowRef& r, float* out) {
+    q4_decode_row(kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos), v.lay.head_dim,
+                  out);
+  }
+  // One thread per (row, group): thread t handles row t / G, group t % G (G = d / 32); the
+  // group's helpers are the twin's (adds, subtracts, one power-of-two scaling, IEEE
+  // division, rintf and a software fp16 conversion), so device bytes == twin bytes.
+  static constexpr int kThreads = 128;
+  static int64_t threads(int n, int d) { return int64_t(n) * (d / kQ4Group); }
+#if defined(__CUDACC__)
+  __device__ static void encode_thread(const KvView* views, const float* x, const RowRef* rows, int n, int d,
+                                       int64_t t) {
+    const int groups = d / kQ4Group;
+    if (t >= int64_t(n) * groups) return;
+    const int row = int(t / groups), g = int(t % groups);
+    const RowRef r = rows[row];
+    const KvView v = views[r.lane];
+    q4_encode_group(x + size_t(row) * d + kQ4Group * g, kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g,
+                    kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g);
+  }
+  __device__ static void decode_thread(const KvView* views, const RowRef* rows, int n, int d, float* out, int64_t t) {
+    const int groups = d / kQ4Group;
+    if (t >= int64_t(n) * groups) return;
+    const int row = int(t / groups), g = int(t % groups);
+    const RowRef r = rows[row];
+    const KvView v = views[r.lane];
+    q4_decode_group(kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g,
+                    out + size_t(row) * d + kQ4Group * g);
+  }
+#endif
+};
 
 }  // namespace kc

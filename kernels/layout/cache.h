@@ -31,6 +31,15 @@ KC_HD KvView resolve_view(const ViewDesc& d, uint8_t* mem, const int32_t* pts, c
   return v;
 }
 
+// One row descriptor of a batch: which lane, layer, K/V, head and position.
+struct RowRef {
+  int32_t lane;
+  int32_t layer;
+  int32_t kv;
+  int32_t head;
+  int32_t pos;
+};
+
 struct Cache {
   KvLayout lay;
   std::vector<uint8_t> mem;

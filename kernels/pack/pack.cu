@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/backend/entry_points.h"
+#include "kernels/pack/pack.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_cache.h"
 #include "kernels/pack/blob.h"

@@ -4,7 +4,7 @@
 // page-contiguous segments, which moves the same bytes to the same places.
 #include <cstring>
 
-#include "kernels/backend/entry_points.h"
+#include "kernels/pack/pack.h"
 #include "kernels/pack/blob.h"
 
 namespace kc {

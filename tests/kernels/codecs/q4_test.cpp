@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "contracts/arena.h"
-#include "kernels/backend/entry_points.h"
+#include "kernels/codecs/rows.h"
 #include "kernels/codecs/q4.h"
 #include "reference/q4_ref.h"
 
@@ -276,17 +276,17 @@ TEST(Q4Rows, HostTwinRefusesWrongFormatAndHeadDim) {
   const std::vector<RowRef> rows = {{0, 0, 0, 0, 0}};
   std::vector<float> x(64, 1.0f), out(64);
   Cache fp8 = make_window_cache(KvLayout(1, 1, 64, Format::fp8), {1}, 0, 1);
-  Status st = q4_encode_rows_cpu(fp8, x.data(), rows.data(), 1);
+  Status st = encode_rows_host(Format::q4, fp8, x.data(), rows.data(), 1);
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("not q4"), std::string::npos) << st.message;
   Cache odd = make_window_cache(KvLayout(1, 1, 48, Format::q4), {1}, 0, 1);
-  st = q4_decode_rows_cpu(odd, rows.data(), 1, out.data());
+  st = decode_rows_host(Format::q4, odd, rows.data(), 1, out.data());
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("multiple of 32"), std::string::npos) << st.message;
   Cache ok = make_window_cache(KvLayout(1, 1, 64, Format::q4), {1}, 0, 1);
   const std::vector<RowRef> outside = {{0, 0, 0, 0, 1}};
-  EXPECT_FALSE(q4_encode_rows_cpu(ok, x.data(), outside.data(), 1).ok);
-  EXPECT_TRUE(q4_encode_rows_cpu(ok, x.data(), rows.data(), 1).ok);
+  EXPECT_FALSE(encode_rows_host(Format::q4, ok, x.data(), outside.data(), 1).ok);
+  EXPECT_TRUE(encode_rows_host(Format::q4, ok, x.data(), rows.data(), 1).ok);
 }
 
 TEST(Q4Rows, GuardMaskCoversTheScalePlane) {

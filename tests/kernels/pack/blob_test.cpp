@@ -6,7 +6,7 @@
 #include <random>
 
 #include "contracts/arena.h"
-#include "kernels/backend/entry_points.h"
+#include "kernels/pack/pack.h"
 #include "kernels/pack/blob.h"
 
 namespace kc {
