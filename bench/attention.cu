@@ -64,7 +64,7 @@ Status bench_read_ceiling(size_t bytes, int reps, double* bytes_per_s) {
   for (int r = 0; r < reps + 3; ++r) {
     KC_CUDA_TRY(cudaEventRecord(a));
     read_kernel<<<sms * 8, 512>>>(reinterpret_cast<const int4*>(buf.get()), bytes / 16, sink.get());
-    KC_LAUNCH_CHECK_ASYNC("read_kernel");
+    KC_LAUNCH_CHECK("read_kernel");
     KC_CUDA_TRY(cudaEventRecord(b));
     KC_CUDA_TRY(cudaEventSynchronize(b));
     float ms;
@@ -141,7 +141,7 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
     KC_CUDA_TRY(cudaEventRecord(a));
     KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
                                         dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(),
-                                        false));
+                                        cudaStream_t(0)));
     KC_CUDA_TRY(cudaEventRecord(b));
     KC_CUDA_TRY(cudaEventSynchronize(b));
     float ms;

@@ -128,13 +128,13 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
   const int nc = int(copies.size());
 
   KC_RETURN_IF_ERROR(time_launches(warmup, reps, [&] {
-    return launch_pack_rows(va, 0, count, dcopies.get(), nc, d1.get(), false, false);
+    return launch_pack_rows(va, 0, count, dcopies.get(), nc, d1.get(), false, cudaStream_t(0));
   }, &r->pack_us));
   KC_RETURN_IF_ERROR(time_launches(warmup, reps, [&] {
-    return launch_pack_rows(vb, 0, count, dcopies.get(), nc, d1.get(), true, false);
+    return launch_pack_rows(vb, 0, count, dcopies.get(), nc, d1.get(), true, cudaStream_t(0));
   }, &r->unpack_us));
   // Verification: B now holds A's rows; gathering B must give D1 again.
-  KC_RETURN_IF_ERROR(launch_pack_rows(vb, 0, count, dcopies.get(), nc, d2.get(), false, true));
+  KC_RETURN_IF_ERROR(launch_pack_rows(vb, 0, count, dcopies.get(), nc, d2.get(), false, cudaStream_t(0)));
   KC_CUDA_TRY(cudaMemset(ddiff.get(), 0, sizeof(unsigned long long)));
   count_diff_kernel<<<2048, 256>>>(d1.get(), d2.get(), plan.data_bytes(), ddiff.get());
   KC_LAUNCH_CHECK("count_diff_kernel");
@@ -147,7 +147,7 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
   KC_RETURN_IF_ERROR(time_launches(warmup, reps, [&]() -> Status {
     copy_ceiling_kernel<<<sms * 8, 256>>>(reinterpret_cast<const int4*>(d1.get()), reinterpret_cast<int4*>(d2.get()),
                                           dbytes / 16);
-    KC_LAUNCH_CHECK_ASYNC("copy_ceiling_kernel");
+    KC_LAUNCH_CHECK("copy_ceiling_kernel");
     return Status::Ok();
   }, &r->copy_us));
   r->count = count;

@@ -22,9 +22,10 @@ __global__ void keep_kernel(const KvView* views, const KeepMove* moves, const in
   }
 }
 
-Status launch_keep(const KvView* views, int fields, const KeepMove* moves, const int32_t* lane_off, int groups) {
+Status launch_keep(const KvView* views, int fields, const KeepMove* moves, const int32_t* lane_off, int groups,
+                   cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  keep_kernel<<<dim3(fields, groups), 128>>>(views, moves, lane_off);
+  keep_kernel<<<dim3(fields, groups), 128, 0, s>>>(views, moves, lane_off);
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }

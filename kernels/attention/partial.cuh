@@ -57,15 +57,15 @@ __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, c
   return {m, l, pa};
 }
 
-// Launchers of the pieces (device pointers, Status out); launch_attention composes them.
-// sync: check each launch with a device sync (false in benchmarks: launch errors only).
+// Launchers of the pieces (device pointers, enqueued on s, Status out); launch_attention
+// composes them.
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          bool sync);
+                          cudaStream_t s);
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          bool sync);
+                          cudaStream_t s);
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
-                    const float* pl, const float* po, bool unrotate, float* out, bool sync);
+                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
 
 }  // namespace kc

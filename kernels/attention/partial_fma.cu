@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          bool sync) {
+                          cudaStream_t s) {
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const int G = std::min(group, kAttnHeadsPerBlock);
@@ -288,7 +288,7 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
                     : (fmt == Format::fp8 ? attention_partial_kernel<D, Format::fp8>                              \
                                           : attention_partial_kernel<D, Format::q4>);                             \
     KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));           \
-    kern<<<grid, kAttnThreads, smem>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);                \
+    kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);                \
   } while (0)
   switch (d) {
     case 32: KC_PARTIAL(32); break;
@@ -298,8 +298,7 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
     default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
   }
 #undef KC_PARTIAL
-  if (sync) KC_LAUNCH_CHECK("attention_partial_kernel");
-  else KC_LAUNCH_CHECK_ASYNC("attention_partial_kernel");
+  KC_LAUNCH_CHECK("attention_partial_kernel");
   return Status::Ok();
 }
 

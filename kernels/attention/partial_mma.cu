@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          bool sync) {
+                          cudaStream_t s) {
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const size_t smem = mma_smem(p.chunk, d, fmt).total;
@@ -456,11 +456,11 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                         : (fmt == Format::bf16 ? attention_partial_mma_kernel<256, Format::bf16>
                                                 : attention_partial_mma_kernel<256, Format::fp8>);
   KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kern<<<grid, kAttnThreads, smem>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
+  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
   {
     unsigned long long h[8] = {};
-    KC_CUDA_TRY(cudaDeviceSynchronize());
+    KC_RETURN_IF_ERROR(finish_stream(s));  // an experiment's hook: it waits, and says so
     KC_CUDA_TRY(cudaMemcpyFromSymbol(h, kc_phase_sum, sizeof h));
     const double w = double(h[0] ? h[0] : 1);
     std::fprintf(stderr,
@@ -471,8 +471,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     KC_CUDA_TRY(cudaMemcpyToSymbol(kc_phase_sum, z, sizeof z));
   }
 #endif
-  if (sync) KC_LAUNCH_CHECK("attention_partial_mma_kernel");
-  else KC_LAUNCH_CHECK_ASYNC("attention_partial_mma_kernel");
+  KC_LAUNCH_CHECK("attention_partial_mma_kernel");
   return Status::Ok();
 }
 

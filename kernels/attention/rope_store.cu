@@ -82,10 +82,10 @@ __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeR
 }
 
 Status launch_rope_store(const KvView* views, int hkv, const RopeParams& p, const RopeRow* rows, int n, const float* q,
-                         const float* k, const float* v, float* q_out) {
+                         const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
   const int64_t warps = int64_t(n) * ((q ? p.q_heads : 0) + 2 * hkv);
-  rope_store_kernel<<<unsigned((warps * 32 + 255) / 256), 256>>>(views, p, rows, n, q, k, v, q_out);
+  rope_store_kernel<<<unsigned((warps * 32 + 255) / 256), 256, 0, s>>>(views, p, rows, n, q, k, v, q_out);
   KC_LAUNCH_CHECK("rope_store_kernel");
   return Status::Ok();
 }

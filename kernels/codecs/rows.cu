@@ -9,12 +9,12 @@
 //   space).
 // e4m3_encode_bits_kernel: out[i] = E4M3(float with bits first + i), the device path of
 //   the fp8 conversion (the fp8-rows contract compares it with the host's on all 2^32).
-// Preconditions (Codec<F>::check, before anything is copied): the cache format is F, the
-// head_dim fits the codec, every row addresses inside its view.
+// Launchers: device pointers in, enqueued on the caller's stream, Status out. Preconditions
+// (Codec<F>::check on the host image, by the caller): the cache format is F, the head_dim
+// fits the codec, every row addresses inside its view.
 #include <cuda_runtime.h>
 
 #include "kernels/backend/cuda_check.h"
-#include "kernels/backend/device_cache.h"
 #include "kernels/codecs/rows.h"
 
 namespace kc {
@@ -43,45 +43,31 @@ unsigned codec_blocks(int n, int d) {
 
 }  // namespace
 
-Status encode_rows_cuda(Format f, Cache& c, const float* x, const RowRef* rows, int n) {
+Status launch_encode_rows(Format f, const KvView* views, const float* x, const RowRef* rows, int n, int d,
+                         cudaStream_t s) {
   return with_row_codec(f, "encode_rows", [&](auto codec) {
     using C = decltype(codec);
-    KC_RETURN_IF_ERROR(C::check(c, rows, n, codec_op<C>("encode_rows").c_str()));
     if (n == 0) return Status::Ok();
-    const int d = c.lay.head_dim;
-    DeviceCache dc;
-    DevBuf<float> dx;
-    DevBuf<RowRef> dr;
-    KC_RETURN_IF_ERROR(dc.upload(c));
-    KC_RETURN_IF_ERROR(dx.upload(x, size_t(n) * d));
-    KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-    encode_rows_kernel<C><<<codec_blocks<C>(n, d), C::kThreads>>>(dc.views.get(), dx.get(), dr.get(), n, d);
+    encode_rows_kernel<C><<<codec_blocks<C>(n, d), C::kThreads, 0, s>>>(views, x, rows, n, d);
     KC_LAUNCH_CHECK("encode_rows_kernel");
-    return dc.download(c);
+    return Status::Ok();
   });
 }
 
-Status decode_rows_cuda(Format f, const Cache& c, const RowRef* rows, int n, float* out) {
+Status launch_decode_rows(Format f, const KvView* views, const RowRef* rows, int n, int d, float* out,
+                         cudaStream_t s) {
   return with_row_codec(f, "decode_rows", [&](auto codec) {
     using C = decltype(codec);
-    KC_RETURN_IF_ERROR(C::check(c, rows, n, codec_op<C>("decode_rows").c_str()));
     if (n == 0) return Status::Ok();
-    const int d = c.lay.head_dim;
-    DeviceCache dc;
-    DevBuf<RowRef> dr;
-    DevBuf<float> dout;
-    KC_RETURN_IF_ERROR(dc.upload(c));
-    KC_RETURN_IF_ERROR(dr.upload(rows, size_t(n)));
-    KC_RETURN_IF_ERROR(dout.alloc(size_t(n) * d));
-    decode_rows_kernel<C><<<codec_blocks<C>(n, d), C::kThreads>>>(dc.views.get(), dr.get(), n, d, dout.get());
+    decode_rows_kernel<C><<<codec_blocks<C>(n, d), C::kThreads, 0, s>>>(views, rows, n, d, out);
     KC_LAUNCH_CHECK("decode_rows_kernel");
-    return dout.download(out, size_t(n) * d);
+    return Status::Ok();
   });
 }
 
-Status launch_e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) {
+Status launch_e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out, cudaStream_t s) {
   if (count == 0) return Status::Ok();
-  e4m3_encode_bits_kernel<<<4096, 256>>>(first, count, out);
+  e4m3_encode_bits_kernel<<<4096, 256, 0, s>>>(first, count, out);
   KC_LAUNCH_CHECK("e4m3_encode_bits_kernel");
   return Status::Ok();
 }

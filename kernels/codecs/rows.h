@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <string>
 
+#ifdef KC_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "kernels/codecs/fp8.h"
 #include "kernels/codecs/mxfp4.h"
 #include "kernels/codecs/q4.h"
@@ -38,12 +42,14 @@ Status encode_rows_host(Format f, Cache& c, const float* x, const RowRef* rows, 
 Status decode_rows_host(Format f, const Cache& c, const RowRef* rows, int n, float* out);
 
 #ifdef KC_HAVE_CUDA
-// The kernels (rows.cu): the cache and the rows to the device, one launch, the results back.
-Status encode_rows_cuda(Format f, Cache& c, const float* x, const RowRef* rows, int n);
-Status decode_rows_cuda(Format f, const Cache& c, const RowRef* rows, int n, float* out);
-// E4M3 conversion of the floats whose bit patterns are first .. first + count - 1, on the
-// device (device pointer out).
-Status launch_e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out);
+// The kernels (rows.cu) on device pointers, enqueued on s: n rows of x ([n][d]) into the
+// views' cache, or out of it into out ([n][d]); E4M3 conversion of the floats whose bit
+// patterns are first .. first + count - 1.
+Status launch_encode_rows(Format f, const KvView* views, const float* x, const RowRef* rows, int n, int d,
+                         cudaStream_t s);
+Status launch_decode_rows(Format f, const KvView* views, const RowRef* rows, int n, int d, float* out,
+                         cudaStream_t s);
+Status launch_e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out, cudaStream_t s);
 #endif
 
 }  // namespace kc

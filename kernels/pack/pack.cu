@@ -21,9 +21,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/pack/pack.h"
 #include "kernels/backend/cuda_check.h"
-#include "kernels/backend/device_cache.h"
+#include "kernels/backend/device_arena.h"
 #include "kernels/pack/blob.h"
 #include "kernels/pack/launch.h"
 
@@ -121,7 +120,7 @@ int sm_count() {
 }  // namespace
 
 Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const PackCopy* copies, int ncopies,
-                        uint8_t* data, bool scatter, bool sync) {
+                        uint8_t* data, bool scatter, cudaStream_t s) {
   if (count <= 0 || ncopies <= 0) return Status::Ok();
   SegGrid g;
   g.pos0 = pos0;
@@ -134,48 +133,48 @@ Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const Pack
   g.subs = (in_page + g.seg_pos - 1) / g.seg_pos;
   const int64_t units = g.per_job() * ncopies;
   const int64_t blocks = std::min<int64_t>((units + kWarps - 1) / kWarps, int64_t(sm_count()) * 8);
-  pack_rows_kernel<<<unsigned(blocks), kThreads>>>(v, g, copies, ncopies, data, scatter ? 1 : 0);
-  if (sync) KC_LAUNCH_CHECK("pack_rows_kernel");
-  else KC_LAUNCH_CHECK_ASYNC("pack_rows_kernel");
+  pack_rows_kernel<<<unsigned(blocks), kThreads, 0, s>>>(v, g, copies, ncopies, data, scatter ? 1 : 0);
+  KC_LAUNCH_CHECK("pack_rows_kernel");
   return Status::Ok();
 }
 
-Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) {
+Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob,
+                 DeviceArena& arena, DeviceScratch& scratch, cudaStream_t s) {
   KC_RETURN_IF_ERROR(pack_check_range(c, lane, pos0, count, "pack"));
   const PackPlan plan = pack_plan(c.lay, uint64_t(count));
   const std::vector<PackCopy> copies = pack_copies(plan, PackDirection::pack);
   blob->assign(plan.total_bytes, 0);
   pack_write_header(plan, blob->data());
-  DeviceCache dc;
-  DevBuf<uint8_t> data;
-  DevBuf<PackCopy> dcopies;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  KC_RETURN_IF_ERROR(data.alloc(plan.data_bytes()));
-  if (plan.data_bytes()) KC_CUDA_TRY(cudaMemset(data.get(), 0, plan.data_bytes()));  // padding, dropped fields
-  KC_RETURN_IF_ERROR(dcopies.upload(copies.data(), copies.size()));
-  const KvView v = resolve_view(c.views[lane], dc.mem.get(), dc.pts.get(), c.lay);
-  KC_RETURN_IF_ERROR(launch_pack_rows(v, pos0, count, dcopies.get(), int(copies.size()), data.get(), false, true));
-  KC_RETURN_IF_ERROR(data.download(blob->data() + plan.data_offset, plan.data_bytes()));
+  uint8_t* data;
+  PackCopy* dcopies;
+  KC_RETURN_IF_ERROR(arena.load(c, s));
+  KC_RETURN_IF_ERROR(scratch.get(0, plan.data_bytes(), &data));
+  if (plan.data_bytes()) KC_CUDA_TRY(cudaMemsetAsync(data, 0, plan.data_bytes(), s));  // padding, dropped fields
+  KC_RETURN_IF_ERROR(scratch.put(1, copies.data(), copies.size(), s, &dcopies));
+  KC_RETURN_IF_ERROR(launch_pack_rows(arena.view(lane), pos0, count, dcopies, int(copies.size()), data, false, s));
+  if (plan.data_bytes())
+    KC_CUDA_TRY(cudaMemcpyAsync(blob->data() + plan.data_offset, data, plan.data_bytes(), cudaMemcpyDeviceToHost, s));
+  KC_RETURN_IF_ERROR(finish_stream(s));
   pack_seal(*blob);
   return Status::Ok();
 }
 
-Status unpack_cuda(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob) {
+Status unpack_cuda(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob, DeviceArena& arena,
+                   DeviceScratch& scratch, cudaStream_t s) {
   KC_RETURN_IF_ERROR(pack_check_range(c, lane, pos0, 0, "unpack"));
   PackOpened o;
   KC_RETURN_IF_ERROR(pack_open(blob, c.lay, &o));
   KC_RETURN_IF_ERROR(pack_check_range(c, lane, pos0, int64_t(o.plan.count), "unpack"));
   const std::vector<PackCopy> copies = pack_copies(o.plan, PackDirection::unpack);
-  DeviceCache dc;
-  DevBuf<uint8_t> data;
-  DevBuf<PackCopy> dcopies;
-  KC_RETURN_IF_ERROR(dc.upload(c));
-  KC_RETURN_IF_ERROR(data.upload(o.data, o.plan.data_bytes()));
-  KC_RETURN_IF_ERROR(dcopies.upload(copies.data(), copies.size()));
-  const KvView v = resolve_view(c.views[lane], dc.mem.get(), dc.pts.get(), c.lay);
+  uint8_t* data;
+  PackCopy* dcopies;
+  KC_RETURN_IF_ERROR(arena.load(c, s));
+  KC_RETURN_IF_ERROR(scratch.put(0, o.data, o.plan.data_bytes(), s, &data));
+  KC_RETURN_IF_ERROR(scratch.put(1, copies.data(), copies.size(), s, &dcopies));
   KC_RETURN_IF_ERROR(
-      launch_pack_rows(v, pos0, int64_t(o.plan.count), dcopies.get(), int(copies.size()), data.get(), true, true));
-  return dc.download(c);
+      launch_pack_rows(arena.view(lane), pos0, int64_t(o.plan.count), dcopies, int(copies.size()), data, true, s));
+  KC_RETURN_IF_ERROR(arena.store(c, s));
+  return finish_stream(s);
 }
 
 }  // namespace kc
