@@ -23,6 +23,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "kernels/codecs/codec.h"
 #include "kernels/layout/bits.h"
@@ -110,7 +111,10 @@ KC_HD float fp8_value(uint8_t code, float scale) {
 template <>
 struct Codec<Format::fp8> : WarpPerRowCodec {
   static constexpr const char* kName = "fp8";
-  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
+    if (c.lay.format != Format::fp8) return Status::Error(std::string(op) + ": cache format is not fp8");
+    return validate_rows(c, rows, n);
+  }
   static void encode_row(const KvView& v, const float* x, const RowRef& r) {
     const int d = v.lay.head_dim;
     float amax = 0.0f;

@@ -38,6 +38,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "kernels/codecs/codec.h"
 #include "kernels/layout/bits.h"
@@ -162,7 +163,19 @@ KC_HD void mx_decode_group(const uint8_t* codes, uint8_t ebyte, float* out) {
 template <>
 struct Codec<Format::mxfp4> : WarpPerRowCodec {
   static constexpr const char* kName = "mxfp4";
-  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
+    const std::string who = std::string(op) + ": ";
+    if (c.lay.format != Format::mxfp4)
+      return Status::Error(who + "cache format is " + format_name(c.lay.format) + ", expected mxfp4");
+    if (c.lay.head_dim <= 0 || c.lay.head_dim % kMxGroup != 0)
+      return Status::Error(who + "head_dim " + std::to_string(c.lay.head_dim) +
+                           " is not a positive multiple of 32 (one E8M0 exponent per 32 values)");
+    if (n < 0) return Status::Error(who + "negative row count");
+    if (n > 0 && (rows == nullptr)) return Status::Error(who + "null row list");
+    const Status st = validate_rows(c, rows, n);
+    if (!st.ok) return Status::Error(who + st.message);
+    return Status::Ok();
+  }
   static void encode_row(const KvView& v, const float* x, const RowRef& r) {
     uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
     uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);

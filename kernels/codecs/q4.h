@@ -50,6 +50,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "kernels/codecs/codec.h"
 #include "kernels/layout/bits.h"
@@ -250,7 +251,15 @@ KC_HD void q4_decode_row_rotated(const uint8_t* codes, const uint8_t* scales, in
 template <>
 struct Codec<Format::q4> {
   static constexpr const char* kName = "q4";
-  static Status check(const Cache& c, const RowRef* rows, int n, const char* op);
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
+    const std::string w = std::string(op) + ": ";
+    if (c.lay.format != Format::q4)
+      return Status::Error(w + "cache format is " + format_name(c.lay.format) + ", not q4");
+    if (c.lay.head_dim <= 0 || c.lay.head_dim % kQ4Group != 0)
+      return Status::Error(w + "head_dim " + std::to_string(c.lay.head_dim) + " is not a positive multiple of 32");
+    if (n < 0) return Status::Error(w + "negative row count");
+    return validate_rows(c, rows, n);
+  }
   static void encode_row(const KvView& v, const float* x, const RowRef& r) {
     q4_encode_row(x, v.lay.head_dim, kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos));
   }

@@ -22,6 +22,7 @@
 namespace kc {
 
 enum class Format : uint8_t { bf16 = 0, fp8 = 1, q4 = 2, mxfp4 = 3 };
+constexpr Format kLastFormat = Format::mxfp4;  // the largest value (blobs name formats by number)
 
 KC_HD const char* format_name(Format f) {
   switch (f) {

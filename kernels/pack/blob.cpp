@@ -150,7 +150,7 @@ Status pack_open(const std::vector<uint8_t>& blob, const KvLayout& lay, PackOpen
   if (get<uint32_t>(b, 12) != kPackHeaderBytes || get<uint32_t>(b, 36) != kPackFieldEntryBytes)
     return refuse("header", "header / field entry sizes are not " + std::to_string(kPackHeaderBytes) + " / " +
                                 std::to_string(kPackFieldEntryBytes));
-  if (fmt > uint32_t(Format::mxfp4) || layers == 0 || heads == 0 || hd == 0 || layers > 4096 || heads > 4096 ||
+  if (fmt > uint32_t(kLastFormat) || layers == 0 || heads == 0 || hd == 0 || layers > 4096 || heads > 4096 ||
       hd > 65536 || count > (uint64_t(1) << 40))
     return refuse("header", "format " + std::to_string(fmt) + ", shape " + std::to_string(layers) + "x" +
                                 std::to_string(heads) + "x" + std::to_string(hd) + ", count " + std::to_string(count) +
