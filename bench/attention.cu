@@ -82,7 +82,7 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   const bool paged = c.ptok > 0;
   const int ptok = paged ? c.ptok : c.ctx;
   const int pages_per_lane = (c.ctx + ptok - 1) / ptok;
-  const uint64_t ps = paged ? lay.page_stride(ptok) : (lay.kv_bytes(ptok) + 255) / 256 * 256;
+  const uint64_t ps = lay.page_stride(ptok);  // a window is one page of ptok = its capacity
   const uint64_t set_bytes = ps * pages_per_lane * c.batch;
   // Rotate through enough copies to exceed the L2 (60 MB) several times over.
   const int copies = int(std::min<uint64_t>(16, std::max<uint64_t>(1, (uint64_t(512) << 20) / set_bytes)));

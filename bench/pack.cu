@@ -90,7 +90,7 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
   const bool paged = c.ptok > 0;
   const int ptok = paged ? c.ptok : int(count);
   const int64_t n_pages = paged ? (count + ptok - 1) / ptok : 1;
-  const uint64_t ps = paged ? lay.page_stride(ptok) : (lay.kv_bytes(ptok) + 255) / 256 * 256;
+  const uint64_t ps = lay.page_stride(ptok);  // a window is one page of ptok = its capacity
   const uint64_t mem_bytes = ps * uint64_t(n_pages);
   const PackPlan plan = pack_plan(lay, uint64_t(count));
   const std::vector<PackCopy> copies = pack_copies(plan, PackDirection::pack);
