@@ -241,6 +241,7 @@ void run_codec_contract(Run& run, const RowCodec& codec) {
   run.declare("rows==solo", "a row encoded alone equals the same row in a mixed two-lane launch");
   run.declare("guards", codec.guards_description);
   run.declare("inputs", "input rows and the decoded cache hash the same after each launch");
+  run.device_gate("device==host-twin", "device encode bytes and decoded values equal the host twin's");
   codec.once_per_run(run);
   for (int i = 0; i < run.cases; ++i) {
     const CodecCase c = draw_codec_case(codec, run.seed, i);

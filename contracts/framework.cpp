@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,16 +17,29 @@
 
 namespace kc {
 
-Run::Run(Backend& be_, Backend* twin_, uint64_t seed_, int cases_, std::string filter, bool quiet)
+Run::Run(Backend& be_, Backend* twin_, uint64_t seed_, int cases_, CaseSelection selection, bool quiet)
     : Run(be_, twin_, seed_, cases_, quiet, false) {
-  if (!filter.empty()) {
-    filter_text_ = filter;
-    filter_.emplace(filter);
-  }
+  if (!selection.filter.empty()) filter_.emplace(selection.filter);
+  selection_ = std::move(selection);
 }
 
 Run::Run(Backend& be_, Backend* twin_, uint64_t seed_, int cases_, bool quiet, bool in_control_)
-    : be(be_), twin(twin_), seed(seed_), cases(cases_), in_control(in_control_), quiet_(quiet) {}
+    : be(be_), twin(twin_), seed(seed_), cases(cases_), in_control(in_control_),
+      last_check_(std::chrono::steady_clock::now()), quiet_(quiet) {}
+
+std::string shell_quote(const std::string& w) {
+  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
+                        std::string::npos)
+    return w;
+  std::string q = "'";
+  for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+std::string CaseSelection::describe() const {
+  if (case_line) return "--case " + shell_quote(*case_line);
+  return "--filter " + shell_quote(filter);
+}
 
 GateStat& Run::gate(const std::string& name) {
   for (GateStat& g : gates_)
@@ -39,13 +53,25 @@ void Run::declare(const std::string& name, const std::string& description) {
   gate(name).description = description;
 }
 
+void Run::device_gate(const std::string& name, const std::string& description, const std::string& skip_reason) {
+  declare(name, description);
+  if (!twin) skip(name, skip_reason);
+}
+
 bool Run::check(const std::string& name, bool ok, const std::string& case_vars, const std::string& detail) {
   GateStat& g = gate(name);
+  const auto now = std::chrono::steady_clock::now();
+  g.time_s += std::chrono::duration<double>(now - last_check_).count();
+  last_check_ = now;
   if (ok) {
     ++g.passed;
   } else {
     ++g.failed;
     if (g.failures.size() < 8) g.failures.push_back(case_vars + (detail.empty() ? "" : ": " + detail));
+    const std::string cl = case_of(case_vars);
+    if (!in_control && !cl.empty() && failed_cases_.size() < 8 &&
+        std::find(failed_cases_.begin(), failed_cases_.end(), cl) == failed_cases_.end())
+      failed_cases_.push_back(cl);
     if (!in_control && g.failed <= 3)
       std::cerr << "FAIL " << name << " " << case_vars << " seed=" << seed << (detail.empty() ? "" : ": ")
                 << detail << "\n";
@@ -77,12 +103,20 @@ void Run::error(const std::string& case_vars, const std::string& message) {
 }
 
 bool Run::selected(const std::string& case_vars) {
-  if (filter_ && !std::regex_search(case_vars, *filter_)) {
+  const bool in = selection_.case_line ? case_vars == *selection_.case_line
+                                       : !filter_ || std::regex_search(case_vars, *filter_);
+  if (!in) {
     ++cases_filtered;
     return false;
   }
   ++cases_run;
+  current_case_ = case_vars;
   return true;
+}
+
+std::string Run::case_of(const std::string& case_vars) const {
+  if (current_case_.empty() || case_vars.compare(0, current_case_.size(), current_case_) != 0) return "";
+  return current_case_;
 }
 
 void Run::progress(const std::string& line) const {
@@ -97,12 +131,14 @@ bool Run::gates_failed() const {
 
 void Run::control(const std::string& name, const std::string& description,
                   const std::function<void(Run&)>& body) {
+  const auto t0 = std::chrono::steady_clock::now();
   Run sub(be, twin, seed, cases, true, true);
   body(sub);
   ControlStat c;
+  last_check_ = std::chrono::steady_clock::now();  // the control's time is its own, not the next gate's
+  c.time_s = std::chrono::duration<double>(last_check_ - t0).count();
   c.name = name;
   c.description = description;
-  c.cases = sub.cases_run;
   for (const GateStat& g : sub.gates_)
     if (g.failed) c.caught_by.push_back(g.name);
   c.errors = sub.errors_;
@@ -130,7 +166,11 @@ uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
 std::unique_ptr<Backend> select_backend(const std::string& name, Status* st) {
   *st = Status::Ok();
   if (name == "cpu") return make_cpu_backend();
-  if (name == "cuda") return make_cuda_backend(st);
+  if (name == "cuda") {
+    auto be = make_cuda_backend(st);
+    if (!be) *st = Status::Error("--backend cuda: " + st->message);
+    return be;
+  }
   if (name == "auto") {
     if (cuda_device_present()) {
       auto be = make_cuda_backend(st);
@@ -156,6 +196,7 @@ nlohmann::json gate_json(const GateStat& g) {
   nlohmann::json j = {{"name", g.name},
                       {"description", g.description},
                       {"ok", g.failed == 0},
+                      {"status", gate_status(g.passed, g.failed, g.skipped)},
                       {"passed", g.passed},
                       {"failed", g.failed},
                       {"skipped", g.skipped},
@@ -166,10 +207,34 @@ nlohmann::json gate_json(const GateStat& g) {
                   {"ratio", std::isnan(g.worst_ratio) ? nlohmann::json("nan") : nlohmann::json(g.worst_ratio)},
                   {"detail", g.worst_detail}};
   if (!g.failures.empty()) j["failures"] = g.failures;
+  j["time_s"] = g.time_s;
   return j;
 }
 
 }  // namespace
+
+nlohmann::json new_receipt(const ReceiptHead& h) {
+  nlohmann::json r;
+  r["schema"] = kReceiptSchema;
+  r["kind"] = h.kind;
+  r["name"] = h.name;
+  r["verdict"] = "fail";  // until the writer decides
+  r["backend"] = h.backend;
+  r["device"] = h.device;
+  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
+  r["seed"] = h.seed;
+  r["argv"] = h.argv;
+  r["gates"] = nlohmann::json::array();
+  r["controls"] = nlohmann::json::array();
+  return r;
+}
+
+nlohmann::json device_json(const DeviceInfo& d) {
+  nlohmann::json j = {{"name", d.name}};
+  if (!d.compute.empty()) j["compute_capability"] = d.compute;
+  if (!d.driver.empty()) j["driver"] = d.driver;
+  return j;
+}
 
 RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -177,7 +242,8 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   const int cases = opts.cases.value_or(c.default_cases);
   std::unique_ptr<Backend> twin;
   if (be.name() != "cpu") twin = make_cpu_backend();
-  Run run(be, twin.get(), seed, cases, opts.filter, opts.quiet);
+  CaseSelection sel{opts.filter, opts.case_line};
+  Run run(be, twin.get(), seed, cases, sel, opts.quiet);
   if (!opts.quiet)
     std::cerr << c.name << ": backend " << be.name() << ", seed " << seed << ", cases " << cases << "\n";
   c.body(run);
@@ -187,7 +253,11 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   for (const ControlStat& k : run.controls()) all_red = all_red && k.red;
   int64_t checks = 0;
   for (const GateStat& g : run.gates()) checks += g.passed;
-  const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty();
+  // A --filter or --case that selects no case fails: a replay that replays nothing must
+  // never come back green on the strength of the case-independent gates.
+  const bool selected_none = sel.any() && run.cases_run == 0;
+  const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
+                    !selected_none;
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
   std::vector<std::string> why;
   for (const GateStat& g : run.gates())
@@ -197,39 +267,40 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   for (const ControlStat& k : run.controls())
     if (!k.red) why.push_back("control " + k.name + " stayed green");
   if (run.has_errors()) why.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  const std::string none_selected =
+      sel.describe() + " matched none of the " + std::to_string(cases) + " cases of seed " + std::to_string(seed);
   if (checks == 0) {
     std::string w = "no gate check passed";
-    if (run.cases_run == 0)
-      w += opts.filter.empty() ? ": no case ran"
-                               : ": --filter '" + opts.filter + "' matched none of the " + std::to_string(cases) + " cases";
+    if (run.cases_run == 0) w += sel.any() ? ": " + none_selected : ": no case ran";
     why.push_back(w);
+  } else if (selected_none) {
+    why.push_back(none_selected + " (only case-independent gates ran)");
   }
   if (run.controls().empty()) why.push_back("no control ran");
 
-  nlohmann::json r;
-  r["schema"] = "kernel-contracts/receipt/1";
-  r["kind"] = "contract";
-  r["name"] = c.name;
+  nlohmann::json r = new_receipt({"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
   r["verdict"] = pass ? "pass" : "fail";
   r["verdict_reasons"] = why;
-  r["backend"] = be.name();
-  const DeviceInfo d = be.device();
-  r["device"] = {{"name", d.name}, {"compute_capability", d.compute}, {"driver", d.driver}};
-  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
-  r["seed"] = seed;
-  r["argv"] = opts.argv;
   r["started_at"] = now_utc();
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r["host"] = host;
   r["cases"] = {{"requested", cases}, {"run", run.cases_run}, {"filtered_out", run.cases_filtered},
                 {"filter", opts.filter}};
-  r["gates"] = nlohmann::json::array();
+  if (opts.case_line) r["cases"]["case"] = *opts.case_line;
+  // A ready-to-run command for each failing case (the first few), and for the run.
+  const std::string base_cmd = "tf-cuda-test " + c.name + " --backend " + be.name() + " --seed " +
+                               std::to_string(seed) + " --cases " + std::to_string(cases);
+  nlohmann::json replays = nlohmann::json::array();
+  for (const std::string& cl : run.failed_cases()) replays.push_back(base_cmd + " --case " + shell_quote(cl));
+  if (!pass && replays.empty())
+    replays.push_back(base_cmd + (opts.case_line ? " --case " + shell_quote(*opts.case_line)
+                                                 : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)));
+  r["replay"] = replays;
   for (const GateStat& g : run.gates()) r["gates"].push_back(gate_json(g));
-  r["controls"] = nlohmann::json::array();
   for (const ControlStat& k : run.controls()) {
     nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
-                        {"caught_by", k.caught_by}, {"cases", k.cases}};
+                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
     if (!k.errors.empty()) j["errors"] = k.errors;
     r["controls"].push_back(j);
   }
@@ -239,24 +310,42 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   return {pass, r};
 }
 
+std::string summary_line(const nlohmann::json& r) {
+  std::map<std::string, int> by;
+  for (const auto& g : r["gates"]) ++by[receipt_gate_status(g)];
+  int red = 0, total = 0;
+  for (const auto& k : r["controls"]) red += k.value("red", false), ++total;
+  std::ostringstream o;
+  o << r.value("name", "?") << ": " << r.value("verdict", "?") << " - " << by["ok"] << (by["ok"] == 1 ? " gate" : " gates")
+    << " ok";
+  if (by["FAIL"]) o << ", " << by["FAIL"] << " FAILED";
+  if (by["skipped"]) o << ", " << by["skipped"] << " skipped";
+  if (by["not run"]) o << ", " << by["not run"] << " not run";
+  o << "; " << red << " of " << total << " controls red; " << r["cases"].value("run", int64_t(0)) << (r["cases"].value("run", int64_t(0)) == 1 ? " case; " : " cases; ")
+    << std::fixed << std::setprecision(1) << r["timings"].value("total_s", 0.0) << " s";
+  return o.str();
+}
+
 std::string summary_table(const nlohmann::json& r) {
   std::ostringstream o;
   o << r.value("name", "?") << " [" << r.value("backend", "?") << " on " << r["device"].value("name", "?")
-    << "] seed " << r.value("seed", 0) << ", cases run " << r["cases"].value("run", 0) << "\n";
-  o << std::left << std::setw(34) << "gate" << std::setw(8) << "ok" << std::setw(10) << "passed" << std::setw(8)
-    << "failed" << std::setw(9) << "skipped" << "worst ratio\n";
+    << "] seed " << receipt_seed_text(r) << ", cases run " << r["cases"].value("run", int64_t(0)) << "\n";
+  o << std::left << std::setw(34) << "gate" << std::setw(9) << "result" << std::setw(10) << "passed" << std::setw(8)
+    << "failed" << std::setw(9) << "skipped" << std::setw(10) << "time s" << "worst ratio\n";
+  std::vector<std::string> skip_notes;
   for (const auto& g : r["gates"]) {
-    std::string worst = "";
-    if (g.contains("worst")) {
-      std::ostringstream w;
-      if (g["worst"]["ratio"].is_number()) w << std::setprecision(4) << g["worst"]["ratio"].get<double>();
-      else w << "nan";
-      worst = w.str();
-    }
-    o << std::left << std::setw(34) << g.value("name", "") << std::setw(8) << (g.value("ok", false) ? "ok" : "FAIL")
-      << std::setw(10) << g.value("passed", 0) << std::setw(8) << g.value("failed", 0) << std::setw(9)
-      << g.value("skipped", 0) << worst << "\n";
+    std::string worst;
+    if (g.contains("worst"))
+      worst = g["worst"]["ratio"].is_number() ? format_ratio(g["worst"]["ratio"].get<double>()) : "nan";
+    const std::string st = receipt_gate_status(g);
+    std::ostringstream t;
+    t << std::fixed << std::setprecision(2) << g.value("time_s", 0.0);
+    o << std::left << std::setw(34) << g.value("name", "") << std::setw(9) << st << std::setw(10)
+      << g.value("passed", int64_t(0)) << std::setw(8) << g.value("failed", int64_t(0)) << std::setw(9)
+      << g.value("skipped", int64_t(0)) << std::setw(10) << t.str() << worst << "\n";
+    if (g.contains("skip_reason")) skip_notes.push_back(g.value("name", "") + ": " + g.value("skip_reason", ""));
   }
+  for (const auto& n : skip_notes) o << "  skipped " << n << "\n";
   o << std::left << std::setw(34) << "control" << "colour   caught by\n";
   for (const auto& k : r["controls"]) {
     std::string by;
@@ -269,26 +358,69 @@ std::string summary_table(const nlohmann::json& r) {
     << r["timings"].value("total_s", 0.0) << " s)\n";
   if (r.contains("verdict_reasons"))
     for (const auto& w : r["verdict_reasons"]) o << "  because " << w.get<std::string>() << "\n";
+  if (r.contains("replay"))
+    for (const auto& c : r["replay"]) o << "replay: " << c.get<std::string>() << "\n";
+  o << summary_line(r) << "\n";
   return o.str();
+}
+
+Status prepare_output(const std::string& path, std::string* target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return Status::Error("(empty path): expected a file name");
+  fs::path p(path);
+  // Follow a symlink (and a chain of them) to the file it names; the link stays.
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    if (hops == 40) return Status::Error(path + ": too many levels of symbolic links");
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return Status::Error(path + ": cannot read the symbolic link: " + ec.message());
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  const fs::file_status st = fs::status(p, ec);
+  const char* what = nullptr;
+  switch (st.type()) {
+    case fs::file_type::not_found:
+    case fs::file_type::regular: break;
+    case fs::file_type::directory: what = "a folder"; break;
+    case fs::file_type::character: what = "a character device"; break;
+    case fs::file_type::block: what = "a block device"; break;
+    case fs::file_type::fifo: what = "a FIFO"; break;
+    case fs::file_type::socket: what = "a socket"; break;
+    default: what = "not a regular file"; break;
+  }
+  const std::string via = p.string() == path ? std::string() : " (the symbolic link points to " + p.string() + ")";
+  if (what) return Status::Error(path + via + ": exists and is " + what + "; a receipt replaces only a regular file");
+  if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
+    return Status::Error(path + ": expected a file name, not a folder");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  fs::create_directories(dir, ec);  // missing folders are created, as mkdir -p would
+  if (!fs::is_directory(dir, ec))
+    return Status::Error(path + via + ": folder " + dir.string() + " does not exist and cannot be created" +
+                         (ec ? " (" + ec.message() + ")" : std::string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    return Status::Error(path + via + ": folder " + dir.string() + " is not writable");
+  *target = p.string();
+  return Status::Ok();
 }
 
 Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
   namespace fs = std::filesystem;
-  const fs::path p(path);
+  std::string target;
+  KC_RETURN_IF_ERROR(prepare_output(path, &target));
   std::error_code ec;
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp." + std::to_string(getpid());
+  const fs::path tmp = target + ".tmp." + std::to_string(getpid());
   {
     std::ofstream f(tmp);
-    if (!f) return Status::Error(path + ": cannot open for writing");
+    if (!f) return Status::Error(path + ": cannot open " + tmp.string() + " for writing");
     f << j.dump(2) << "\n";
     f.flush();
     if (!f) {
+      f.close();
       fs::remove(tmp, ec);
       return Status::Error(path + ": write failed");
     }
   }
-  fs::rename(tmp, p, ec);
+  fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
     return Status::Error(path + ": rename failed: " + ec.message());

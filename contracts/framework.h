@@ -8,6 +8,7 @@
 //   pass  every gate held on every case it ran, every control was red, no errors;
 //   fail  otherwise (exit code 1).
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/receipt.h"
 #include "kernels/backend/backend.h"
 
 namespace kc {
@@ -40,20 +42,34 @@ struct GateStat {
   std::string worst_case;
   std::string worst_detail;
   std::vector<std::string> failures;  // first few failing case lines
+  double time_s = 0;  // wall time attributed to this gate: from the previous check of any gate to each of its checks
 };
+
 
 struct ControlStat {
   std::string name;
   std::string description;
   bool red = false;
   std::vector<std::string> caught_by;
-  int64_t cases = 0;
   std::vector<std::string> errors;
+  double time_s = 0;
 };
+
+// Which generated cases a run checks: every case, those whose name(k=v,...) line
+// matches a regex (--filter), or the one whose line equals a pasted line (--case).
+struct CaseSelection {
+  std::string filter;                    // ECMAScript regex, searched in the line; empty: no filter
+  std::optional<std::string> case_line;  // exact, literal line
+  bool any() const { return !filter.empty() || case_line.has_value(); }
+  std::string describe() const;          // "--filter 'x'", "--case '...'" (shell-quoted)
+};
+
+// A word as one shell argument: single-quoted when it holds anything but [A-Za-z0-9_./=:,+-@%].
+std::string shell_quote(const std::string& word);
 
 class Run {
  public:
-  Run(Backend& be, Backend* twin, uint64_t seed, int cases, std::string filter, bool quiet);
+  Run(Backend& be, Backend* twin, uint64_t seed, int cases, CaseSelection selection, bool quiet);
 
   Backend& be;
   Backend* twin;  // the cpu backend when `be` is cuda (host twin == device gates), else null
@@ -63,6 +79,11 @@ class Run {
 
   // Declares a gate (so it is listed even if no case reaches it).
   void declare(const std::string& gate, const std::string& description);
+  // Declares a gate that compares the device with the host twin: with no twin (cpu
+  // backend) it is recorded as skipped with its reason, so cpu and cuda receipts list
+  // the same gates.
+  void device_gate(const std::string& gate, const std::string& description,
+                   const std::string& skip_reason = "needs a CUDA device: compares the device kernels with the host twin");
   // Records one check of `gate` on the case `case_vars`.
   bool check(const std::string& gate, bool ok, const std::string& case_vars, const std::string& detail = "");
   // Records a bound check: ok when ratio <= 1 (NaN ratio fails); keeps the worst ratio.
@@ -72,8 +93,13 @@ class Run {
   // A backend or setup error: fails the run (never silently dropped).
   void error(const std::string& case_vars, const std::string& message);
   bool has_errors() const { return !errors_.empty(); }
-  // True when the case passes --filter.
+  // True when the case passes --filter / --case (and it becomes the current case).
   bool selected(const std::string& case_vars);
+  // The selected case a failing check belongs to: `case_vars` itself or the current case
+  // when case_vars extends its line; empty for checks outside the generated cases.
+  std::string case_of(const std::string& case_vars) const;
+  // Case lines of failed checks (first few, distinct), in order; outside controls only.
+  const std::vector<std::string>& failed_cases() const { return failed_cases_; }
   void progress(const std::string& line) const;
   // A control: body runs in a sub-run whose gates must catch the planted defect.
   void control(const std::string& name, const std::string& description,
@@ -95,7 +121,10 @@ class Run {
   std::vector<ControlStat> controls_;
   std::vector<std::string> errors_;
   std::optional<std::regex> filter_;
-  std::string filter_text_;
+  CaseSelection selection_;
+  std::string current_case_;
+  std::vector<std::string> failed_cases_;
+  std::chrono::steady_clock::time_point last_check_;
   bool quiet_;
 };
 
@@ -114,6 +143,7 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   std::optional<int> cases;
   std::string filter;
+  std::optional<std::string> case_line;
   std::vector<std::string> argv;
   bool quiet = false;
 };
@@ -123,14 +153,36 @@ struct RunResult {
   nlohmann::json receipt;
 };
 
+// The fields every receipt opens with (the contract runner and the benches build on it);
+// git provenance is this build's.
+struct ReceiptHead {
+  std::string kind;   // contract, serve-gate, kv-gate, bench
+  std::string name;
+  std::string backend;
+  nlohmann::json device;  // name, compute_capability, driver
+  std::vector<std::string> argv;
+  nlohmann::json seed;    // an unsigned integer, or null (no generator)
+};
+nlohmann::json new_receipt(const ReceiptHead& h);
+// A device as receipts record it; empty fields (compute capability, driver on cpu) left out.
+nlohmann::json device_json(const DeviceInfo& d);
+
 // Picks the backend named by opts.backend ("auto" -> cuda when a device is present).
 // Errors (unknown name, cuda without a device) come back in *st.
 std::unique_ptr<Backend> select_backend(const std::string& name, Status* st);
 
 RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts);
-// Renders a receipt as the human summary table.
+// Renders a receipt as the human summary table, ending with the one-line summary.
 std::string summary_table(const nlohmann::json& receipt);
-// Writes JSON atomically (temp file in the same folder, then rename).
+// "fp8-rows: pass - 10 gates ok, 2 skipped; 7 of 7 controls red; 48 cases; 9.2 s"
+std::string summary_line(const nlohmann::json& receipt);
+// Where a receipt may be written: missing parent folders are created (mkdir -p); a path
+// that exists and is not a regular file (a folder, a device node, a FIFO, a socket) is
+// refused; a symlink is followed, so the file it points to is replaced and the link
+// stays. Returns the path that will be replaced in *target. Nothing else is written.
+Status prepare_output(const std::string& path, std::string* target);
+// Writes JSON atomically through prepare_output: a temp file beside the target, then
+// rename over it.
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
 
 // Case helpers.

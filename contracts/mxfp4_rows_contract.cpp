@@ -1,4 +1,4 @@
-// Contract `mxfp4-rows`: the mxfp4 row helpers (kernels/mxfp4_rows.h) and their encode /
+// Contract `mxfp4-rows`: the mxfp4 row helpers (kernels/codecs/mxfp4.h) and their encode /
 // decode kernels, against the float64 reference (reference/mxfp4_ref.h).
 //
 // Gates (every case):

@@ -1,4 +1,4 @@
-// Contract `q4-rows`: the Hadamard-rotated 4-bit row codec (kernels/q4_rows.h) and its
+// Contract `q4-rows`: the Hadamard-rotated 4-bit row codec (kernels/codecs/q4.h) and its
 // encode / decode kernels.
 //
 // Gates (every case):

@@ -410,8 +410,7 @@ void declare_gates(Run& run) {
   run.declare("inputs", "pack leaves the cache and unpack the blob unchanged");
   run.declare("repeats", "three packs give one blob, three unpacks one cache");
   run.declare("refusals", "each bad blob kind is refused with its reason, and the destination is unchanged");
-  if (run.twin) run.declare("device==host-twin", "device blob and restored cache equal the host twin's");
-  else run.skip("device==host-twin", "needs a device: compares the device kernels with the host twin");
+  run.device_gate("device==host-twin", "device blob and restored cache equal the host twin's");
 }
 
 PackCase control_case(Format f, int src_ptok, int dst_ptok, int count, uint64_t seed) {

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "bench/attention.h"
-#include "kc_git_info.h"
+#include "contracts/framework.h"
 
 namespace kc {
 
@@ -47,17 +47,9 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
         if (std::regex_search(row_name(k, f, a), filter)) return true;
     return false;
   };
-  nlohmann::json r;
-  r["schema"] = "kernel-contracts/receipt/1";
-  r["kind"] = "bench";
-  r["name"] = "attention";
-  r["backend"] = "cuda";
-  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
-  r["argv"] = o.argv;
+  nlohmann::json r = new_receipt({"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
   r["chunk"] = o.chunk;
-  r["seed"] = 0;
-  r["device"] = o.device;
   r["method"] = "CUDA events around partial+merge, warm-up 3, median of " + std::to_string(o.reps) +
                 " runs, caches rotated through >= 512 MB; ceiling: read-only int4 (16-byte) __ldcs kernel over 4 GiB";
   double ceiling = 0;
@@ -183,8 +175,6 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
             << ", 32K x b1 window q4 / bf16 " << q4r1 << "\n";
   r["verdict"] = all ? "pass" : "fail";
   r["verdict_reasons"] = why;
-  r["gates"] = nlohmann::json::array();
-  r["controls"] = nlohmann::json::array();
   r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
   *receipt = r;
   return all ? 0 : 1;

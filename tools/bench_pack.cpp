@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "bench/pack.h"
-#include "kc_git_info.h"
+#include "contracts/framework.h"
 
 namespace kc {
 
@@ -26,15 +26,7 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
   constexpr double kTarget = 0.70;
   constexpr uint64_t kTargetFromMib = 64;
   const int warmup = 3;
-  nlohmann::json r;
-  r["schema"] = "kernel-contracts/receipt/1";
-  r["kind"] = "bench";
-  r["name"] = "pack";
-  r["backend"] = "cuda";
-  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
-  r["argv"] = o.argv;
-  r["seed"] = 0;
-  r["device"] = o.device;
+  nlohmann::json r = new_receipt({"bench", "pack", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   r["shape"] = {{"layers", layers}, {"kv_heads", kv_heads}, {"head_dim", head_dim}};
   r["method"] = "CUDA events around single launches, warm-up " + std::to_string(warmup) + ", median of " +
                 std::to_string(o.reps) +
@@ -107,8 +99,6 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
             << " rows meet it)\n";
   r["verdict"] = all ? "pass" : "fail";
   r["verdict_reasons"] = why;
-  r["gates"] = nlohmann::json::array();
-  r["controls"] = nlohmann::json::array();
   r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
   *receipt = r;
   return all ? 0 : 1;

@@ -1,12 +1,14 @@
 // tf-cuda-test: the command line of kernel-contracts.
 //   tf-cuda-test list
-//   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX] [--out FILE]
+//   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
 //   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "engine/make_model.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
 #include "tools/receipt_views.h"
@@ -29,16 +32,17 @@ constexpr int kUsage = 2;
 
 struct Common {
   std::string backend = "auto";
-  uint64_t seed = 0;
+  std::string seed;  // checked by parse_seed: 0 .. 2^64 - 1, decimal digits only
   int cases = 0;
   std::string filter;
+  std::string case_line;
   std::string out;
   std::string out_dir = "receipts";
   bool quiet = false;
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model"};
 
 std::string known_commands() {
   std::string s;
@@ -47,30 +51,24 @@ std::string known_commands() {
   return s;
 }
 
+// --seed: decimal digits only, 0 .. 2^64 - 1 (CLI11 would wrap -1 and clamp 2^64).
+bool parse_seed(const std::string& text, uint64_t* seed, std::string* why) {
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(first, last, *seed);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() || end != last) {
+    *why = "--seed '" + text + "': expected a whole number from 0 to 18446744073709551615";
+    return false;
+  }
+  return true;
+}
+
 // Fails early (before a long run) when the receipt cannot be written there.
 bool output_writable(const std::string& path, std::string* why) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) {
-    *why = path + ": folder " + dir.string() + " does not exist and cannot be created";
-    return false;
-  }
-  if (fs::is_directory(p)) {
-    *why = path + ": is a folder, expected a file";
-    return false;
-  }
-  const fs::path probe = dir / (".tf-cuda-test-probe-" + std::to_string(::getpid()));
-  std::ofstream f(probe);
-  if (!f) {
-    *why = path + ": folder " + dir.string() + " is not writable";
-    return false;
-  }
-  f.close();
-  fs::remove(probe, ec);
-  return true;
+  std::string target;
+  const kc::Status st = kc::prepare_output(path, &target);
+  if (!st.ok) *why = st.message;
+  return st.ok;
 }
 
 int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App& sub,
@@ -79,8 +77,14 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   ro.backend = o.backend;
   // kernel-contract has --seed but no --cases: ask only for options the command has.
   for (const CLI::Option* opt : sub.get_options()) {
-    if (opt->get_name() == "--seed" && opt->count()) ro.seed = o.seed;
+    if (opt->get_name() == "--seed" && opt->count()) {
+      uint64_t seed = 0;
+      std::string why;
+      parse_seed(o.seed, &seed, &why);  // checked before any run
+      ro.seed = seed;
+    }
     if (opt->get_name() == "--cases" && opt->count()) ro.cases = o.cases;
+    if (opt->get_name() == "--case" && opt->count()) ro.case_line = o.case_line;
   }
   ro.filter = o.filter;
   ro.argv = argv;
@@ -117,10 +121,13 @@ int main(int argc, char** argv) {
   // Counts: whole numbers from 1 (CLI::PositiveNumber's message for 0 read "not in range
   // 0.000000 to 1.8e308").
   const CLI::Range kAtLeastOne(1, std::numeric_limits<int>::max());
+  std::vector<CLI::Option*> seed_options;
   auto add_run_options = [&](CLI::App* s) {
     s->add_option("--backend", o.backend, "auto (cuda when a device is present), cpu (host twins) or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    s->add_option("--seed", o.seed, "Seed of the case generator (printed and recorded; replays a run)");
+    seed_options.push_back(s->add_option("--seed", o.seed,
+                  "Seed of the case generator, 0 to 18446744073709551615 (printed and recorded; replays a run)")
+        ->type_name("UINT64"));
     s->add_flag("--quiet", o.quiet, "No progress lines on stderr");
   };
   std::vector<std::pair<const kc::ContractDef*, CLI::App*>> subs;
@@ -129,13 +136,26 @@ int main(int argc, char** argv) {
     add_run_options(s);
     s->add_option("--cases", o.cases, "Number of generated cases (default " + std::to_string(c.default_cases) + ")")
         ->check(kAtLeastOne);
-    s->add_option("--filter", o.filter, "Run only cases whose name(k=v,...) line matches this ECMAScript regex");
-    s->add_option("--out", o.out, "Write the JSON receipt here (atomically)");
+    auto* filter = s->add_option("--filter", o.filter,
+                                 "Run only cases whose name(k=v,...) line matches this ECMAScript regex (searched); a "
+                                 "filter that matches no case fails the run");
+    s->add_option("--case", o.case_line,
+                  "Run only the case whose printed name(k=v,...) line is exactly LINE (literal, no regex): paste a "
+                  "failing case's line, with the same --seed and --cases, to replay it (a failing run prints the "
+                  "command); a line that matches no case fails the run")
+        ->type_name("LINE")
+        ->excludes(filter);
+    s->add_option("--out", o.out,
+                  "Write the JSON receipt here, atomically (temp file, then rename). Missing folders are created; an "
+                  "existing path that is not a regular file is refused (exit 2); a symlink is followed and the file it "
+                  "points to is replaced");
     subs.push_back({&c, s});
   }
   auto* all = app.add_subcommand("kernel-contract", "Run every contract; one receipt each in --out-dir");
   add_run_options(all);
-  all->add_option("--out-dir", o.out_dir, "Folder for the receipts (default ./receipts)");
+  all->add_option("--out-dir", o.out_dir,
+                  "Folder for the receipts, <contract>.json each (default ./receipts; created with its parents if "
+                  "missing; each receipt is written as --out writes one)");
 
   std::string bench_what;
   kc::BenchOptions bo;
@@ -147,7 +167,9 @@ int main(int argc, char** argv) {
       ->required();
   bench->add_flag("--quick", bo.quick, "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only");
   bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(kAtLeastOne);
-  bench->add_option("--out", bench_out, "Write the bench receipt here (atomically)");
+  bench->add_option("--out", bench_out,
+                    "Write the bench receipt here, atomically; missing folders are created, an existing path that is "
+                    "not a regular file is refused, a symlink is followed");
   bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
   bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
@@ -175,6 +197,18 @@ int main(int argc, char** argv) {
       "receipts");
   diff->add_option("base", diff_base, "The earlier receipt")->required();
   diff->add_option("head", diff_head, "The later receipt")->required();
+  std::string mm_preset, mm_out, mm_seed = "0";
+  int mm_layers = 0;
+  auto* make_model = app.add_subcommand(
+      "make-model",
+      "Write a synthetic Qwen3 checkpoint (config.json + model.safetensors, bf16, Hugging Face names), "
+      "deterministic from --seed: preset tiny (vocab 260, hidden 128, 4 q / 2 kv heads x 32) or qwen35-27b-attn "
+      "(24 q / 4 kv heads x 256, partial rotary 64, hidden 5120). Exit 2 for a bad preset or an --out that exists "
+      "and is not an empty folder");
+  make_model->add_option("--preset", mm_preset, "tiny or qwen35-27b-attn")->required();
+  make_model->add_option("--layers", mm_layers, "Layers (default: the preset's, 2)")->check(CLI::Range(1, 64));
+  make_model->add_option("--seed", mm_seed, "Seed of the weights, 0 to 18446744073709551615")->type_name("UINT64");
+  make_model->add_option("--out", mm_out, "Folder to write (created; must not hold files)")->required();
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -202,37 +236,21 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (report->parsed()) {
-    std::vector<nlohmann::json> recs(report_files.size());
-    for (size_t i = 0; i < report_files.size(); ++i) {  // every file checked before anything is printed
-      const kc::Status st = kc::load_receipt(report_files[i], &recs[i]);
-      if (!st.ok) {
-        std::cerr << "tf-cuda-test: error: " << st.message << "\n";
-        return kUsage;
-      }
-    }
-    const kc::ViewFormat f = report_format == "text" ? kc::ViewFormat::text : kc::ViewFormat::md;
-    int rc = 0;
-    for (size_t i = 0; i < recs.size(); ++i) {
-      std::cout << (i ? "\n" : "") << kc::render_receipt(recs[i], report_files[i], f);
-      if (recs[i]["verdict"] != "pass") rc = 1;
-    }
-    return rc;
-  }
-
-  if (diff->parsed()) {
-    nlohmann::json base, head;
-    kc::Status st = kc::load_receipt(diff_base, &base);
-    if (st.ok) st = kc::load_receipt(diff_head, &head);
-    kc::ReceiptDiff d;
-    if (st.ok) st = kc::diff_receipts(base, diff_base, head, diff_head, &d);
-    if (!st.ok) {
-      std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+  if (make_model->parsed()) {
+    uint64_t seed = 0;
+    std::string why;
+    if (!parse_seed(mm_seed, &seed, &why)) {
+      std::cerr << "tf-cuda-test: error: " << why << "\n";
       return kUsage;
     }
-    std::cout << d.text;
-    return d.regressions > 0 ? 1 : 0;
+    return kc::engine::make_model_command(mm_preset, mm_layers, seed, mm_out, std::cout, std::cerr);
   }
+
+  if (report->parsed())
+    return kc::report_command(report_files, report_format == "text" ? kc::ViewFormat::text : kc::ViewFormat::md,
+                              std::cout, std::cerr);
+
+  if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 
   if (bench->parsed()) {
     if (bench_what != "attention" && bench_what != "pack") {
@@ -245,19 +263,19 @@ int main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
       return kUsage;
     }
-    kc::Status bst;
-    auto cuda = kc::make_cuda_backend(&bst);
-    if (!cuda) {
-      std::cerr << "tf-cuda-test: error: bench needs a CUDA device: " << bst.message << "\n";
-      return kUsage;
-    }
     std::string why;
     if (!bench_out.empty() && !output_writable(bench_out, &why)) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
       return kUsage;
     }
-    const kc::DeviceInfo di = cuda->device();
-    bo.device = {{"name", di.name}, {"compute_capability", di.compute}, {"driver", di.driver}};
+    kc::Status bst;
+    auto cuda = kc::make_cuda_backend(&bst);
+    if (!cuda) {
+      std::cerr << "tf-cuda-test: error: bench " << bench_what << " needs a CUDA device (benches run on the GPU only): "
+                << bst.message << "\n";
+      return kUsage;
+    }
+    bo.device = kc::device_json(cuda->device());
     bo.argv = args;
     nlohmann::json rec;
     const int rc = bench_what == "pack" ? kc::bench_pack_main(bo, &rec) : kc::bench_attention_main(bo, &rec);
@@ -272,6 +290,14 @@ int main(int argc, char** argv) {
     return rc;
   }
 
+  if (std::any_of(seed_options.begin(), seed_options.end(), [](const CLI::Option* x) { return x->count() > 0; })) {
+    uint64_t seed = 0;
+    std::string why;
+    if (!parse_seed(o.seed, &seed, &why)) {
+      std::cerr << "tf-cuda-test: error: " << why << "\n";
+      return kUsage;
+    }
+  }
   if (!o.filter.empty()) {
     try {
       std::regex re(o.filter);
@@ -280,29 +306,31 @@ int main(int argc, char** argv) {
       return kUsage;
     }
   }
-  kc::Status st;
-  auto be = kc::select_backend(o.backend, &st);
-  if (!be) {
-    std::cerr << "tf-cuda-test: error: " << st.message << "\n";
-    return kUsage;
-  }
-
-  for (auto& [c, s] : subs) {
-    if (!s->parsed()) continue;
-    std::string why;
-    if (!o.out.empty() && !output_writable(o.out, &why)) {
+  // Outputs are checked before the backend is asked for and before a long run.
+  std::string why;
+  for (auto& [c, s] : subs)
+    if (s->parsed() && !o.out.empty() && !output_writable(o.out, &why)) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
       return kUsage;
     }
-    return run_one(*c, *be, o, *s, args, o.out);
-  }
-
-  // kernel-contract: every contract, one receipt each.
-  std::string why;
-  if (!output_writable((std::filesystem::path(o.out_dir) / "probe.json").string(), &why)) {
-    std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+  if (all->parsed())
+    for (auto& [c, s] : subs)
+      if (!output_writable((std::filesystem::path(o.out_dir) / (c->name + ".json")).string(), &why)) {
+        std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+        return kUsage;
+      }
+  const std::string command = app.get_subcommands().front()->get_name();
+  kc::Status st;
+  auto be = kc::select_backend(o.backend, &st);
+  if (!be) {
+    std::cerr << "tf-cuda-test: error: " << command << " " << st.message << "\n";
     return kUsage;
   }
+
+  for (auto& [c, s] : subs)
+    if (s->parsed()) return run_one(*c, *be, o, *s, args, o.out);
+
+  // kernel-contract: every contract, one receipt each.
   int worst = 0;
   std::vector<std::pair<std::string, int>> results;
   for (auto& [c, s] : subs) {

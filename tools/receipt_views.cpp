@@ -1,8 +1,13 @@
 #include "tools/receipt_views.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -12,7 +17,7 @@ namespace kc {
 namespace {
 
 using json = nlohmann::json;
-constexpr const char* kSchema = "kernel-contracts/receipt/1";
+constexpr const char* kSchema = kReceiptSchema;
 
 std::string type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -82,6 +87,12 @@ struct Checker {
   }
 };
 
+std::string num_text(double x) {
+  std::ostringstream o;
+  o << std::setprecision(6) << x;
+  return o.str();
+}
+
 bool check_receipt(const json& r, Checker& c) {
   if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + type_name(r));
   if (!c.field(r, "", "schema", Want::string)) return false;
@@ -92,29 +103,61 @@ bool check_receipt(const json& r, Checker& c) {
       !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
       !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
-      !c.field(r, "", "seed", Want::integer) || !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
+      !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
       !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
       !c.strings(r, "", "verdict_reasons", true) ||
       !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
     return false;
-  if (r.contains("cases"))
+  // seed: an unsigned integer; null only for a bench (no generator).
+  if (!r.contains("seed")) return c.fail("seed", "missing");
+  if (r["seed"].is_null() ? r["kind"] != "bench" : !r["seed"].is_number_unsigned())
+    return c.fail("seed", r["seed"].is_number_integer() ? "expected an integer from 0 to 2^64 - 1, got " + r["seed"].dump()
+                                                        : std::string("expected an integer") +
+                                                              (r["kind"] == "bench" ? " or null" : "") + ", got " +
+                                                              type_name(r["seed"]));
+  if (r.contains("cases")) {
     for (const char* k : {"requested", "run", "filtered_out"})
       if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
+    if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
+      return false;
+  }
+  if (!c.strings(r, "", "replay", true)) return false;
+  if (!c.field(r["device"], "device", "compute_capability", Want::string, true) ||
+      !c.field(r["device"], "device", "driver", Want::string, true))
+    return false;
   if (!c.field(r, "", "gates", Want::array) || !c.field(r, "", "controls", Want::array)) return false;
   for (size_t i = 0; i < r["gates"].size(); ++i) {
     const json& g = r["gates"][i];
     const std::string at = "gates[" + std::to_string(i) + "]";
     if (!g.is_object()) return c.fail(at, "expected an object, got " + type_name(g));
     if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
-    for (const char* k : {"passed", "failed", "skipped", "total"})
+    for (const char* k : {"passed", "failed", "skipped", "total"}) {
       if (!c.field(g, at, k, Want::integer)) return false;
+      if (g[k].get<int64_t>() < 0) return c.fail(at + "." + k, "negative count " + g[k].dump());
+    }
+    const int64_t passed = g["passed"].get<int64_t>(), failed = g["failed"].get<int64_t>(),
+                  skipped = g["skipped"].get<int64_t>();
+    if (g["total"].get<int64_t>() != passed + failed + skipped)
+      return c.fail(at + ".total", g["total"].dump() + " is not passed + failed + skipped (" +
+                                       std::to_string(passed + failed + skipped) + ")");
+    if (g["ok"].get<bool>() != (failed == 0))
+      return c.fail(at + ".ok", std::string(g["ok"].get<bool>() ? "true" : "false") + " contradicts failed = " +
+                                    std::to_string(failed));
+    if (!c.field(g, at, "status", Want::string, true) || !c.field(g, at, "skip_reason", Want::string, true) ||
+        !c.field(g, at, "description", Want::string, true) || !c.field(g, at, "time_s", Want::number, true))
+      return false;
+    if (g.contains("status") && g["status"] != gate_status(passed, failed, skipped))
+      return c.fail(at + ".status", "'" + g["status"].get<std::string>() + "' contradicts its counts (which say '" +
+                                        gate_status(passed, failed, skipped) + "')");
     if (!c.strings(g, at, "failures", true) || !c.field(g, at, "worst", Want::object, true)) return false;
     if (g.contains("worst")) {
       const json& w = g["worst"];
       if (!c.field(w, at + ".worst", "case", Want::string, true) || !c.field(w, at + ".worst", "detail", Want::string, true))
         return false;
-      if (w.contains("ratio") && !w["ratio"].is_number() && !w["ratio"].is_string())
-        return c.fail(at + ".worst.ratio", "expected a number or a string, got " + type_name(w["ratio"]));
+      if (w.contains("ratio") && !w["ratio"].is_number() && w["ratio"] != "nan")
+        return c.fail(at + ".worst.ratio", "expected a number or \"nan\", got " +
+                                               (w["ratio"].is_string() ? "\"" + w["ratio"].get<std::string>() + "\""
+                                                                       : type_name(w["ratio"])));
     }
   }
   for (size_t i = 0; i < r["controls"].size(); ++i) {
@@ -122,8 +165,11 @@ bool check_receipt(const json& r, Checker& c) {
     const std::string at = "controls[" + std::to_string(i) + "]";
     if (!k.is_object()) return c.fail(at, "expected an object, got " + type_name(k));
     if (!c.field(k, at, "name", Want::string) || !c.field(k, at, "red", Want::boolean) ||
-        !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true))
+        !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true) ||
+        !c.field(k, at, "description", Want::string, true) || !c.field(k, at, "time_s", Want::number, true))
       return false;
+    if (k["red"].get<bool>() && k["caught_by"].empty())
+      return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
   }
   if (r["kind"] == "bench") {
     if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
@@ -141,7 +187,31 @@ bool check_receipt(const json& r, Checker& c) {
           !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
           !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
         return false;
+      const double v = t["value"].get<double>(), lim = t["limit"].get<double>();
+      const bool holds = t["measured"].get<bool>() && (t["at_least"].get<bool>() ? v >= lim : v <= lim);
+      if (t["met"].get<bool>() != holds)
+        return c.fail(at + ".met", std::string(t["met"].get<bool>() ? "true" : "false") + " contradicts value " + num_text(v) +
+                                       (t["at_least"].get<bool>() ? " >= " : " <= ") + num_text(lim) +
+                                       (t["measured"].get<bool>() ? "" : " (not measured)"));
     }
+  }
+  // The verdict must follow from the receipt's own gates, controls, errors and targets.
+  if (r["verdict"] == "pass") {
+    for (size_t i = 0; i < r["gates"].size(); ++i)
+      if (!r["gates"][i]["ok"].get<bool>())
+        return c.fail("verdict", "'pass' contradicts gates[" + std::to_string(i) + "] (" +
+                                     r["gates"][i]["name"].get<std::string>() + ") failed");
+    for (size_t i = 0; i < r["controls"].size(); ++i)
+      if (!r["controls"][i]["red"].get<bool>())
+        return c.fail("verdict", "'pass' contradicts controls[" + std::to_string(i) + "] (" +
+                                     r["controls"][i]["name"].get<std::string>() + ") green");
+    if (r.contains("errors") && !r["errors"].empty())
+      return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
+    if (r["kind"] == "bench")
+      for (size_t i = 0; i < r["targets"].size(); ++i)
+        if (!r["targets"][i]["met"].get<bool>())
+          return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +
+                                       r["targets"][i]["name"].get<std::string>() + ") not met");
   }
   return true;
 }
@@ -164,7 +234,11 @@ std::string scalar(const json& v) {
 }
 std::string ratio_of(const json& g) {
   if (!g.contains("worst") || !g["worst"].contains("ratio")) return "";
-  return scalar(g["worst"]["ratio"]);
+  const json& x = g["worst"]["ratio"];
+  return x.is_number() ? format_ratio(x.get<double>()) : scalar(x);
+}
+std::string seed_of(const json& r) {
+  return r["kind"] == "bench" ? "none (a bench generates no cases)" : receipt_seed_text(r);
 }
 std::string short_commit(const json& r) {
   const std::string c = r["git"]["commit"].get<std::string>();
@@ -173,10 +247,12 @@ std::string short_commit(const json& r) {
 std::string device_line(const json& r) {
   const json& d = r["device"];
   std::string s = r["backend"].get<std::string>() + " on " + d["name"].get<std::string>();
-  std::string extra;
-  if (d.contains("compute_capability") && d["compute_capability"].is_string())
+  std::string extra;  // empty fields (a cpu has no compute capability or driver) left out
+  if (d.contains("compute_capability") && d["compute_capability"].is_string() &&
+      !d["compute_capability"].get<std::string>().empty())
     extra = "compute " + d["compute_capability"].get<std::string>();
-  if (d.contains("driver") && d["driver"].is_string()) extra += (extra.empty() ? "" : ", ") + d["driver"].get<std::string>();
+  if (d.contains("driver") && d["driver"].is_string() && !d["driver"].get<std::string>().empty())
+    extra += (extra.empty() ? "" : ", ") + d["driver"].get<std::string>();
   return extra.empty() ? s : s + " (" + extra + ")";
 }
 std::string joined(const json& a, const char* sep = ", ") {
@@ -320,18 +396,71 @@ void each_by_name(const json& base, const json& head, Row row) {
 }  // namespace
 
 Status load_receipt(const std::string& path, json* out) {
-  std::ifstream f(path);
-  if (!f) return Status::Error(path + ": cannot open for reading");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symlinks
+  if (st.type() == fs::file_type::not_found) return Status::Error(path + ": no such file");
+  if (st.type() == fs::file_type::directory) return Status::Error(path + ": is a folder, expected a receipt file");
+  if (st.type() != fs::file_type::regular)
+    return Status::Error(path + ": not a regular file" + (ec ? " (" + ec.message() + ")" : std::string()));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::Error(path + ": cannot open for reading: " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return Status::Error(path + ": read failed: " + std::strerror(errno));
   json r;
   try {
-    r = json::parse(f);
-  } catch (const json::parse_error& e) {
+    r = json::parse(text);
+  } catch (const json::exception& e) {
     return Status::Error(path + ": not JSON (" + e.what() + ")");
   }
   Checker c{path, ""};
   if (!check_receipt(r, c)) return Status::Error(c.error);
   *out = std::move(r);
   return Status::Ok();
+}
+
+int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err) {
+  std::vector<json> recs(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {  // every file checked before anything is printed
+    const Status st = load_receipt(files[i], &recs[i]);
+    if (!st.ok) {
+      err << "tf-cuda-test: error: " << st.message << "\n";
+      return 2;
+    }
+  }
+  std::string text;
+  int rc = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    try {
+      text += (i ? "\n" : "") + render_receipt(recs[i], files[i], fmt);
+    } catch (const json::exception& e) {  // a field the checks let through and rendering could not read
+      err << "tf-cuda-test: error: " << files[i] << ": unreadable field (" << e.what() << ")\n";
+      return 2;
+    }
+    if (recs[i]["verdict"] != "pass") rc = 1;
+  }
+  out << text;
+  return rc;
+}
+
+int diff_command(const std::string& base_path, const std::string& head_path, std::ostream& out, std::ostream& err) {
+  json base, head;
+  Status st = load_receipt(base_path, &base);
+  if (st.ok) st = load_receipt(head_path, &head);
+  ReceiptDiff d;
+  if (st.ok) {
+    try {
+      st = diff_receipts(base, base_path, head, head_path, &d);
+    } catch (const json::exception& e) {
+      st = Status::Error(base_path + ", " + head_path + ": unreadable field (" + e.what() + ")");
+    }
+  }
+  if (!st.ok) {
+    err << "tf-cuda-test: error: " << st.message << "\n";
+    return 2;
+  }
+  out << d.text;
+  return d.regressions > 0 ? 1 : 0;
 }
 
 std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
@@ -342,7 +471,7 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
   info.rows.push_back({"receipt", path});
   info.rows.push_back({"backend", device_line(r)});
   info.rows.push_back({"commit", short_commit(r)});
-  info.rows.push_back({"seed", scalar(r["seed"])});
+  info.rows.push_back({"seed", seed_of(r)});
   if (r.contains("verdict_reasons"))  // checked: an array of strings
     for (const auto& w : r["verdict_reasons"]) info.rows.push_back({"failed because", w.get<std::string>()});
   if (r.contains("cases"))
@@ -350,7 +479,11 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
                                       scalar(r["cases"].value("requested", json(0))) + " requested" +
                                       (r["cases"].value("filter", std::string()).empty()
                                            ? std::string()
-                                           : ", filter " + r["cases"]["filter"].get<std::string>())});
+                                           : ", filter " + r["cases"]["filter"].get<std::string>()) +
+                                      (r["cases"].contains("case") ? ", case " + r["cases"]["case"].get<std::string>()
+                                                                   : std::string())});
+  if (r.contains("replay"))
+    for (const auto& c : r["replay"]) info.rows.push_back({"replay", c.get<std::string>()});
   if (r.contains("fixture_sha256") && r["fixture_sha256"].is_string())
     info.rows.push_back({"fixture sha256", r["fixture_sha256"].get<std::string>()});
   for (const char* k : {"method", "chunk", "started_at"})
@@ -370,10 +503,18 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
         const std::string det = g["worst"].value("detail", std::string());
         if (!det.empty()) wc += (wc.empty() ? "" : ": ") + det;
       }
-      t.rows.push_back({g["name"].get<std::string>(), g["ok"].get<bool>() ? "ok" : "FAIL", scalar(g["passed"]),
+      t.rows.push_back({g["name"].get<std::string>(), receipt_gate_status(g), scalar(g["passed"]),
                         scalar(g["failed"]), scalar(g["skipped"]), scalar(g["total"]), ratio_of(g), wc});
     }
     o << t.render(f) << "\n";
+    bool any_skip = false;
+    for (const auto& g : r["gates"])
+      if (g.contains("skip_reason")) {
+        if (!any_skip) o << subheading("skipped checks", f);
+        any_skip = true;
+        o << "- " << g["name"].get<std::string>() << ": " << g["skip_reason"].get<std::string>() << "\n";
+      }
+    if (any_skip) o << "\n";
     for (const auto& g : r["gates"])
       if (g.contains("failures") && !g["failures"].empty()) {
         o << subheading("failures of " + g["name"].get<std::string>(), f);
@@ -439,8 +580,8 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   std::vector<std::string> regress, improve, notes;
   std::ostringstream o;
   o << "### diff " << hk << ": " << short_commit(base) << " -> " << short_commit(head) << "\n\n";
-  o << "- base: " << base_path << ", " << device_line(base) << ", seed " << scalar(base["seed"]) << "\n";
-  o << "- head: " << head_path << ", " << device_line(head) << ", seed " << scalar(head["seed"]) << "\n";
+  o << "- base: " << base_path << ", " << device_line(base) << ", seed " << seed_of(base) << "\n";
+  o << "- head: " << head_path << ", " << device_line(head) << ", seed " << seed_of(head) << "\n";
   if (device_line(base) != device_line(head)) notes.push_back("the two ran on different backends or devices");
   if (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json()))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
@@ -450,16 +591,18 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
 
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
-    auto res = [](const json* g) { return g ? ((*g)["ok"].get<bool>() ? "ok" : "FAIL") : "-"; };
+    auto res = [](const json* g) { return g ? receipt_gate_status(*g) : std::string("-"); };
     auto pt = [](const json* g) { return g ? scalar((*g)["passed"]) + "/" + scalar((*g)["total"]) : "-"; };
+    const std::string sb = res(b), sh = res(h);
     std::string change;
     if (!b) change = "new", improve.push_back("gate " + name + " added");
     else if (!h) change = "removed", regress.push_back("gate " + name + " removed");
-    else if ((*b)["ok"].get<bool>() && !(*h)["ok"].get<bool>()) change = "REGRESSED", regress.push_back("gate " + name + " ok -> FAIL");
-    else if (!(*b)["ok"].get<bool>() && (*h)["ok"].get<bool>()) change = "fixed", improve.push_back("gate " + name + " FAIL -> ok");
+    else if (sb != "FAIL" && sh == "FAIL") change = "REGRESSED", regress.push_back("gate " + name + " " + sb + " -> FAIL");
+    else if (sb == "FAIL" && sh != "FAIL") change = "fixed", improve.push_back("gate " + name + " FAIL -> " + sh);
+    else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped (a device gate on cpu), not run: said, not a regression
     const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
-    gates.rows.push_back({name, res(b), res(h), pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});
+    gates.rows.push_back({name, sb, sh, pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});
   };
   each_by_name(base["gates"], head["gates"], gate_row);
 

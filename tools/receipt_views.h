@@ -2,11 +2,13 @@
 // into a pull request) and `tf-cuda-test diff` (what changed between two receipts of the
 // same contract or bench, and whether any of it is a regression).
 #pragma once
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/receipt.h"
 #include "kernels/layout/status.h"
 
 namespace kc {
@@ -33,5 +35,13 @@ struct ReceiptDiff {
 // BASE and HEAD must be the same kind and name (else an error naming both).
 Status diff_receipts(const nlohmann::json& base, const std::string& base_path, const nlohmann::json& head,
                      const std::string& head_path, ReceiptDiff* out);
+
+// `tf-cuda-test report FILES`: every file read and checked before anything is printed;
+// returns 0 (every verdict pass), 1 (a verdict fail) or 2 (a file that is not a readable,
+// consistent receipt; the message names the file, the field and the reason).
+int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err);
+// `tf-cuda-test diff BASE HEAD`: 0 (no regression), 1 (a regression) or 2 (unreadable or
+// incomparable receipts).
+int diff_command(const std::string& base, const std::string& head, std::ostream& out, std::ostream& err);
 
 }  // namespace kc

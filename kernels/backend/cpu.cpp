@@ -67,11 +67,11 @@ std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend
 
 #ifndef KC_HAVE_CUDA
 std::unique_ptr<Backend> make_cuda_backend(Status* st) {
-  *st = Status::Error("this build has no cuda backend (configured without a CUDA compiler)");
+  *st = Status::Error("no cuda backend: this build was configured without a CUDA compiler (KC_CUDA=OFF or no nvcc)");
   return nullptr;
 }
 bool cuda_device_present(std::string* why) {
-  if (why) *why = "this build has no cuda backend";
+  if (why) *why = "no cuda backend: this build was configured without a CUDA compiler (KC_CUDA=OFF or no nvcc)";
   return false;
 }
 #endif

@@ -154,23 +154,39 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+// Says what is missing in words: no driver at all, a driver older than this build's
+// runtime (both versions named), or a driver that sees no device.
 bool cuda_device_present(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0) {
-    if (why) *why = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
+  if (e == cudaSuccess && n > 0) return true;
+  cudaGetLastError();
+  if (why) {
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);  // 0 when no driver is installed
+    cudaRuntimeGetVersion(&rt);
     cudaGetLastError();
-    return false;
+    auto ver = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    if (drv == 0)
+      *why = "no CUDA device: no NVIDIA driver is installed (libcuda not found); this build's runtime is CUDA " + ver(rt);
+    else if (e == cudaErrorInsufficientDriver || drv < rt)
+      *why = "no CUDA device: the NVIDIA driver is too old: it supports CUDA " + ver(drv) + ", this build's runtime needs " +
+             ver(rt);
+    else if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
+      *why = "no CUDA device: the NVIDIA driver (CUDA " + ver(drv) + ") sees no GPU (check CUDA_VISIBLE_DEVICES and nvidia-smi)";
+    else
+      *why = std::string("no CUDA device: ") + cudaGetErrorString(e) + " (driver CUDA " + ver(drv) + ", runtime " + ver(rt) + ")";
   }
-  return true;
+  return false;
 }
 
 namespace {
 Status device_info(DeviceInfo* info) {
   std::string why;
-  if (!cuda_device_present(&why)) return Status::Error("--backend cuda: " + why);
+  if (!cuda_device_present(&why)) return Status::Error(why);
   cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return Status::Error("--backend cuda: cudaGetDeviceProperties failed");
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+    return Status::Error("no usable CUDA device: cudaGetDeviceProperties failed");
   int drv = 0, rt = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);

@@ -1,4 +1,4 @@
-// The tensor-core partial's shared-memory layout (kernels/mma_smem.h) for every chunk width
+// The tensor-core partial's shared-memory layout (kernels/attention/mma_smem.h) for every chunk width
 // the command line accepts (1 .. 1024), both formats and both head_dims it serves: the V
 // ring's stages issued before the softmax never overlap q's fragments or the scores; no
 // stage overlaps the arrays the p.v still reads; the p.v's group-sum exchange fits in q's

@@ -1,4 +1,4 @@
-// bf16 conversion (kernels/attention_rows.h: the rope store's k and v rows and the
+// bf16 conversion (kernels/attention/rows.h: the rope store's k and v rows and the
 // tensor-core q split) against the float64 reference: every pattern decoded, the
 // neighbourhood of every pattern encoded (ties included), edges, and random bits.
 #include <gtest/gtest.h>

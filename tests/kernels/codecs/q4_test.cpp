@@ -1,4 +1,4 @@
-// The q4 row helpers (kernels/q4_rows.h) against the float64 reference (reference/q4_ref.h):
+// The q4 row helpers (kernels/codecs/q4.h) against the float64 reference (reference/q4_ref.h):
 // the H32 butterflies against the matrix, inv(fwd(x)) within the derived bound, fp16
 // conversion, the group code's edge rules, and the host twin's validation.
 #include <gtest/gtest.h>

@@ -1,0 +1,170 @@
+#include "engine/make_model.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/checkpoint.h"
+#include "engine/safetensors.h"
+
+namespace kc::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxLayers = 64;
+constexpr int kDefaultLayers = 2;
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+// Uniform on [center - half_width, center + half_width), from the stream of (seed, name).
+std::function<void(float*, uint64_t)> uniform(uint64_t seed, const std::string& name, double center,
+                                              double half_width) {
+  return [=](float* out, uint64_t n) {
+    uint64_t s = seed ^ fnv1a64(name);
+    splitmix64(s);
+    for (uint64_t i = 0; i < n; ++i) {
+      const double u = static_cast<double>(splitmix64(s) >> 11) * 0x1p-53;  // [0, 1)
+      out[i] = static_cast<float>(center + (2 * u - 1) * half_width);
+    }
+  };
+}
+
+// A uniform variable with standard deviation sigma has half-width sigma * sqrt(3).
+double half_width_for_std(double sigma) { return sigma * std::sqrt(3.0); }
+
+Status write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
+    if (!os) return Status::Error(path + ": (file): cannot create: " + std::strerror(errno));
+    os << text;
+    os.flush();
+    if (!os) return Status::Error(path + ": (file): write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::Error(path + ": (file): cannot rename: " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& qwen3_preset_names() {
+  static const std::vector<std::string> names = {"tiny", "qwen35-27b-attn"};
+  return names;
+}
+
+Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out) {
+  if (layers < 0 || layers > kMaxLayers)
+    return Status::Error("--layers: " + std::to_string(layers) + " is not in 1.." + std::to_string(kMaxLayers) +
+                         " (0 takes the preset's default)");
+  Qwen3Config c;
+  c.vocab_size = 260;
+  c.rms_norm_eps = 1e-6;
+  c.dtype = "bfloat16";
+  c.num_hidden_layers = layers == 0 ? kDefaultLayers : layers;
+  if (preset == "tiny") {
+    c.hidden_size = 128;
+    c.intermediate_size = 384;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 32;
+    c.rope_theta = 1e6;
+    c.partial_rotary_factor = 1.0;
+    c.max_position_embeddings = 4096;
+    c.tie_word_embeddings = true;
+  } else if (preset == "qwen35-27b-attn") {
+    c.hidden_size = 5120;
+    c.intermediate_size = 1024;
+    c.num_attention_heads = 24;
+    c.num_key_value_heads = 4;
+    c.head_dim = 256;
+    c.rope_theta = 1e7;
+    c.partial_rotary_factor = 0.25;
+    c.max_position_embeddings = 262144;
+    c.tie_word_embeddings = false;
+  } else {
+    std::string known;
+    for (const std::string& n : qwen3_preset_names()) known += (known.empty() ? "" : ", ") + n;
+    return Status::Error("--preset: '" + preset + "' is not a preset (known: " + known + ")");
+  }
+  c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+  KC_RETURN_IF_ERROR(check_qwen3_config(c, "preset " + preset));
+  *out = c;
+  return Status::Ok();
+}
+
+Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
+                                  const std::string& preset) {
+  KC_RETURN_IF_ERROR(check_qwen3_config(c, "config"));
+  std::error_code ec;
+  if (fs::exists(out_dir, ec)) {
+    if (!fs::is_directory(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
+    if (!fs::is_empty(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not empty");
+  } else if (!fs::create_directories(out_dir, ec) || ec) {
+    return Status::Error(out_dir + ": (output directory): cannot create: " + ec.message());
+  }
+  const Dtype dtype = c.dtype == "bfloat16" ? Dtype::bf16 : c.dtype == "float16" ? Dtype::f16 : Dtype::f32;
+  std::vector<TensorToWrite> tensors;
+  for (const ExpectedTensor& e : qwen3_expected_tensors(c)) {
+    TensorToWrite t;
+    t.name = e.name;
+    t.dtype = dtype;
+    t.shape = e.shape;
+    if (e.shape.size() == 1) {
+      t.generate = uniform(seed, e.name, 1.0, 0.25);  // a norm weight
+    } else {
+      // Linear weights are [out, in]; the embedding is [vocab, hidden] and is scaled by
+      // hidden so that tied logits (a dot product over hidden) stay O(1).
+      const double fan_in = static_cast<double>(e.shape[1]);
+      t.generate = uniform(seed, e.name, 0.0, half_width_for_std(1.0 / std::sqrt(fan_in)));
+    }
+    tensors.push_back(std::move(t));
+  }
+  KC_RETURN_IF_ERROR(write_text_atomically((fs::path(out_dir) / "config.json").string(), qwen3_config_json(c)));
+  KC_RETURN_IF_ERROR(write_safetensors((fs::path(out_dir) / "model.safetensors").string(), tensors,
+                                       {{"format", "pt"}, {"kc_preset", preset}, {"kc_seed", std::to_string(seed)}}));
+  return Status::Ok();
+}
+
+int make_model_command(const std::string& preset, int layers, uint64_t seed, const std::string& out_dir,
+                       std::ostream& out, std::ostream& err) {
+  Qwen3Config c;
+  Status st = qwen3_preset(preset, layers, &c);
+  if (st.ok && out_dir.empty()) st = Status::Error("--out: a directory is required");
+  if (st.ok) st = write_synthetic_checkpoint(c, seed, out_dir, preset);
+  // What was written must read back as a valid checkpoint of this config.
+  Qwen3Config back;
+  if (st.ok) st = check_qwen3_checkpoint(out_dir, &back);
+  if (!st.ok) {
+    err << "make-model: " << st.message << "\n";
+    return 2;
+  }
+  int64_t params = 0;
+  for (const ExpectedTensor& e : qwen3_expected_tensors(c)) {
+    int64_t n = 1;
+    for (int64_t d : e.shape) n *= d;
+    params += n;
+  }
+  std::error_code ec;
+  const auto bytes = fs::file_size(fs::path(out_dir) / "model.safetensors", ec);
+  out << "make-model: wrote " << out_dir << " (preset " << preset << ", " << c.num_hidden_layers << (c.num_hidden_layers == 1 ? " layer" : " layers") << ", seed "
+      << seed << ", " << params << " parameters, " << bytes << " bytes of " << qwen3_tensor_dtype(c) << ")\n";
+  return 0;
+}
+
+}  // namespace kc::engine

@@ -1,0 +1,192 @@
+#!/bin/sh
+# Command-line cases under bad input (issue: replays, folders, outputs, seeds, devices,
+# broken receipts, skipped gates). Usage: cli_cases.sh CASE TF_CUDA_TEST SOURCE_DIR [MUTANT]
+# Each case runs the command a user would type and checks its exit code and message.
+# Exit 0 pass, 1 fail, 77 skipped (CTest SKIP_RETURN_CODE).
+set -u
+case_name=$1 bin=$2 src=$3 mutant=${4:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+h200=$src/reports/h200
+
+fail() { echo "FAIL: $*"; exit 1; }
+# expect RC PATTERN CMD...: runs CMD, checks its exit code and that its output contains PATTERN.
+expect() {
+  want=$1 pat=$2; shift 2
+  out=$("$@" 2>&1); rc=$?
+  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want: $*
+$out"
+  case "$out" in *"$pat"*) ;; *) fail "no '$pat' in the output of: $*
+$out";; esac
+}
+# A cpu receipt of a contract (few cases) in $tmp/NAME.json.
+cpu_receipt() { "$bin" "$1" --backend cpu --cases 2 --quiet --seed 7 --out "$tmp/$1.json" >/dev/null 2>&1; }
+
+case "$case_name" in
+  # 1. A filter that matches no case fails in every contract; so does a --case line.
+  filter-none-fp8) expect 1 "--filter nomatch matched none of the" "$bin" fp8-rows --backend cpu --quiet --filter nomatch ;;
+  filter-none-q4) expect 1 "--filter nomatch matched none of the" "$bin" q4-rows --backend cpu --quiet --filter nomatch ;;
+  filter-none-mxfp4) expect 1 "--filter nomatch matched none of the" "$bin" mxfp4-rows --backend cpu --quiet --filter nomatch ;;
+  case-none)
+    expect 1 "--case 'fp8-rows(ptok=48,len=97+48)' matched none of the" \
+      "$bin" fp8-rows --backend cpu --quiet --case 'fp8-rows(ptok=48,len=97+48)' ;;
+  # A passing case's printed line, pasted into --case, runs that case alone.
+  case-exact)
+    line=$("$bin" fp8-rows --backend cpu --cases 5 --seed 11 2>&1 | sed -n 's/^  \.\. case 3\/5 //p')
+    [ -n "$line" ] || fail "no case line printed"
+    expect 0 "fp8-rows: pass" "$bin" fp8-rows --backend cpu --cases 5 --seed 11 --case "$line"
+    case "$out" in *"cases run 1"*) ;; *) fail "--case ran other than one case: $out";; esac
+    "$bin" fp8-rows --backend cpu --cases 5 --seed 11 --case "$line" 2>&1 | grep -q "^  \.\. case 3/5 " ||
+      fail "--case ran another case than the one pasted" ;;
+  # The replay: a mutant (E4M3 truncation) fails; its printed replay command, run as
+  # printed, fails exactly that case and no other.
+  replay-mutant)
+    [ -x "$mutant" ] || { echo "mutant binary missing"; exit 1; }
+    "$mutant" fp8-rows --backend cpu --cases 6 --seed 5 --quiet > "$tmp/first.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the mutant passed (exit $rc)"
+    cmd=$(sed -n 's/^replay: tf-cuda-test //p' "$tmp/first.txt" | head -n 1)
+    [ -n "$cmd" ] || fail "no replay line printed: $(cat "$tmp/first.txt")"
+    case "$cmd" in *"--case '"*) ;; *) fail "the replay names no case: $cmd";; esac
+    line=$(printf '%s\n' "$cmd" | sed "s/.* --case '\(.*\)'\$/\1/")
+    eval "\"\$mutant\" $cmd --quiet" > "$tmp/replay.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the replay did not fail (exit $rc): $(cat "$tmp/replay.txt")"
+    grep -q "cases run 1\$" "$tmp/replay.txt" || fail "the replay ran other than one case: $(cat "$tmp/replay.txt")"
+    grep "^FAIL " "$tmp/replay.txt" | grep -v -F "$line" | grep -v "e4m3(" && fail "the replay failed another case"
+    grep -q -F "FAIL codes==reference $line" "$tmp/replay.txt" || grep -q -F "$line" "$tmp/replay.txt" ||
+      fail "the replay does not name the pasted case: $(cat "$tmp/replay.txt")" ;;
+  # 2. File arguments that are folders or not regular files: exit 2, named, nothing printed.
+  report-folder) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" report "$tmp/receipts" ;;
+  diff-folder-base) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" diff "$tmp/receipts" "$h200/fp8-rows.json" ;;
+  diff-folder-head) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" diff "$h200/fp8-rows.json" "$tmp/receipts" ;;
+  report-device) expect 2 "/dev/null: not a regular file" "$bin" report /dev/null ;;
+  report-missing) expect 2 "$tmp/none.json: no such file" "$bin" report "$tmp/none.json" ;;
+  report-nothing-printed)
+    mkdir "$tmp/d"; out=$("$bin" report "$h200/fp8-rows.json" "$tmp/d" 2>/dev/null); rc=$?
+    [ "$rc" -eq 2 ] && [ -z "$out" ] || fail "exit $rc, printed: $out" ;;
+  # 3. --out over something that is not a regular file is refused; a symlink is followed.
+  out-fifo)
+    mkfifo "$tmp/fifo"
+    expect 2 "exists and is a FIFO" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/fifo"
+    [ -p "$tmp/fifo" ] || fail "the FIFO was replaced" ;;
+  out-folder) mkdir "$tmp/d"; expect 2 "exists and is a folder" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/d" ;;
+  out-symlink-to-device)
+    ln -s /dev/null "$tmp/link.json"
+    expect 2 "the symbolic link points to /dev/null" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/link.json"
+    [ -c /dev/null ] || fail "/dev/null replaced" ;;
+  out-symlink)
+    echo old > "$tmp/target.json"; ln -s target.json "$tmp/link.json"
+    expect 0 "receipt: $tmp/link.json" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/link.json"
+    [ -L "$tmp/link.json" ] || fail "the link was replaced"
+    grep -q '"kind": "contract"' "$tmp/target.json" || fail "the link's target holds no receipt" ;;
+  bench-out-fifo)
+    mkfifo "$tmp/fifo"; expect 2 "--out $tmp/fifo" "$bin" bench pack --reps 1 --out "$tmp/fifo" ;;
+  out-dir-file)
+    echo x > "$tmp/file"; expect 2 "--out-dir" "$bin" kernel-contract --backend cpu --quiet --out-dir "$tmp/file" ;;
+  # 4. Missing folders are created (documented), for every command that writes.
+  out-creates-folders)
+    expect 0 "receipt: $tmp/a/b/r.json" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/a/b/r.json"
+    [ -f "$tmp/a/b/r.json" ] || fail "no receipt written" ;;
+  # 5. Seeds: 0 .. 2^64 - 1, printed the same everywhere.
+  seed-negative) expect 2 "--seed '-1': expected a whole number from 0 to 18446744073709551615" "$bin" fp8-rows --seed -1 ;;
+  seed-too-large)
+    expect 2 "--seed '18446744073709551616': expected a whole number" "$bin" fp8-rows --seed 18446744073709551616 ;;
+  seed-max)
+    expect 0 "seed 18446744073709551615" "$bin" fp8-rows --backend cpu --cases 1 --quiet --seed 18446744073709551615 --out "$tmp/r.json"
+    grep -q '"seed": 18446744073709551615' "$tmp/r.json" || fail "receipt seed differs"
+    expect 0 "| seed | 18446744073709551615 |" "$bin" report "$tmp/r.json" ;;
+  seed-high-bit)
+    expect 0 "seed 9223372036854775808," "$bin" fp8-rows --backend cpu --cases 1 --quiet --seed 9223372036854775808 ;;
+  # 6. No device: say what is missing, for which command; bench names no option it lacks.
+  cuda-missing-says-what)
+    out=$("$bin" fp8-rows --backend cuda --cases 1 2>&1); rc=$?
+    [ "$rc" -eq 0 ] && exit 77  # a device is present
+    [ "$rc" -eq 2 ] || fail "exit $rc: $out"
+    case "$out" in
+      *"fp8-rows --backend cuda: no NVIDIA driver"*|*"fp8-rows --backend cuda: no CUDA device: the NVIDIA driver"*|*"fp8-rows --backend cuda: no cuda backend"*) ;;
+      *) fail "does not say what is missing: $out";; esac
+    case "$out" in *"insufficient for CUDA runtime"*) fail "the runtime's misleading message: $out";; esac ;;
+  bench-missing-device)
+    out=$("$bin" bench attention --reps 1 2>&1); rc=$?
+    case "$out" in *"bench attention needs a CUDA device"*) ;; *) exit 77;; esac
+    [ "$rc" -eq 2 ] || fail "exit $rc"
+    case "$out" in *"--backend"*) fail "bench has no --backend: $out";; esac ;;
+  # 7. Receipts that contradict themselves or hold nonsense are refused.
+  report-ratio-text)
+    sed 's/"ratio": 0\.[0-9]*/"ratio": "x"/' "$h200/qwen-pages.json" > "$tmp/r.json"
+    grep -q '"ratio": "x"' "$tmp/r.json" || fail "setup"
+    expect 2 'worst.ratio: expected a number or "nan", got "x"' "$bin" report "$tmp/r.json" ;;
+  report-pass-with-failed-gate)
+    cpu_receipt fp8-rows || fail "setup"
+    # the first gate (2 cases: 4 checks) made a consistent FAIL, the verdict left at pass
+    sed '0,/"failed": 0,/s//"failed": 1,/; 0,/"ok": true,/s//"ok": false,/; 0,/"passed": 4,/s//"passed": 3,/; 0,/"status": "ok"/s//"status": "FAIL"/' \
+      "$tmp/fp8-rows.json" > "$tmp/r.json"
+    expect 2 "verdict: 'pass' contradicts gates[0]" "$bin" report "$tmp/r.json" ;;
+  report-pass-with-green-control)
+    cpu_receipt fp8-rows || fail "setup"
+    sed '0,/"red": true/s//"red": false/' "$tmp/fp8-rows.json" > "$tmp/r.json"
+    expect 2 "verdict: 'pass' contradicts controls[0]" "$bin" report "$tmp/r.json" ;;
+  report-ok-contradicts-counts)
+    cpu_receipt fp8-rows || fail "setup"
+    sed '0,/"failed": 0,/s//"failed": 2,/; 0,/"passed": 4,/s//"passed": 2,/' "$tmp/fp8-rows.json" > "$tmp/r.json"
+    expect 2 ".ok: true contradicts failed = 2" "$bin" report "$tmp/r.json" ;;
+  # 8. Gates that did not run are skipped, with their reason, in the console, report and diff.
+  skipped-console)
+    expect 0 "device==host-twin                 skipped" "$bin" fp8-rows --backend cpu --cases 1 --quiet
+    case "$out" in *"skipped device==host-twin: needs a CUDA device"*) ;; *) fail "no skip reason: $out";; esac ;;
+  skipped-report)
+    cpu_receipt scale-planes || fail "setup"
+    expect 0 "| device==host-twin | skipped | 0 | 0 | 1 |" "$bin" report "$tmp/scale-planes.json"
+    case "$out" in *"- device==host-twin: needs a CUDA device"*) ;; *) fail "no skip reason: $out";; esac ;;
+  skipped-diff-cuda-cpu)
+    cpu_receipt scale-planes || fail "setup"
+    out=$("$bin" diff "$h200/scale-planes.json" "$tmp/scale-planes.json" 2>&1); rc=$?
+    case "$out" in *"| device==host-twin | ok | skipped |"*"ok -> skipped"*) ;; *) fail "diff does not say skipped: $out";; esac
+    case "$out" in *"device==host-twin removed"*) fail "called removed: $out";; esac
+    [ "$rc" -eq 0 ] || fail "exit $rc (a skipped device gate is not a regression): $out" ;;
+  # 9. Smaller: device line, ratio digits, bench seed, descriptions, summary line, timings.
+  report-cpu-device-line)
+    cpu_receipt fp8-rows || fail "setup"
+    out=$("$bin" report "$tmp/fp8-rows.json" 2>&1)
+    case "$out" in *"(compute"*|*"( , )"*|*"compute , "*) fail "empty device fields printed: $out";; esac ;;
+  report-ratio-digits)
+    sed 's/"ratio": 0\.[0-9]*/"ratio": 0.999999/' "$h200/qwen-pages.json" > "$tmp/r.json"
+    expect 0 "| 0.999999 |" "$bin" report "$tmp/r.json" ;;
+  report-bench-seed) expect 0 "| seed | none (a bench generates no cases) |" "$bin" report "$h200/bench-pack.json" ;;
+  gate-descriptions)
+    cpu_receipt fp8-rows || fail "setup"
+    grep -q '"description": ""' "$tmp/fp8-rows.json" && fail "a gate or control without a description" || true ;;
+  summary-line)
+    expect 0 "fp8-rows: pass - 10 gates ok, 3 skipped; 7 of 7 controls red; 2 cases;" \
+      "$bin" fp8-rows --backend cpu --cases 2 --quiet ;;
+  gate-timings)
+    cpu_receipt fp8-rows || fail "setup"
+    n=$(grep -c '"time_s":' "$tmp/fp8-rows.json"); [ "$n" -ge 20 ] || fail "$n time_s fields" ;;
+  h200-argv)  # the receipts the README cites were made by the README's commands
+    for f in "$h200"/fp8-rows.json "$h200"/qwen-pages.json "$h200"/q4-rows.json "$h200"/mxfp4-rows.json \
+             "$h200"/scale-planes.json "$h200"/bench-attention.json "$h200"/bench-pack.json; do
+      grep -A1 '"argv": \[' "$f" | grep -q '"build/tools/tf-cuda-test"' || fail "$f: argv[0] is not the README's build/tools/tf-cuda-test"
+    done ;;
+  # 10. The main command builds tf-cuda-test alone; the tests build the rest.
+  kc-run-builds-tool-only)
+    out=$(KC_DRY_RUN=1 "$src/tools/kc.sh" run 2>&1) || fail "$out"
+    case "$out" in *"--target tf-cuda-test"*) ;; *) fail "run does not build tf-cuda-test alone: $out";; esac
+    out=$(KC_DRY_RUN=1 "$src/tools/kc.sh" test 2>&1) || fail "$out"
+    case "$out" in *"--target"*) fail "test builds only a target: $out";; esac ;;
+  # 11. The README links only to files in the repository.
+  readme-links)
+    [ -f "$src/docs/design.md" ] || fail "docs/design.md missing"
+    grep -q '(docs/design.md)' "$src/README.md" || fail "README does not link docs/design.md"
+    for l in $(grep -o '](\([^)#]*\))' "$src/README.md" | sed 's/^](\(.*\))$/\1/'); do
+      case "$l" in http*) continue;; esac
+      [ -e "$src/$l" ] || fail "README links $l, which is not in the repository"
+    done
+    grep -q "[^/]design\.md\`" "$src/README.md" && fail "README names a design.md outside docs/" || true ;;
+  # make-model: a synthetic checkpoint, and bad input refused.
+  make-model-tiny)
+    expect 0 "" "$bin" make-model --preset tiny --seed 3 --out "$tmp/m"
+    [ -f "$tmp/m/config.json" ] && [ -f "$tmp/m/model.safetensors" ] || fail "no checkpoint written" ;;
+  make-model-bad-preset) expect 2 "is not a preset" "$bin" make-model --preset nope --out "$tmp/m" ;;
+  make-model-bad-seed) expect 2 "--seed '-3': expected a whole number" "$bin" make-model --preset tiny --seed -3 --out "$tmp/m" ;;
+  *) echo "unknown case $case_name"; exit 2 ;;
+esac
+exit 0

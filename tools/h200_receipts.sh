@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Re-makes the GPU receipts the README cites, with the README's own commands, from a build in
+# build/ (so each receipt's argv reads build/tools/tf-cuda-test ...). Run on the GPU machine
+# from the repository root; commit first, so that git.dirty is false in every receipt.
+#   tools/h200_receipts.sh [OUT_DIR] [LOG_DIR]        (defaults: reports/h200, OUT_DIR)
+# Environment: KC_PREFIX (CMAKE_PREFIX_PATH for the dependencies, e.g. $PWD/.deps/usr),
+# KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (memcheck and racecheck runs, small cases).
+# Exit 1 when any contract or bench failed; the table printed last says which.
+set -uo pipefail
+out=${1:-reports/h200}
+logs=${2:-$out}
+mkdir -p "$out" "$logs"
+[ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} \
+  > "$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
+cmake --build build --target tf-cuda-test > "$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 2; }
+bin=build/tools/tf-cuda-test
+table=""
+worst=0
+step() {  # step NAME CMD...: runs CMD, keeps its output in LOG_DIR/NAME.log, records the exit code
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  table+=$(printf '%-28s rc=%d  %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$logs/$name.log")")$'\n'
+  [ "$rc" -gt "$worst" ] && worst=$rc
+  return 0
+}
+for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes; do
+  step "$c" "$bin" "$c" --backend cuda --out "$out/$c.json"
+done
+if [ "${KC_SKIP_BENCH:-0}" != 1 ]; then
+  step bench-attention "$bin" bench attention --out "$out/bench-attention.json"
+  step bench-pack "$bin" bench pack --out "$out/bench-pack.json"
+fi
+if [ "${KC_SANITIZE:-0}" = 1 ]; then
+  step memcheck-fp8-rows compute-sanitizer --tool memcheck "$bin" fp8-rows --backend cuda --cases 4 --quiet
+  step memcheck-qwen-pages compute-sanitizer --tool memcheck "$bin" qwen-pages --backend cuda --cases 7 --quiet
+  step racecheck-qwen-pages compute-sanitizer --tool racecheck "$bin" qwen-pages --backend cuda --cases 7 --quiet
+fi
+printf '%s' "$table"
+exit $(( worst > 0 ? 1 : 0 ))
