@@ -102,7 +102,7 @@ endfunction()
 function(kc_define_mutant name define contract cuda)
   if(NOT TARGET kc_mutant_tool_obj)
     add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
-    target_link_libraries(kc_mutant_tool_obj PRIVATE kc_contracts kc_receipt_views kc_engine CLI11::CLI11)
+    target_link_libraries(kc_mutant_tool_obj PRIVATE kc_engine_run kc_contracts kc_receipt_views kc_engine CLI11::CLI11)
     target_compile_options(kc_mutant_tool_obj PRIVATE -Wall -Wextra)
     add_dependencies(kc_mutant_tool_obj kc_git_info)
   endif()
@@ -126,7 +126,7 @@ function(kc_define_mutant name define contract cuda)
   add_executable(${exe} $<TARGET_OBJECTS:${exe}-planted> ${kernel_objs} ${contract_objs}
                  $<TARGET_OBJECTS:kc_mutant_tool_obj>)
   kc_kernel_settings(${exe})
-  target_link_libraries(${exe} PRIVATE kc_reference kc_receipt_views kc_engine nlohmann_json::nlohmann_json rapidcheck
+  target_link_libraries(${exe} PRIVATE kc_engine_run kc_reference kc_receipt_views kc_engine nlohmann_json::nlohmann_json rapidcheck
                         CLI11::CLI11 Threads::Threads)
   if(KC_HAVE_CUDA)
     set_target_properties(${exe} PROPERTIES LINKER_LANGUAGE CUDA)

@@ -5,6 +5,7 @@
 //   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
+//   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <algorithm>
@@ -21,6 +22,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "engine/generate.h"
 #include "engine/make_model.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
@@ -42,7 +44,7 @@ struct Common {
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate"};
 
 std::string known_commands() {
   std::string s;
@@ -209,6 +211,23 @@ int main(int argc, char** argv) {
   make_model->add_option("--layers", mm_layers, "Layers (default: the preset's, 2)")->check(CLI::Range(1, 64));
   make_model->add_option("--seed", mm_seed, "Seed of the weights, 0 to 18446744073709551615")->type_name("UINT64");
   make_model->add_option("--out", mm_out, "Folder to write (created; must not hold files)")->required();
+  kc::engine::GenerateCommand gen;
+  auto* generate = app.add_subcommand(
+      "generate",
+      "Greedy decoding of a byte-level Qwen3 checkpoint on the engine: prefill in chunks, then one token per step; "
+      "prints the continuation (stops at <|eos|> or --max-tokens). Exit 2 for a missing or bad model, bad options");
+  generate->add_option("--model", gen.model_dir, "Checkpoint folder (config.json + model.safetensors)")->required();
+  auto* gen_prompt = generate->add_option("--prompt", gen.prompt, "Prompt text (bytes)");
+  generate->add_option("--prompt-file", gen.prompt_file, "Read the prompt from this file")->excludes(gen_prompt);
+  generate->add_option("--max-tokens", gen.max_tokens, "Tokens to generate")->required()->check(kAtLeastOne);
+  generate->add_option("--kv-cache", gen.kv_cache, "KV cache format: bf16 (default), fp8 or q4")
+      ->check(CLI::IsMember({"bf16", "fp8", "q4"}));
+  generate->add_option("--pages", gen.pages, "Page size in positions (default 0: one contiguous window)")
+      ->check(CLI::Range(0, 1 << 20));
+  generate->add_option("--backend", gen.backend, "cpu (host twins, default) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  generate->add_option("--out", gen.out_file,
+                       "Write a JSON result (tokens, time to first token, decode tok/s, cache bytes) here, atomically");
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -244,6 +263,12 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     return kc::engine::make_model_command(mm_preset, mm_layers, seed, mm_out, std::cout, std::cerr);
+  }
+
+  if (generate->parsed()) {
+    gen.prompt_given = gen_prompt->count() > 0;
+    gen.argv = args;
+    return kc::engine::generate_command(gen, std::cout, std::cerr);
   }
 
   if (report->parsed())
