@@ -1,42 +1,146 @@
-# One helper per kind of target.
+# One helper per kind of target. Each folder owns its sources, tests, contracts and mutants
+# through these; the top-level CMakeLists.txt only adds the folders.
+include(GoogleTest)
 
-# kc_add_kernel_lib(name SOURCES ... CUDA_SOURCES ...): host sources always, CUDA sources
-# when the cuda backend is built.
-function(kc_add_library name)
-  cmake_parse_arguments(A "" "" "SOURCES;CUDA_SOURCES;DEPS" ${ARGN})
+# kc_kernel_sources(SOURCES ... CUDA_SOURCES ...): a kernels/ or bench/ folder's sources of
+# the kernels library: host sources always, CUDA sources when the cuda backend is built.
+# The one source list: kc_kernels and every mutant build from it.
+function(kc_kernel_sources)
+  cmake_parse_arguments(A "" "" "SOURCES;CUDA_SOURCES;NO_CUDA_SOURCES" ${ARGN})
   set(srcs ${A_SOURCES})
   if(KC_HAVE_CUDA)
     list(APPEND srcs ${A_CUDA_SOURCES})
+  else()
+    list(APPEND srcs ${A_NO_CUDA_SOURCES})
   endif()
-  add_library(${name} STATIC ${srcs})
-  target_include_directories(${name} PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/generated)
-  target_link_libraries(${name} PUBLIC ${A_DEPS})
+  list(TRANSFORM srcs PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+  set_property(GLOBAL APPEND PROPERTY KC_KERNEL_SOURCES ${srcs})
+endfunction()
+
+# Compile settings of the kernels' sources (the library and the mutants' planted copies).
+function(kc_kernel_settings target)
+  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/generated)
+  target_link_libraries(${target} PUBLIC Threads::Threads)
   if(KC_HAVE_CUDA)
-    target_compile_definitions(${name} PUBLIC KC_HAVE_CUDA=1)
-    target_link_libraries(${name} PUBLIC CUDA::cudart_static)
-    set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
+    target_compile_definitions(${target} PUBLIC KC_HAVE_CUDA=1)
+    target_link_libraries(${target} PUBLIC CUDA::cudart_static)
+    set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
     # Contract builds never use fast math: the bounds assume IEEE expf and division.
-    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
   endif()
-  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
 endfunction()
 
 # kc_add_gtest(name SOURCES ... LABELS cpu|cuda): a GoogleTest binary whose tests are
-# registered one by one; GTEST_SKIP shows as skipped in CTest, never as passed.
+# registered one by one; GTEST_SKIP shows as skipped in CTest, never as passed (CMake's
+# GoogleTest module sets that SKIP_REGULAR_EXPRESSION itself: passing it again made CMake 4
+# write test files it could not read).
 function(kc_add_gtest name)
   cmake_parse_arguments(A "" "" "SOURCES;LABELS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE kc_contracts GTest::gtest GTest::gtest_main rapidcheck)
   gtest_discover_tests(${name}
-    PROPERTIES LABELS "${A_LABELS}" SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
-    DISCOVERY_TIMEOUT 60)
+    PROPERTIES LABELS "${A_LABELS}" DISCOVERY_TIMEOUT 60)
 endfunction()
 
-# kc_add_contract_test(contract LABELS ...): runs `tf-cuda-test <contract>` under CTest.
+# kc_add_contract_test(contract backend): runs `tf-cuda-test <contract>` under CTest.
 function(kc_add_contract_test contract backend)
   add_test(NAME contract.${contract}.${backend}
            COMMAND tf-cuda-test ${contract} --backend ${backend}
                    --out ${CMAKE_BINARY_DIR}/receipts/${contract}.${backend}.json)
   set_tests_properties(contract.${contract}.${backend} PROPERTIES LABELS "${backend};contract"
                        SKIP_RETURN_CODE 77)
+endfunction()
+
+# kc_add_contract(name SOURCE file): a contract. Its source defines `ContractDef
+# <name with - as _>_contract()`; it joins the registry (`tf-cuda-test list`, and
+# kernel-contract in the order of these calls) and runs on the cpu backend under CTest.
+function(kc_add_contract name)
+  cmake_parse_arguments(A "" "SOURCE" "" ${ARGN})
+  string(REPLACE "-" "_" fn "${name}")
+  set_property(GLOBAL APPEND PROPERTY KC_CONTRACT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${A_SOURCE})
+  set_property(GLOBAL APPEND_STRING PROPERTY KC_CONTRACT_REGISTRY "KC_CONTRACT(${fn}_contract)\n")
+  kc_add_contract_test(${name} cpu)
+endfunction()
+
+# The tool's sources compiled once for every mutant (tf-cuda-test itself is defined in tools/).
+function(kc_mutant_tool_objects)
+  if(TARGET kc_mutant_tool_obj)
+    return()
+  endif()
+  add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
+  target_link_libraries(kc_mutant_tool_obj PRIVATE kc_contracts kc_receipt_views CLI11::CLI11)
+  target_compile_options(kc_mutant_tool_obj PRIVATE -Wall -Wextra)
+endfunction()
+
+# kc_add_mutant(name DEFINE contract SOURCES file... [CUDA]): a planted bug, declared in
+# the folder of the files its plant touches (SOURCES, relative to that folder). Those files
+# are compiled again with DEFINE; every other object comes unplanted from kc_kernels_obj /
+# kc_contracts_obj (and the tool's from kc_mutant_tool_obj, compiled once for all mutants).
+# The contract run on the mutant must exit 1. CUDA: a device-side plant, built with the
+# cuda backend only and run with --backend cuda (exit 77, skipped, without a device);
+# otherwise it runs on the cpu backend. The target is made once every folder is read.
+function(kc_add_mutant name define contract)
+  cmake_parse_arguments(A "CUDA" "" "SOURCES" ${ARGN})
+  if(A_CUDA AND NOT KC_HAVE_CUDA)
+    return()
+  endif()
+  set(rel "")
+  foreach(src IN LISTS A_SOURCES)
+    file(RELATIVE_PATH r ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+    list(APPEND rel ${r})
+  endforeach()
+  set(cuda OFF)
+  if(A_CUDA)
+    set(cuda ON)
+  endif()
+  # DEFER would read the variables at the call; EVAL expands them now.
+  list(JOIN rel " " rel)
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} ${contract} ${cuda} ${rel})")
+endfunction()
+
+function(kc_define_mutant name define contract cuda)
+  if(NOT TARGET kc_mutant_tool_obj)
+    add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
+    target_link_libraries(kc_mutant_tool_obj PRIVATE kc_engine_run kc_contracts kc_receipt_views kc_engine CLI11::CLI11)
+    target_compile_options(kc_mutant_tool_obj PRIVATE -Wall -Wextra)
+    add_dependencies(kc_mutant_tool_obj kc_git_info)
+  endif()
+  set(planted "")
+  set(kernel_objs $<TARGET_OBJECTS:kc_kernels_obj>)
+  set(contract_objs $<TARGET_OBJECTS:kc_contracts_obj>)
+  foreach(src IN LISTS ARGN)
+    list(APPEND planted ${CMAKE_SOURCE_DIR}/${src})
+    string(REGEX REPLACE "[.+]" "\\\\\\0" rx "${src}")
+    set(kernel_objs "$<FILTER:${kernel_objs},EXCLUDE,/${rx}\\.o$>")
+    set(contract_objs "$<FILTER:${contract_objs},EXCLUDE,/${rx}\\.o$>")
+  endforeach()
+  # The planted objects come first on the link line: an inline helper of a planted header
+  # is emitted in several objects, and the linker keeps the first copy it meets.
+  set(exe tf-cuda-test-mutant-${name})
+  add_library(${exe}-planted OBJECT ${planted})
+  kc_kernel_settings(${exe}-planted)
+  target_compile_definitions(${exe}-planted PRIVATE ${define})
+  target_link_libraries(${exe}-planted PRIVATE kc_reference nlohmann_json::nlohmann_json rapidcheck)
+  add_dependencies(${exe}-planted kc_git_info)
+  add_executable(${exe} $<TARGET_OBJECTS:${exe}-planted> ${kernel_objs} ${contract_objs}
+                 $<TARGET_OBJECTS:kc_mutant_tool_obj>)
+  kc_kernel_settings(${exe})
+  target_link_libraries(${exe} PRIVATE kc_engine_run kc_reference kc_receipt_views kc_engine nlohmann_json::nlohmann_json rapidcheck
+                        CLI11::CLI11 Threads::Threads)
+  if(KC_HAVE_CUDA)
+    set_target_properties(${exe} PROPERTIES LINKER_LANGUAGE CUDA)
+  endif()
+  if(cuda)
+    add_test(NAME mutant.${name}
+             COMMAND sh -c "out=$(\"$0\" ${contract} --backend cuda --cases 6 --quiet 2>&1); rc=$?; case \"$out\" in *'no CUDA device'*) exit 77;; esac; test $rc -eq 1"
+                     $<TARGET_FILE:${exe}>)
+    set_tests_properties(mutant.${name} PROPERTIES LABELS "cuda;mutant" SKIP_RETURN_CODE 77)
+  else()
+    add_test(NAME mutant.${name}
+             COMMAND sh -c "\"$0\" ${contract} --backend cpu --cases 6 --quiet; test $? -eq 1"
+                     $<TARGET_FILE:${exe}>)
+    set_tests_properties(mutant.${name} PROPERTIES LABELS "cpu;mutant")
+  endif()
 endfunction()

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cache.h"
-#include "kernels/fp8_rows.h"
+#include "kernels/layout/cache.h"
+#include "kernels/codecs/fp8.h"
 
 namespace kc {
 

@@ -106,10 +106,10 @@ void run_case(Run& run, Backend& be, const RowCodec& codec, const CodecCase& c, 
     return true;
   };
   auto encode = [&](Backend& b, Cache& cache, const float* xs, const RowRef* rs, int count) {
-    return fail((b.*codec.encode)(cache, xs, rs, count));
+    return fail(b.encode_rows(codec.format, cache, xs, rs, count));
   };
   auto decode = [&](Backend& b, const Cache& cache, float* out) {
-    return fail((b.*codec.decode)(cache, rows.data(), n, out));
+    return fail(b.decode_rows(codec.format, cache, rows.data(), n, out));
   };
   if (encode(be, paged, x.data(), rows.data(), n)) return;
   if (encode(be, window, x.data(), rows.data(), n)) return;

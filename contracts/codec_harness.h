@@ -109,8 +109,6 @@ struct CodecControl {
 struct RowCodec {
   const char* name;
   Format format;
-  Status (Backend::*encode)(Cache&, const float*, const RowRef*, int);
-  Status (Backend::*decode)(const Cache&, const RowRef*, int, float*);
   CaseDraw draw;
   int control_head_dim;  // the controls' cases: L 1, H 2, lengths 3 ptok + 1 and 2 ptok
   std::function<std::vector<float>(const CodecCase&, size_t)> make_rows;

@@ -1,10 +1,21 @@
 #include "contracts/contracts.h"
 
+// kc_contract_list.h is generated from the kc_add_contract lines of contracts/CMakeLists.txt:
+// one KC_CONTRACT(<name>_contract) per contract, in their order.
+#define KC_CONTRACT(fn) ContractDef fn();
+namespace kc {
+#include "kc_contract_list.h"
+}  // namespace kc
+#undef KC_CONTRACT
+
 namespace kc {
 
 const std::vector<ContractDef>& contracts() {
-  static const std::vector<ContractDef> all = {fp8_rows_contract(), qwen_pages_contract(), q4_rows_contract(),
-                                               scale_planes_contract(), mxfp4_rows_contract()};
+#define KC_CONTRACT(fn) fn(),
+  static const std::vector<ContractDef> all = {
+#include "kc_contract_list.h"
+  };
+#undef KC_CONTRACT
   return all;
 }
 

@@ -1,11 +1,5 @@
-// Every contract's definition; the registry lists them in contracts.cpp.
+// The contract registry: every contract that contracts/CMakeLists.txt declares with
+// kc_add_contract (contracts() and find_contract() in framework.h; the list in
+// contracts.cpp).
 #pragma once
 #include "contracts/framework.h"
-
-namespace kc {
-ContractDef fp8_rows_contract();
-ContractDef qwen_pages_contract();
-ContractDef scale_planes_contract();
-ContractDef q4_rows_contract();
-ContractDef mxfp4_rows_contract();
-}  // namespace kc

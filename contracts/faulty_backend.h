@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "kernels/backend/backend.h"
 
 namespace kc {
 
@@ -31,25 +31,13 @@ class FaultyBackend final : public Backend {
   std::string name() const override { return real_.name(); }
   AttnArith attention_arith(Format f, int d) const override { return real_.attention_arith(f, d); }
   DeviceInfo device() const override { return real_.device(); }
-  Status fp8_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
-    return after_encode(real_.fp8_encode_rows(c, x, r, n), c, x, r, n);
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
+    return after_encode(real_.encode_rows(f, c, x, r, n), c, x, r, n);
   }
-  Status fp8_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
-    return after_decode(real_.fp8_decode_rows(c, r, n, o), c, n, o);
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    return after_decode(real_.decode_rows(f, c, r, n, o), c, n, o);
   }
   Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_.e4m3_encode_bits(a, n, o); }
-  Status q4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
-    return after_encode(real_.q4_encode_rows(c, x, r, n), c, x, r, n);
-  }
-  Status q4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
-    return after_decode(real_.q4_decode_rows(c, r, n, o), c, n, o);
-  }
-  Status mxfp4_encode_rows(Cache& c, const float* x, const RowRef* r, int n) override {
-    return after_encode(real_.mxfp4_encode_rows(c, x, r, n), c, x, r, n);
-  }
-  Status mxfp4_decode_rows(const Cache& c, const RowRef* r, int n, float* o) override {
-    return after_decode(real_.mxfp4_decode_rows(c, r, n, o), c, n, o);
-  }
   Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
     return real_.pack(c, lane, p0, n, b);
   }

@@ -121,7 +121,7 @@ void check_all_codes(Run& run) {
   const float one = 1.0f;
   std::memcpy(kv_scale(c.view(0), 0, 0, 0, 0), &one, 4);
   std::vector<float> out(256);
-  const Status st = run.be.fp8_decode_rows(c, &r, 1, out.data());
+  const Status st = run.be.decode_rows(Format::fp8, c, &r, 1, out.data());
   if (!st.ok) return run.error("e4m3-all-codes", st.message);
   int bad = 0;
   for (int i = 0; i < 256; ++i) {
@@ -207,8 +207,6 @@ void fp8_rows_body(Run& run) {
   const RowCodec codec{
       .name = "fp8-rows",
       .format = Format::fp8,
-      .encode = &Backend::fp8_encode_rows,
-      .decode = &Backend::fp8_decode_rows,
       // Page sizes 1, 3, 16, 48, 512 first; the first cases' rows normal, wide, at the
       // E4M3 edges; rows of zeros, tiny rows whose scale underflows, non-finite rows.
       // Lengths capped to keep a case under ~12k rows so a cpu run stays fast.

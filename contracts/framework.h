@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/receipt.h"
-#include "kernels/backend.h"
+#include "kernels/backend/backend.h"
 
 namespace kc {
 

@@ -1,4 +1,4 @@
-// Contract `mxfp4-rows`: the mxfp4 row helpers (kernels/mxfp4_rows.h) and their encode /
+// Contract `mxfp4-rows`: the mxfp4 row helpers (kernels/codecs/mxfp4.h) and their encode /
 // decode kernels, against the float64 reference (reference/mxfp4_ref.h).
 //
 // Gates (every case):
@@ -30,7 +30,7 @@
 
 #include "contracts/codec_harness.h"
 #include "contracts/contracts.h"
-#include "kernels/mxfp4_rows.h"
+#include "kernels/codecs/mxfp4.h"
 #include "reference/mxfp4_ref.h"
 
 namespace kc {
@@ -230,16 +230,16 @@ bool check_edge_rows(Run& run, const std::string& gate, const std::string& cv, c
   std::vector<RowRef> rows;
   for (int p = 0; p < n; ++p) rows.push_back({0, 0, 0, 0, p});
   const Cache c0 = c;
-  Status st = run.be.mxfp4_encode_rows(c, x.data(), rows.data(), n);
+  Status st = run.be.encode_rows(Format::mxfp4, c, x.data(), rows.data(), n);
   if (!st.ok) return run.error(cv, st.message), false;
   std::vector<float> out(size_t(n) * d);
-  st = run.be.mxfp4_decode_rows(c, rows.data(), n, out.data());
+  st = run.be.decode_rows(Format::mxfp4, c, rows.data(), n, out.data());
   if (!st.ok) return run.error(cv, st.message), false;
   if (run.twin) {
     Cache h = c0;
     std::vector<float> hout(size_t(n) * d);
-    st = run.twin->mxfp4_encode_rows(h, x.data(), rows.data(), n);
-    if (st.ok) st = run.twin->mxfp4_decode_rows(h, rows.data(), n, hout.data());
+    st = run.twin->encode_rows(Format::mxfp4, h, x.data(), rows.data(), n);
+    if (st.ok) st = run.twin->decode_rows(Format::mxfp4, h, rows.data(), n, hout.data());
     if (!st.ok) return run.error(cv, st.message), false;
     run.check("device==host-twin", h.mem == c.mem && std::memcmp(hout.data(), out.data(), out.size() * 4) == 0, cv,
               "edge rows: device bytes or values differ from the host twin");
@@ -299,7 +299,7 @@ void check_all_codes(Run& run) {
     *kv_scale(c.view(0), 0, 0, 0, b) = uint8_t(b);
   }
   std::vector<float> out(256 * 32);
-  const Status st = run.be.mxfp4_decode_rows(c, rows.data(), 256, out.data());
+  const Status st = run.be.decode_rows(Format::mxfp4, c, rows.data(), 256, out.data());
   if (!st.ok) return run.error("mxfp4-all-codes", st.message);
   int64_t bad = 0;
   std::string first;
@@ -413,8 +413,6 @@ void mxfp4_rows_body(Run& run) {
   const RowCodec codec{
       .name = "mxfp4-rows",
       .format = Format::mxfp4,
-      .encode = &Backend::mxfp4_encode_rows,
-      .decode = &Backend::mxfp4_decode_rows,
       // Page sizes 1, 3, 7, 16, 48, 512 first, then drawn ones; head_dim 32 (one group)
       // to 256 (eight), 96 (a warp step with an idle half); every distribution among the
       // first eight cases. Lengths capped to keep a case under ~6k rows so a cpu run

@@ -1,4 +1,4 @@
-// Contract `q4-rows`: the Hadamard-rotated 4-bit row codec (kernels/q4_rows.h) and its
+// Contract `q4-rows`: the Hadamard-rotated 4-bit row codec (kernels/codecs/q4.h) and its
 // encode / decode kernels.
 //
 // Gates (every case):
@@ -27,7 +27,7 @@
 
 #include "contracts/codec_harness.h"
 #include "contracts/contracts.h"
-#include "kernels/q4_rows.h"
+#include "kernels/codecs/q4.h"
 #include "reference/q4_ref.h"
 
 namespace kc {
@@ -245,7 +245,7 @@ void check_all_scales(Run& run) {
     }
   }
   std::vector<float> out(size_t(n) * 256);
-  const Status st = run.be.q4_decode_rows(c, rows.data(), n, out.data());
+  const Status st = run.be.decode_rows(Format::q4, c, rows.data(), n, out.data());
   if (!st.ok) return run.error("q4-all-scales", st.message);
   int64_t bad = 0;
   std::string first;
@@ -273,8 +273,6 @@ void q4_rows_body(Run& run) {
   const RowCodec codec{
       .name = "q4-rows",
       .format = Format::q4,
-      .encode = &Backend::q4_encode_rows,
-      .decode = &Backend::q4_decode_rows,
       // Pages of 1, 3, 7, 16, 48, 512 and odd sizes; head_dim 32 (one group), 64, 128,
       // 256; every distribution among the first eight cases. At most ~2,400 rows a case
       // so a cpu run stays well under a minute.

@@ -34,7 +34,7 @@
 #include "contracts/contracts.h"
 #include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
-#include "kernels/attention_rows.h"
+#include "kernels/attention/rows.h"
 #include "reference/attention_ref.h"
 #include "reference/bounds.h"
 #include "reference/e4m3_ref.h"
@@ -467,7 +467,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
               for (int j = 0; j < d; ++j) extra[i] += std::fabs(double(qr32[j]) - qv[j]) * std::fabs(K(i, j));
             for (double& e : extra) e *= ap.scale;
           }
-          // Depths of the backend's order (attention_rows.h). fma chain: dot d; p.v per key
+          // Depths of the backend's order (attention/rows.h). fma chain: dot d; p.v per key
           // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
           // over k-steps / a key group's tiles and the groups' sum (fp8: +4 for the two fp16
           // parts' remainder, +1 for p * row-scale), an extra u |s|
@@ -655,7 +655,7 @@ void qwen_pages_body(Run& run) {
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;
   // Which order each (format, head_dim) ran in, so a reviewer knows which depths the
-  // attention bound used (attention_rows.h).
+  // attention bound used (attention/rows.h).
   nlohmann::json arith = nlohmann::json::object();
   for (const Shape& sh : kShapes)
     for (Format f : {Format::bf16, Format::fp8, Format::q4})

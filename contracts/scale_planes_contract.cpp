@@ -1,5 +1,5 @@
 // Contract `scale-planes`: scale-plane packing (pack / unpack of a run of a lane's
-// positions, every declared field, through the versioned host blob of pack_blob.h).
+// positions, every declared field, through the versioned host blob of pack/blob.h).
 //
 // A case: a source lane (paged with ptok in {1, 3, 7, 16, 48, 256, 512} or a window) of
 // a two-lane poisoned cache, a run [src_pos0, src_pos0 + count); a destination lane of
@@ -24,7 +24,7 @@
 //                       name / width, truncated, oversized, checksum, range) is refused
 //                       with its reason and the destination is byte-identical after
 //   device==host-twin   (cuda) blob bytes and restored caches equal the host twin's
-// Controls (must be red; PackFault, a broken packer path in pack_blob.cpp selected at
+// Controls (must be red; PackFault, a broken packer path in pack/blob.cpp selected at
 // run time): a dropped scale plane, K and V scales swapped, a stale layout version
 // accepted, a truncated blob accepted, one corrupted byte accepted.
 #include <algorithm>
@@ -36,7 +36,7 @@
 #include "contracts/arena.h"
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
-#include "kernels/pack_blob.h"
+#include "kernels/pack/blob.h"
 
 namespace kc {
 namespace {
@@ -84,7 +84,7 @@ PackCase draw_case(uint64_t seed, int index) {
 }
 
 // The contract's own reader of the documented blob format (shares no code with
-// pack_blob.cpp beyond the constants).
+// pack/blob.cpp beyond the constants).
 uint32_t rd32(const std::vector<uint8_t>& b, uint64_t off) {
   uint32_t v = 0;
   if (off + 4 <= b.size()) std::memcpy(&v, b.data() + off, 4);

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "engine/qwen3_config.h"
-#include "kernels/status.h"
+#include "kernels/layout/status.h"
 
 namespace kc::engine {
 

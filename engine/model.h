@@ -29,7 +29,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/ops.h"
-#include "kernels/backend.h"
+#include "kernels/backend/backend.h"
 
 namespace kc::engine {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/status.h"
+#include "kernels/layout/status.h"
 
 namespace kc::engine {
 

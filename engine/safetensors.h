@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/status.h"
+#include "kernels/layout/status.h"
 
 namespace kc::engine {
 

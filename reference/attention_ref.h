@@ -21,7 +21,7 @@ double rope_bound(const double* x, int d, int rot_dims, double base, int64_t pos
 // over exactly the keys given (rows of K and V, already dequantised as the kernel
 // reads them), with the element bound of numerics.md for a split-K kernel of chunk
 // width `chunk`: q.k products accumulate to depth `dot_depth`; one chunk's p.v and l
-// sums to depth `acc_depth` (the kernel's order, attention_rows.h), and the merge adds
+// sums to depth `acc_depth` (the kernel's order, attention/rows.h), and the merge adds
 // one term per chunk, so n' = acc_depth + number of chunks. score_extra (optional) adds a
 // known per-key score error (e.g. the fp32 rotation of a q4 query) to term 1.
 struct AttnRef {

@@ -13,7 +13,7 @@ double e4m3_value(uint8_t code);
 // zero keeps its sign.
 uint8_t e4m3_from_double(double v);
 
-// The fp8 row rule, predicted exactly in float64 (see kernels/fp8_rows.h for the rule;
+// The fp8 row rule, predicted exactly in float64 (see kernels/codecs/fp8.h for the rule;
 // this side derives it from the math):
 //   scale = fp32(amax / 448)  (a double quotient rounded once to float equals the fp32
 //          quotient: 53 >= 2*24 + 2, so double rounding is innocuous for division);

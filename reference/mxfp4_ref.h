@@ -3,7 +3,7 @@
 // no code with kernels/: its own E2M1 table and nearest-value search, its own exponent
 // search by comparisons in float64 (no bit tricks), its own nibble packing.
 //
-// The rule it predicts (kernels/mxfp4_rows.h states the same rule for the kernels):
+// The rule it predicts (kernels/codecs/mxfp4.h states the same rule for the kernels):
 //   group of 32; amax = max |x| (a NaN or Inf anywhere poisons the group);
 //   e = smallest integer with amax <= 6 * 2^e, clamped to [-127, 127] (amax = 0: -127);
 //   exponent byte e + 127, 0xFF for a poisoned group;

@@ -134,7 +134,7 @@ double fp16_value(uint16_t h) {
 
 // One group. Derivation of the roundtrip bound, with y = 2^-3 H x the exact rotation,
 // y' the fp32 rotation, s the group scale, z_i = code_i * s, and the decoded row
-// 2^-2 H z computed exactly (kernels/q4_rows.h: every partial sum is an integer
+// 2^-2 H z computed exactly (kernels/codecs/q4.h: every partial sum is an integer
 // multiple of s of magnitude <= 224 s):
 //   decode_j - x_j = 2^-2 sum_i H(j,i) (z_i - y_i)          (2^-2 H 2^-3 H = I)
 //   |decode_j - x_j| <= 2^-2 sum_i (q_i + eps_i), where

@@ -1,5 +1,5 @@
 // float64 reference for q4 rows (Hadamard-rotated 4-bit groups of 32 with an fp16
-// scale), written from the math and from the documented rule (kernels/q4_rows.h). Shares
+// scale), written from the math and from the documented rule (kernels/codecs/q4.h). Shares
 // no code with kernels/: H32 is a matrix of +-1 here, the fast transform is re-derived
 // from the Sylvester recursion H_2n = [[H_n, H_n], [H_n, -H_n]] with every fp32 add
 // emulated in double (a double sum of two floats rounded once to float is the fp32 sum),

@@ -14,8 +14,8 @@
 #include <regex>
 #include <sstream>
 
+#include "bench/attention.h"
 #include "contracts/framework.h"
-#include "kernels/bench.h"
 
 namespace kc {
 

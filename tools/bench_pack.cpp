@@ -11,8 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/pack.h"
 #include "contracts/framework.h"
-#include "kernels/bench_pack.h"
 
 namespace kc {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/receipt.h"
-#include "kernels/status.h"
+#include "kernels/layout/status.h"
 
 namespace kc {
 

@@ -8,7 +8,7 @@
 
 #include "contracts/faulty_backend.h"
 #include "tests/contracts/contract_test_util.h"
-#include "kernels/attention_rows.h"
+#include "kernels/attention/rows.h"
 
 namespace kc {
 namespace {
@@ -66,7 +66,7 @@ double round_f16(double x) {
   return std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);
 }
 
-// The error model of fp8's two fp16 parts (attention_rows.h): for a scaled value x with
+// The error model of fp8's two fp16 parts (attention/rows.h): for a scaled value x with
 // |x| < 2^15, x - hi - lo is at most 2^-22 |x| (4 u) plus 2^-25 (a part below the normal
 // range), and the bound is nearly reached.
 TEST(AttentionArith, TwoF16PartsLeaveAtMost4UPlus2ToMinus25) {

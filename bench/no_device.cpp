@@ -1,0 +1,16 @@
+// The benches in a build without the cuda backend: each says so (the command line turns
+// it into exit 2, bad input).
+#include "bench/attention.h"
+#include "bench/pack.h"
+
+namespace kc {
+
+Status bench_attention_config(const AttnBenchConfig&, int, int, AttnBenchResult*) {
+  return Status::Error("bench needs the cuda backend (this build has none)");
+}
+Status bench_read_ceiling(size_t, int, double*) { return Status::Error("bench needs the cuda backend (this build has none)"); }
+Status bench_pack_config(const PackBenchConfig&, int, int, PackBenchResult*) {
+  return Status::Error("bench needs the cuda backend (this build has none)");
+}
+
+}  // namespace kc

@@ -1,0 +1,19 @@
+// Split-K attention: the partial (on the tensor cores where attn_uses_mma, the fma chain
+// otherwise), then the in-order merge. Host twin: attention_host (attention/twin.cpp);
+// reference: reference/attention_ref.h; contract: qwen-pages.
+#include "kernels/attention/partial.cuh"
+
+namespace kc {
+
+Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
+                        const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                        float* out, cudaStream_t s) {
+  if (n == 0) return Status::Ok();
+  if (max_chunks > 0 && attn_uses_mma(fmt, d))
+    KC_RETURN_IF_ERROR(launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
+  else if (max_chunks > 0)
+    KC_RETURN_IF_ERROR(launch_partial_fma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
+  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, fmt == Format::q4, out, s);
+}
+
+}  // namespace kc

@@ -1,0 +1,18 @@
+// Launchers of the rope store, attention and keep kernels: device pointers in, enqueued on
+// the caller's stream, Status out (launch errors; the caller finishes its stream).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/backend/cuda_check.h"
+#include "kernels/layout/kv_layout.h"
+#include "kernels/attention/params.h"
+
+namespace kc {
+Status launch_rope_store(const KvView* views, int hkv, const RopeParams& p, const RopeRow* rows, int n, const float* q,
+                         const float* k, const float* v, float* q_out, cudaStream_t s);
+Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
+                        const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                        float* out, cudaStream_t s);
+Status launch_keep(const KvView* views, int fields, const KeepMove* moves, const int32_t* lane_off, int groups,
+                   cudaStream_t s);
+}  // namespace kc

@@ -1,0 +1,111 @@
+// Split-K merge kernel. Host twin: attention_merge_host (attention/twin.cpp); contract:
+// qwen-pages.
+//
+// attention_merge_kernel: block per (q head, row), a thread per output element; chunks
+//   merged in chunk order: M = max of non-empty m, L = sum l * expf(m - M),
+//   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN). q4
+//   caches: the output is rotated back to original space once (codecs/q4.h).
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/attention/partial.cuh"
+
+namespace kc {
+
+// Block per (q head, row), one thread per output element. M (the max of the non-empty
+// chunks' m; exact in any order) is a block reduction; then every thread walks the chunks
+// in chunk order (the same L in every thread), their m and l staged through shared
+// memory kMergeTile chunks at a time and their partials loaded kMergeBatch chunks at a
+// time before the first is used. The merge is latency-bound (a few loads per thread), so
+// the first tile's m and l are staged by the pass that finds M, and the first batch of
+// partials is in flight during it.
+// Batch of 16: on the H200 (24q/4kv/d256) 54.8 us against 59.5 us before at 32K x b1 and
+// 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better.
+constexpr int kMergeTile = 256, kMergeBatch = 16;
+__global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
+                                       const float* pl, const float* po, bool unrotate, float* out) {
+  __shared__ float obuf[kMaxHeadDim];
+  __shared__ float tl[kMergeTile], tm[kMergeTile], wmax[kMaxHeadDim / 32];
+  constexpr int U = kMergeBatch;
+  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
+#endif
+  const AttnRow row = rows[r];
+  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
+  const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
+  float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
+  auto load_batch = [&](int c, int tn) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
+  };
+  load_batch(0, min(nc, kMergeTile));
+  float M = -INFINITY;
+  for (int c = j; c < nc; c += d) {
+    const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
+    if (c < kMergeTile) tl[c] = lc, tm[c] = mc;
+    if (lc > 0.0f) M = fmaxf(M, mc);
+  }
+  for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
+  if (lane == 0) wmax[j / 32] = M;
+  __syncthreads();  // also: the first tile's m and l are staged
+  M = -INFINITY;
+  for (int w = 0; w < d / 32; ++w) M = fmaxf(M, wmax[w]);
+  float L = 0.0f, acc = 0.0f;
+  for (int t0 = 0; t0 < nc; t0 += kMergeTile) {
+    const int tn = min(kMergeTile, nc - t0);
+    if (t0 > 0) {
+      __syncthreads();  // the previous tile is consumed
+      for (int c = j; c < tn; c += d) {
+        tl[c] = __ldg(pl + base + t0 + c);
+        tm[c] = __ldg(pm + base + t0 + c);
+      }
+      __syncthreads();
+    }
+    for (int c0 = 0; c0 < tn; c0 += U) {
+      if (t0 > 0 || c0 > 0) load_batch(t0 + c0, t0 + tn);
+      // Branch-free, so the batch's loads, weights and products are scheduled ahead of
+      // the two in-order sums; a chunk past the tile or without keys leaves them as they are.
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int cu = min(c0 + u, tn - 1);
+        const float lc = tl[cu], w = expf(tm[cu] - M);
+        const bool use = c0 + u < tn && lc > 0.0f;
+        const float Ln = L + lc * w, an = acc + oc[u] * w;
+        L = use ? Ln : L;
+        acc = use ? an : acc;
+      }
+    }
+  }
+  float res = L > 0.0f ? acc / L : 0.0f;
+  if (unrotate) {  // q4: the output back to original space, once
+    obuf[j] = res;
+    __syncthreads();
+    if (j < d / 32) hadamard32_inv(obuf + 32 * j);
+    __syncthreads();
+    res = obuf[j];
+  }
+  out[(size_t(r) * p.q_heads + qh) * d + j] = res;
+}
+
+Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
+                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s) {
+  // Launched with a programmatic dependency on the partial: its blocks may be scheduled
+  // while the partial's last blocks run, and wait in cudaGridDependencySynchronize.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(p.q_heads, n);
+  cfg.blockDim = dim3(d);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
+  KC_LAUNCH_CHECK("attention_merge_kernel");
+  return Status::Ok();
+}
+
+}  // namespace kc

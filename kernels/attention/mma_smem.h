@@ -1,0 +1,94 @@
+// Shared-memory layout and tuning of the tensor-core attention partial
+// (attention_partial_mma_kernel in attention/partial_mma.cu), host-visible so that the layout's
+// invariants are unit-tested without a device (tests/kernels/attention/mma_smem_test.cpp).
+#pragma once
+#include <cstddef>
+
+#include "kernels/attention/rows.h"
+
+namespace kc {
+
+// Bytes of q's B fragments ([k-steps][parts][32 lanes] uint2) and of the scores then p
+// ([8 heads][W] fp32).
+KC_HD constexpr size_t mma_qf_bytes(int D, int parts) { return size_t(D / 16) * parts * 32 * 8; }
+KC_HD constexpr size_t mma_ss_bytes(int W) { return size_t(kAttnHeadsPerBlock) * W * 4; }
+// Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
+// (the kernel's pointers and the launch's size both come from here). The V ring's stages
+// from 0, and over them q's B fragments (the p.v's group sums reuse this space) and the
+// scores then p: right after the `pre` stages issued before the softmax, or at the ring's
+// end when they fit there past them (pre > 1); the later stages overwrite them once they
+// are dead; then p's B fragments ([key tiles][parts][32] uint2), V row pointers [W
+// rounded up to 16], fp8 K and V row scales [W] each, fp8 q and p shifts [8] each.
+struct MmaSmem {
+  size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
+  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre)
+      : ring(0),
+        qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + mma_qf_bytes(D, parts) + mma_ss_bytes(W)
+               ? size_t(stages) * stage_bytes - mma_qf_bytes(D, parts) - mma_ss_bytes(W)
+               : size_t(pre) * stage_bytes),
+        ss(qf + mma_qf_bytes(D, parts)),
+        pf(ss + mma_ss_bytes(W) > size_t(stage_bytes) * stages ? ss + mma_ss_bytes(W) : size_t(stage_bytes) * stages),
+        vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
+        ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
+        vsc(ksc + size_t(W) * 4),
+        qsh(vsc + size_t(W) * 4),
+        psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
+        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
+};
+
+// Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
+// resident blocks per SM asked of the register allocator, and the V ring. The KC_MMA_*
+// macros override them for experiments.
+template <int D, Format F>
+struct MmaTune {
+#ifdef KC_MMA_MIN_BLOCKS
+  static constexpr int min_blocks = KC_MMA_MIN_BLOCKS;
+#else
+  static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : 3;
+#endif
+  // V tiles through a shared-memory ring (stages of ring_tiles key tiles; before 933afba
+  // (fp8) and e3327ec (bf16) they went to registers), and the stages issued before the
+  // softmax (pre; with
+  // pre > 1 q's fragments and the scores sit at the ring's end, past them). H200, 32K x b8,
+  // alternating rounds (reports/h200/issue3-experiments-2026-11-30b.md):
+  //  - fp8 d256: 10 stages of one tile (40 KB), pre 4: 169.7 / 170.5 us; 12 stages with
+  //    pre 6: 179.3 / 177.5 (and 186.4 / 184.1 / 184.2 with pre 1); register loads 191 to
+  //    194; fewer stages leave more of the SM's memory to L1.
+  //  - fp8 d128: 12 stages of two tiles, pre 1: 203.7 / 206.3 against 212.3 / 215.0.
+  //  - bf16: 8 stages of one tile (d256 64 KB at 2 blocks per SM, d128 32 KB at 3), pre 3 /
+  //    1: d256 276.5 / 275.5 against 292.2 / 291.5 / 289.9 with register loads, d128 280.2
+  //    / 279.5 against 296.7 / 297.8 / 297.2; 10 stages were slower (300, 294).
+#ifdef KC_MMA_VRING_STAGES
+  static constexpr int fp8_ring_stages = D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES;
+  static constexpr int fp8_ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
+#else
+  static constexpr int fp8_ring_stages = D == 128 ? 12 : 10;
+  static constexpr int fp8_ring_tiles = D == 128 ? 2 : 1;
+#endif
+#ifdef KC_MMA_BRING
+  static constexpr int bf16_ring_stages = D == 128 ? KC_MMA_BRING128 : KC_MMA_BRING;
+#else
+  static constexpr int bf16_ring_stages = 8;
+#endif
+  static constexpr int ring_stages = F == Format::fp8 ? fp8_ring_stages : bf16_ring_stages;
+  static constexpr int ring_tiles = F == Format::fp8 ? fp8_ring_tiles : 1;
+  static constexpr int stage_bytes = ring_tiles * 16 * D * (F == Format::fp8 ? 1 : 2);
+#ifdef KC_MMA_VRING_PRE
+  static constexpr int fp8_ring_pre = D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE;
+#else
+  static constexpr int fp8_ring_pre = D == 256 ? 4 : 1;
+#endif
+#ifdef KC_MMA_BPRE
+  static constexpr int bf16_ring_pre = D == 128 ? KC_MMA_BPRE128 : KC_MMA_BPRE;
+#else
+  static constexpr int bf16_ring_pre = D == 256 ? 3 : 1;
+#endif
+  static constexpr int ring_pre = F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
+  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
+};
+inline MmaSmem mma_smem(int W, int d, Format f) {
+  return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
+                  : (f == Format::fp8 ? MmaTune<256, Format::fp8>::smem(W) : MmaTune<256, Format::bf16>::smem(W));
+}
+
+}  // namespace kc

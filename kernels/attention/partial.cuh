@@ -1,0 +1,71 @@
+// Pieces shared by the two split-K attention partials (partial_fma.cu, partial_mma.cu):
+// what one block works on, the warp softmax in the order attention/rows.h fixes, and the
+// launchers that attention.cu composes. nvcc only.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/attention/launch.h"
+#include "kernels/attention/rows.h"
+
+namespace kc {
+
+// What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
+// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row.
+struct AttnBlock {
+  int c, r, kvh, G, qh0, n;
+  int32_t k0;
+  AttnRow row;
+  KvView v;
+  const int32_t* tail;
+  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub)
+      : c(blockIdx.x), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
+    const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
+    G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
+    qh0 = kvh * group + sub * kAttnHeadsPerBlock;
+    k0 = c * p.chunk;
+    n = max(0, min(row.len + row.tail_len, k0 + p.chunk) - k0);
+    tail = tails + row.tail_off;
+  }
+};
+
+// Softmax of one head's chunk scores s[0..n) by one warp, in the order attention/rows.h
+// fixes (both partial kernels): m = max s_i; p_i = expf(s_i - m); l: lane L sums p_L,
+// p_{L+32}, .. in key order, then the xor butterfly. s[i] becomes p_i, or p_i * vs[i] when
+// kWeighted (fp8's p' = p * V row scale; l stays the sum of p). Every lane gets m and l, and
+// with kMax the largest value stored (for fp8's p' shift; 0 otherwise).
+struct WarpSoftmax {
+  float m, l, stored_max;
+};
+template <bool kWeighted, bool kMax>
+__device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, const float* vs) {
+  float m = -INFINITY;
+  for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  float l = 0.0f, pa = 0.0f;
+  for (int i = lane; i < n; i += 32) {
+    const float e = expf(s[i] - m);
+    s[i] = kWeighted ? e * vs[i] : e;
+    if constexpr (kMax) pa = fmaxf(pa, s[i]);
+    l += e;
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
+    if constexpr (kMax) pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
+  }
+  return {m, l, pa};
+}
+
+// Launchers of the pieces (device pointers, enqueued on s, Status out); launch_attention
+// composes them.
+Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
+                          int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                          cudaStream_t s);
+Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
+                          int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                          cudaStream_t s);
+Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
+                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
+
+}  // namespace kc

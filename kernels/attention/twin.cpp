@@ -1,0 +1,182 @@
+// Host twins of the rope store (rope_store.cu), split-K attention (partial_fma.cu,
+// merge.cu) and keep (keep.cu) kernels: the same helpers, the same key chunks, the same
+// reduction and merge order. The cpu backend runs these; the qwen-pages contract checks
+// them against the float64 reference and the kernels against them.
+#include "kernels/attention/twin.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention/rows.h"
+
+namespace kc {
+
+// Stores one rotated (or, for V, plain) fp32 row into the cache format.
+static void store_row_host(const KvView& v, int layer, int kv, int head, int32_t slot, const float* y) {
+  const int d = v.lay.head_dim;
+  uint8_t* row = kv_row(v, layer, kv, head, slot);
+  if (v.lay.format == Format::bf16) {
+    for (int j = 0; j < d; ++j) {
+      const uint16_t b = bf16_from_float(y[j]);
+      memcpy(row + 2 * j, &b, 2);
+    }
+    return;
+  }
+  if (v.lay.format == Format::q4) {
+    q4_encode_row(y, d, row, kv_scale(v, layer, kv, head, slot));
+    return;
+  }
+  float amax = 0.0f;
+  for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
+  const float scale = fp8_row_scale(amax);
+  for (int j = 0; j < d; ++j) row[j] = fp8_code(y[j], scale);
+  memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
+}
+
+static void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
+  const int h = rot / 2;
+  for (int j = rot; j < d; ++j) y[j] = x[j];
+  for (int i = 0; i < h; ++i) {
+    float c, s;
+    rope_cos_sin(pos, i, rot, base, &c, &s);
+    y[i] = x[i] * c - x[i + h] * s;
+    y[i + h] = x[i + h] * c + x[i] * s;
+  }
+}
+
+void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* rows, int n, const float* q,
+                     const float* k, const float* v, float* q_out) {
+  const int d = cache.lay.head_dim, hkv = cache.lay.kv_heads;
+  std::vector<float> y(d);
+  for (int r = 0; r < n; ++r) {
+    const KvView view = cache.view(rows[r].lane);
+    for (int h = 0; q && h < p.q_heads; ++h)
+      rope_row_host(q + (size_t(r) * p.q_heads + h) * d, q_out + (size_t(r) * p.q_heads + h) * d, d, p.rot_dims,
+                    p.base, rows[r].pos);
+    for (int h = 0; h < hkv; ++h) {
+      rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, p.base, rows[r].pos);
+      store_row_host(view, p.layer, 0, h, rows[r].slot, y.data());
+      store_row_host(view, p.layer, 1, h, rows[r].slot, v + (size_t(r) * hkv + h) * d);
+    }
+  }
+}
+
+// Partial state of one (row, q head, chunk), written to m, l, o[d], in the kernel's
+// order (attention/rows.h): dot in element order with fmaf, l over lanes then the
+// butterfly, p.v per key group with fmaf then the halving tree.
+static void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
+                                   const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
+  const int d = view.lay.head_dim;
+  const int32_t total = row.len + row.tail_len;
+  const int32_t k0 = chunk * p.chunk;
+  const int n = std::max(0, std::min<int32_t>(total, k0 + p.chunk) - k0);
+  std::vector<float> s(n), x(d);
+  float m = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; ++i) {
+    dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
+    float acc = 0.0f;
+    for (int j = 0; j < d; ++j) acc = std::fmaf(q[j], x[j], acc);
+    s[i] = acc * p.scale;
+    m = fmaxf(m, s[i]);
+  }
+  float part[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    part[l] = 0.0f;
+    for (int i = l; i < n; i += kLanes) {
+      s[i] = expf(s[i] - m);
+      part[l] += s[i];
+    }
+  }
+  butterfly_sum(part);
+  const int groups = attn_key_groups(d);
+  std::vector<float> og(size_t(groups) * d, 0.0f);
+  for (int g = 0; g < groups; ++g)
+    for (int i = g; i < n; i += groups) {
+      dequant_row(view, p.layer, 1, kvh, key_slot(k0 + i, row.len, tail), x.data());
+      for (int j = 0; j < d; ++j) og[size_t(g) * d + j] = std::fmaf(s[i], x[j], og[size_t(g) * d + j]);
+    }
+  for (int st = groups / 2; st >= 1; st >>= 1)
+    for (int g = 0; g < st; ++g)
+      for (int j = 0; j < d; ++j) og[size_t(g) * d + j] = og[size_t(g) * d + j] + og[size_t(g + st) * d + j];
+  for (int j = 0; j < d; ++j) o[j] = og[j];
+  *m_out = m;
+  *l_out = part[0];
+}
+
+// Merge in chunk order, then normalise. No keys at all: the output row is 0.
+static void attention_merge_host(const float* m, const float* l, const float* o, int nc, int d, float* out,
+                                 bool reverse_order = false) {
+  float M = -std::numeric_limits<float>::infinity();
+  for (int c = 0; c < nc; ++c)
+    if (l[c] > 0.0f) M = fmaxf(M, m[c]);
+  float L = 0.0f;
+  for (int j = 0; j < d; ++j) out[j] = 0.0f;
+  for (int ci = 0; ci < nc; ++ci) {
+    const int c = reverse_order ? nc - 1 - ci : ci;
+    if (!(l[c] > 0.0f)) continue;
+    const float w = expf(m[c] - M);
+    L += l[c] * w;
+    for (int j = 0; j < d; ++j) out[j] += o[size_t(c) * d + j] * w;
+  }
+#ifdef KC_PLANT_MERGE_EMPTY_NAN
+  for (int j = 0; j < d; ++j) out[j] = out[j] / L;  // planted bug (test builds only): 0 / 0 for a row with no keys
+#else
+  for (int j = 0; j < d; ++j) out[j] = L > 0.0f ? out[j] / L : 0.0f;
+#endif
+}
+
+static int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tail_len + chunk - 1) / chunk; }
+
+void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n, const int32_t* tails,
+                    const float* q, float* out) {
+  const int d = cache.lay.head_dim;
+  [[maybe_unused]] const int group = p.q_heads / cache.lay.kv_heads;  // unused by the GQA_MODULO plant
+  for (int r = 0; r < n; ++r) {
+    const KvView view = cache.view(rows[r].lane);
+    const int nc = attention_chunks(rows[r], p.chunk);
+    std::vector<float> m(nc), l(nc), o(size_t(nc) * d);
+    for (int h = 0; h < p.q_heads; ++h) {
+      // q4: attention runs in rotated space; the query is rotated once, the output
+      // rotated back once (codecs/q4.h).
+      std::vector<float> qrot(q + (size_t(r) * p.q_heads + h) * d, q + (size_t(r) * p.q_heads + h + 1) * d);
+      if (cache.lay.format == Format::q4) q4_rotate_query(qrot.data(), d);
+      const float* qr = qrot.data();
+#ifdef KC_PLANT_GQA_MODULO
+      const int kvh = h % cache.lay.kv_heads;  // planted bug (test builds only): modulo, not division
+#else
+      const int kvh = h / group;
+#endif
+      for (int c = 0; c < nc; ++c)
+        attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
+                               &o[size_t(c) * d]);
+#ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
+      // Planted bug (test builds only): rows after the first merge in another order, as
+      // a merge by arrival order would.
+      const bool reverse = r > 0;
+#else
+      const bool reverse = false;
+#endif
+      attention_merge_host(m.data(), l.data(), o.data(), nc, d, out + (size_t(r) * p.q_heads + h) * d, reverse);
+      if (cache.lay.format == Format::q4) q4_unrotate_out(out + (size_t(r) * p.q_heads + h) * d, d);
+    }
+  }
+}
+
+void keep_host(Cache& cache, const KeepMove* moves, int n) {
+#ifdef KC_PLANT_KEEP_REVERSE
+  for (int i = n - 1; i >= 0; --i) {  // planted bug (test builds only)
+#else
+  for (int i = 0; i < n; ++i) {
+#endif
+    const KvView v = cache.view(moves[i].lane);
+#ifdef KC_PLANT_KEEP_CODES_ONLY
+    for (int f = 0; f < cache.lay.planes(); ++f)  // planted bug (test builds only): scale planes not moved
+#else
+    for (int f = 0; f < cache.lay.field_count(); ++f)
+#endif
+      memmove(kv_field_row(v, f, moves[i].dst), kv_field_row(v, f, moves[i].src), v.lay.field(f).bytes_per_pos);
+  }
+}
+
+}  // namespace kc

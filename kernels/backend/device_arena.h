@@ -1,0 +1,72 @@
+// The device-resident cache (the engine's pool): DeviceArena holds a Cache's memory,
+// page tables and lane views on the device for as long as it lives, in grow-only
+// buffers, so a step reuses them instead of allocating. Kernels read and write it through
+// views() on the caller's stream; nothing here waits for the device. Copies between a host
+// Cache and the arena are explicit (load / store), enqueued on the caller's stream; a host
+// image is valid once the caller has finished the stream (finish_stream).
+// DeviceScratch: grow-only device arrays for a backend's per-call inputs and outputs.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/backend/cuda_check.h"
+#include "kernels/layout/cache.h"
+
+namespace kc {
+
+class DeviceArena {
+ public:
+  // The image's memory, page tables and lane views in; the views resolve against the
+  // arena's memory. Enqueued on s (the host image may change once this returns).
+  Status load(const Cache& c, cudaStream_t s) {
+    lay_ = c.lay;
+    mem_bytes_ = c.mem.size();
+    KC_RETURN_IF_ERROR(mem_.upload_async(c.mem.data(), c.mem.size(), s));
+    KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
+    host_views_.clear();
+    for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem_.get(), pts_.get(), c.lay));
+    return views_.upload_async(host_views_.data(), host_views_.size(), s);
+  }
+  // The arena's memory out to the image (same size as loaded), enqueued on s.
+  Status store(Cache& c, cudaStream_t s) const {
+    if (c.mem.size() != mem_bytes_) return Status::Error("DeviceArena::store: image size differs from the loaded one");
+    return mem_.download_async(c.mem.data(), mem_bytes_, s);
+  }
+  const KvView* views() const { return views_.get(); }    // device array, one per lane
+  const KvView& view(int lane) const { return host_views_[lane]; }  // device addresses
+  uint8_t* mem() const { return mem_.get(); }
+  const KvLayout& layout() const { return lay_; }
+
+ private:
+  KvLayout lay_;
+  size_t mem_bytes_ = 0;
+  DevBuf<uint8_t> mem_;
+  DevBuf<int32_t> pts_;
+  DevBuf<KvView> views_;
+  std::vector<KvView> host_views_;
+};
+
+// Grow-only device arrays, one per slot, reused across calls (slot i: the i-th array of
+// an operation). put: n elements in from the host on s; get: room for n elements.
+class DeviceScratch {
+ public:
+  template <class T>
+  Status get(int slot, size_t n, T** p) {
+    KC_RETURN_IF_ERROR(bufs_[slot].reserve(n * sizeof(T)));
+    *p = reinterpret_cast<T*>(bufs_[slot].get());
+    return Status::Ok();
+  }
+  template <class T>
+  Status put(int slot, const T* src, size_t n, cudaStream_t s, T** p) {
+    KC_RETURN_IF_ERROR(get(slot, n, p));
+    if (n) KC_CUDA_TRY(cudaMemcpyAsync(*p, src, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr int kSlots = 8;
+  DevBuf<uint8_t> bufs_[kSlots];
+};
+
+}  // namespace kc

@@ -1,0 +1,54 @@
+// The row codec of a cache format as a type: Codec<F>, specialised by the format's header
+// (codecs/fp8.h, q4.h, mxfp4.h). codecs/rows.h holds the one switch that turns a runtime
+// Format into the template argument; the host twins (rows_twin.cpp) and the kernels
+// (rows.cu) are written once over these members:
+//   kName                       the format's name in messages ("<kName>_encode_rows: ...")
+//   check(cache, rows, n, op)   host-side preconditions of a row batch (format, head_dim,
+//                               every row inside its lane); `op` names the operation
+//   encode_row(view, x, r)      host twin: row r of the cache from x[head_dim]
+//   decode_row(view, r, out)    host twin: row r of the cache to out[head_dim]
+//   kThreads, threads(n, d)     the kernels' block size and total threads for n rows
+//   encode_thread / decode_thread(views, .., n, d, t)   (nvcc) thread t's share of a batch
+// Every byte a codec writes depends on its own row's inputs alone.
+#pragma once
+#include <cstdint>
+
+#include "kernels/layout/cache.h"
+#include "kernels/layout/status.h"
+
+namespace kc {
+
+template <Format F>
+struct Codec;
+
+// The launch shape of a one-warp-per-row codec (fp8, mxfp4): blocks of 8 warps.
+struct WarpPerRowCodec {
+  static constexpr int kThreads = 256;
+  static int64_t threads(int n, int) { return int64_t(n) * 32; }
+};
+
+#if defined(__CUDACC__)
+// Thread t of a one-warp-per-row kernel: its row, lane, row descriptor and lane view.
+// False past the last row (whole warps leave together: blocks are whole warps).
+struct WarpRow {
+  int row, lane;
+  RowRef r;
+  KvView v;
+  __device__ uint8_t* codes() const { return kv_row(v, r.layer, r.kv, r.head, r.pos); }
+  __device__ uint8_t* scales() const { return kv_scale(v, r.layer, r.kv, r.head, r.pos); }
+};
+__device__ inline bool warp_row(const KvView* views, const RowRef* rows, int n, int64_t t, WarpRow* w) {
+  w->row = int(t / 32);
+  w->lane = threadIdx.x & 31;
+  if (w->row >= n) return false;
+  w->r = rows[w->row];
+  w->v = views[w->r.lane];
+  return true;
+}
+#endif
+
+// The checks every format's check() ends with (kernels/backend/validate.cpp): every row's
+// lane, layer, kv, head and position inside its lane.
+Status validate_rows(const Cache& cache, const RowRef* rows, int n);
+
+}  // namespace kc

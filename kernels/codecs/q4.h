@@ -1,0 +1,298 @@
+// q4 rows: Hadamard-rotated 4-bit rows. Row math shared (KC_HD) by the CUDA kernels
+// (codecs/rows.cu), their host twins (codecs/rows_twin.cpp) and q4 attention (attention/).
+//
+// A row of head_dim d (d % 32 == 0) is split into G = d / 32 groups of 32 elements.
+// Group g occupies 16 code bytes at codes + 16 g and one fp16 scale (2 bytes, little
+// endian) at scales + 2 g, where codes = kv_row(...) and scales = kv_scale(...).
+//
+// Rotation (per group, in place, fp32):
+//   butterflies: five stages in the fixed order h = 1, 2, 4, 8, 16; stage h replaces,
+//     for every i with (i & h) == 0, the pair (v[i], v[i+h]) by (v[i] + v[i+h],
+//     v[i] - v[i+h]). The result is H32 v, H(i,j) = (-1)^popcount(i & j) (Sylvester).
+//     Adds and subtracts only: nothing a compiler may contract into an FMA.
+//   hadamard32_fwd: butterflies, then every element times 2^-3 (exact unless the
+//     result is an fp32 subnormal): y = 2^-3 H x.
+//   hadamard32_inv: butterflies, then times 2^-2: x = 2^-2 H y.
+//   H H = 32 I, so inv(fwd(x)) = x up to the butterflies' fp32 rounding; the 2^-3 / 2^-2
+//   split is exact where 1/sqrt(32) is not.
+// For attention: K and V are stored fwd-rotated; the query is rotated with inv
+// (q4_rotate_query), since (2^-2 H q) . (2^-3 H k) = 2^-5 q^T H H k = q . k exactly in real
+// arithmetic (H is symmetric); the attention output, a combination of fwd-rotated V
+// rows, is rotated back with inv (q4_unrotate_out).
+//
+// Group encoding (y = the group's 32 fwd-rotated fp32 values):
+//   amax  = max |y_i|, NaN-propagating (amax_step; fmaxf would drop a NaN);
+//   scale = fp16 RNE of min(fl32(amax / 7), 65504)  (fp32 IEEE division by 7, then the
+//           software conversion fp16_from_float below, identical on host and device);
+//           amax / 7 > 65504 saturates the scale to 65504 (codes then clamp);
+//   codes: symmetric range -7..7, code_i = clamp(RNE_int(fl32(y_i / s)), -7, 7) with s
+//          the fp16 scale as fp32 (a division, not a multiply by 1/s, on both sides);
+//          stored offset-binary, nibble = code + 8 (so 1..15; nibble 0, code -8, is never
+//          written for a finite group); element 2i in the low nibble of byte i of the
+//          group's 16 bytes, element 2i+1 in the high nibble.
+// Defined edge rules:
+//   - s == 0 (amax = 0, or amax / 7 below 2^-25, the fp16 rounding to zero): every code
+//     0 (bytes 0x88), scale 0; decodes to +0.
+//   - fp16-subnormal scales (amax / 7 < 2^-14) are kept; their coarse rounding can make
+//     |y| / s exceed 7.5, and those codes clamp to +-7 (the bound has a clip term).
+//   - a group whose rotated values are not all finite (a NaN or Inf among its inputs,
+//     or a rotation that overflows fp32) is poisoned on purpose: scale 0x7E00 (fp16
+//     NaN), every code byte 0x00 (nibble 0, never written otherwise), and it decodes to
+//     32 NaNs. Other groups of the row are unaffected.
+// Decoding: value_i = float(nibble_i - 8) * s (exact: 4 x 11 significant bits), then the
+// inverse rotation. Every partial sum of the butterflies is an integer multiple of s of
+// magnitude <= 256 s, so the decoded row is exact in fp32 too (no rounding at all); a
+// scale that is not finite (only from poisoned or foreign bytes) decodes to canonical
+// NaNs (0x7FC00000).
+// The float64 reference (reference/q4_ref.h) predicts codes, scales and decoded values
+// exactly and derives the roundtrip and q.k bounds.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "kernels/codecs/codec.h"
+#include "kernels/layout/bits.h"
+#include "kernels/layout/cache.h"
+#include "kernels/layout/kc_hd.h"
+#include "kernels/layout/status.h"
+
+#if defined(__CUDACC__)
+#define KC_Q4_UNROLL _Pragma("unroll")
+#else
+#define KC_Q4_UNROLL
+#endif
+
+namespace kc {
+
+constexpr int kQ4Group = 32;
+constexpr int kQ4CodeMax = 7;
+constexpr float kQ4ScaleMax = 65504.0f;     // largest finite fp16
+constexpr uint16_t kQ4ScaleNaN = 0x7E00;    // scale of a poisoned group
+constexpr uint8_t kQ4PoisonCodes = 0x00;    // code bytes of a poisoned group
+constexpr uint8_t kQ4ZeroCodes = 0x88;      // two codes 0
+
+// ---- rotation ----
+
+// H32 v in place (unscaled), five butterfly stages h = 1, 2, 4, 8, 16.
+KC_HD void hadamard32_butterflies(float v[32]) {
+KC_Q4_UNROLL
+  for (int h = 1; h < 32; h <<= 1) {
+KC_Q4_UNROLL
+    for (int i = 0; i < 32; ++i) {
+      if (i & h) continue;
+      const float a = v[i], b = v[i + h];
+      v[i] = a + b;
+#ifdef KC_PLANT_Q4_BUTTERFLY_SIGN
+      v[i + h] = h == 8 ? b - a : a - b;  // planted bug (test builds only): one stage's sign
+#else
+      v[i + h] = a - b;
+#endif
+    }
+  }
+}
+
+// y = 2^-3 H32 x in place.
+KC_HD void hadamard32_fwd(float v[32]) {
+  hadamard32_butterflies(v);
+KC_Q4_UNROLL
+  for (int i = 0; i < 32; ++i) v[i] = v[i] * 0.125f;
+}
+
+// x = 2^-2 H32 y in place (the inverse of hadamard32_fwd).
+KC_HD void hadamard32_inv(float v[32]) {
+  hadamard32_butterflies(v);
+KC_Q4_UNROLL
+  for (int i = 0; i < 32; ++i) v[i] = v[i] * 0.25f;
+}
+
+// The query of q4 attention: inv rotation of each group of 32 (d % 32 == 0).
+KC_HD void q4_rotate_query(float* q, int d) {
+  for (int g = 0; g < d; g += kQ4Group) hadamard32_inv(q + g);
+}
+
+// The attention output back to original space: inv rotation of each group.
+KC_HD void q4_unrotate_out(float* o, int d) {
+  for (int g = 0; g < d; g += kQ4Group) hadamard32_inv(o + g);
+}
+
+// ---- fp16 scale ----
+
+// fp32 -> fp16 bits, round to nearest even (IEEE: overflow gives Inf, NaN gives 0x7E00).
+// Software on both sides so host and device bits cannot differ.
+KC_HD uint16_t fp16_from_float(float x) {
+  const uint32_t u = float_bits(x);
+  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return sign | 0x7E00u;
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520: rounds past 65504
+  if (a >= 0x38800000u) {                        // >= 2^-14: fp16 normal
+    const uint32_t r = (a + 0xFFFu + ((a >> 13) & 1u)) >> 13;  // RNE on the dropped 13 bits
+    return sign | uint16_t(r - (112u << 10));                   // rebias 127 -> 15
+  }
+  // fp16 subnormal: k * 2^-24 with k = RNE(|x| * 2^24). For |x| >= 2^-25 the product is
+  // exact in fp32 (a power-of-two scaling of a normal into [0.5, 1024)); below, k = 0.
+  if (a <= 0x33000000u) return sign;  // |x| <= 2^-25: 2^-25 itself ties to 0 (even)
+  return sign | uint16_t(rintf(bits_float(a) * 16777216.0f));
+}
+
+// fp16 bits -> fp32 (exact).
+KC_HD float fp16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1Fu;
+  const uint32_t m = h & 0x3FFu;
+  if (e == 0x1Fu) return bits_float(sign | 0x7F800000u | (m << 13));
+  if (e == 0) return bits_float(sign | float_bits(float(m) * 5.9604644775390625e-8f));  // m * 2^-24
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+KC_HD bool q4_finite(float v) { return (float_bits(v) & 0x7F800000u) != 0x7F800000u; }
+
+// fp16 bits of a group's scale from the amax of its rotated values (finite amax only).
+KC_HD uint16_t q4_group_scale(float amax) {
+  float q = amax / 7.0f;
+  if (q > kQ4ScaleMax) q = kQ4ScaleMax;
+  return fp16_from_float(q);
+}
+
+// The code of one rotated value as its stored nibble (code + 8), given s > 0.
+KC_HD uint8_t q4_nibble_of(float y, float s) {
+  float t = y / s;
+  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);  // clamp first: |t| may be Inf
+#ifdef KC_PLANT_Q4_ROUND_HALF_UP
+  const float k = floorf(t + 0.5f);  // planted bug (test builds only): round half up
+#else
+  const float k = rintf(t);  // round to nearest even (default rounding mode, cvt.rni on the device)
+#endif
+  return uint8_t(int(k) + 8);
+}
+
+// Dequantized rotated value of a nibble (exact in fp32); NaN canonical.
+KC_HD float q4_value(uint8_t nibble, float scale) {
+  const float v = float(int(nibble & 15u) - 8) * scale;
+  return v != v ? bits_float(0x7FC00000u) : v;
+}
+
+KC_HD uint8_t q4_nibble(const uint8_t* group_codes, int i) {
+  const uint8_t b = group_codes[i >> 1];
+  return (i & 1) ? uint8_t(b >> 4) : uint8_t(b & 15u);
+}
+
+KC_HD float q4_load_scale(const uint8_t* scales, int group) {
+  uint16_t h;
+  memcpy(&h, scales + 2 * group, 2);
+  return fp16_to_float(h);
+}
+
+// ---- groups and rows ----
+
+// Encodes 32 already-rotated values: 16 code bytes and 2 scale bytes.
+KC_HD void q4_encode_group_rotated(const float y[32], uint8_t* codes16, uint8_t* scale2) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = amax_step(amax, y[i]);
+  uint16_t h;
+  if (!q4_finite(amax)) {
+    h = kQ4ScaleNaN;
+    for (int i = 0; i < 16; ++i) codes16[i] = kQ4PoisonCodes;
+  } else {
+    h = q4_group_scale(amax);
+    const float s = fp16_to_float(h);
+    if (s == 0.0f) {
+      for (int i = 0; i < 16; ++i) codes16[i] = kQ4ZeroCodes;
+    } else {
+      for (int i = 0; i < 16; ++i)
+        codes16[i] = uint8_t(q4_nibble_of(y[2 * i], s) | (q4_nibble_of(y[2 * i + 1], s) << 4));
+    }
+  }
+  memcpy(scale2, &h, 2);
+}
+
+// The 32 dequantized rotated values of a group (no inverse rotation).
+KC_HD void q4_decode_group_rotated(const uint8_t* codes16, const uint8_t* scale2, float z[32]) {
+  uint16_t h;
+  memcpy(&h, scale2, 2);
+  const float s = fp16_to_float(h);
+  const bool ok = q4_finite(s);
+  for (int i = 0; i < 32; ++i) z[i] = ok ? q4_value(q4_nibble(codes16, i), s) : bits_float(0x7FC00000u);
+}
+
+// One group of original-space values: copy, fwd rotation, encode.
+KC_HD void q4_encode_group(const float* x, uint8_t* codes16, uint8_t* scale2) {
+  float y[32];
+  for (int i = 0; i < 32; ++i) y[i] = x[i];
+  hadamard32_fwd(y);
+  q4_encode_group_rotated(y, codes16, scale2);
+}
+
+// One group back to original space: dequantize, inv rotation (exact; see above).
+KC_HD void q4_decode_group(const uint8_t* codes16, const uint8_t* scale2, float* out) {
+  float z[32];
+  q4_decode_group_rotated(codes16, scale2, z);
+  hadamard32_inv(z);
+  for (int i = 0; i < 32; ++i) out[i] = z[i] != z[i] ? bits_float(0x7FC00000u) : z[i];
+}
+
+KC_HD void q4_encode_row(const float* x, int d, uint8_t* codes, uint8_t* scales) {
+  for (int g = 0; g < d / kQ4Group; ++g) q4_encode_group(x + kQ4Group * g, codes + 16 * g, scales + 2 * g);
+}
+
+KC_HD void q4_decode_row(const uint8_t* codes, const uint8_t* scales, int d, float* out) {
+  for (int g = 0; g < d / kQ4Group; ++g) q4_decode_group(codes + 16 * g, scales + 2 * g, out + kQ4Group * g);
+}
+
+// Dequantized row in rotated space (what q4 attention reads).
+KC_HD void q4_decode_row_rotated(const uint8_t* codes, const uint8_t* scales, int d, float* z) {
+  for (int g = 0; g < d / kQ4Group; ++g) q4_decode_group_rotated(codes + 16 * g, scales + 2 * g, z + kQ4Group * g);
+}
+
+// The q4 row codec (codec.h). check(): the cache format is q4, head_dim a positive
+// multiple of 32, and every row addresses inside its lane (validate_rows).
+template <>
+struct Codec<Format::q4> {
+  static constexpr const char* kName = "q4";
+  static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
+    const std::string w = std::string(op) + ": ";
+    if (c.lay.format != Format::q4)
+      return Status::Error(w + "cache format is " + format_name(c.lay.format) + ", not q4");
+    if (c.lay.head_dim <= 0 || c.lay.head_dim % kQ4Group != 0)
+      return Status::Error(w + "head_dim " + std::to_string(c.lay.head_dim) + " is not a positive multiple of 32");
+    if (n < 0) return Status::Error(w + "negative row count");
+    return validate_rows(c, rows, n);
+  }
+  static void encode_row(const KvView& v, const float* x, const RowRef& r) {
+    q4_encode_row(x, v.lay.head_dim, kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos));
+  }
+  static void decode_row(const KvView& v, const RowRef& r, float* out) {
+    q4_decode_row(kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos), v.lay.head_dim,
+                  out);
+  }
+  // One thread per (row, group): thread t handles row t / G, group t % G (G = d / 32); the
+  // group's helpers are the twin's (adds, subtracts, one power-of-two scaling, IEEE
+  // division, rintf and a software fp16 conversion), so device bytes == twin bytes.
+  static constexpr int kThreads = 128;
+  static int64_t threads(int n, int d) { return int64_t(n) * (d / kQ4Group); }
+#if defined(__CUDACC__)
+  __device__ static void encode_thread(const KvView* views, const float* x, const RowRef* rows, int n, int d,
+                                       int64_t t) {
+    const int groups = d / kQ4Group;
+    if (t >= int64_t(n) * groups) return;
+    const int row = int(t / groups), g = int(t % groups);
+    const RowRef r = rows[row];
+    const KvView v = views[r.lane];
+    q4_encode_group(x + size_t(row) * d + kQ4Group * g, kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g,
+                    kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g);
+  }
+  __device__ static void decode_thread(const KvView* views, const RowRef* rows, int n, int d, float* out, int64_t t) {
+    const int groups = d / kQ4Group;
+    if (t >= int64_t(n) * groups) return;
+    const int row = int(t / groups), g = int(t % groups);
+    const RowRef r = rows[row];
+    const KvView v = views[r.lane];
+    q4_decode_group(kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g,
+                    out + size_t(row) * d + kQ4Group * g);
+  }
+#endif
+};
+
+}  // namespace kc

@@ -1,0 +1,36 @@
+import re, sys, glob, hashlib
+def entries(path):
+    txt = open(path).read()
+    out = {}
+    for m in re.finditer(r'^(?:\.visible |\.weak )?\.entry (\S+)\(', txt, re.M):
+        i = m.start(); depth = 0; j = txt.index('{', m.end())
+        k = j
+        while True:
+            c = txt[k]
+            if c == '{': depth += 1
+            elif c == '}':
+                depth -= 1
+                if depth == 0: break
+            k += 1
+        body = txt[i:k+1]
+        name = re.sub(r'\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]{8}', 'ANON', m.group(1))
+        body = re.sub(r'\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]{8}', 'ANON', body)
+        body = re.sub(r'\$L__BB\d+_', 'L__BB_', body)
+        body = '\n'.join(l for l in body.split('\n') if not l.strip().startswith(('.loc', '//')))
+        out[name] = body
+    return out
+def load(d):
+    allk = {}
+    for p in sorted(glob.glob(d + '/*.ptx')):
+        for k, v in entries(p).items():
+            allk.setdefault(k, []).append((p.split('/')[-1], v))
+    return allk
+a, b = load(sys.argv[1]), load(sys.argv[2])
+same = diff = 0
+for k in sorted(set(a) | set(b)):
+    if k not in a: print('only after:', k, [x[0] for x in b[k]]); continue
+    if k not in b: print('only before:', k, [x[0] for x in a[k]]); continue
+    va = {x[1] for x in a[k]}; vb = {x[1] for x in b[k]}
+    if va == vb: same += 1
+    else: diff += 1; print('DIFFERENT:', k, [x[0] for x in a[k]], [x[0] for x in b[k]])
+print(f'{same} kernels identical, {diff} different, {len(a)} before, {len(b)} after')

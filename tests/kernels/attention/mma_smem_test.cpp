@@ -1,0 +1,76 @@
+// The tensor-core partial's shared-memory layout (kernels/attention/mma_smem.h) for every chunk width
+// the command line accepts (1 .. 1024), both formats and both head_dims it serves: the V
+// ring's stages issued before the softmax never overlap q's fragments or the scores; no
+// stage overlaps the arrays the p.v still reads; the p.v's group-sum exchange fits in q's
+// fragment space; alignment; the per-block limit of sm_90; and, at the bench's chunk of
+// 512, the resident blocks per SM the register budget asks for still fit in shared memory.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/attention/mma_smem.h"
+
+namespace kc {
+namespace {
+
+constexpr size_t kMaxSmemPerBlock = 227 * 1024;  // sm_90 dynamic shared memory per block
+constexpr size_t kSmemPerSm = 228 * 1024, kReservedPerBlock = 1024;
+
+template <int D, Format F>
+void check_all_widths() {
+  using T = MmaTune<D, F>;
+  const std::string what = std::string(format_name(F)) + " d" + std::to_string(D);
+  const size_t sb = size_t(T::stage_bytes), rs = size_t(T::ring_stages), pre = size_t(T::ring_pre);
+  ASSERT_GE(T::ring_pre, 1) << what;
+  ASSERT_GE(rs, 2u) << what;
+  ASSERT_LT(pre, rs) << what;  // the loop issues stage st + RS - 1, so at most RS - 1 go out first
+  ASSERT_EQ(sb % 128, 0u) << what;
+  for (int w = 1; w <= 1024; ++w) {
+    const MmaSmem m = T::smem(w);
+    const size_t qf_end = m.ss + mma_ss_bytes(w);  // q fragments, then scores
+    SCOPED_TRACE(what + " chunk " + std::to_string(w));
+    ASSERT_EQ(m.ring, 0u);
+    ASSERT_GE(m.qf, pre * sb) << "stages before the softmax overlap q's fragments";
+    ASSERT_LE(m.qf, m.ss);
+    ASSERT_GE(m.pf, qf_end) << "scores overlap p's fragments";
+    ASSERT_GE(m.pf, rs * sb) << "a ring stage overlaps p's fragments";
+    ASSERT_LE(m.pf, m.vrows);
+    ASSERT_LE(m.vrows, m.ksc);
+    ASSERT_LE(m.psh, m.total);
+    ASSERT_EQ(m.qf % 16, 0u);
+    ASSERT_EQ(m.ss % 16, 0u);
+    ASSERT_EQ(m.pf % 16, 0u);
+    ASSERT_EQ(m.vrows % 8, 0u);
+    ASSERT_LE(m.total, kMaxSmemPerBlock);
+  }
+  // The p.v's key groups hand their sums over through q's fragment space.
+  constexpr int KG = attn_mma_key_groups(D), WPG = 8 / KG, MT = D / 16 / WPG;
+  EXPECT_GE(mma_qf_bytes(D, attn_mma_parts(F)), size_t(WPG) * 32 * MT * 16) << what;
+  // At the bench's chunk the blocks the register budget allows still fit in shared memory.
+  const size_t per_block = T::smem(512).total + kReservedPerBlock;
+  EXPECT_GE(kSmemPerSm / per_block, size_t(T::min_blocks)) << what << ": " << per_block << " bytes per block";
+}
+
+TEST(MmaSmem, LayoutHoldsForEveryChunkWidth) {
+  check_all_widths<128, Format::bf16>();
+  check_all_widths<128, Format::fp8>();
+  check_all_widths<256, Format::bf16>();
+  check_all_widths<256, Format::fp8>();
+}
+
+// The layout's arithmetic itself: with pre > 1 q's fragments and the scores sit at the
+// ring's end when they fit past the early stages, otherwise right after them.
+TEST(MmaSmem, EarlyStagesPushTheScoresToTheRingsEnd) {
+  const int parts = 2, d = 256, w = 512;
+  const size_t q_and_s = mma_qf_bytes(d, parts) + mma_ss_bytes(w);  // 24 KB
+  const MmaSmem end(w, d, parts, 4096, 12, 4);  // 48 KB of stages, 16 KB before the softmax
+  EXPECT_EQ(end.qf, 12 * 4096 - q_and_s);
+  const MmaSmem after(w, d, parts, 4096, 10, 4);  // 40 KB: exactly 16 KB + 24 KB
+  EXPECT_EQ(after.qf, 4 * 4096u);
+  EXPECT_EQ(after.pf, 10 * 4096u);
+  const MmaSmem one(w, d, parts, 4096, 12, 1);  // one stage first: right after it
+  EXPECT_EQ(one.qf, 4096u);
+}
+
+}  // namespace
+}  // namespace kc
