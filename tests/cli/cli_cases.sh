@@ -102,7 +102,10 @@ case "$case_name" in
     [ "$rc" -eq 0 ] && exit 77  # a device is present
     [ "$rc" -eq 2 ] || fail "exit $rc: $out"
     case "$out" in
-      *"fp8-rows --backend cuda: no NVIDIA driver"*|*"fp8-rows --backend cuda: no CUDA device: the NVIDIA driver"*|*"fp8-rows --backend cuda: no cuda backend"*) ;;
+      *"fp8-rows --backend cuda: no CUDA device: no NVIDIA driver is installed"*|\
+      *"fp8-rows --backend cuda: no CUDA device: the NVIDIA driver is too old"*|\
+      *"fp8-rows --backend cuda: no CUDA device: the NVIDIA driver (CUDA "*") sees no GPU"*|\
+      *"fp8-rows --backend cuda: no cuda backend: this build was configured without"*) ;;
       *) fail "does not say what is missing: $out";; esac
     case "$out" in *"insufficient for CUDA runtime"*) fail "the runtime's misleading message: $out";; esac ;;
   bench-missing-device)
