@@ -4,6 +4,8 @@
 # from the repository root; commit first, so that git.dirty is false in every receipt.
 #   tools/h200_receipts.sh [OUT_DIR] [LOG_DIR]        (defaults: reports/h200, OUT_DIR)
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH for the dependencies, e.g. $PWD/.deps/usr),
+# KC_PREBUILT=1 (use the build/tools/tf-cuda-test that is there, e.g. built on a machine whose
+# git checkout is the real one and carried: its receipts then name the right commit),
 # KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (memcheck and racecheck runs, small cases).
 # Exit 1 when any contract or bench failed; the table printed last says which.
 set -uo pipefail
@@ -11,9 +13,11 @@ out=${1:-reports/h200}
 logs=${2:-$out}
 mkdir -p "$out" "$logs"
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+if [ "${KC_PREBUILT:-0}" != 1 ]; then
 cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} \
   > "$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
 cmake --build build --target tf-cuda-test > "$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 2; }
+fi
 bin=build/tools/tf-cuda-test
 table=""
 worst=0
