@@ -69,12 +69,19 @@ struct QwenCase {
   const int len0, len1;
   const int tail;
   const int pos_base;  // RoPE position of logical position 0 (large values test angles)
+  // The softmax scale: 0 is 1/sqrt(d) (what Qwen uses), 1 is 1/d (smaller logits), 2 is 1
+  // (large logits, as with no softcapping and no 1/sqrt(d)): a kernel that ignores the
+  // scale, or hard-codes 1/sqrt(d), fails the cases of kinds 1 and 2.
+  const int scale_kind;
   const uint64_t seed;
+  float scale(int d) const {
+    return scale_kind == 2 ? 1.0f : scale_kind == 1 ? float(1.0 / d) : float(1.0 / std::sqrt(double(d)));
+  }
   std::string vars() const {
     std::ostringstream o;
     o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
       << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
-      << ",seed=" << seed << ")";
+      << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)") << ",seed=" << seed << ")";
     return o.str();
   }
 };
@@ -104,7 +111,10 @@ QwenCase draw_case(uint64_t seed, int index) {
   len1 = std::max(len1, 2);
   const int tail = 1 + int(g() % 4);
   const int pos_base = (index % 3 == 2) ? 262144 - std::max(len0, len1) - 16 : int(g() % 1000);
-  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, mix_seed(seed, index + 5)};
+  // Most cases keep 1/sqrt(d); every fourth (3, 7, 11, ...: all three formats) takes 1 and
+  // cases 5, 13, 21, ... take 1/d.
+  const int scale_kind = index % 4 == 3 ? 2 : index % 8 == 5 ? 1 : 0;
+  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, mix_seed(seed, index + 5)};
 }
 
 struct Setup {
@@ -375,7 +385,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   const int qsrc[kRows] = {tail - 1, tail, tail, tail, tail - 1};  // the round's rotated query each row uses
   std::vector<float> q(size_t(kRows) * hq * d);
   for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
-  const AttnParams ap{hq, 1, c.chunk, float(1.0 / std::sqrt(double(d)))};
+  const AttnParams ap{hq, 1, c.chunk, c.scale(d)};
   const size_t no = size_t(kRows) * hq * d;
   Guarded<float> outp(no), outw(no);
   const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
@@ -609,7 +619,7 @@ void declare_gates(Run& run) {
 }
 
 QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
-  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, seed};
+  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, seed};
 }
 
 void qwen_pages_body(Run& run) {

@@ -77,7 +77,11 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
     dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
     float acc = 0.0f;
     for (int j = 0; j < d; ++j) acc = std::fmaf(q[j], x[j], acc);
+#ifdef KC_PLANT_ATTN_FIXED_SCALE  // planted bug (test builds only): the scale hard-coded to 1/sqrt(d)
+    s[i] = acc * (1.0f / std::sqrt(float(d)));
+#else
     s[i] = acc * p.scale;
+#endif
     m = fmaxf(m, s[i]);
   }
   float part[kLanes];
