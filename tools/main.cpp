@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ constexpr int kUsage = 2;
 
 struct Common {
   std::string backend = "auto";
-  std::string seed;  // checked by parse_seed: 0 .. 2^64 - 1, decimal digits only
+  std::string seed;                   // as typed; parse_seed turns it into seed_value
+  std::optional<uint64_t> seed_value;  // set when --seed was given (0 .. 2^64 - 1)
   int cases = 0;
   std::string filter;
   std::string case_line;
@@ -81,15 +83,10 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   ro.backend = o.backend;
   // kernel-contract has --seed but no --cases: ask only for options the command has.
   for (const CLI::Option* opt : sub.get_options()) {
-    if (opt->get_name() == "--seed" && opt->count()) {
-      uint64_t seed = 0;
-      std::string why;
-      parse_seed(o.seed, &seed, &why);  // checked before any run
-      ro.seed = seed;
-    }
     if (opt->get_name() == "--cases" && opt->count()) ro.cases = o.cases;
     if (opt->get_name() == "--case" && opt->count()) ro.case_line = o.case_line;
   }
+  ro.seed = o.seed_value;
   ro.filter = o.filter;
   ro.argv = argv;
   ro.quiet = o.quiet;
@@ -340,6 +337,7 @@ int main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: " << why << "\n";
       return kUsage;
     }
+    o.seed_value = seed;
   }
   if (!o.filter.empty()) {
     try {
