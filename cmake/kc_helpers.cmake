@@ -100,6 +100,25 @@ function(kc_add_mutant name define contract)
     "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} ${contract} ${cuda} ${rel})")
 endfunction()
 
+# kc_add_sanitizer_plant(name DEFINE SOURCES file...): a device-side defect that only a
+# compute-sanitizer tool can see (a shared-memory race, a read past a buffer): the contract
+# may stay green on it, so it has no test of its own. Built with the cuda backend only, as
+# tf-cuda-test-plant-NAME; tools/sanitize.py runs it as a control that must be red.
+function(kc_add_sanitizer_plant name define)
+  cmake_parse_arguments(A "" "" "SOURCES" ${ARGN})
+  if(NOT KC_HAVE_CUDA)
+    return()
+  endif()
+  set(rel "")
+  foreach(src IN LISTS A_SOURCES)
+    file(RELATIVE_PATH r ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+    list(APPEND rel ${r})
+  endforeach()
+  list(JOIN rel " " rel)
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} - PLANT ${rel})")
+endfunction()
+
 function(kc_define_mutant name define contract cuda)
   if(NOT TARGET kc_mutant_tool_obj)
     add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
@@ -119,6 +138,9 @@ function(kc_define_mutant name define contract cuda)
   # The planted objects come first on the link line: an inline helper of a planted header
   # is emitted in several objects, and the linker keeps the first copy it meets.
   set(exe tf-cuda-test-mutant-${name})
+  if(cuda STREQUAL "PLANT")
+    set(exe tf-cuda-test-plant-${name})
+  endif()
   add_library(${exe}-planted OBJECT ${planted})
   kc_kernel_settings(${exe}-planted)
   target_compile_definitions(${exe}-planted PRIVATE ${define})
@@ -132,7 +154,9 @@ function(kc_define_mutant name define contract cuda)
   if(KC_HAVE_CUDA)
     set_target_properties(${exe} PROPERTIES LINKER_LANGUAGE CUDA)
   endif()
-  if(cuda)
+  if(cuda STREQUAL "PLANT")
+    return()  # no test: a sanitizer control (tools/sanitize.py)
+  elseif(cuda)
     add_test(NAME mutant.${name}
              COMMAND sh -c "out=$(\"$0\" ${contract} --backend cuda --cases 6 --quiet 2>&1); rc=$?; case \"$out\" in *'no CUDA device'*) exit 77;; esac; test $rc -eq 1"
                      $<TARGET_FILE:${exe}>)

@@ -7,6 +7,7 @@
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda] [--out FILE]
+//   tf-cuda-test export qwen-pages --out DIR [--backend ...] [--cases N] [--seed N]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "contracts/framework.h"
 #include "engine/generate.h"
 #include "engine/serve_gate.h"
+#include "tools/export.h"
 #include "engine/make_model.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
@@ -48,7 +50,7 @@ struct Common {
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "export"};
 
 std::string known_commands() {
   std::string s;
@@ -238,6 +240,20 @@ int main(int argc, char** argv) {
   serve_gate->add_option("fixture", sg.fixture, "Fixture JSON file")->required();
   serve_gate->add_option("--backend", sg.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
+  // export (issue 19): inputs and our outputs for the independent oracle tools/oracle_torch.py.
+  std::string ex_contract, ex_out, ex_backend = "auto", ex_seed = "1";
+  int ex_cases = 16;
+  auto* exp = app.add_subcommand(
+      "export",
+      "Write a contract's kind of generated inputs and our outputs as safetensors files plus manifest.json, for an "
+      "oracle written with other code (python3 tools/oracle_torch.py DIR: PyTorch's float8/bfloat16 conversions, "
+      "transformers' rotary embedding, SDPA in float64). Today: qwen-pages (rope store and attention, bf16 and fp8). "
+      "Exit 2 for an unknown contract or an unwritable --out");
+  exp->add_option("contract", ex_contract, "qwen-pages")->required();
+  exp->add_option("--out", ex_out, "Folder to write (created)")->required();
+  exp->add_option("--backend", ex_backend, "auto (default), cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  exp->add_option("--cases", ex_cases, "Cases (default 16)")->check(CLI::Range(1, 256));
+  exp->add_option("--seed", ex_seed, "Seed of the inputs, 0 to 18446744073709551615")->type_name("UINT64");
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -284,6 +300,26 @@ int main(int argc, char** argv) {
   if (serve_gate->parsed()) {
     sg.argv = args;
     return kc::engine::serve_gate_command(sg, std::cout, std::cerr);
+  }
+
+  if (exp->parsed()) {
+    uint64_t seed = 0;
+    std::string why;
+    if (!parse_seed(ex_seed, &seed, &why)) {
+      std::cerr << "tf-cuda-test: error: " << why << "\n";
+      return kUsage;
+    }
+    if (ex_contract != "qwen-pages") {
+      std::cerr << "tf-cuda-test: error: export: contract '" << ex_contract << "' has no export (known: qwen-pages)\n";
+      return kUsage;
+    }
+    kc::Status st;
+    auto be = kc::select_backend(ex_backend, &st);
+    if (!be) {
+      std::cerr << "tf-cuda-test: error: export " << st.message << "\n";
+      return kUsage;
+    }
+    return kc::export_command(*be, ex_contract, ex_out, ex_cases, seed, args);
   }
 
   if (report->parsed())

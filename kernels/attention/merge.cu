@@ -50,7 +50,9 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   }
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
   if (lane == 0) wmax[j / 32] = M;
+#ifndef KC_PLANT_MERGE_NO_BARRIER  // sanitizer control (tools/sanitize.py): racecheck must see the hazard
   __syncthreads();  // also: the first tile's m and l are staged
+#endif
   M = -INFINITY;
   for (int w = 0; w < d / 32; ++w) M = fmaxf(M, wmax[w]);
   float L = 0.0f, acc = 0.0f;
@@ -87,6 +89,9 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
     __syncthreads();
     res = obuf[j];
   }
+#ifdef KC_PLANT_MERGE_READ_PAST_END  // sanitizer control (tools/sanitize.py): memcheck must see the read
+  if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
+#endif
   out[(size_t(r) * p.q_heads + qh) * d + j] = res;
 }
 

@@ -190,6 +190,19 @@ case "$case_name" in
     [ -f "$tmp/m/config.json" ] && [ -f "$tmp/m/model.safetensors" ] || fail "no checkpoint written" ;;
   make-model-bad-preset) expect 2 "is not a preset" "$bin" make-model --preset nope --out "$tmp/m" ;;
   make-model-bad-seed) expect 2 "--seed '-3': expected a whole number" "$bin" make-model --preset tiny --seed -3 --out "$tmp/m" ;;
+  # export: inputs and our outputs for the oracle (tools/oracle_torch.py).
+  export-unknown-contract) expect 2 "contract 'fp8-rows' has no export" "$bin" export fp8-rows --out "$tmp/e" ;;
+  export-out-file) : > "$tmp/f"; expect 2 "--out $tmp/f: cannot create the folder" "$bin" export qwen-pages --backend cpu --out "$tmp/f" ;;
+  export-writes)
+    expect 0 "export: 3 cases of qwen-pages on cpu" "$bin" export qwen-pages --backend cpu --cases 3 --seed 5 --out "$tmp/e"
+    for i in 0 1 2; do [ -s "$tmp/e/case$i.safetensors" ] || fail "case$i.safetensors not written"; done
+    python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert len(m['cases']) == 3, 'cases'
+assert m['seed'] == 5 and m['receipt_head']['git']['commit'], 'seed or git'
+assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
+" "$tmp/e/manifest.json" || fail "manifest.json incomplete" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

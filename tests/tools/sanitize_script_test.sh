@@ -1,0 +1,61 @@
+#!/bin/sh
+# tools/sanitize.py without a GPU: a stand-in compute-sanitizer runs the real tf-cuda-test on
+# the cpu backend and prints the summary line the real tool prints, clean or with findings as
+# the scenario asks. Checks the receipt, its verdict, exit codes and that `report` reads it.
+#   sanitize_script_test.sh TF_CUDA_TEST SOURCE_DIR
+set -u
+bin=$1; src=$2
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cat > "$t/fake-sanitizer" <<'FAKE'
+#!/bin/sh
+# --tool T --error-exitcode N BIN ARGS...: ARGS with cuda replaced by cpu.
+tool=$2; code=$4; shift 4; exe=$1; shift
+args=""; for a in "$@"; do [ "$a" = cuda ] && a=cpu; args="$args '$a'"; done
+n=0; rc=0
+case "$exe" in
+  *plant*) n=${FAKE_PLANT_FINDINGS:-3};;  # a plant binary is not run: only its summary matters
+  *) eval "\"$exe\" $args"; rc=$?;;
+esac
+case " $* " in *" ${FAKE_FIND_CONTRACT:-none} "*) [ "$tool" = "${FAKE_FIND_TOOL:-none}" ] && n=2;; esac
+[ "${FAKE_NO_SUMMARY:-}" = "$tool" ] && exit 139
+if [ "$tool" = racecheck ]; then echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
+else echo "========= ERROR SUMMARY: $n errors"; fi
+[ "$n" -gt 0 ] && exit "$code"; exit $rc
+FAKE
+chmod +x "$t/fake-sanitizer"
+mkdir "$t/plants"
+ln -s "$(realpath "$bin")" "$t/plants/tf-cuda-test-plant-merge-no-barrier"
+ln -s "$(realpath "$bin")" "$t/plants/tf-cuda-test-plant-merge-read-past-end"
+run() {  # run NAME [ENV=V...]: the script on two cheap runs and both tools that have controls
+  name=$1; shift
+  env "$@" python3 "$src/tools/sanitize.py" --bin "$bin" --sanitizer "$t/fake-sanitizer" --plant-bin "$t/plants" \
+    --runs fp8-rows,scale-planes,rows-invariant --tools memcheck,racecheck --out "$t/$name.json" --logs "$t/logs-$name" \
+    > "$t/$name.out" 2>&1
+  echo $?
+}
+field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+rc=$(run clean); [ "$rc" = 0 ] || { cat "$t/clean.out"; fail "clean run: exit $rc, expected 0"; }
+[ "$(field "$t/clean.json" "d['verdict']")" = pass ] || fail "clean run: verdict not pass"
+[ "$(field "$t/clean.json" "sum(g['status']=='ok' for g in d['gates'])")" = 4 ] || fail "clean run: 4 gates ok expected"
+[ "$(field "$t/clean.json" "[c['red'] for c in d['controls']]")" = "[True, True]" ] || fail "clean run: controls not red"
+"$bin" report "$t/clean.json" > "$t/report.md" 2>&1 || { cat "$t/report.md"; fail "report refused or failed the clean receipt"; }
+grep -q 'memcheck:fp8-rows' "$t/report.md" || fail "report does not list memcheck:fp8-rows"
+
+rc=$(run finding FAKE_FIND_TOOL=memcheck FAKE_FIND_CONTRACT=scale-planes)
+[ "$rc" = 1 ] || fail "a memcheck finding: exit $rc, expected 1"
+field "$t/finding.json" "d['verdict_reasons'][0]" | grep -q '^memcheck:scale-planes: 2 finding' || fail "finding not named"
+"$bin" report "$t/finding.json" > /dev/null 2>&1; [ $? = 1 ] || fail "report of a failing sanitize receipt: exit not 1"
+
+rc=$(run nosummary FAKE_NO_SUMMARY=racecheck)
+[ "$rc" = 1 ] || fail "a crashed racecheck run (no summary): exit $rc, expected 1"
+field "$t/nosummary.json" "d['verdict_reasons'][0]" | grep -q 'no racecheck summary' || fail "missing summary not named"
+
+rc=$(run greencontrol FAKE_PLANT_FINDINGS=0)
+[ "$rc" = 1 ] || fail "a plant with no findings (green control): exit $rc, expected 1"
+[ "$(field "$t/greencontrol.json" "[c['red'] for c in d['controls']]")" = "[False, False]" ] || fail "green controls not recorded"
+
+python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
+python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
+echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, bad arguments 2: ok"

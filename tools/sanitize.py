@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Runs compute-sanitizer's four tools over every contract and writes one receipt.
+
+    tools/sanitize.py [--bin build/tools/tf-cuda-test] [--out reports/h200/sanitize.json]
+                      [--logs DIR] [--tools memcheck,racecheck,...] [--contracts a,b]
+                      [--plant-bin DIR] [--seed S] [--dry-run]
+
+Run on the GPU machine from the repository root, on a build with the cuda backend. Each
+(tool, run) pair is one gate of the receipt: it is ok only when the sanitizer printed its
+summary, found nothing (0 errors; racecheck: 0 hazards), and the contract itself passed on
+the same cases. A sanitizer that finds something fails the receipt (exit 1), as does a
+contract that fails under it. Cases are reduced (a tool slows a run 10x to 100x); each
+contract's controls run in full in every run, since they are part of the contract.
+
+Controls: binaries with a planted device-side defect that only a sanitizer can see (the
+contract stays green on them). Each must make its tool report at least one finding; a
+control that stays clean means the tool, its options or this script's reading of its
+summary is blind, and fails the receipt. synccheck and initcheck have no control yet. They are the targets tf-cuda-test-plant-NAME built
+by kc_add_sanitizer_plant (kernels/attention/CMakeLists.txt), looked up in --plant-bin
+(default: the folder of --bin); a missing one fails the receipt.
+
+Exit codes: 0 all clean and every control red, 1 a finding, a failed contract or a green
+control, 2 bad arguments or no binary.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
+
+# (run label, contract, extra arguments). The mma run selects the cases that take the
+# tensor-core partial (d 128 and 256, bf16 and fp8), where shared memory is busiest.
+RUNS = [
+    ("fp8-rows", "fp8-rows", ["--cases", "4"]),
+    ("q4-rows", "q4-rows", ["--cases", "4"]),
+    ("mxfp4-rows", "mxfp4-rows", ["--cases", "4"]),
+    ("scale-planes", "scale-planes", ["--cases", "4"]),
+    ("qwen-pages", "qwen-pages", ["--cases", "8"]),
+    ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", r"d(128|256)(-r64)?,fmt=(bf16|fp8)"]),
+    ("rows-invariant", "rows-invariant", ["--cases", "4"]),
+]
+
+# (control name, plant target, tool, contract arguments, description)
+CONTROLS = [
+    ("merge-barrier-dropped", "merge-no-barrier", "racecheck", ["qwen-pages", "--cases", "4"],
+     "the merge kernel's barrier after staging a tile of chunk maxima and sums in shared memory is removed "
+     "(a read-after-write hazard on shared memory)"),
+    ("merge-reads-past-end", "merge-read-past-end", "memcheck", ["qwen-pages", "--cases", "4"],
+     "the merge kernel also reads the first partial sum of the next (row, head), past the buffer's end on the "
+     "last one"),
+]
+
+SUMMARY = {
+    "racecheck": re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)"),
+    "default": re.compile(r"ERROR SUMMARY: (\d+) errors?"),
+}
+
+
+def parse_findings(tool, text):
+    """The sanitizer's own count of findings, or None when it printed no summary (crash,
+    timeout, wrong tool): a run without a summary is never read as clean."""
+    rx = SUMMARY["racecheck"] if tool == "racecheck" else SUMMARY["default"]
+    found = rx.findall(text)
+    if not found:
+        return None
+    last = found[-1]
+    return int(last[0]) if isinstance(last, tuple) else int(last)
+
+
+def run_one(cmd, log_path, dry):
+    if dry:
+        print("would run:", " ".join(shlex.quote(c) for c in cmd))
+        return 0, "", 0.0
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        p = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+    with open(log_path, errors="replace") as log:
+        text = log.read()
+    return p.returncode, text, time.monotonic() - t0
+
+
+def available_contracts(binary):
+    p = subprocess.run([binary, "--help"], capture_output=True, text=True)
+    return p.stdout + p.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", default="build/tools/tf-cuda-test")
+    ap.add_argument("--out", default="reports/h200/sanitize.json")
+    ap.add_argument("--logs", default=None, help="folder of the per-run logs (default: beside --out, sanitize-logs/)")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--runs", default=None, help="comma-separated run labels (default: all that the binary has)")
+    ap.add_argument("--plant-bin", default=None)
+    ap.add_argument("--sanitizer", default="compute-sanitizer")
+    ap.add_argument("--seed", default="1")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing, write nothing")
+    a = ap.parse_args()
+
+    tools = [t for t in a.tools.split(",") if t]
+    bad = [t for t in tools if t not in TOOLS]
+    if bad:
+        print(f"sanitize: --tools: unknown tool {bad[0]!r} (known: {', '.join(TOOLS)})", file=sys.stderr)
+        return 2
+    if not a.seed.isdigit() or int(a.seed) >= 2**64:
+        print(f"sanitize: --seed: {a.seed!r} is not an integer 0..2^64-1", file=sys.stderr)
+        return 2
+    if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
+        print(f"sanitize: {a.bin}: no such executable (build tf-cuda-test with the cuda backend first)", file=sys.stderr)
+        return 2
+    helptext = "" if a.dry_run else available_contracts(a.bin)
+    runs = RUNS
+    if a.runs:
+        wanted = a.runs.split(",")
+        unknown = [w for w in wanted if w not in [r[0] for r in RUNS]]
+        if unknown:
+            print(f"sanitize: --runs: unknown run {unknown[0]!r}", file=sys.stderr)
+            return 2
+        runs = [r for r in RUNS if r[0] in wanted]
+    logs = a.logs or os.path.join(os.path.dirname(os.path.abspath(a.out)), "sanitize-logs")
+    plant_bin = a.plant_bin or os.path.dirname(os.path.abspath(a.bin))
+    if not a.dry_run:
+        os.makedirs(logs, exist_ok=True)
+    sub_receipts = tempfile.mkdtemp(prefix="kc-sanitize-")
+
+    t_start = time.monotonic()
+    gates, controls, reasons, errors = [], [], [], []
+    device, git = {"name": "unknown"}, {"commit": "unknown", "dirty": True}
+    for tool in tools:
+        for label, contract, extra in runs:
+            name = f"{tool}:{label}"
+            gate = {"name": name, "description": f"compute-sanitizer --tool {tool} over {contract} " + " ".join(extra),
+                    "ok": False, "passed": 0, "failed": 0, "skipped": 0, "total": 1}
+            if not a.dry_run and not re.search(r"^\s+" + re.escape(contract) + r"\b", helptext, re.M):
+                gate.update(skipped=1, status="skipped", ok=True,
+                            skip_reason=f"this build has no contract {contract}")
+                gates.append(gate)
+                continue
+            rec = os.path.join(sub_receipts, f"{tool}.{label}.json")
+            cmd = [a.sanitizer, "--tool", tool, "--error-exitcode", "99"]
+            cmd += [a.bin, contract, "--backend", "cuda", "--seed", a.seed, "--quiet", "--out", rec] + extra
+            rc, text, secs = run_one(cmd, os.path.join(logs, f"{tool}.{label}.log"), a.dry_run)
+            gate["command"] = " ".join(shlex.quote(c) for c in cmd[:-len(extra) - 2]) + " " + " ".join(
+                shlex.quote(c) for c in extra)
+            gate["time_s"] = secs
+            if a.dry_run:
+                continue
+            findings = parse_findings(tool, text)
+            verdict = None
+            try:
+                with open(rec) as f:
+                    sub = json.load(f)
+                verdict = sub.get("verdict")
+                device = sub.get("device", device)
+                git = sub.get("git", git)
+                gate["cases"] = sub.get("cases", {}).get("run")
+            except (OSError, ValueError):
+                pass
+            gate["findings"] = findings
+            gate["exit_code"] = rc
+            gate["contract_verdict"] = verdict
+            why = None
+            if findings is None:
+                why = f"{name}: no {tool} summary in the output (exit {rc}); see {tool}.{label}.log"
+            elif findings > 0:
+                why = f"{name}: {findings} finding(s); see {tool}.{label}.log"
+            elif verdict != "pass":
+                why = f"{name}: the contract's verdict under the sanitizer is {verdict} (exit {rc})"
+            elif rc != 0:
+                why = f"{name}: exit {rc} with no finding counted"
+            if why:
+                gate.update(failed=1, status="FAIL", failures=[why])
+                reasons.append(why)
+            else:
+                gate.update(passed=1, ok=True, status="ok")
+            gates.append(gate)
+            print(f"{name:34s} {gate.get('status', '?'):7s} findings={findings} contract={verdict} {secs:6.1f}s",
+                  flush=True)
+
+    for cname, plant, tool, args, desc in CONTROLS:
+        if tool not in tools:
+            continue
+        exe = os.path.join(plant_bin, f"tf-cuda-test-plant-{plant}")
+        ctl = {"name": cname, "description": f"{desc}; must be found by {tool}", "red": False, "caught_by": []}
+        if not a.dry_run and not os.path.isfile(exe):
+            why = f"control {cname}: {exe} not built (target tf-cuda-test-plant-{plant})"
+            ctl["errors"] = [why]
+            reasons.append(why)
+            controls.append(ctl)
+            continue
+        cmd = [a.sanitizer, "--tool", tool, "--error-exitcode", "99", exe] + args[:1] + [
+            "--backend", "cuda", "--seed", a.seed, "--quiet"] + args[1:]
+        rc, text, secs = run_one(cmd, os.path.join(logs, f"control.{cname}.log"), a.dry_run)
+        if a.dry_run:
+            continue
+        findings = parse_findings(tool, text)
+        ctl.update(time_s=secs, findings=findings, exit_code=rc)
+        if findings and findings > 0:
+            ctl.update(red=True, caught_by=[tool])
+        else:
+            why = f"control {cname}: {tool} reported {findings} findings on a planted defect (green: the gate is blind)"
+            reasons.append(why)
+        controls.append(ctl)
+        print(f"control {cname:26s} {'red' if ctl['red'] else 'GREEN'} findings={findings} {secs:6.1f}s", flush=True)
+
+    if a.dry_run:
+        return 0
+    receipt = {
+        "schema": "kernel-contracts/receipt/1", "kind": "contract", "name": "sanitize",
+        "verdict": "fail" if reasons or errors else "pass", "verdict_reasons": reasons,
+        "backend": "cuda", "device": device, "git": git, "seed": int(a.seed), "argv": sys.argv,
+        "gates": gates, "controls": controls, "errors": errors,
+        "numbers": {"findings": sum(g.get("findings") or 0 for g in gates),
+                    "runs": sum(1 for g in gates if g.get("status") in ("ok", "FAIL"))},
+        "timings": {"total_s": time.monotonic() - t_start},
+    }
+    tmp = a.out + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(tmp, "w") as f:
+        json.dump(receipt, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, a.out)
+    print(f"sanitize: {receipt['verdict']}: {len(gates)} runs, {receipt['numbers']['findings']} findings, "
+          f"{sum(c['red'] for c in controls)}/{len(controls)} controls red -> {a.out}")
+    return 0 if receipt["verdict"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
