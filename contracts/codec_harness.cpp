@@ -1,4 +1,5 @@
 #include "contracts/codec_harness.h"
+#include "contracts/refusals.h"
 
 #include <algorithm>
 #include <cstring>
@@ -249,6 +250,7 @@ void run_codec_contract(Run& run, const RowCodec& codec) {
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
     run_case(run, run.be, codec, c, RowPlant::none, codec.checks);
   }
+  refusal_gate(run, {RefusalOp::encode_rows, RefusalOp::decode_rows}, {codec.format});
 }
 
 }  // namespace kc

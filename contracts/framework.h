@@ -95,6 +95,8 @@ class Run {
   bool has_errors() const { return !errors_.empty(); }
   // True when the case passes --filter / --case (and it becomes the current case).
   bool selected(const std::string& case_vars);
+  // True when --filter or --case narrowed the run.
+  bool narrowed() const { return selection_.any(); }
   // The selected case a failing check belongs to: `case_vars` itself or the current case
   // when case_vars extends its line; empty for checks outside the generated cases.
   std::string case_of(const std::string& case_vars) const;

@@ -34,6 +34,7 @@
 #include "contracts/contracts.h"
 #include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
+#include "contracts/refusals.h"
 #include "kernels/attention/rows.h"
 #include "reference/attention_ref.h"
 #include "reference/bounds.h"
@@ -678,6 +679,7 @@ void qwen_pages_body(Run& run) {
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
     run_case(run, run.be, c, Plant::none);
   }
+  refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep}, {Format::bf16, Format::fp8, Format::q4});
 }
 
 }  // namespace

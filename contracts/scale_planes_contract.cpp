@@ -36,6 +36,7 @@
 #include "contracts/arena.h"
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "contracts/refusals.h"
 #include "kernels/pack/blob.h"
 
 namespace kc {
@@ -450,6 +451,7 @@ void scale_planes_body(Run& run) {
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
     run_case(run, c);
   }
+  refusal_gate(run, {RefusalOp::unpack, RefusalOp::pack}, {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
 }
 
 }  // namespace

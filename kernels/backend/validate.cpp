@@ -1,10 +1,19 @@
+#include <cmath>
 #include <string>
 
 #include "kernels/backend/backend.h"
 
 namespace kc {
 
+namespace {
+Status check_count(int n, const char* who) {
+  if (n < 0) return Status::Error(std::string(who) + ": row count " + std::to_string(n) + " is negative");
+  return Status::Ok();
+}
+}  // namespace
+
 Status validate_rows(const Cache& cache, const RowRef* rows, int n) {
+  KC_RETURN_IF_ERROR(check_count(n, "rows"));
   KC_RETURN_IF_ERROR(cache.validate());
   const KvLayout& L = cache.lay;
   for (int i = 0; i < n; ++i) {
@@ -36,7 +45,14 @@ Status check_shape(const Cache& c, int q_heads, const char* who) {
 }  // namespace
 
 Status validate_rope(const Cache& c, const RopeParams& p, const RopeRow* rows, int n) {
+  KC_RETURN_IF_ERROR(check_count(n, "rope_store"));
   KC_RETURN_IF_ERROR(check_shape(c, p.q_heads, "rope_store"));
+#ifndef KC_PLANT_VALIDATE_NO_BASE_CHECK  // planted bug (test builds only): any RoPE base is accepted
+  if (!(p.base > 0.0) || !std::isfinite(p.base))
+#else
+  if (false)
+#endif
+    return Status::Error("rope_store: base must be positive and finite (got " + std::to_string(p.base) + ")");
   if (p.rot_dims <= 0 || p.rot_dims % 2 || p.rot_dims > c.lay.head_dim)
     return Status::Error("rope_store: rot_dims must be even, positive and <= head_dim");
   if (p.layer < 0 || p.layer >= c.lay.layers) return Status::Error("rope_store: layer out of range");
@@ -52,7 +68,9 @@ Status validate_rope(const Cache& c, const RopeParams& p, const RopeRow* rows, i
 
 Status validate_attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n,
                           const std::vector<int32_t>& tails) {
+  KC_RETURN_IF_ERROR(check_count(n, "attention"));
   KC_RETURN_IF_ERROR(check_shape(c, p.q_heads, "attention"));
+  if (!std::isfinite(p.scale)) return Status::Error("attention: scale must be finite");
   if (p.chunk <= 0 || p.chunk > 1024) return Status::Error("attention: chunk must be in 1..1024");
   if (p.layer < 0 || p.layer >= c.lay.layers) return Status::Error("attention: layer out of range");
   for (int i = 0; i < n; ++i) {
@@ -70,13 +88,17 @@ Status validate_attention(const Cache& c, const AttnParams& p, const AttnRow* ro
 }
 
 Status validate_keep(const Cache& c, const KeepMove* moves, int n) {
+  KC_RETURN_IF_ERROR(check_count(n, "keep"));
   KC_RETURN_IF_ERROR(c.validate());
   for (int i = 0; i < n; ++i) {
     const KeepMove& m = moves[i];
     const std::string w = "keep: move " + std::to_string(i) + ": ";
     if (m.lane < 0 || m.lane >= int(c.views.size())) return Status::Error(w + "lane out of range");
     const int64_t cap = c.views[m.lane].capacity();
-    if (m.src < 0 || m.src >= cap || m.dst < 0 || m.dst >= cap) return Status::Error(w + "position outside the lane");
+    if (m.src < 0 || m.src >= cap)
+      return Status::Error(w + "src " + std::to_string(m.src) + " outside the lane (capacity " + std::to_string(cap) + ")");
+    if (m.dst < 0 || m.dst >= cap)
+      return Status::Error(w + "dst " + std::to_string(m.dst) + " outside the lane (capacity " + std::to_string(cap) + ")");
     if (m.dst >= m.src) return Status::Error(w + "dst must come before src");
     for (int j = i - 1; j >= 0; --j)
       if (moves[j].lane == m.lane) {
