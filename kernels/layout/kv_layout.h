@@ -160,6 +160,8 @@ KC_HD KvPos kv_pos(const KvPlane& p, int64_t pos) {
   r.slot = u - page * p.ptok;
 #ifdef KC_PLANT_KVROW_PAGE_STRIDE
   r.page_base = p.pt ? uint64_t(p.pt[page]) * (p.ps - 256) : 0;  // planted bug (test builds only)
+#elif defined(KC_PLANT_KV_OFFSET_32BIT)
+  r.page_base = p.pt ? uint64_t(uint32_t(p.pt[page]) * uint32_t(p.ps)) : 0;  // planted bug (test builds only)
 #else
   r.page_base = p.pt ? uint64_t(p.pt[page]) * p.ps : 0;
 #endif

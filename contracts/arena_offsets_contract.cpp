@@ -1,0 +1,162 @@
+// arena-offsets: every kernel addresses rows past 2^31 and 2^32 bytes into its arena.
+//
+// A 32-bit byte offset in the addressing helper (an `int` page offset, a `uint32_t` product
+// of page and stride) is invisible in every other contract: their arenas are megabytes.
+// Here one arena of about 4.3 GB (the far arena) holds a paged lane whose pages lie below
+// 2^31, between 2^31 and 2^32 and past 2^32, interleaved in its page table, and a window
+// lane that starts past 2^32. A near arena holds the same two lanes in its first pages.
+// Each case (one cache format) runs, on both arenas: rope store of every position of both
+// lanes, split-K attention over committed keys and tails of both lanes in one launch, keep
+// with moves of both lanes in one call, the row codecs on far rows, and pack of both lanes.
+//   far==near        rotated q, attention output, decoded rows and the packed blobs (which
+//                    are position-ordered, so layout-free) are byte-equal on both arenas
+//   device==host-twin  (cuda) the far arena's every byte after the run equals the host
+//                    twin's on its own copy, so a write that lands 4 GB too low shows even
+//                    where nothing reads it back
+// Control: far-page-lost (one far page's bytes lost after the rope store) must be red; the
+// planted bugs kv-offset-32bit (host twins) and kv-offset-32bit-device (kernels) in
+// kernels/layout/CMakeLists.txt must turn the contract red on their backend. Memory: one
+// 4.3 GB host copy on cpu, two plus the device's on cuda.
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+
+namespace kc {
+namespace {
+
+constexpr int kLayers = 2, kKvHeads = 2, kHeadDim = 128, kQHeads = 8;
+constexpr int kPtok = 16, kPagedPages = 8, kWindowCap = 64;
+
+struct OffsetCase {
+  Format fmt;
+  uint64_t seed;
+  std::string vars() const {
+    return std::string("arena-offsets(fmt=") + format_name(fmt) + ",seed=" + std::to_string(seed) + ")";
+  }
+};
+
+// Lane 0: 8 pages of 16; lane 1: a window of 64. Far: lane 0 at arena pages
+// {H, 0, M, 1, H + 1, M + 1, 2, H + 2} where M is the first page past 2^31 and H the first
+// past 2^32, lane 1 after page H + 3 (64 bytes in, so the window is not page-aligned).
+// Near: lane 0 at pages {4, 0, 2, 1, 5, 3, 6, 7}, lane 1 after page 8.
+Cache make_cache(Format f, bool far) {
+  Cache c;
+  c.lay = KvLayout(kLayers, kKvHeads, kHeadDim, f);
+  const uint64_t ps = c.lay.page_stride(kPtok);
+  const int32_t M = far ? int32_t(((uint64_t(1) << 31) + ps - 1) / ps) + 1 : 2;
+  const int32_t H = far ? int32_t(((uint64_t(1) << 32) + ps - 1) / ps) + 1 : 4;
+  c.pts = far ? std::vector<int32_t>{H, 0, M, 1, H + 1, M + 1, 2, H + 2} : std::vector<int32_t>{4, 0, 2, 1, 5, 3, 6, 7};
+  ViewDesc paged;
+  paged.base_off = 0, paged.pt_off = 0, paged.n_pages = kPagedPages, paged.ptok = kPtok, paged.ps = ps;
+  ViewDesc window;
+  window.base_off = uint64_t(far ? H + 3 : 8) * ps + 64, window.ptok = kWindowCap;
+  c.views = {paged, window};
+  c.mem.assign(window.base_off + c.lay.kv_bytes(kWindowCap) + 4096, 0);
+  return c;
+}
+
+std::vector<float> normal(std::mt19937_64& rng, size_t n) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+// What one arena's run produced besides its bytes.
+struct Outputs {
+  std::vector<float> q_rot, attn, decoded;
+  std::vector<uint8_t> blob0, blob1;
+};
+
+Status run_ops(Backend& b, Cache& c, const OffsetCase& oc, bool lose_far_page, Outputs* o) {
+  std::mt19937_64 rng(oc.seed);
+  const int n = kPagedPages * kPtok + kWindowCap;
+  std::vector<RopeRow> rows;
+  for (int p = 0; p < kPagedPages * kPtok; ++p) rows.push_back({0, p, p});
+  for (int p = 0; p < kWindowCap; ++p) rows.push_back({1, p, p});
+  const auto q = normal(rng, size_t(n) * kQHeads * kHeadDim);
+  const auto k = normal(rng, size_t(n) * kKvHeads * kHeadDim), v = normal(rng, k.size());
+  o->q_rot.assign(q.size(), 0.0f);
+  KC_RETURN_IF_ERROR(b.rope_store(c, RopeParams{kQHeads, 64, 1e6, 1}, rows.data(), n, q.data(), k.data(), v.data(),
+                                  o->q_rot.data()));
+  if (lose_far_page) {  // the control: lane 0's first page (past 2^32) comes back empty
+    const uint64_t off = c.views[0].base_off + uint64_t(c.pts[0]) * c.views[0].ps;
+    std::fill(c.mem.begin() + off, c.mem.begin() + off + c.lay.kv_bytes(kPtok), uint8_t(0));
+  }
+  // Both lanes in one launch, committed keys and tails that reach the far pages.
+  const std::vector<int32_t> tails{127, 64, 120, 63, 40};
+  const std::vector<AttnRow> arows{{0, 128, 0, 0}, {1, 64, 0, 0}, {0, 60, 0, 3}, {1, 30, 3, 2}, {0, 17, 1, 1}};
+  const size_t qn = arows.size() * kQHeads * kHeadDim;
+  o->attn.assign(qn, -1.0f);
+  KC_RETURN_IF_ERROR(b.attention(c, AttnParams{kQHeads, 1, 32, 0.0883883476f}, arows.data(), int(arows.size()), tails,
+                                 o->q_rot.data() + (size_t(n) * kQHeads * kHeadDim - qn), o->attn.data()));
+  // Moves of both lanes in one call, from the far pages down.
+  const std::vector<KeepMove> moves{{0, 40, 2}, {1, 60, 5}, {0, 127, 3}, {1, 63, 6}};
+  KC_RETURN_IF_ERROR(b.keep(c, moves.data(), int(moves.size())));
+  if (oc.fmt != Format::bf16) {  // the row codecs of the cache's own format
+    const std::vector<RowRef> rr{{0, 1, 0, 1, 0}, {0, 0, 1, 0, 80}, {1, 1, 1, 1, 63}, {0, 1, 1, 0, 33}};
+    const auto x = normal(rng, rr.size() * kHeadDim);
+    KC_RETURN_IF_ERROR(b.encode_rows(oc.fmt, c, x.data(), rr.data(), int(rr.size())));
+    o->decoded.assign(x.size(), 0.0f);
+    KC_RETURN_IF_ERROR(b.decode_rows(oc.fmt, c, rr.data(), int(rr.size()), o->decoded.data()));
+  }
+  KC_RETURN_IF_ERROR(b.pack(c, 0, 0, kPagedPages * kPtok, &o->blob0));
+  return b.pack(c, 1, 0, kWindowCap, &o->blob1);
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void run_case(Run& run, const OffsetCase& oc, bool lose_far_page) {
+  const std::string cv = oc.vars();
+  Outputs far_out, near_out;
+  Cache near = make_cache(oc.fmt, false);
+  Status st = run_ops(run.be, near, oc, false, &near_out);
+  Cache far = make_cache(oc.fmt, true);
+  if (st.ok) st = run_ops(run.be, far, oc, lose_far_page, &far_out);
+  if (!st.ok) return run.error(cv, st.message);
+  run.check("far==near", same_floats(far_out.q_rot, near_out.q_rot), cv + " rotated q");
+  run.check("far==near", same_floats(far_out.attn, near_out.attn), cv + " attention");
+  if (oc.fmt != Format::bf16) run.check("far==near", same_floats(far_out.decoded, near_out.decoded), cv + " decoded rows");
+  run.check("far==near", far_out.blob0 == near_out.blob0, cv + " pack of the paged lane");
+  run.check("far==near", far_out.blob1 == near_out.blob1, cv + " pack of the window lane");
+  if (!run.twin) return;
+  near = Cache();  // the twin's far copy needs the memory
+  Cache twin_far = make_cache(oc.fmt, true);
+  Outputs twin_out;
+  st = run_ops(*run.twin, twin_far, oc, lose_far_page, &twin_out);
+  if (!st.ok) return run.error(cv, "host twin: " + st.message);
+  run.check("device==host-twin", far.mem == twin_far.mem, cv + " every byte of the far arena");
+  run.check("device==host-twin", same_floats(far_out.attn, twin_out.attn), cv + " attention");
+}
+
+void arena_offsets_body(Run& run) {
+  run.declare("far==near", "rotated q, attention output, decoded rows and packed blobs of a 4.3 GB arena whose rows lie "
+                           "past 2^31 and 2^32 bytes equal those of the same lanes at the arena's start");
+  run.device_gate("device==host-twin", "the far arena's every byte after the run, and the attention output, equal the "
+                                       "host twin's on its own copy");
+  const Format formats[] = {Format::bf16, Format::fp8, Format::q4};
+  run.control("far-page-lost", "lane 0's page past 2^32 comes back empty after the rope store",
+              [&](Run& r) { run_case(r, {Format::fp8, 77}, true); });
+  for (int i = 0; i < run.cases; ++i) {
+    const OffsetCase oc{formats[i % 3], mix_seed(run.seed, uint64_t(i))};
+    if (!run.selected(oc.vars())) continue;
+    run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + oc.vars());
+    run_case(run, oc, false);
+  }
+}
+
+}  // namespace
+
+ContractDef arena_offsets_contract() {
+  return {"arena-offsets",
+          "every kernel on rows past 2^31 and 2^32 bytes of a 4.3 GB arena: outputs equal those of a near arena; "
+          "device bytes == host twin", 3,
+          arena_offsets_body};
+}
+
+}  // namespace kc
