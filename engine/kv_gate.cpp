@@ -158,6 +158,8 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
                                " (twice the plant, ask and passphrase bytes, so the plant sits at half the depth)");
         pr.depths.push_back(d);
       }
+      for (const KvProbe& q : f.recall)
+        if (q.name == pr.name) return fail(pre + ".name", "repeats " + pr.name);
       f.recall.push_back(std::move(pr));
     }
   }
@@ -188,10 +190,15 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
     return fail("depths", "the deepest depth needs " + std::to_string(need) + " tokens (depth + rows + decode_steps); " +
                               f.tokens_file + " gives " + std::to_string(f.tokens.size()));
   for (size_t i = 0; i < f.recall.size(); ++i)
-    for (size_t k = 0; k < f.recall[i].depths.size(); ++k)
+    for (size_t k = 0; k < f.recall[i].depths.size(); ++k) {
+      if (f.recall[i].depths[k] / 2 > need)
+        return fail("recall[" + std::to_string(i) + "].depths[" + std::to_string(k) + "]",
+                    "at most twice the main stream's end (" + std::to_string(need) +
+                        "): the probe is forked from the main lane at half its depth");
       if (f.recall[i].depths[k] > int64_t(f.tokens.size()))
         return fail("recall[" + std::to_string(i) + "].depths[" + std::to_string(k) + "]",
                     "deeper than the token file (" + std::to_string(f.tokens.size()) + " tokens)");
+    }
   *out = std::move(f);
   return true;
 }
@@ -297,52 +304,6 @@ std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar) {
 
 namespace {
 
-struct ArmOut {
-  std::vector<std::vector<float>> logits;  // per depth: [rows][vocab]
-  std::vector<double> decode_tok_s;        // per depth (0 when decode_steps is 0)
-  double wall_s = 0;
-  uint64_t cache_bytes = 0;
-};
-
-// Feeds positions [from, to) of `toks` in chunks; rows in [keep_from, keep_to) ask for
-// logits, appended to *logits.
-Status feed(const Model& m, Backend& be, Cache& c, const std::vector<int32_t>& toks, int64_t from, int64_t to,
-            int chunk, int64_t keep_from, int64_t keep_to, std::vector<float>* logits) {
-  std::vector<ForwardRow> rows;
-  std::vector<float> lg;
-  for (int64_t p = from; p < to; p += chunk) {
-    rows.clear();
-    for (int64_t q = p; q < std::min(to, p + chunk); ++q)
-      rows.push_back({0, toks[size_t(q)], int32_t(q), q >= keep_from && q < keep_to});
-    KC_RETURN_IF_ERROR(m.forward(be, c, rows, &lg));
-    if (logits) logits->insert(logits->end(), lg.begin(), lg.end());
-  }
-  return Status::Ok();
-}
-
-Status run_arm(const Model& m, Backend& be, const std::vector<int32_t>& toks, const std::vector<int>& depths, int rows,
-               int steps, int chunk, ArmOut* out) {
-  const auto t0 = Clock::now();
-  Cache c;
-  const int64_t cap = int64_t(depths.back()) + rows + steps;
-  KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), {LaneSpec{int32_t(cap), 0}}, &c));
-  out->cache_bytes = c.mem.size();
-  int64_t pos = 0;
-  for (int d : depths) {
-    KC_RETURN_IF_ERROR(feed(m, be, c, toks, pos, d, chunk, 0, 0, nullptr));
-    std::vector<float> lg;
-    KC_RETURN_IF_ERROR(feed(m, be, c, toks, d, int64_t(d) + rows, chunk, d, int64_t(d) + rows, &lg));
-    out->logits.push_back(std::move(lg));
-    const auto td = Clock::now();
-    KC_RETURN_IF_ERROR(feed(m, be, c, toks, int64_t(d) + rows, int64_t(d) + rows + steps, 1, 0, 1 << 30, nullptr));
-    const double s = std::chrono::duration<double>(Clock::now() - td).count();
-    out->decode_tok_s.push_back(steps > 0 && s > 0 ? steps / s : 0.0);
-    pos = int64_t(d) + rows + steps;
-  }
-  out->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return Status::Ok();
-}
-
 // A probe of length `depth`: filler (the token stream) with the plant at depth / 2, the ask
 // and the passphrase at the end. The passphrase's bytes are scored teacher-forced: it is
 // recalled when every one is the arm's top token (what greedy decoding after the ask gives).
@@ -351,6 +312,8 @@ struct ProbeOut {
   int first_miss = -1;  // byte index of the passphrase, -1 if none
   std::string got;      // the arm's top tokens over the answer (bytes)
 };
+
+std::string probe_key(const KvProbe& p, int d) { return p.name + "@" + std::to_string(d); }
 
 std::vector<int32_t> probe_tokens(const KvProbe& p, int depth, const std::vector<int32_t>& stream) {
   const size_t half = size_t(depth) / 2;
@@ -363,14 +326,45 @@ std::vector<int32_t> probe_tokens(const KvProbe& p, int depth, const std::vector
   return t;
 }
 
-Status run_probe(const Model& m, Backend& be, const KvProbe& p, int depth, const std::vector<int32_t>& stream, int chunk,
-                 ProbeOut* out) {
-  const std::vector<int32_t> t = probe_tokens(p, depth, stream);
-  const int64_t L = int64_t(t.size()), a = int64_t(p.passphrase.size());
-  Cache c;
-  KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), {LaneSpec{int32_t(L), 0}}, &c));
+struct ArmOut {
+  std::vector<std::vector<float>> logits;  // per depth: [rows][vocab]
+  std::vector<double> decode_tok_s;        // per depth (0 when decode_steps is 0)
+  std::map<std::string, ProbeOut> probes;  // probe_key
+  double wall_s = 0;
+  uint64_t lane_bytes = 0;                 // the main lane's cache bytes
+};
+
+// Feeds positions [from, to) of `toks` into `lane` in chunks; rows in [keep_from, keep_to)
+// ask for logits, appended to *logits.
+Status feed(const Model& m, Backend& be, Cache& c, int lane, const std::vector<int32_t>& toks, int64_t from, int64_t to,
+            int chunk, int64_t keep_from, int64_t keep_to, std::vector<float>* logits) {
+  std::vector<ForwardRow> rows;
   std::vector<float> lg;
-  KC_RETURN_IF_ERROR(feed(m, be, c, t, 0, L - 1, chunk, L - a - 1, L - 1, &lg));
+  for (int64_t p = from; p < to; p += chunk) {
+    rows.clear();
+    for (int64_t q = p; q < std::min(to, p + chunk); ++q)
+      rows.push_back({lane, toks[size_t(q)], int32_t(q), q >= keep_from && q < keep_to});
+    KC_RETURN_IF_ERROR(m.forward(be, c, rows, &lg));
+    if (logits) logits->insert(logits->end(), lg.begin(), lg.end());
+  }
+  return Status::Ok();
+}
+
+// A probe on lane 1, forked from the main lane: the probe's filler before its plant is the
+// token stream's first depth/2 tokens, which the main lane holds once it has fed them, so
+// they are copied (Backend::pack / unpack) instead of prefilled again; a row's bytes do not
+// depend on how its cache was filled (model.h: batch invariance).
+Status run_probe(const Model& m, Backend& be, Cache& c, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
+                 int chunk, ProbeOut* out) {
+  const std::vector<int32_t> t = probe_tokens(p, depth, stream);
+  const int64_t L = int64_t(t.size()), a = int64_t(p.passphrase.size()), h = depth / 2;
+  if (h > 0) {
+    std::vector<uint8_t> blob;
+    KC_RETURN_IF_ERROR(be.pack(c, 0, 0, h, &blob));
+    KC_RETURN_IF_ERROR(be.unpack(c, 1, 0, blob));
+  }
+  std::vector<float> lg;
+  KC_RETURN_IF_ERROR(feed(m, be, c, 1, t, h, L - 1, chunk, L - a - 1, L - 1, &lg));
   const int V = int(m.config().vocab_size);
   out->recalled = true;
   out->first_miss = -1;
@@ -381,9 +375,71 @@ Status run_probe(const Model& m, Backend& be, const KvProbe& p, int depth, const
     int32_t top = 0;
     double margin = 0;
     top2(lp.data(), V, &top, &margin);
-    out->got.push_back(top < 256 ? char(top) : '?');
+    out->got.push_back(top >= 32 && top < 127 ? char(top) : '?');
     if (top != t[size_t(L - a + i)] && out->recalled) out->recalled = false, out->first_miss = int(i);
   }
+  return Status::Ok();
+}
+
+// One arm: one pass over the token stream on lane 0. Segment boundaries: every depth D,
+// D + rows (scored rows end), D + rows + steps (timed single-row decode ends), and every
+// probe's fork point depth/2, where the probe runs on lane 1 before the main lane goes on.
+Status run_arm(const Model& m, Backend& be, const KvFixture& fx, const std::vector<int>& depths, int steps,
+               const std::vector<KvProbe>& probes, ArmOut* out) {
+  const auto t0 = Clock::now();
+  const int rows = fx.rows, chunk = fx.prefill_chunk;
+  const int64_t end = int64_t(depths.back()) + rows + steps;
+  int probe_cap = 0;
+  for (const KvProbe& p : probes)
+    for (int d : p.depths) probe_cap = std::max(probe_cap, d);
+  std::vector<LaneSpec> lanes = {LaneSpec{int32_t(end), 0}};
+  if (probe_cap > 0) lanes.push_back(LaneSpec{int32_t(probe_cap), 0});
+  Cache c;
+  KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), lanes, &c));
+  out->lane_bytes = m.kv_layout().kv_bytes(uint64_t(end));
+  out->logits.assign(depths.size(), {});
+  out->decode_tok_s.assign(depths.size(), 0.0);
+  std::vector<double> dec_s(depths.size(), 0.0);
+  std::vector<int64_t> dec_n(depths.size(), 0);
+  std::vector<int64_t> cuts = {0, end};
+  for (int d : depths) cuts.insert(cuts.end(), {int64_t(d), int64_t(d) + rows, int64_t(d) + rows + steps});
+  std::vector<std::pair<int64_t, std::pair<const KvProbe*, int>>> forks;
+  for (const KvProbe& p : probes)
+    for (int d : p.depths) {
+      forks.push_back({d / 2, {&p, d}});
+      cuts.push_back(d / 2);
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const int64_t a = cuts[i];
+    for (const auto& [h, pd] : forks)
+      if (h == a) {
+        ProbeOut po;
+        const Status st = run_probe(m, be, c, *pd.first, pd.second, fx.tokens, chunk, &po);
+        if (!st.ok) return Status::Error("recall " + probe_key(*pd.first, pd.second) + ": " + st.message);
+        out->probes[probe_key(*pd.first, pd.second)] = po;
+      }
+    if (i + 1 == cuts.size()) break;
+    const int64_t b = cuts[i + 1];
+    int scored = -1, decode = -1;
+    for (size_t k = 0; k < depths.size(); ++k) {
+      if (a >= depths[k] && a < int64_t(depths[k]) + rows) scored = int(k);
+      if (a >= int64_t(depths[k]) + rows && a < int64_t(depths[k]) + rows + steps) decode = int(k);
+    }
+    if (scored >= 0) {
+      KC_RETURN_IF_ERROR(feed(m, be, c, 0, fx.tokens, a, b, chunk, a, b, &out->logits[size_t(scored)]));
+    } else if (decode >= 0) {
+      const auto td = Clock::now();
+      KC_RETURN_IF_ERROR(feed(m, be, c, 0, fx.tokens, a, b, 1, a, b, nullptr));
+      dec_s[size_t(decode)] += std::chrono::duration<double>(Clock::now() - td).count();
+      dec_n[size_t(decode)] += b - a;
+    } else {
+      KC_RETURN_IF_ERROR(feed(m, be, c, 0, fx.tokens, a, b, chunk, 0, 0, nullptr));
+    }
+  }
+  for (size_t k = 0; k < depths.size(); ++k) out->decode_tok_s[k] = dec_s[k] > 0 ? double(dec_n[k]) / dec_s[k] : 0.0;
+  out->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status::Ok();
 }
 
@@ -391,12 +447,9 @@ Status run_probe(const Model& m, Backend& be, const KvProbe& p, int depth, const
 
 struct Bf16Arm {
   ArmOut arm;
-  std::map<std::string, ProbeOut> probes;  // "name@depth"
   bool from_cache = false;
   std::string file;
 };
-
-std::string probe_key(const KvProbe& p, int d) { return p.name + "@" + std::to_string(d); }
 
 bool load_bf16(const std::string& base, const std::string& key, const KvFixture& fx, int vocab, Bf16Arm* out,
                std::string* why) {
@@ -426,18 +479,17 @@ bool load_bf16(const std::string& base, const std::string& key, const KvFixture&
     }
     out->arm.decode_tok_s = meta.at("decode_tok_s").get<std::vector<double>>();
     out->arm.wall_s = meta.at("wall_s").get<double>();
-    out->arm.cache_bytes = meta.at("cache_bytes").get<uint64_t>();
+    out->arm.lane_bytes = meta.at("lane_bytes").get<uint64_t>();
     for (auto it = meta.at("probes").begin(); it != meta.at("probes").end(); ++it) {
       ProbeOut p;
       p.recalled = it->at("recalled").get<bool>();
       p.first_miss = it->at("first_miss").get<int>();
       p.got = it->at("got").get<std::string>();
-      out->probes[it.key()] = p;
+      out->arm.probes[it.key()] = p;
     }
   } catch (const std::exception& e) {
     *why = std::string("bad metadata: ") + e.what();
     out->arm = ArmOut();
-    out->probes.clear();
     return false;
   }
   out->from_cache = true;
@@ -448,13 +500,13 @@ Status store_bf16(const std::string& base, const std::string& key, const nlohman
   std::string bin;
   for (const auto& lg : a.arm.logits) bin.append(reinterpret_cast<const char*>(lg.data()), lg.size() * 4);
   nlohmann::json probes = nlohmann::json::object();
-  for (const auto& [k, p] : a.probes) probes[k] = {{"recalled", p.recalled}, {"first_miss", p.first_miss}, {"got", p.got}};
+  for (const auto& [k, p] : a.arm.probes) probes[k] = {{"recalled", p.recalled}, {"first_miss", p.first_miss}, {"got", p.got}};
   nlohmann::json meta = provenance;
   meta["key"] = key;
   meta["f32_sha256"] = sha256_hex(bin);
   meta["decode_tok_s"] = a.arm.decode_tok_s;
   meta["wall_s"] = a.arm.wall_s;
-  meta["cache_bytes"] = a.arm.cache_bytes;
+  meta["lane_bytes"] = a.arm.lane_bytes;
   meta["probes"] = probes;
   std::error_code ec;
   fs::create_directories(fs::path(base).parent_path(), ec);
@@ -557,10 +609,12 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   bool known = false;
   for (const auto& [n, f] : formats)
     if (cmd.format == n) qf = f, known = true;
-  if (!known) return bad("--format " + cmd.format + ": expected fp8, q4 or mxfp4");
+  if (cmd.format.empty() && !cmd.bf16_only) return bad("--format: required (fp8, q4 or mxfp4)");
+  if (!known && !cmd.format.empty()) return bad("--format " + cmd.format + ": expected fp8, q4 or mxfp4");
   if (cmd.backend != "cpu" && cmd.backend != "cuda" && cmd.backend != "auto")
     return bad("--backend " + cmd.backend + ": expected cpu, cuda or auto");
   if (cmd.bf16_cache.empty()) return bad("--bf16-cache: must name a folder");
+  if (cmd.bf16_only && !cmd.out_file.empty()) return bad("--out: --bf16-only writes no receipt");
   if (!cmd.out_file.empty()) {
     std::string target;
     const Status st = prepare_output(cmd.out_file, &target);
@@ -584,7 +638,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   {
     Status st = make(Format::bf16, &ref);
     if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
-    st = make(qf, &quant);
+    st = cmd.format.empty() ? Status::Ok() : make(qf, &quant);
     if (!st.ok) return bad("--format " + cmd.format + ": the engine refuses this cache format: " + st.message);
   }
   Status bst;
@@ -609,21 +663,11 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   b16.file = base + ".json";
   if (!load_bf16(base, key, fx, V, &b16, &miss)) {
     err << "kv-gate: bf16 arm (" << (miss == "absent" ? "not stored yet" : "stored copy not used: " + miss) << ")\n";
-    const Status st = run_arm(ref, *be, fx.tokens, fx.depths, fx.rows, fx.decode_steps, fx.prefill_chunk, &b16.arm);
+    const Status st = run_arm(ref, *be, fx, fx.depths, fx.decode_steps, fx.recall, &b16.arm);
     if (!st.ok) {
       err << "kv-gate: bf16 arm: " << st.message << "\n";
       return 1;
     }
-    for (const KvProbe& p : fx.recall)
-      for (int d : p.depths) {
-        ProbeOut po;
-        const Status ps = run_probe(ref, *be, p, d, fx.tokens, fx.prefill_chunk, &po);
-        if (!ps.ok) {
-          err << "kv-gate: bf16 recall " << probe_key(p, d) << ": " << ps.message << "\n";
-          return 1;
-        }
-        b16.probes[probe_key(p, d)] = po;
-      }
     const Status ws = store_bf16(base, key,
                                  {{"fixture", cmd.fixture}, {"fixture_sha256", fixture_sha},
                                   {"checkpoint_sha256", ckpt_sha}, {"engine_commit", engine_commit},
@@ -637,11 +681,17 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
           << " and may predate uncommitted engine changes (use another --bf16-cache to recompute)\n";
   }
 
+  if (cmd.bf16_only) {
+    out << "kv-gate: bf16 arm of " << fx.name << " " << (b16.from_cache ? "already stored" : "computed and stored")
+        << " in " << b16.file << " (" << b16.arm.wall_s << " s)\n";
+    return 0;
+  }
+
   // ---- the quantized arm ----
   err << "kv-gate: " << cmd.format << " arm\n";
   ArmOut qa;
   {
-    const Status st = run_arm(quant, *be, fx.tokens, fx.depths, fx.rows, fx.decode_steps, fx.prefill_chunk, &qa);
+    const Status st = run_arm(quant, *be, fx, fx.depths, fx.decode_steps, fx.recall, &qa);
     if (!st.ok) {
       err << "kv-gate: " << cmd.format << " arm: " << st.message << "\n";
       return 1;
@@ -664,13 +714,8 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   int uninformative = 0;
   for (const KvProbe& p : fx.recall)
     for (int d : p.depths) {
-      const ProbeOut& rb = b16.probes.at(probe_key(p, d));
-      ProbeOut rq;
-      const Status st = run_probe(quant, *be, p, d, fx.tokens, fx.prefill_chunk, &rq);
-      if (!st.ok) {
-        errors.push_back("recall " + probe_key(p, d) + ": " + st.message);
-        continue;
-      }
+      const ProbeOut& rb = b16.arm.probes.at(probe_key(p, d));
+      const ProbeOut& rq = qa.probes.at(probe_key(p, d));
       const std::string cs = "probe=" + p.name + " depth=" + std::to_string(d);
       std::string outcome;
       if (!rb.recalled) {
@@ -703,7 +748,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     if (!st.ok) return sub.error(name, st.message);
     KvPlantBackend pb(*be, plant);
     ArmOut a;
-    st = run_arm(m, pb, fx.tokens, fx.control_depths, fx.rows, 0, fx.prefill_chunk, &a);
+    st = run_arm(m, pb, fx, fx.control_depths, 0, {}, &a);
     if (!st.ok) return sub.error(name, st.message);
     if (pb.planted() == 0) return sub.error(name, "the plant never acted");
     std::vector<KvDepthStats> cs;
@@ -804,7 +849,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       {"recall", recall},
       {"memory",
        {{"bytes_per_position", bpp},
-        {"arena_bytes", {{"bf16", b16.arm.cache_bytes}, {cmd.format, qa.cache_bytes}}},
+        {"lane_bytes_at_deepest", {{"bf16", b16.arm.lane_bytes}, {cmd.format, qa.lane_bytes}}},
         {"peak_device_memory", nullptr},
         {"peak_device_memory_note", "not measured: the Backend interface exposes no device memory query"}}},
       {"bf16_arm",

@@ -100,10 +100,11 @@ std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar);
 
 struct KvGateCommand {
   std::string fixture;
-  std::string format;            // fp8, q4, mxfp4
+  std::string format;            // fp8, q4, mxfp4 (may be empty with bf16_only)
   std::string backend = "cpu";   // cpu, cuda, auto
   std::string out_file;
   std::string bf16_cache = "kv-gate-cache";  // folder of the bf16 arm's stored log-probs
+  bool bf16_only = false;  // compute (or find) and store the bf16 arm, then stop: no receipt, exit 0
   std::vector<std::string> argv;
 };
 int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& err);

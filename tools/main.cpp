@@ -7,7 +7,7 @@
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda] [--out FILE]
-//   tf-cuda-test kv-gate FIXTURE --format fp8|q4|mxfp4 [--backend cpu|cuda|auto] [--out FILE] [--bf16-cache DIR]
+//   tf-cuda-test kv-gate FIXTURE --format fp8|q4|mxfp4 [--backend cpu|cuda|auto] [--out FILE] [--bf16-cache DIR] [--bf16-only]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
 // was green or a backend error occurred; 2 bad usage or bad input.
 #include <algorithm>
@@ -255,12 +255,15 @@ int main(int argc, char** argv) {
       "reused. Exit 0 pass, 1 fail, 2 bad fixture (the field is named), an unknown or unsupported format "
       "(mxfp4 until the engine stores it) or bad options, with nothing written");
   kv_gate->add_option("fixture", kg.fixture, "Fixture JSON file (fixtures/schema/kv-fixture.schema.json)")->required();
-  kv_gate->add_option("--format", kg.format, "Quantized cache format: fp8, q4 or mxfp4")->required();
+  kv_gate->add_option("--format", kg.format, "Quantized cache format: fp8, q4 or mxfp4 (required unless --bf16-only)");
   kv_gate->add_option("--backend", kg.backend, "cpu (default), cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   kv_gate->add_option("--out", kg.out_file, "Write the receipt (kind kv-gate) here, atomically");
   kv_gate->add_option("--bf16-cache", kg.bf16_cache,
                       "Folder of the stored bf16 arms (default kv-gate-cache); created when missing");
+  kv_gate->add_flag("--bf16-only", kg.bf16_only,
+                    "Compute (or find) the bf16 arm, store it in --bf16-cache and stop (no receipt): lets one command "
+                    "run the bf16 arm and later ones each quantized arm");
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;

@@ -192,53 +192,92 @@ TEST(KvFixture, UnsupportedFormatsExit2WithAClearMessage) {
   EXPECT_FALSE(std::filesystem::exists(cache));
 }
 
-// The ci fixture on the cpu backend, q4: a verdict, every control red, the bf16 arm stored
-// on the first run and read on the second with the same numbers.
-TEST(KvGate, CiFixtureQ4OnCpuControlsRedAndTheBf16ArmIsReused) {
+// A small fixture derived from the ci one (two shallow depths, 16 rows, a short probe), so
+// that several runs stay cheap: fp8 passes, every control is red in each run, the bf16 arm
+// is stored by the first run and read by the later ones with the same numbers, and a stored
+// arm whose bytes were altered is recomputed. (The ci fixture itself runs as cli.kv_gate_ci.)
+TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   test::TempDir dir;
-  const std::string cache = dir.file("cache");
+  nlohmann::json j = ci_fixture();
+  j["model"] = kSrc + "/fixtures/models/stdlib-bytes-3m";
+  j["tokens"]["file"] = kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt";
+  j["depths"] = {16, 48};
+  j["rows"] = 16;
+  j["decode_steps"] = 2;
+  j["prefill_chunk"] = 16;
+  j["recall"] = {{{"name", "short"}, {"passphrase", "ab-12"}, {"plant", "# pass ab-12\n"}, {"ask", "\n# pass "},
+                  {"depths", {64}}}};
+  const std::string fx = dir.file("small.json"), cache = dir.file("cache");
+  std::ofstream(fx) << j.dump(2);
   std::string text, err;
-  const int rc1 = run_kv(kSrc + "/fixtures/kv/ci.json", "q4", dir.file("r1.json"), cache, &text, &err);
-  ASSERT_TRUE(rc1 == 0 || rc1 == 1) << err;
+  const int rc1 = run_kv(fx, "fp8", dir.file("r1.json"), cache, &text, &err);
+  EXPECT_EQ(rc1, 0) << text << err;
   const auto r1 = nlohmann::json::parse(std::ifstream(dir.file("r1.json")));
   EXPECT_EQ(r1["kind"], "kv-gate");
-  EXPECT_EQ(r1["verdict"], rc1 == 0 ? "pass" : "fail");
+  EXPECT_EQ(r1["name"], "kv-ci/fp8");
   EXPECT_EQ(r1["verdict"], "pass") << r1["verdict_reasons"].dump();
   EXPECT_FALSE(r1["kv"]["bf16_arm"]["from_cache"].get<bool>());
   ASSERT_EQ(r1["controls"].size(), 3u);
   for (const auto& k : r1["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k.dump();
-  // The q4 control is far above the bar, not just over it.
+  // The planted arms are far above the bar, not just over it.
   EXPECT_GT(r1["controls"][0]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
-  ASSERT_EQ(r1["kv"]["depths"].size(), 3u);
+  EXPECT_GT(r1["controls"][1]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
+  EXPECT_EQ(r1["controls"][2]["seen"]["depth"], 48);
+  ASSERT_EQ(r1["kv"]["depths"].size(), 2u);
   for (const auto& d : r1["kv"]["depths"]) {
     EXPECT_FALSE(d["beyond_training"].get<bool>());
-    EXPECT_GT(d["mean_kl"].get<double>(), 0.0);  // q4 changes the bits
+    EXPECT_GT(d["mean_kl"].get<double>(), 0.0);  // fp8 changes the bits
+    EXPECT_EQ(d["rows"], 16);
   }
+  ASSERT_EQ(r1["kv"]["recall"].size(), 1u);
   EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["bf16"], 4 * 2 * 2 * 128);
+  EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["fp8"], 4 * 2 * 2 * (64 + 4));
   EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["q4"], 4 * 2 * 2 * (32 + 4));
 
-  const int rc2 = run_kv(kSrc + "/fixtures/kv/ci.json", "q4", dir.file("r2.json"), cache, &text, &err);
-  EXPECT_EQ(rc2, rc1);
+  // q4 reads the stored bf16 arm; its controls are red too.
+  const int rc2 = run_kv(fx, "q4", dir.file("r2.json"), cache, &text, &err);
+  EXPECT_TRUE(rc2 == 0 || rc2 == 1) << err;
   EXPECT_NE(err.find("bf16 arm read from"), std::string::npos) << err;
   const auto r2 = nlohmann::json::parse(std::ifstream(dir.file("r2.json")));
   EXPECT_TRUE(r2["kv"]["bf16_arm"]["from_cache"].get<bool>());
-  for (size_t i = 0; i < 3; ++i)
-    for (const char* k : {"mean_kl", "worst_kl", "top1_agreement", "top1_differences", "perplexity", "kl_percentiles"})
-      EXPECT_EQ(r2["kv"]["depths"][i][k], r1["kv"]["depths"][i][k]) << k;
-  EXPECT_EQ(r2["kv"]["recall"], r1["kv"]["recall"]);
+  EXPECT_EQ(r2["verdict"], rc2 == 0 ? "pass" : "fail");
+  for (const auto& k : r2["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k.dump();
 
-  // A stored arm whose logits were altered is not used (checksum), and is recomputed.
+  // fp8 again from the store: the same numbers.
+  const int rc3 = run_kv(fx, "fp8", dir.file("r3.json"), cache, &text, &err);
+  EXPECT_EQ(rc3, 0);
+  const auto r3 = nlohmann::json::parse(std::ifstream(dir.file("r3.json")));
+  EXPECT_TRUE(r3["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  for (size_t i = 0; i < 2; ++i)
+    for (const char* k : {"mean_kl", "worst_kl", "top1_agreement", "top1_differences", "perplexity", "kl_percentiles"})
+      EXPECT_EQ(r3["kv"]["depths"][i][k], r1["kv"]["depths"][i][k]) << k;
+  EXPECT_EQ(r3["kv"]["recall"], r1["kv"]["recall"]);
+
+  // A stored arm whose logits were altered is not used (checksum) but recomputed: same numbers.
+  int altered = 0;
   for (const auto& e : std::filesystem::directory_iterator(cache))
     if (e.path().extension() == ".f32") {
       std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
       f.seekp(8);
       f.put('\x7f');
+      ++altered;
     }
-  const int rc3 = run_kv(kSrc + "/fixtures/kv/ci.json", "q4", dir.file("r3.json"), cache, &text, &err);
-  EXPECT_EQ(rc3, rc1);
+  EXPECT_EQ(altered, 1);
+  EXPECT_EQ(run_kv(fx, "fp8", dir.file("r4.json"), cache, &text, &err), 0);
   EXPECT_NE(err.find("stored copy not used: key, size or checksum differs"), std::string::npos) << err;
-  const auto r3 = nlohmann::json::parse(std::ifstream(dir.file("r3.json")));
-  EXPECT_EQ(r3["kv"]["depths"][0]["mean_kl"], r1["kv"]["depths"][0]["mean_kl"]);
+  const auto r4 = nlohmann::json::parse(std::ifstream(dir.file("r4.json")));
+  EXPECT_FALSE(r4["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(r4["kv"]["depths"][i]["mean_kl"], r1["kv"]["depths"][i]["mean_kl"]);
+
+  // --bf16-only: stores (here: finds) the bf16 arm and writes no receipt.
+  EXPECT_EQ(run_kv(fx, "", "", cache, &text, &err), 2);  // no --format
+  KvGateCommand only;
+  only.fixture = fx;
+  only.bf16_cache = cache;
+  only.bf16_only = true;
+  std::ostringstream o, e;
+  EXPECT_EQ(kv_gate_command(only, o, e), 0) << e.str();
+  EXPECT_NE(o.str().find("already stored"), std::string::npos) << o.str();
 }
 
 }  // namespace
