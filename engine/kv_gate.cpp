@@ -354,8 +354,10 @@ Status feed(const Model& m, Backend& be, Cache& c, int lane, const std::vector<i
 // token stream's first depth/2 tokens, which the main lane holds once it has fed them, so
 // they are copied (Backend::pack / unpack) instead of prefilled again; a row's bytes do not
 // depend on how its cache was filled (model.h: batch invariance).
-Status run_probe(const Model& m, Backend& be, Cache& c, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
-                 int chunk, ProbeOut* out) {
+// The answer rows' logits of a probe on lane 1 of `c`, forked from lane 0 (which holds the
+// stream's first depth/2 positions).
+Status probe_logits_forked(const Model& m, Backend& be, Cache& c, const KvProbe& p, int depth,
+                           const std::vector<int32_t>& stream, int chunk, std::vector<float>* lg) {
   const std::vector<int32_t> t = probe_tokens(p, depth, stream);
   const int64_t L = int64_t(t.size()), a = int64_t(p.passphrase.size()), h = depth / 2;
   if (h > 0) {
@@ -363,8 +365,16 @@ Status run_probe(const Model& m, Backend& be, Cache& c, const KvProbe& p, int de
     KC_RETURN_IF_ERROR(be.pack(c, 0, 0, h, &blob));
     KC_RETURN_IF_ERROR(be.unpack(c, 1, 0, blob));
   }
+  lg->clear();
+  return feed(m, be, c, 1, t, h, L - 1, chunk, L - a - 1, L - 1, lg);
+}
+
+Status run_probe(const Model& m, Backend& be, Cache& c, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
+                 int chunk, ProbeOut* out) {
   std::vector<float> lg;
-  KC_RETURN_IF_ERROR(feed(m, be, c, 1, t, h, L - 1, chunk, L - a - 1, L - 1, &lg));
+  KC_RETURN_IF_ERROR(probe_logits_forked(m, be, c, p, depth, stream, chunk, &lg));
+  const std::vector<int32_t> t = probe_tokens(p, depth, stream);
+  const int64_t L = int64_t(t.size()), a = int64_t(p.passphrase.size());
   const int V = int(m.config().vocab_size);
   out->recalled = true;
   out->first_miss = -1;
@@ -380,6 +390,29 @@ Status run_probe(const Model& m, Backend& be, Cache& c, const KvProbe& p, int de
   }
   return Status::Ok();
 }
+
+}  // namespace
+
+Status kv_probe_logits(const Model& m, Backend& be, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
+                       int chunk, bool forked, std::vector<float>* logits) {
+  if (size_t(depth) - size_t(depth) / 2 < p.plant.size() + p.ask.size() + p.passphrase.size() ||
+      size_t(depth) > stream.size())
+    return Status::Error("probe " + p.name + ": depth " + std::to_string(depth) +
+                         " cannot hold the plant at half depth, the ask and the passphrase");
+  const std::vector<int32_t> t = probe_tokens(p, depth, stream);
+  const int64_t L = int64_t(t.size()), a = int64_t(p.passphrase.size());
+  Cache c;
+  if (!forked) {
+    KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), {LaneSpec{int32_t(L), 0}}, &c));
+    logits->clear();
+    return feed(m, be, c, 0, t, 0, L - 1, chunk, L - a - 1, L - 1, logits);
+  }
+  KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), {LaneSpec{int32_t(L), 0}, LaneSpec{int32_t(L), 0}}, &c));
+  KC_RETURN_IF_ERROR(feed(m, be, c, 0, stream, 0, depth / 2, chunk, 0, 0, nullptr));
+  return probe_logits_forked(m, be, c, p, depth, stream, chunk, logits);
+}
+
+namespace {
 
 // One arm: one pass over the token stream on lane 0. Segment boundaries: every depth D,
 // D + rows (scored rows end), D + rows + steps (timed single-row decode ends), and every

@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model.h"
+
 namespace kc::engine {
 
 struct KvBar {
@@ -97,6 +99,13 @@ void kv_refresh_summary(KvDepthStats* s);
 
 // Bar verdict of one depth: empty when it holds, else why ("mean KL 0.02 > 0.01; ...").
 std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar);
+
+// The logits of a probe's answer rows ([passphrase bytes][vocab]): run on a lane of its own
+// (forked = false) or, as the gate runs it, on a second lane forked at depth/2 from a lane
+// that holds the stream's first depth/2 tokens (Backend::pack / unpack). The tests check
+// that both are the same bytes.
+Status kv_probe_logits(const Model& m, Backend& be, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
+                       int chunk, bool forked, std::vector<float>* logits);
 
 struct KvGateCommand {
   std::string fixture;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -278,6 +279,45 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   std::ostringstream o, e;
   EXPECT_EQ(kv_gate_command(only, o, e), 0) << e.str();
   EXPECT_NE(o.str().find("already stored"), std::string::npos) << o.str();
+}
+
+}  // namespace
+}  // namespace kc::engine
+
+namespace kc::engine {
+namespace {
+
+// The gate runs each recall probe forked from the main lane at half its depth; the answer
+// rows' logits are the same bytes as a probe prefilled on its own lane.
+TEST(KvGate, AForkedProbeEqualsAFreshOneByteForByte) {
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &w).ok);
+  KvFixture f;
+  std::string err;
+  ASSERT_TRUE(parse_kv_fixture(ci_fixture(), kSrc + "/fixtures/kv", &f, &err)) << err;
+  auto be = make_cpu_backend();
+  KvProbe probe;
+  probe.name = "short";
+  probe.passphrase = "ab-12";
+  probe.plant = "# pass ab-12\n";
+  probe.ask = "\n# pass ";
+  for (Format fmt : {Format::bf16, Format::fp8}) {
+    ModelOptions mo;
+    mo.kv_format = fmt;
+    Model m;
+    ASSERT_TRUE(Model::create(w, mo, &m).ok);
+    std::vector<float> fresh, forked;
+    ASSERT_TRUE(kv_probe_logits(m, *be, probe, 80, f.tokens, 16, false, &fresh).ok);
+    ASSERT_TRUE(kv_probe_logits(m, *be, probe, 80, f.tokens, 16, true, &forked).ok);
+    ASSERT_EQ(fresh.size(), probe.passphrase.size() * 260);
+    ASSERT_EQ(fresh.size(), forked.size());
+    EXPECT_EQ(std::memcmp(fresh.data(), forked.data(), fresh.size() * 4), 0) << format_name(fmt);
+  }
+  ModelOptions mo;
+  Model m;
+  ASSERT_TRUE(Model::create(w, mo, &m).ok);
+  std::vector<float> lg;
+  EXPECT_FALSE(kv_probe_logits(m, *be, f.recall[0], 160, f.tokens, 16, true, &lg).ok);  // too short for the probe
 }
 
 }  // namespace
