@@ -789,9 +789,18 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       cs.push_back(kv_depth_stats(fx.control_depths[k], fx.rows, V, b16.arm.logits[size_t(cidx[k])].data(),
                                   a.logits[k].data(), fx.tokens));
     check_bar(sub, cs, fx.bar, format_name(f));
-    for (const KvDepthStats& s : cs)
-      control_notes[name].push_back({{"depth", s.depth}, {"mean_kl", s.mean_kl}, {"worst_kl", s.worst_kl},
-                                     {"top1_agreement", double(s.agree) / s.rows}, {"why", kv_bar_failure(s, fx.bar)}});
+    for (size_t k = 0; k < cs.size(); ++k) {
+      const KvDepthStats& s = cs[k];
+      nlohmann::json n = {{"depth", s.depth}, {"mean_kl", s.mean_kl}, {"worst_kl", s.worst_kl},
+                          {"top1_agreement", double(s.agree) / s.rows}, {"why", kv_bar_failure(s, fx.bar)}};
+      // The same format unplanted (the gate's own arm): a control is evidence only where the
+      // unplanted arm meets the bar at that depth; otherwise the bar was failing already.
+      if (f == qf) {
+        const KvDepthStats& u = stats[size_t(cidx[k])];
+        n["unplanted"] = {{"mean_kl", u.mean_kl}, {"worst_kl", u.worst_kl}, {"meets_bar", kv_bar_failure(u, fx.bar).empty()}};
+      }
+      control_notes[name].push_back(n);
+    }
   };
   run.control("q4-query-not-rotated",
               "q4 arm whose attention scores the query unrotated against the Hadamard-rotated keys (the query is "
