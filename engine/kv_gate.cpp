@@ -689,7 +689,6 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                                      be->name() + "\n");
   const std::string base = (fs::path(cmd.bf16_cache) / ("kv-bf16-" + key.substr(0, 32))).string();
 
-  std::vector<std::string> errors;
   // ---- the bf16 arm: stored, or computed and stored ----
   Bf16Arm b16;
   std::string miss;
@@ -836,7 +835,6 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                 if (!other.empty()) sub.error("bar-one-bad-depth", "the bar failed a depth with no plant: " + other);
                 control_notes["bar-one-bad-depth"] = {{"depth", s.depth}, {"why", kv_bar_failure(s, fx.bar)}};
               });
-  for (const std::string& e : errors) run.error("engine", e);
 
   // ---- verdict and receipt ----
   bool all_red = true;
