@@ -195,6 +195,52 @@ bool check_receipt(const json& r, Checker& c) {
                                        (t["measured"].get<bool>() ? "" : " (not measured)"));
     }
   }
+  if (r["kind"] == "kv-gate") {  // what the per-depth view reads
+    if (!c.field(r, "", "kv", Want::object)) return false;
+    const json& kv = r["kv"];
+    if (!c.field(kv, "kv", "format", Want::string) || !c.field(kv, "kv", "depths", Want::array) ||
+        !c.field(kv, "kv", "recall", Want::array) || !c.field(kv, "kv", "memory", Want::object))
+      return false;
+    for (size_t i = 0; i < kv["depths"].size(); ++i) {
+      const json& d = kv["depths"][i];
+      const std::string at = "kv.depths[" + std::to_string(i) + "]";
+      if (!d.is_object()) return c.fail(at, "expected an object, got " + type_name(d));
+      for (const char* k : {"depth", "rows", "worst_pos"})
+        if (!c.field(d, at, k, Want::integer)) return false;
+      for (const char* k : {"mean_kl", "worst_kl", "top1_agreement"})
+        if (!c.field(d, at, k, Want::number)) return false;
+      if (!c.field(d, at, "beyond_training", Want::boolean) || !c.field(d, at, "kl_percentiles", Want::object) ||
+          !c.field(d, at, "perplexity", Want::object) || !c.field(d, at, "decode_tok_s", Want::object) ||
+          !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}) ||
+          !c.field(d, at, "why", Want::string))
+        return false;
+      for (const char* k : {"p99.9", "p99", "p95", "p90", "p50"})
+        if (!c.field(d["kl_percentiles"], at + ".kl_percentiles", k, Want::number)) return false;
+      for (const char* k : {"bf16", "quant"})
+        if (!c.field(d["perplexity"], at + ".perplexity", k, Want::number) ||
+            !c.field(d["decode_tok_s"], at + ".decode_tok_s", k, Want::number))
+          return false;
+      for (size_t j = 0; j < d["top1_differences"].size(); ++j) {
+        const json& x = d["top1_differences"][j];
+        const std::string xa = at + ".top1_differences[" + std::to_string(j) + "]";
+        if (!x.is_object()) return c.fail(xa, "expected an object, got " + type_name(x));
+        for (const char* k : {"pos", "target", "bf16_top", "quant_top"})
+          if (!c.field(x, xa, k, Want::integer)) return false;
+        if (!c.field(x, xa, "bf16_margin", Want::number) || !c.field(x, xa, "quant_margin", Want::number)) return false;
+      }
+    }
+    for (size_t i = 0; i < kv["recall"].size(); ++i) {
+      const json& x = kv["recall"][i];
+      const std::string at = "kv.recall[" + std::to_string(i) + "]";
+      if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+      if (!c.field(x, at, "probe", Want::string) || !c.field(x, at, "depth", Want::integer) ||
+          !c.field(x, at, "outcome", Want::string) || !c.field(x, at, "bf16", Want::object) ||
+          !c.field(x, at, "quant", Want::object) || !c.field(x["bf16"], at + ".bf16", "recalled", Want::boolean) ||
+          !c.field(x["quant"], at + ".quant", "recalled", Want::boolean))
+        return false;
+    }
+    if (!c.field(kv["memory"], "kv.memory", "bytes_per_position", Want::object)) return false;
+  }
   // The verdict must follow from the receipt's own gates, controls, errors and targets.
   if (r["verdict"] == "pass") {
     for (size_t i = 0; i < r["gates"].size(); ++i)
@@ -463,6 +509,57 @@ int diff_command(const std::string& base_path, const std::string& head_path, std
   return d.regressions > 0 ? 1 : 0;
 }
 
+// A kv-gate receipt's per-depth table, its top-token differences, recall and memory
+// (fields checked by check_receipt).
+static std::string render_kv(const json& r, ViewFormat f) {
+  std::ostringstream o;
+  const json& kv = r["kv"];
+  const std::string q = kv["format"].get<std::string>();
+  o << subheading("per depth: KL(bf16 || " + q + "), float64", f);
+  Table t{{"depth", "rows", "beyond training", "mean KL", "worst KL (pos)", "p99.9", "p99", "p95", "p90", "p50",
+           "top-1 agree", "top-1 diffs", "ppl bf16", "ppl " + q, "decode tok/s bf16", "decode tok/s " + q, "verdict"},
+          {}};
+  for (const auto& d : kv["depths"]) {
+    const json& p = d["kl_percentiles"];
+    t.rows.push_back({scalar(d["depth"]), scalar(d["rows"]), d["beyond_training"].get<bool>() ? "yes" : "no",
+                      num(d["mean_kl"].get<double>()),
+                      num(d["worst_kl"].get<double>()) + " (" + scalar(d["worst_pos"]) + ")", num(p["p99.9"].get<double>()),
+                      num(p["p99"].get<double>()), num(p["p95"].get<double>()), num(p["p90"].get<double>()),
+                      num(p["p50"].get<double>()), num(d["top1_agreement"].get<double>()),
+                      std::to_string(d["top1_differences"].size()), num(d["perplexity"]["bf16"].get<double>()),
+                      num(d["perplexity"]["quant"].get<double>()), num(d["decode_tok_s"]["bf16"].get<double>()),
+                      num(d["decode_tok_s"]["quant"].get<double>()),
+                      d["verdict"] == "pass" ? "pass" : "FAIL: " + d["why"].get<std::string>()});
+  }
+  o << t.render(f) << "\n";
+  Table diffs{{"depth", "pos", "target", "bf16 top", "bf16 margin", q + " top", q + " margin"}, {}};
+  for (const auto& d : kv["depths"])
+    for (const auto& x : d["top1_differences"])
+      diffs.rows.push_back({scalar(d["depth"]), scalar(x["pos"]), scalar(x["target"]), scalar(x["bf16_top"]),
+                            num(x["bf16_margin"].get<double>()), scalar(x["quant_top"]),
+                            num(x["quant_margin"].get<double>())});
+  if (!diffs.rows.empty()) {
+    o << subheading("top-token differences (margin: top-1 minus top-2 log-prob)", f);
+    o << diffs.render(f) << "\n";
+  }
+  if (!kv["recall"].empty()) {
+    Table rt{{"probe", "depth", "bf16", q, "outcome"}, {}};
+    auto said = [](const json& a) {
+      return std::string(a["recalled"].get<bool>() ? "recalled" : "not recalled") +
+             (a.contains("got") && a["got"].is_string() ? " ('" + a["got"].get<std::string>() + "')" : "");
+    };
+    for (const auto& x : kv["recall"])
+      rt.rows.push_back({x["probe"].get<std::string>(), scalar(x["depth"]), said(x["bf16"]), said(x["quant"]),
+                         x["outcome"].get<std::string>()});
+    o << subheading("recall", f) << rt.render(f) << "\n";
+  }
+  Table mt{{"format", "bytes per position (all layers)"}, {}};
+  for (auto it = kv["memory"]["bytes_per_position"].begin(); it != kv["memory"]["bytes_per_position"].end(); ++it)
+    mt.rows.push_back({it.key(), scalar(it.value())});
+  o << subheading("memory", f) << mt.render(f) << "\n";
+  return o.str();
+}
+
 std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
   std::ostringstream o;
   const bool bench = r["kind"] == "bench";
@@ -555,6 +652,7 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
       o << t.render(f) << "\n";
     }
   }
+  if (r["kind"] == "kv-gate") o << render_kv(r, f);
   if (r.contains("numbers") && !r["numbers"].empty()) {
     std::vector<std::pair<std::string, json>> flat;
     flatten(r["numbers"], "", &flat);

@@ -1,0 +1,324 @@
+// kv-gate (issue 18): the float64 KL arithmetic against hand-computed values, the fixture
+// validator's refusals (exit 2 naming the field, nothing written), the ci fixture's verdict
+// on the cpu backend with every control red, and the bf16 arm's store (the second run reads
+// it and gives the same numbers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/kv_gate.h"
+#include "tests/engine/temp_dir.h"
+
+namespace kc::engine {
+namespace {
+
+const std::string kSrc = KC_SOURCE_DIR;
+
+TEST(KvGateMath, KlAgainstAHandComputedCase) {
+  // P = (1/2, 1/2); Q = (1/4, 3/4) from logits (0, ln 3):
+  // KL(P || Q) = 1/2 ln(2) + 1/2 ln(2/3) = 1/2 ln(4/3).
+  const float ref[2] = {0.0f, 0.0f};
+  const float q[2] = {0.0f, float(std::log(3.0))};
+  std::vector<double> lp, lq;
+  log_softmax64(ref, 2, &lp);
+  log_softmax64(q, 2, &lq);
+  EXPECT_NEAR(std::exp(lq[0]), 0.25, 1e-7);  // ln 3 rounded to fp32
+  EXPECT_NEAR(kl64(lp.data(), lq.data(), 2), 0.5 * std::log(4.0 / 3.0), 1e-7);
+  EXPECT_EQ(kl64(lp.data(), lp.data(), 2), 0.0);
+  // A three-way case with exact fp32 logits: P = softmax(0, 1, 2), Q = softmax(2, 1, 0).
+  const float a[3] = {0, 1, 2}, b[3] = {2, 1, 0};
+  log_softmax64(a, 3, &lp);
+  log_softmax64(b, 3, &lq);
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  const double p[3] = {1 / z, std::exp(1.0) / z, std::exp(2.0) / z};
+  // log p_v - log q_v = (a_v - b_v) since both share the same normaliser z.
+  const double want = p[0] * (0 - 2) + p[1] * 0 + p[2] * (2 - 0);
+  EXPECT_NEAR(kl64(lp.data(), lq.data(), 3), want, 1e-15);
+  // Large logits: the float64 log-softmax does not overflow.
+  const float big[2] = {1000.0f, 0.0f};
+  log_softmax64(big, 2, &lp);
+  EXPECT_EQ(lp[0], 0.0);
+  EXPECT_NEAR(lp[1], -1000.0, 1e-9);
+}
+
+TEST(KvGateMath, PercentilesByNearestRankAndTop2) {
+  std::vector<double> v;
+  for (int i = 10; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(percentile_nearest_rank(v, 50), 5);
+  EXPECT_EQ(percentile_nearest_rank(v, 90), 9);
+  EXPECT_EQ(percentile_nearest_rank(v, 95), 10);
+  EXPECT_EQ(percentile_nearest_rank(v, 99.9), 10);
+  std::vector<double> w;
+  for (int i = 1; i <= 2000; ++i) w.push_back(i);
+  EXPECT_EQ(percentile_nearest_rank(w, 99.9), 1998);  // ceil(1998.0)
+  EXPECT_EQ(percentile_nearest_rank(w, 99), 1980);
+  EXPECT_TRUE(std::isnan(percentile_nearest_rank({}, 50)));
+  const double lp[4] = {-3, -0.5, -1.25, -9};
+  int32_t top = -1;
+  double margin = 0;
+  top2(lp, 4, &top, &margin);
+  EXPECT_EQ(top, 1);
+  EXPECT_EQ(margin, 0.75);
+}
+
+TEST(KvGateMath, DepthStatsNameEveryTopTokenDifferenceAndTheBar) {
+  // Two rows over a 3-token vocabulary at depth 5; tokens[6], tokens[7] are the targets.
+  const std::vector<int32_t> tokens = {0, 0, 0, 0, 0, 0, 2, 1};
+  const float ref[6] = {0, 1, 2, /*row 2*/ 0, 3, 0};
+  const float q[6] = {0, 1, 2, /*row 2*/ 0, 0, 3};
+  const KvDepthStats s = kv_depth_stats(5, 2, 3, ref, q, tokens);
+  EXPECT_EQ(s.kl[0], 0.0);
+  EXPECT_GT(s.kl[1], 0.0);
+  EXPECT_EQ(s.worst_kl, s.kl[1]);
+  EXPECT_EQ(s.worst_pos, 6);
+  EXPECT_DOUBLE_EQ(s.mean_kl, s.kl[1] / 2);
+  EXPECT_EQ(s.agree, 1);
+  ASSERT_EQ(s.diffs.size(), 1u);
+  EXPECT_EQ(s.diffs[0].pos, 6);
+  EXPECT_EQ(s.diffs[0].target, 1);
+  EXPECT_EQ(s.diffs[0].ref_top, 1);
+  EXPECT_EQ(s.diffs[0].q_top, 2);
+  EXPECT_NEAR(s.diffs[0].ref_margin, 3.0, 1e-12);
+  EXPECT_NEAR(s.diffs[0].q_margin, 3.0, 1e-12);
+  // Perplexity: exp(mean NLL of the targets) per arm.
+  std::vector<double> a, b;
+  log_softmax64(ref, 3, &a);
+  log_softmax64(ref + 3, 3, &b);
+  EXPECT_NEAR(s.ppl_ref, std::exp(-(a[2] + b[1]) / 2), 1e-12);
+  KvBar bar;
+  bar.mean_kl = 1e-9;
+  bar.worst_token_kl = 1e9;
+  EXPECT_NE(kv_bar_failure(s, bar).find("mean KL"), std::string::npos);
+  bar = KvBar();
+  bar.worst_token_kl = s.worst_kl / 2;
+  bar.mean_kl = 1e9;
+  EXPECT_NE(kv_bar_failure(s, bar).find("worst-token KL"), std::string::npos);
+  EXPECT_NE(kv_bar_failure(s, bar).find("position 6"), std::string::npos);
+  bar.worst_token_kl = s.worst_kl;  // the bar is inclusive
+  EXPECT_EQ(kv_bar_failure(s, bar), "");
+}
+
+// ---- the fixture and the command ----
+
+nlohmann::json ci_fixture() { return nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/ci.json")); }
+
+int run_kv(const std::string& fixture, const std::string& format, const std::string& out, const std::string& cache,
+           std::string* out_text, std::string* err_text) {
+  std::ostringstream o, e;
+  KvGateCommand cmd;
+  cmd.fixture = fixture;
+  cmd.format = format;
+  cmd.backend = "cpu";
+  cmd.out_file = out;
+  cmd.bf16_cache = cache;
+  const int rc = kv_gate_command(cmd, o, e);
+  if (out_text) *out_text = o.str();
+  *err_text = e.str();
+  return rc;
+}
+
+TEST(KvFixture, ShippedFixturesParse) {
+  for (const char* name : {"ci.json", "h200.json"}) {
+    KvFixture f;
+    std::string err;
+    const auto j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/" + name));
+    EXPECT_TRUE(parse_kv_fixture(j, kSrc + "/fixtures/kv", &f, &err)) << name << ": " << err;
+    EXPECT_EQ(f.tokens.front(), 257);
+  }
+}
+
+TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
+  test::TempDir dir;
+  struct Bad {
+    std::string field;
+    std::function<void(nlohmann::json&)> edit;
+  };
+  const std::vector<Bad> bad = {
+      {"field name: missing", [](nlohmann::json& j) { j.erase("name"); }},
+      {"field model: ", [](nlohmann::json& j) { j["model"] = "/no/such/model"; }},
+      {"field tokens: missing", [](nlohmann::json& j) { j.erase("tokens"); }},
+      {"field tokens.sha256: ", [](nlohmann::json& j) { j["tokens"]["sha256"] = std::string(64, '0'); }},
+      {"field tokens.sha256: must be 64 lowercase hex digits", [](nlohmann::json& j) { j["tokens"]["sha256"] = "abc"; }},
+      {"field tokens.file: ", [](nlohmann::json& j) { j["tokens"]["file"] = "/no/such/text"; }},
+      {"field tokens.encoding: must be \"bytes\"", [](nlohmann::json& j) { j["tokens"]["encoding"] = "utf8"; }},
+      {"field tokens.licence: missing", [](nlohmann::json& j) { j["tokens"].erase("licence"); }},
+      {"field depths: must be a non-empty array", [](nlohmann::json& j) { j["depths"] = nlohmann::json::array(); }},
+      {"field depths[1]: must be at least depths[0] + rows + decode_steps",
+       [](nlohmann::json& j) { j["depths"][1] = j["depths"][0]; }},
+      {"field depths[0]: must be an integer", [](nlohmann::json& j) { j["depths"][0] = "1K"; }},
+      {"field depths: the deepest depth needs", [](nlohmann::json& j) { j["depths"].push_back(1 << 20); }},
+      {"field rows: must be in 1..65536", [](nlohmann::json& j) { j["rows"] = 0; }},
+      {"field bar.mean_kl: must be a finite number > 0", [](nlohmann::json& j) { j["bar"]["mean_kl"] = -1; }},
+      {"field bar.worst: unknown field", [](nlohmann::json& j) { j["bar"]["worst"] = 1; }},
+      {"field recall[0].plant: must contain the passphrase",
+       [](nlohmann::json& j) { j["recall"][0]["plant"] = "nothing here"; }},
+      {"field recall[0].depths[0]: must be at least", [](nlohmann::json& j) { j["recall"][0]["depths"][0] = 10; }},
+      {"field recall[0].ask: missing", [](nlohmann::json& j) { j["recall"][0].erase("ask"); }},
+      {"field control_depths[0]: must be one of depths", [](nlohmann::json& j) { j["control_depths"] = {7}; }},
+      {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
+  };
+  for (const Bad& b : bad) {
+    nlohmann::json j = ci_fixture();
+    j["model"] = kSrc + "/fixtures/models/stdlib-bytes-3m";
+    j["tokens"]["file"] = kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt";
+    b.edit(j);
+    const std::string path = dir.file("fx.json"), out = dir.file("receipt.json"), cache = dir.file("cache");
+    std::ofstream(path) << j.dump(2);
+    std::string err;
+    EXPECT_EQ(run_kv(path, "q4", out, cache, nullptr, &err), 2) << b.field;
+    EXPECT_NE(err.find(b.field), std::string::npos) << "want '" << b.field << "' in: " << err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << b.field;
+    EXPECT_FALSE(std::filesystem::exists(cache)) << b.field;
+  }
+}
+
+TEST(KvFixture, UnsupportedFormatsExit2WithAClearMessage) {
+  test::TempDir dir;
+  const std::string out = dir.file("receipt.json"), cache = dir.file("cache");
+  std::string err;
+  // mxfp4: refused while Model::create has no mxfp4 rope store; the day it accepts mxfp4
+  // this test is to be changed (the gate itself is format-generic).
+  EXPECT_EQ(run_kv(kSrc + "/fixtures/kv/ci.json", "mxfp4", out, cache, nullptr, &err), 2);
+  EXPECT_NE(err.find("--format mxfp4: the engine refuses this cache format"), std::string::npos) << err;
+  EXPECT_EQ(run_kv(kSrc + "/fixtures/kv/ci.json", "int3", out, cache, nullptr, &err), 2);
+  EXPECT_NE(err.find("--format int3: expected fp8, q4 or mxfp4"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(cache));
+}
+
+// A small fixture derived from the ci one (two shallow depths, 16 rows, a short probe), so
+// that several runs stay cheap: fp8 passes, every control is red in each run, the bf16 arm
+// is stored by the first run and read by the later ones with the same numbers, and a stored
+// arm whose bytes were altered is recomputed. (The ci fixture itself runs as cli.kv_gate_ci.)
+TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
+  test::TempDir dir;
+  nlohmann::json j = ci_fixture();
+  j["model"] = kSrc + "/fixtures/models/stdlib-bytes-3m";
+  j["tokens"]["file"] = kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt";
+  j["depths"] = {16, 48};
+  j["rows"] = 16;
+  j["decode_steps"] = 2;
+  j["prefill_chunk"] = 16;
+  j["recall"] = {{{"name", "short"}, {"passphrase", "ab-12"}, {"plant", "# pass ab-12\n"}, {"ask", "\n# pass "},
+                  {"depths", {64}}}};
+  const std::string fx = dir.file("small.json"), cache = dir.file("cache");
+  std::ofstream(fx) << j.dump(2);
+  std::string text, err;
+  const int rc1 = run_kv(fx, "fp8", dir.file("r1.json"), cache, &text, &err);
+  EXPECT_EQ(rc1, 0) << text << err;
+  const auto r1 = nlohmann::json::parse(std::ifstream(dir.file("r1.json")));
+  EXPECT_EQ(r1["kind"], "kv-gate");
+  EXPECT_EQ(r1["name"], "kv-ci/fp8");
+  EXPECT_EQ(r1["verdict"], "pass") << r1["verdict_reasons"].dump();
+  EXPECT_FALSE(r1["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  ASSERT_EQ(r1["controls"].size(), 3u);
+  for (const auto& k : r1["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k.dump();
+  // The planted arms are far above the bar, not just over it.
+  EXPECT_GT(r1["controls"][0]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
+  EXPECT_GT(r1["controls"][1]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
+  EXPECT_EQ(r1["controls"][2]["seen"]["depth"], 48);
+  ASSERT_EQ(r1["kv"]["depths"].size(), 2u);
+  for (const auto& d : r1["kv"]["depths"]) {
+    EXPECT_FALSE(d["beyond_training"].get<bool>());
+    EXPECT_GT(d["mean_kl"].get<double>(), 0.0);  // fp8 changes the bits
+    EXPECT_EQ(d["rows"], 16);
+  }
+  ASSERT_EQ(r1["kv"]["recall"].size(), 1u);
+  EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["bf16"], 4 * 2 * 2 * 128);
+  EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["fp8"], 4 * 2 * 2 * (64 + 4));
+  EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["q4"], 4 * 2 * 2 * (32 + 4));
+
+  // q4 reads the stored bf16 arm; its controls are red too.
+  const int rc2 = run_kv(fx, "q4", dir.file("r2.json"), cache, &text, &err);
+  EXPECT_TRUE(rc2 == 0 || rc2 == 1) << err;
+  EXPECT_NE(err.find("bf16 arm read from"), std::string::npos) << err;
+  const auto r2 = nlohmann::json::parse(std::ifstream(dir.file("r2.json")));
+  EXPECT_TRUE(r2["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  EXPECT_EQ(r2["verdict"], rc2 == 0 ? "pass" : "fail");
+  for (const auto& k : r2["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k.dump();
+
+  // fp8 again from the store: the same numbers.
+  const int rc3 = run_kv(fx, "fp8", dir.file("r3.json"), cache, &text, &err);
+  EXPECT_EQ(rc3, 0);
+  const auto r3 = nlohmann::json::parse(std::ifstream(dir.file("r3.json")));
+  EXPECT_TRUE(r3["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  for (size_t i = 0; i < 2; ++i)
+    for (const char* k : {"mean_kl", "worst_kl", "top1_agreement", "top1_differences", "perplexity", "kl_percentiles"})
+      EXPECT_EQ(r3["kv"]["depths"][i][k], r1["kv"]["depths"][i][k]) << k;
+  EXPECT_EQ(r3["kv"]["recall"], r1["kv"]["recall"]);
+
+  // A stored arm whose logits were altered is not used (checksum) but recomputed: same numbers.
+  int altered = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache))
+    if (e.path().extension() == ".f32") {
+      std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(8);
+      f.put('\x7f');
+      ++altered;
+    }
+  EXPECT_EQ(altered, 1);
+  EXPECT_EQ(run_kv(fx, "fp8", dir.file("r4.json"), cache, &text, &err), 0);
+  EXPECT_NE(err.find("stored copy not used: key, size or checksum differs"), std::string::npos) << err;
+  const auto r4 = nlohmann::json::parse(std::ifstream(dir.file("r4.json")));
+  EXPECT_FALSE(r4["kv"]["bf16_arm"]["from_cache"].get<bool>());
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(r4["kv"]["depths"][i]["mean_kl"], r1["kv"]["depths"][i]["mean_kl"]);
+
+  // --bf16-only: stores (here: finds) the bf16 arm and writes no receipt.
+  EXPECT_EQ(run_kv(fx, "", "", cache, &text, &err), 2);  // no --format
+  KvGateCommand only;
+  only.fixture = fx;
+  only.bf16_cache = cache;
+  only.bf16_only = true;
+  std::ostringstream o, e;
+  EXPECT_EQ(kv_gate_command(only, o, e), 0) << e.str();
+  EXPECT_NE(o.str().find("already stored"), std::string::npos) << o.str();
+}
+
+}  // namespace
+}  // namespace kc::engine
+
+namespace kc::engine {
+namespace {
+
+// The gate runs each recall probe forked from the main lane at half its depth; the answer
+// rows' logits are the same bytes as a probe prefilled on its own lane.
+TEST(KvGate, AForkedProbeEqualsAFreshOneByteForByte) {
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &w).ok);
+  KvFixture f;
+  std::string err;
+  ASSERT_TRUE(parse_kv_fixture(ci_fixture(), kSrc + "/fixtures/kv", &f, &err)) << err;
+  auto be = make_cpu_backend();
+  KvProbe probe;
+  probe.name = "short";
+  probe.passphrase = "ab-12";
+  probe.plant = "# pass ab-12\n";
+  probe.ask = "\n# pass ";
+  for (Format fmt : {Format::bf16, Format::fp8}) {
+    ModelOptions mo;
+    mo.kv_format = fmt;
+    Model m;
+    ASSERT_TRUE(Model::create(w, mo, &m).ok);
+    std::vector<float> fresh, forked;
+    ASSERT_TRUE(kv_probe_logits(m, *be, probe, 80, f.tokens, 16, false, &fresh).ok);
+    ASSERT_TRUE(kv_probe_logits(m, *be, probe, 80, f.tokens, 16, true, &forked).ok);
+    ASSERT_EQ(fresh.size(), probe.passphrase.size() * 260);
+    ASSERT_EQ(fresh.size(), forked.size());
+    EXPECT_EQ(std::memcmp(fresh.data(), forked.data(), fresh.size() * 4), 0) << format_name(fmt);
+  }
+  ModelOptions mo;
+  Model m;
+  ASSERT_TRUE(Model::create(w, mo, &m).ok);
+  std::vector<float> lg;
+  EXPECT_FALSE(kv_probe_logits(m, *be, f.recall[0], 160, f.tokens, 16, true, &lg).ok);  // too short for the probe
+}
+
+}  // namespace
+}  // namespace kc::engine
