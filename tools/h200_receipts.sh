@@ -6,7 +6,9 @@
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH for the dependencies, e.g. $PWD/.deps/usr),
 # KC_PREBUILT=1 (use the build/tools/tf-cuda-test that is there, e.g. built on a machine whose
 # git checkout is the real one and carried: its receipts then name the right commit),
-# KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (memcheck and racecheck runs, small cases).
+# KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (tools/sanitize.py: four tools over every contract,
+# sanitize.json), KC_ORACLE=1 (export + tools/oracle_torch.py: oracle.json), KC_MUTANTS=1 (the
+# cuda-labelled mutant tests; needs a build of the mutant targets, so not with KC_PREBUILT).
 # Exit 1 when any contract or bench failed; the table printed last says which.
 set -uo pipefail
 out=${1:-reports/h200}
@@ -30,17 +32,27 @@ step() {  # step NAME CMD...: runs CMD, keeps its output in LOG_DIR/NAME.log, re
   [ "$rc" -gt "$worst" ] && worst=$rc
   return 0
 }
-for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes; do
+for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes arena-offsets; do
   step "$c" "$bin" "$c" --backend cuda --out "$out/$c.json"
 done
 if [ "${KC_SKIP_BENCH:-0}" != 1 ]; then
   step bench-attention "$bin" bench attention --out "$out/bench-attention.json"
   step bench-pack "$bin" bench pack --out "$out/bench-pack.json"
 fi
-if [ "${KC_SANITIZE:-0}" = 1 ]; then
-  step memcheck-fp8-rows compute-sanitizer --tool memcheck "$bin" fp8-rows --backend cuda --cases 4 --quiet
-  step memcheck-qwen-pages compute-sanitizer --tool memcheck "$bin" qwen-pages --backend cuda --cases 7 --quiet
-  step racecheck-qwen-pages compute-sanitizer --tool racecheck "$bin" qwen-pages --backend cuda --cases 7 --quiet
+if [ "${KC_SANITIZE:-0}" = 1 ]; then  # every contract under the four tools, and their controls (docs/verification.md)
+  [ "${KC_PREBUILT:-0}" = 1 ] || cmake --build build --target tf-cuda-test-plant-merge-no-barrier \
+    tf-cuda-test-plant-merge-read-past-end >> "$logs/build.log" 2>&1
+  step sanitize python3 tools/sanitize.py --bin "$bin" --plant-bin build --out "$out/sanitize.json" --logs "$logs/sanitize"
+fi
+if [ "${KC_ORACLE:-0}" = 1 ]; then  # our rope store and attention against PyTorch and transformers
+  rm -rf /tmp/kc-export
+  step export "$bin" export qwen-pages --backend cuda --out /tmp/kc-export
+  step oracle python3 tools/oracle_torch.py /tmp/kc-export --out "$out/oracle.json"
+fi
+if [ "${KC_MUTANTS:-0}" = 1 ]; then  # the device-side planted bugs: each must turn its contract red on cuda
+  targets=$(ctest --test-dir build -N -L cuda -R '^mutant[.]' | sed -n 's/.*Test *#[0-9]*: mutant[.]/tf-cuda-test-mutant-/p')
+  cmake --build build --target $targets >> "$logs/build.log" 2>&1
+  step cuda-mutants ctest --test-dir build -L cuda -R '^mutant[.]' --output-on-failure
 fi
 printf '%s' "$table"
 exit $(( worst > 0 ? 1 : 0 ))

@@ -44,6 +44,7 @@ RUNS = [
     ("qwen-pages", "qwen-pages", ["--cases", "8"]),
     ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", r"d(128|256)(-r64)?,fmt=(bf16|fp8)"]),
     ("rows-invariant", "rows-invariant", ["--cases", "4"]),
+    ("arena-offsets", "arena-offsets", ["--cases", "1"]),
 ]
 
 # (control name, plant target, tool, contract arguments, description)
