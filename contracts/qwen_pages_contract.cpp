@@ -19,12 +19,16 @@
 //                    inputs; worst error/bound ratio recorded
 //   keep==reference  rows after keep equal sequential in-order moves on logical rows
 //   guards, inputs   nothing outside the written rows changed; inputs unchanged
+//   non-finite       NaN / +Inf in q, K, V (bf16, fp8, q4): NaN stays NaN in the store and
+//                    in every attention row that reads it (design.md's policy); the rest as
+//                    without it
 // Controls: swapped page table, planted row, overlapping moves in reverse order, one key
 // dropped from a row's attention; defects at the backend boundary (faulty_backend.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -605,6 +609,183 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   }
 }
 
+// Non-finite inputs (design.md, "Non-finite inputs"): one lane of 69 keys (chunks of 32)
+// rope-stored clean, then again with one NaN or +Inf planted in a query, a K row or a V
+// row (element 3, a rotated dim, so its rotary partner is hit too). Rows: R0 every key,
+// R1 the first chunk (never the planted key 40), R2 key 40 alone as a tail. Checked:
+// the stored row and the rotated query hold NaN (NaN planted) or a non-finite value (Inf)
+// exactly where the policy says (bf16: the element and its partner; fp8: the whole row
+// poisoned; q4: the groups poisoned), every other byte as in the clean run; attention
+// rows that read the planted value are NaN where the policy says NaN (never a finite
+// number, never Inf), and every other output equals the clean run's bytes.
+struct NonFiniteCase {
+  int shape;
+  Format fmt;
+  std::string vars() const {
+    return std::string("qwen-pages-nonfinite(shape=") + kShapes[shape].name + ",fmt=" + format_name(fmt) + ",chunk=32,len=69)";
+  }
+};
+
+void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
+  const std::string cv = nc.vars();
+  const Shape& S = kShapes[nc.shape];
+  const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads, group = hq / hkv, half = S.rot_dims / 2;
+  const KvLayout lay(1, hkv, d, nc.fmt);
+  constexpr int kLen = 69, kChunk = 32, kKey = 40, kElem = 3;
+  const Cache empty = make_window_cache(lay, {kLen}, 2, 0x9e3779b9u + nc.shape);
+  std::mt19937_64 g(0x51ed27u + uint64_t(nc.shape) * 7 + int(nc.fmt));
+  std::vector<RopeRow> rr;
+  for (int p = 0; p < kLen; ++p) rr.push_back({0, 100 + p, p});
+  const std::vector<float> q0 = randn(size_t(kLen) * hq * d, g), k0 = randn(size_t(kLen) * hkv * d, g),
+                           v0 = randn(size_t(kLen) * hkv * d, g);
+  const RopeParams rp{hq, S.rot_dims, S.base, 0};
+  const std::vector<AttnRow> rows = {{0, kLen, 0, 0}, {0, kChunk, 0, 0}, {0, 0, 0, 1}};
+  const std::vector<int32_t> tails = {kKey};
+  const int qsrc[3] = {kLen - 1, kChunk - 1, kKey};
+  const AttnParams ap{hq, 0, kChunk, float(1.0 / std::sqrt(double(d)))};
+  struct Out {
+    Cache cache;
+    std::vector<float> qrot, att;
+  };
+  auto launch = [&](const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, Out& o) {
+    o.cache = empty;
+    o.qrot.assign(q.size(), 0.0f);
+    Status st = be.rope_store(o.cache, rp, rr.data(), kLen, q.data(), k.data(), v.data(), o.qrot.data());
+    if (!st.ok) return run.error(cv, st.message), false;
+    std::vector<float> qa(size_t(3) * hq * d);
+    for (int r = 0; r < 3; ++r) std::copy_n(&o.qrot[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &qa[size_t(r) * hq * d]);
+    o.att.assign(qa.size(), 0.0f);
+    st = be.attention(o.cache, ap, rows.data(), 3, tails, qa.data(), o.att.data());
+    if (!st.ok) return run.error(cv, st.message), false;
+    return true;
+  };
+  Out clean;
+  if (!launch(q0, k0, v0, clean)) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // The elements a planted element j reaches through the rotation (q and K; V is plain).
+  auto reached = [&](int e, bool rotated) {
+    if (!rotated) return e == kElem;
+    const int partner = kElem < half ? kElem + half : kElem - half;
+    return e == kElem || e == partner;
+  };
+  for (int target = 0; target < 3; ++target)  // q, K, V
+    for (const float bad : {nan, inf}) {
+      const bool is_nan = std::isnan(bad);
+      const std::string what = std::string(target == 0 ? "q" : target == 1 ? "K" : "V") + (is_nan ? " NaN" : " +Inf");
+      std::vector<float> q = q0, k = k0, v = v0;
+      const int head = target == 0 ? hq - 1 : hkv - 1;  // q head hq - 1 reads kv head hkv - 1
+      if (target == 0) q[(size_t(kLen - 1) * hq + head) * d + kElem] = bad;
+      if (target == 1) k[(size_t(kKey) * hkv + head) * d + kElem] = bad;
+      if (target == 2) v[(size_t(kKey) * hkv + head) * d + kElem] = bad;
+      Out o;
+      if (!launch(q, k, v, o)) return;
+      // Rope store: the rotated query, then the stored row of key 40.
+      bool ok = true;
+      std::string why;
+      auto fail = [&](const std::string& m) {
+        if (ok) why = what + ": " + m;
+        ok = false;
+      };
+      for (size_t i = 0; i < o.qrot.size(); ++i) {
+        const size_t rowh = i / d;
+        const int e = int(i % d);
+        const bool hit = target == 0 && rowh == size_t(kLen - 1) * hq + head && reached(e, true);
+        if (hit ? !(is_nan ? std::isnan(o.qrot[i]) : !std::isfinite(o.qrot[i]))
+                : std::memcmp(&o.qrot[i], &clean.qrot[i], 4) != 0)
+          fail("rotated query element " + std::to_string(i) + " is " + std::to_string(o.qrot[i]));
+      }
+      for (int p = 0; p < kLen; ++p)
+        if (p != kKey && pos_bytes(o.cache, 0, p) != pos_bytes(clean.cache, 0, p)) fail("stored position " + std::to_string(p) + " changed");
+      const KvView wv = o.cache.view(0), cvw = clean.cache.view(0);
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < hkv; ++h) {
+          const bool hit_row = target == kv + 1 && h == head;
+          const uint8_t* got = kv_row(wv, 0, kv, h, kKey);
+          const uint8_t* ref = kv_row(cvw, 0, kv, h, kKey);
+          const std::string where = std::string(kv ? "V" : "K") + " head " + std::to_string(h);
+          if (!hit_row) {
+            if (std::memcmp(got, ref, lay.code_bytes) != 0 ||
+                (lay.scale_bytes && std::memcmp(kv_scale(wv, 0, kv, h, kKey), kv_scale(cvw, 0, kv, h, kKey), lay.scale_bytes) != 0))
+              fail("stored " + where + " changed");
+            continue;
+          }
+          if (nc.fmt == Format::fp8) {
+            float sc;
+            std::memcpy(&sc, kv_scale(wv, 0, kv, h, kKey), 4);
+            bool poisoned = std::isnan(sc);
+            for (int e = 0; e < d; ++e) poisoned = poisoned && got[e] == kE4M3NaN;
+            if (!poisoned) fail("stored fp8 " + where + " is not poisoned (scale " + std::to_string(sc) + ")");
+          } else if (nc.fmt == Format::q4) {
+            const uint8_t* sg = kv_scale(wv, 0, kv, h, kKey);
+            const uint8_t* sr = kv_scale(cvw, 0, kv, h, kKey);
+            for (int g0 = 0; g0 < d / 32; ++g0) {
+              bool hit = false;
+              for (int e = 32 * g0; e < 32 * g0 + 32; ++e) hit = hit || reached(e, kv == 0);
+              uint16_t sb;
+              std::memcpy(&sb, sg + 2 * g0, 2);
+              bool poisoned = sb == kQ4ScaleNaN;
+              for (int b = 0; b < 16; ++b) poisoned = poisoned && got[16 * g0 + b] == kQ4PoisonCodes;
+              if (hit ? !poisoned
+                      : (std::memcmp(got + 16 * g0, ref + 16 * g0, 16) != 0 || std::memcmp(sg + 2 * g0, sr + 2 * g0, 2) != 0))
+                fail("stored q4 " + where + " group " + std::to_string(g0) + (hit ? " is not poisoned" : " changed"));
+            }
+          } else {
+            for (int e = 0; e < d; ++e) {
+              uint16_t b;
+              std::memcpy(&b, got + 2 * e, 2);
+              const float x = bf16_to_float(b);
+              const bool hit = reached(e, kv == 0);
+              if (hit ? !(is_nan ? std::isnan(x) : !std::isfinite(x)) : std::memcmp(got + 2 * e, ref + 2 * e, 2) != 0)
+                fail("stored bf16 " + where + " [" + std::to_string(e) + "] is " + std::to_string(x));
+            }
+          }
+        }
+      // Attention. Which (row, head) reads the planted value: q: R0's head hq - 1; K and V:
+      // rows R0 and R2 (key 40), the heads of kv head hkv - 1.
+      for (int r = 0; r < 3; ++r)
+        for (int h = 0; h < hq; ++h) {
+          const float* got = &o.att[(size_t(r) * hq + h) * d];
+          const float* ref = &clean.att[(size_t(r) * hq + h) * d];
+          const bool reads = target == 0 ? (r == 0 && h == head) : (r != 1 && h / group == head);
+          // What the policy says of each element: 0 the clean bytes, 1 NaN, 2 NaN or finite
+          // (never Inf: a key whose score is -Inf may get weight 0), 3 not finite.
+          std::vector<int> want(d, 0);
+          if (reads) {
+            if (target == 0 || nc.fmt != Format::bf16 || target == 1) {
+              // q (any format), K (any format), V in fp8 / q4 (the poisoned row or group).
+              for (int e = 0; e < d; ++e) want[e] = 1;
+              if (target == 1 && !is_nan && nc.fmt == Format::bf16 && r == 0) {
+                // +Inf in a bf16 K row: the score of key 40 is +-Inf or NaN; predicted in
+                // float64 from the stored row. -Inf: weight 0 or (tensor-core parts) NaN.
+                double sc = 0;
+                std::vector<float> kr(d);
+                dequant_row(wv, 0, 0, head, kKey, kr.data());
+                for (int e = 0; e < d; ++e) sc += double(o.qrot[(size_t(qsrc[r]) * hq + h) * d + e]) * double(kr[e]);
+                if (sc == -INFINITY) std::fill(want.begin(), want.end(), 2);
+              }
+              if (target == 2 && nc.fmt == Format::q4)
+                for (int e = 0; e < d; ++e) want[e] = e / 32 == kElem / 32 ? 1 : 0;
+            } else {  // V in bf16: the element alone
+              want[kElem] = is_nan ? 1 : 3;
+            }
+          }
+          for (int e = 0; e < d; ++e) {
+            const float x = got[e];
+            const bool good = want[e] == 0   ? std::memcmp(&x, &ref[e], 4) == 0
+                              : want[e] == 1 ? std::isnan(x)
+                              : want[e] == 2 ? !std::isinf(x)
+                                             : !std::isfinite(x);
+            if (!good) {
+              fail("attention row R" + std::to_string(r) + " head " + std::to_string(h) + " [" + std::to_string(e) +
+                   "] is " + std::to_string(x) + (want[e] == 0 ? " (the clean run's value expected)" : ""));
+              break;
+            }
+          }
+        }
+      run.check("non-finite", ok, cv, why);
+    }
+}
+
 void declare_gates(Run& run) {
   run.declare("paged==window", "rotated queries, stored rows, attention rows and kept rows equal between pages and windows, bytes");
   run.declare("rows==solo", "an attention row alone equals the same row in the mixed five-row launch");
@@ -616,6 +797,7 @@ void declare_gates(Run& run) {
   run.declare("keep==reference", "rows after keep equal sequential in-order moves on logical rows, every field");
   run.declare("guards", "no byte outside the rows written changed; output canaries intact");
   run.declare("inputs", "inputs and the attended cache hash the same after each launch");
+  run.declare("non-finite", "a NaN or +Inf in q, K or V (bf16, fp8, q4) stays NaN or non-finite where design.md says, in the stored row, the rotated query and every attention row that reads it; every other byte as without it");
 }
 
 QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
@@ -672,6 +854,13 @@ void qwen_pages_body(Run& run) {
       arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
+  // Non-finite inputs: every format, a head_dim on the fma chain (64) and one the cuda
+  // backend runs on the tensor cores (128, a GQA group of 6).
+  for (Format f : {Format::bf16, Format::fp8, Format::q4})
+    for (int shape : {3, 2}) {
+      const NonFiniteCase nc{shape, f};
+      if (run.selected(nc.vars())) run_nonfinite(run, run.be, nc);
+    }
   for (int i = 0; i < run.cases; ++i) {
     const QwenCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;

@@ -40,7 +40,11 @@ struct WarpSoftmax {
 };
 template <bool kWeighted, bool kMax>
 __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, const float* vs) {
+#ifdef KC_PLANT_ATTN_MAX_ZERO
+  float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
+#else
   float m = -INFINITY;
+#endif
   for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
   float l = 0.0f, pa = 0.0f;

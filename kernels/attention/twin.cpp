@@ -72,7 +72,11 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   const int32_t k0 = chunk * p.chunk;
   const int n = std::max(0, std::min<int32_t>(total, k0 + p.chunk) - k0);
   std::vector<float> s(n), x(d);
+#ifdef KC_PLANT_ATTN_MAX_ZERO
+  float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
+#else
   float m = -std::numeric_limits<float>::infinity();
+#endif
   for (int i = 0; i < n; ++i) {
     dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
     float acc = 0.0f;
@@ -108,25 +112,34 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   *l_out = part[0];
 }
 
-// Merge in chunk order, then normalise. No keys at all: the output row is 0.
+// Merge in chunk order, then normalise. No keys at all: the output row is 0. Every chunk
+// below nc has keys, so none is skipped: a NaN l or o (a non-finite score or V) reaches
+// the output (design.md, non-finite inputs).
 static void attention_merge_host(const float* m, const float* l, const float* o, int nc, int d, float* out,
                                  bool reverse_order = false) {
   float M = -std::numeric_limits<float>::infinity();
   for (int c = 0; c < nc; ++c)
-    if (l[c] > 0.0f) M = fmaxf(M, m[c]);
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
+    if (l[c] > 0.0f)
+#endif
+      M = fmaxf(M, m[c]);
   float L = 0.0f;
   for (int j = 0; j < d; ++j) out[j] = 0.0f;
   for (int ci = 0; ci < nc; ++ci) {
     const int c = reverse_order ? nc - 1 - ci : ci;
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE
     if (!(l[c] > 0.0f)) continue;
+#endif
     const float w = expf(m[c] - M);
     L += l[c] * w;
     for (int j = 0; j < d; ++j) out[j] += o[size_t(c) * d + j] * w;
   }
 #ifdef KC_PLANT_MERGE_EMPTY_NAN
   for (int j = 0; j < d; ++j) out[j] = out[j] / L;  // planted bug (test builds only): 0 / 0 for a row with no keys
-#else
+#elif defined(KC_PLANT_MERGE_SKIP_NONFINITE)
   for (int j = 0; j < d; ++j) out[j] = L > 0.0f ? out[j] / L : 0.0f;
+#else
+  for (int j = 0; j < d; ++j) out[j] = nc > 0 ? out[j] / L : 0.0f;
 #endif
 }
 
