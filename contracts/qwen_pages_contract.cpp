@@ -14,6 +14,9 @@
 //   empty-rows       row D (no keys) gives +0 in every element, never NaN
 //   tail==committed  row A over its tail equals row A over the same keys committed (kept)
 //   repeats          three rope stores and three attentions give identical bytes
+//   store==reference stored bytes (codes, scales; both layers) equal the reference codec's
+//                    where its input is exact (V rows, unrotated dims); K's rotated dims:
+//                    scale and codes between those of the RoPE bound's ends
 //   rope-bound       rotated queries and stored K / V within the float64 bound
 //   attention-bound  attention rows within the float64 bound of the same dequantised
 //                    inputs; worst error/bound ratio recorded
@@ -184,6 +187,108 @@ void ref_row_rotated(const Cache& c, int lane, int layer, int kv, int head, int 
     const int nib = (row[j / 2] >> (4 * (j % 2))) & 15;
     out[j] = double(nib - 8) * ref::fp16_value(h);
   }
+}
+
+double f32(double x) { return double(float(x)); }  // fp32 round to nearest even (monotone)
+
+// The stored bytes of one row (codes and scales) against the reference. The kernel's fp32
+// input to the codec is known to lie in [y_j - rad_j, y_j + rad_j] (rad 0: exactly fp32(y_j),
+// as for V rows and K's unrotated dims; K's rotated dims: the RoPE bound). Where the
+// interval is a point the bytes must equal the reference codec's (bf16 RNE, fp8 row, q4
+// group); elsewhere every rounding is monotone, so the scale must lie between the scales
+// of the interval's extreme amax values and each code between the codes of its ends.
+// Returns "" when the bytes are allowed, else why not.
+std::string store_bytes_error(const Cache& cc, int lane, int layer, int kv, int head, int slot, const double* y,
+                              const double* rad) {
+  const KvView v = cc.view(lane);
+  const int d = cc.lay.head_dim;
+  const uint8_t* row = kv_row(v, layer, kv, head, slot);
+  const uint8_t* sc = cc.lay.scale_bytes ? kv_scale(v, layer, kv, head, slot) : nullptr;
+  bool exact = true;
+  for (int j = 0; j < d; ++j) exact = exact && rad[j] == 0;
+  std::vector<float> x32(d);
+  std::vector<double> lo(d), hi(d);
+  for (int j = 0; j < d; ++j) x32[j] = float(y[j]), lo[j] = f32(y[j] - rad[j]), hi[j] = f32(y[j] + rad[j]);
+  auto amax_range = [](const double* l, const double* h, int n, double* alo, double* ahi) {
+    *alo = 0, *ahi = 0;
+    for (int j = 0; j < n; ++j) {
+      *alo = std::max(*alo, l[j] > 0 ? l[j] : h[j] < 0 ? -h[j] : 0.0);
+      *ahi = std::max(*ahi, std::max(std::fabs(l[j]), std::fabs(h[j])));
+    }
+  };
+  std::ostringstream o;
+  if (cc.lay.format == Format::bf16) {
+    for (int j = 0; j < d; ++j) {
+      uint16_t b;
+      std::memcpy(&b, row + 2 * j, 2);
+      const uint16_t blo = ref::bf16_from_double(lo[j]), bhi = ref::bf16_from_double(hi[j]);
+      const double got = ref::bf16_value(b);
+      if (rad[j] == 0 ? b != blo : !(ref::bf16_value(blo) <= got && got <= ref::bf16_value(bhi))) {
+        o << "bf16 [" << j << "] 0x" << std::hex << b << " not in [0x" << blo << ", 0x" << bhi << "]";
+        return o.str();
+      }
+    }
+    return "";
+  }
+  if (cc.lay.format == Format::fp8) {
+    float s;
+    std::memcpy(&s, sc, 4);
+    if (exact) {
+      const ref::Fp8RowRef r = ref::fp8_row(x32.data(), d);
+      if (std::memcmp(&s, &r.scale, 4) != 0) return (o << "fp8 scale " << s << ", reference " << r.scale, o.str());
+      for (int j = 0; j < d; ++j)
+        if (row[j] != r.codes[j])
+          return (o << "fp8 code [" << j << "] 0x" << std::hex << int(row[j]) << ", reference 0x" << int(r.codes[j]), o.str());
+      return "";
+    }
+    double alo, ahi;
+    amax_range(lo.data(), hi.data(), d, &alo, &ahi);
+    const double slo = f32(alo / 448.0), shi = f32(ahi / 448.0);
+    if (!(slo <= s && s <= shi)) return (o << "fp8 scale " << s << " not in [" << slo << ", " << shi << "]", o.str());
+    for (int j = 0; j < d; ++j) {
+      const uint8_t clo = s == 0 ? 0 : ref::e4m3_from_double(f32(lo[j] / s));
+      const uint8_t chi = s == 0 ? 0 : ref::e4m3_from_double(f32(hi[j] / s));
+      const double got = ref::e4m3_value(row[j]);
+      if (clo == chi ? row[j] != clo : !(ref::e4m3_value(clo) <= got && got <= ref::e4m3_value(chi)))
+        return (o << "fp8 code [" << j << "] 0x" << std::hex << int(row[j]) << " not in [0x" << int(clo) << ", 0x"
+                  << int(chi) << "] at scale " << std::defaultfloat << s, o.str());
+    }
+    return "";
+  }
+  // q4
+  const std::vector<ref::Q4GroupRef> r = exact ? ref::q4_row(x32.data(), d) : std::vector<ref::Q4GroupRef>();
+  for (int g0 = 0; g0 < d / 32; ++g0) {
+    uint16_t hb;
+    std::memcpy(&hb, sc + 2 * g0, 2);
+    const uint8_t* codes = row + 16 * g0;
+    if (exact) {
+      if (hb != r[g0].scale_bits)
+        return (o << "q4 group " << g0 << " scale 0x" << std::hex << hb << ", reference 0x" << r[g0].scale_bits, o.str());
+      if (std::memcmp(codes, r[g0].codes.data(), 16) != 0) return (o << "q4 group " << g0 << " codes differ from the reference", o.str());
+      continue;
+    }
+    // Rotated values: 2^-3 H y within 2^-3 sum rad (the input's interval) plus the fp32
+    // butterflies' 2^-21 relative to the group's sum |y| (the q4 store bound's terms).
+    double yr[32], rlo[32], rhi[32], sum_rad = 0, sum_y = 0;
+    ref::h32_apply(&y[32 * g0], yr);
+    for (int i = 0; i < 32; ++i) sum_rad += rad[32 * g0 + i], sum_y += std::fabs(y[32 * g0 + i]);
+    const double slack = 0.125 * (sum_rad + std::ldexp(sum_y + sum_rad, -21));
+    for (int i = 0; i < 32; ++i) rlo[i] = f32(0.125 * yr[i] - slack), rhi[i] = f32(0.125 * yr[i] + slack);
+    double alo, ahi;
+    amax_range(rlo, rhi, 32, &alo, &ahi);
+    const double slo = ref::fp16_value(ref::fp16_from_double(std::min(f32(alo / 7.0), 65504.0)));
+    const double shi = ref::fp16_value(ref::fp16_from_double(std::min(f32(ahi / 7.0), 65504.0)));
+    const double s = ref::fp16_value(hb);
+    if (!(slo <= s && s <= shi)) return (o << "q4 group " << g0 << " scale " << s << " not in [" << slo << ", " << shi << "]", o.str());
+    for (int i = 0; i < 32; ++i) {
+      const int code = ((codes[i / 2] >> (4 * (i % 2))) & 15) - 8;
+      auto q = [&](double t) { return s == 0 ? 0.0 : std::nearbyint(std::min(7.0, std::max(-7.0, f32(t / s)))); };
+      if (!(q(rlo[i]) <= code && code <= q(rhi[i])))
+        return (o << "q4 group " << g0 << " code [" << i << "] " << code << " not in [" << q(rlo[i]) << ", " << q(rhi[i])
+                  << "] at scale " << s, o.str());
+    }
+  }
+  return "";
 }
 
 void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
@@ -364,6 +469,43 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
         }
       }
     run.check_ratio("rope-bound", worst, cv, at);
+  }
+
+  // Stored bytes against the reference: both layers, K and V, the round's rows and a
+  // sample of history rows (paged==window has compared every stored position).
+  {
+    std::string why;
+    int64_t bad = 0, rows_checked = 0;
+    std::vector<double> x(d), y(d), rad(d), zero(d, 0.0);
+    auto check_bytes = [&](int layer, int lane, int slot, int pos, const float* kin, const float* vin) {
+      for (int h = 0; h < hkv; ++h)
+        for (int kv = 0; kv < 2; ++kv) {
+          const float* src = (kv == 0 ? kin : vin) + size_t(h) * d;
+          for (int j = 0; j < d; ++j) x[j] = src[j];
+          if (kv == 0) {
+            ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
+            for (int j = 0; j < d; ++j) {
+              rad[j] = j < S.rot_dims ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
+              if (j >= S.rot_dims) y[j] = x[j];  // passed through: exact
+            }
+          }
+          const std::string e = store_bytes_error(su.window, lane, layer, kv, h, slot, kv == 0 ? y.data() : x.data(),
+                                                  kv == 0 ? rad.data() : zero.data());
+          ++rows_checked;
+          if (!e.empty() && bad++ == 0)
+            why = "layer " + std::to_string(layer) + " lane " + std::to_string(lane) + " slot " + std::to_string(slot) +
+                  (kv ? " V" : " K") + " head " + std::to_string(h) + ": " + e;
+        }
+    };
+    for (int i = 0; i < nr; ++i) {
+      check_bytes(0, round[i].lane, round[i].slot, round[i].pos, &rv[size_t(i) * hkv * d], &rk[size_t(i) * hkv * d]);
+      check_bytes(1, round[i].lane, round[i].slot, round[i].pos, &rk[size_t(i) * hkv * d], &rv[size_t(i) * hkv * d]);
+    }
+    for (int i = 0; i < nh; i += std::max(1, nh / 48)) {
+      check_bytes(0, hist[i].lane, hist[i].slot, hist[i].pos, &hk0[size_t(i) * hkv * d], &hv0[size_t(i) * hkv * d]);
+      check_bytes(1, hist[i].lane, hist[i].slot, hist[i].pos, &hk1[size_t(i) * hkv * d], &hv1[size_t(i) * hkv * d]);
+    }
+    run.check("store==reference", bad == 0, cv, std::to_string(bad) + " of " + std::to_string(rows_checked) + " rows; first " + why);
   }
 
   if (plant == Plant::planted_row) {
@@ -792,6 +934,7 @@ void declare_gates(Run& run) {
   run.declare("empty-rows", "a row with no keys (no committed keys, no tail) gives +0 in every element, never NaN");
   run.declare("tail==committed", "a row over its draft tail equals the row over the same keys committed by keep");
   run.declare("repeats", "three rope stores and three attentions give identical bytes");
+  run.declare("store==reference", "stored K and V bytes (codes and scales, both layers) equal the reference codec's where its input is exact (V, unrotated dims), and lie between the codes and scales of the RoPE bound's ends where not");
   run.declare("rope-bound", "rotated q (fp32) and stored K/V within the float64 RoPE + format bound (angles to 262,144)");
   run.declare("attention-bound", "attention within the float64 bound over the same dequantised inputs (numerics.md, safety 2)");
   run.declare("keep==reference", "rows after keep equal sequential in-order moves on logical rows, every field");

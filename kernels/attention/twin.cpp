@@ -28,10 +28,18 @@ static void store_row_host(const KvView& v, int layer, int kv, int head, int32_t
     return;
   }
   float amax = 0.0f;
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE
+  for (int j = 0; j < d - 1; ++j) amax = amax_step(amax, y[j]);  // planted bug (test builds only): last element missed
+#else
   for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
+#endif
   const float scale = fp8_row_scale(amax);
   for (int j = 0; j < d; ++j) row[j] = fp8_code(y[j], scale);
   memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): the fp8 store writes zero codes and scales
+  memset(row, 0, size_t(d));
+  memset(kv_scale(v, layer, kv, head, slot), 0, 4);
+#endif
 }
 
 static void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
