@@ -80,6 +80,11 @@ struct QwenCase {
   // (large logits, as with no softcapping and no 1/sqrt(d)): a kernel that ignores the
   // scale, or hard-codes 1/sqrt(d), fails the cases of kinds 1 and 2.
   const int scale_kind;
+  // Scores far from zero: -1 puts every score of layer 1 near -200 (a chunk whose scores
+  // are all far below zero: the running max must start at -inf, not 0), +1 near +200
+  // (expf(s) alone overflows); 0 leaves them as drawn. Softmax is shift-invariant, so the
+  // output stays an ordinary weighting of V.
+  const int logits;
   const uint64_t seed;
   float scale(int d) const {
     return scale_kind == 2 ? 1.0f : scale_kind == 1 ? float(1.0 / d) : float(1.0 / std::sqrt(double(d)));
@@ -88,7 +93,8 @@ struct QwenCase {
     std::ostringstream o;
     o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
       << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
-      << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)") << ",seed=" << seed << ")";
+      << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)")
+      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "") << ",seed=" << seed << ")";
     return o.str();
   }
 };
@@ -121,7 +127,10 @@ QwenCase draw_case(uint64_t seed, int index) {
   // Most cases keep 1/sqrt(d); every fourth (3, 7, 11, ...: all three formats) takes 1 and
   // cases 5, 13, 21, ... take 1/d.
   const int scale_kind = index % 4 == 3 ? 2 : index % 8 == 5 ? 1 : 0;
-  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, mix_seed(seed, index + 5)};
+  // Scores near -200 in cases 1, 5, 9, ... and near +200 in cases 2, 6, 10, ... (every
+  // format among the first twelve).
+  const int logits = index % 4 == 1 ? -1 : index % 4 == 2 ? 1 : 0;
+  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, logits, mix_seed(seed, index + 5)};
 }
 
 struct Setup {
@@ -326,14 +335,26 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   std::shuffle(hist.begin(), hist.end(), g);
   const int nh = int(hist.size());
   const std::vector<float> hk0 = randn(size_t(nh) * hkv * d, g), hv0 = randn(size_t(nh) * hkv * d, g);
-  const std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g), hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
+  std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g);
+  const std::vector<float> hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
   // Round: lane 0's tail rows, lane 1's new committed row, with queries.
   std::vector<RopeRow> round;
   for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
   round.push_back({1, c.pos_base + c.len1, c.len1});
   const int nr = int(round.size());
-  const std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
-                           rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+  std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
+                     rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+  if (c.logits != 0) {
+    // Layer 1's keys and the queries get A e along the lowest-frequency rotary dim (its
+    // angle moves < 0.03 rad over any two positions here), the queries with the sign of
+    // c.logits: every score is then about c.logits * A^2 * scale = +-200, give or take the
+    // drawn parts' A |q_e - k_e| scale.
+    const int e = S.rot_dims / 2 - 1;
+    const float A = float(std::sqrt(200.0 / c.scale(d)));
+    for (size_t i = 0; i < hk1.size(); i += d) hk1[i + e] += A;
+    for (size_t i = 0; i < rk.size(); i += d) rk[i + e] += A;
+    for (size_t i = 0; i < rq.size(); i += d) rq[i + e] += float(c.logits) * A;
+  }
   const uint64_t in_hash = fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4);
 
   RopeParams rp{hq, S.rot_dims, S.base, 0};
@@ -436,8 +457,10 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
             if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
             else if (c.fmt == Format::q4) qb = q4b[j];
             else {
-              float s;
-              std::memcpy(&s, kv_scale(su.window.view(lane), 1, kv, h, slot), 4);
+              // The reference's scale, not the stored one: the bound's saturation term
+              // max(0, |y| - 448 s) then allows only what the reference's own scale saturates
+              // (a stored scale of 0 or one too small is not "inside the bound").
+              const double s = f32(amax / 448.0);
               qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
             }
             const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
@@ -655,6 +678,13 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
                 if (vscale[i] > 0)  // a zero scale holds zero codes' values only
                   for (int j = 0; j < d; ++j) out_extra[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
             }
+          }
+          if (c.logits != 0 && plant == Plant::none) {  // the scores' range, in the receipt
+            const Eigen::VectorXd sc = (K * qv) * ap.scale;
+            auto& rng = run.numbers["far_logit_score_range"][c.logits < 0 ? "-200" : "+200"];
+            const double lo = sc.minCoeff(), hi = sc.maxCoeff();
+            if (rng.is_null()) rng = nlohmann::json::array({lo, hi});
+            else rng = nlohmann::json::array({std::min(lo, rng[0].get<double>()), std::max(hi, rng[1].get<double>())});
           }
           ref::AttnRef want =
               ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
@@ -944,7 +974,7 @@ void declare_gates(Run& run) {
 }
 
 QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
-  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, seed};
+  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, 0, seed};
 }
 
 void qwen_pages_body(Run& run) {
