@@ -26,7 +26,11 @@ struct AttnBlock {
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
     k0 = c * p.chunk;
     n = max(0, min(row.len + row.tail_len, k0 + p.chunk) - k0);
+#ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
+    tail = tails + rows[0].tail_off;  // planted bug (test builds only): the first row's tail list
+#else
     tail = tails + row.tail_off;
+#endif
   }
 };
 

@@ -173,8 +173,13 @@ void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows
       const int kvh = h / group;
 #endif
       for (int c = 0; c < nc; ++c)
+#ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
+        attention_partial_host(view, p, rows[r], tails + rows[0].tail_off, qr, kvh, c, &m[c], &l[c],  // planted bug
+                               &o[size_t(c) * d]);
+#else
         attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
                                &o[size_t(c) * d]);
+#endif
 #ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
       // Planted bug (test builds only): rows after the first merge in another order, as
       // a merge by arrival order would.
@@ -194,7 +199,11 @@ void keep_host(Cache& cache, const KeepMove* moves, int n) {
 #else
   for (int i = 0; i < n; ++i) {
 #endif
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+    const KvView v = cache.view(moves[0].lane);  // planted bug (test builds only): the first move's lane
+#else
     const KvView v = cache.view(moves[i].lane);
+#endif
 #ifdef KC_PLANT_KEEP_CODES_ONLY
     for (int f = 0; f < cache.lay.planes(); ++f)  // planted bug (test builds only): scale planes not moved
 #else
