@@ -4,10 +4,11 @@
 // A case builds two lanes (committed lengths len0, len1) laid out twice: pages shuffled
 // through one poisoned arena, and contiguous windows. History keys of both layers are
 // rope-stored; then one round: lane 0 gets `tail` draft rows at scattered free slots
-// (logical positions len0..), lane 1 one new row (committed). Attention runs rows A
-// (lane 0, with its tail), B (lane 1), C (lane 1, a shorter prefix), D (no keys) and E
-// (lane 0's tail alone, no committed keys) in one launch.
-// Finally lane 0 keeps its tail: overlapping moves into len0.. .
+// (logical positions len0..), lane 1 one new row (committed) and a draft tail of another
+// length. Attention runs rows F (lane 1 with its tail), A (lane 0, with its tail), B
+// (lane 1), C (lane 1, a shorter prefix), D (no keys) and E (lane 0's tail alone, no
+// committed keys) in one launch; the tail list holds both lanes' tails at two offsets.
+// Finally one keep call moves both lanes' tails (lane 0's overlapping) into place.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -319,7 +320,21 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   std::sort(tail_slots.begin(), tail_slots.end());
   tail_slots.erase(std::unique(tail_slots.begin(), tail_slots.end()), tail_slots.end());
   const int tail = int(tail_slots.size());
-  const std::vector<int> lens = {tail_slots.back() + 2, c.len1 + 2};
+  // Lane 1 gets a draft tail too, of another length (tail1 != tail), after its new
+  // committed row (position len1): slots from len1 + 1 + tail1 on, with gaps. Launches then
+  // mix lanes: attention rows whose tails come from both lanes, with lists of different
+  // lengths at different offsets, and one keep call that moves rows of both lanes.
+  const int tail1 = tail >= 2 ? tail - 1 : 2;
+  std::vector<int32_t> tail1_slots;
+  for (int j = 0, s = c.len1 + 1 + tail1; j < tail1; ++j) {
+    s += (j == 0) ? 0 : 1 + int(g() % 2);
+    tail1_slots.push_back(s);
+  }
+  // Lane 0 is long enough for lane 1's slots as well: a kernel that reads the first row's
+  // tail list (lane 1's) for lane 0's rows, or runs every move in the first move's lane
+  // (lane 0), then reads and writes wrong rows inside the lane, not outside it.
+  const std::vector<int> lens = {std::max(tail_slots.back(), tail1_slots.back()) + 2,
+                                 std::max(c.len1, tail1_slots.back()) + 2};
   Setup su{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
   const Cache paged0 = su.paged, window0 = su.window;
   auto fail = [&](const Status& st) {
@@ -337,10 +352,12 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   const std::vector<float> hk0 = randn(size_t(nh) * hkv * d, g), hv0 = randn(size_t(nh) * hkv * d, g);
   std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g);
   const std::vector<float> hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
-  // Round: lane 0's tail rows, lane 1's new committed row, with queries.
+  // Round: lane 0's tail rows, lane 1's new committed row, then lane 1's tail rows, with
+  // queries.
   std::vector<RopeRow> round;
   for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
   round.push_back({1, c.pos_base + c.len1, c.len1});
+  for (int j = 0; j < tail1; ++j) round.push_back({1, c.pos_base + c.len1 + 1 + j, tail1_slots[j]});
   const int nr = int(round.size());
   std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
                      rv = randn(size_t(nr) * hkv * d, g, 2.0f);
@@ -406,7 +423,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     for (int lane = 0; lane < 2; ++lane)
       for (int pos = 0; pos < lens[lane]; ++pos) {
         const bool used = lane == 0 ? (pos < c.len0 || std::count(tail_slots.begin(), tail_slots.end(), pos))
-                                    : pos <= c.len1;
+                                    : (pos <= c.len1 || std::count(tail1_slots.begin(), tail1_slots.end(), pos));
         if (used && pos_bytes(su.paged, lane, pos) != pos_bytes(su.window, lane, pos) && bad++ == 0)
           first = "lane " + std::to_string(lane) + " pos " + std::to_string(pos);
       }
@@ -541,17 +558,22 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
         std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
   }
 
-  // Attention: rows A (lane 0 + tail), B (lane 1, its new row committed), C (lane 1
-  // prefix), D (no keys at all: its output is defined as +0, never NaN) and E (no
-  // committed keys, only lane 0's tail through the index list).
+  // Attention: rows F (lane 1 + its tail, first in the launch), A (lane 0 + its tail), B
+  // (lane 1, its new row committed), C (lane 1 prefix), D (no keys at all: its output is
+  // defined as +0, never NaN) and E (no committed keys, only lane 0's tail through the
+  // index list). The tail list holds lane 1's tail (offset 0, tail1 slots), then lane 0's
+  // (offset tail1, tail slots).
   const int drop = plant == Plant::dropped_key ? 1 : 0;
   const int lenC = std::max(0, c.len1 / 2);
-  std::vector<int32_t> tails(tail_slots.begin(), tail_slots.end());
-  std::vector<AttnRow> rows = {{0, c.len0, 0, tail}, {1, c.len1 + 1 - drop, 0, 0}, {1, lenC, 0, 0}, {1, 0, 0, 0},
-                               {0, 0, 0, tail}};
-  constexpr int kRows = 5;
-  constexpr char kRowName[] = "ABCDE";
-  const int qsrc[kRows] = {tail - 1, tail, tail, tail, tail - 1};  // the round's rotated query each row uses
+  std::vector<int32_t> tails(tail1_slots.begin(), tail1_slots.end());
+  tails.insert(tails.end(), tail_slots.begin(), tail_slots.end());
+  constexpr int kF = 0, kA = 1, kB = 2;
+  std::vector<AttnRow> rows = {{1, c.len1 + 1, 0, tail1},  {0, c.len0, tail1, tail}, {1, c.len1 + 1 - drop, 0, 0},
+                               {1, lenC, 0, 0},           {1, 0, 0, 0},            {0, 0, tail1, tail}};
+  constexpr int kRows = 6;
+  constexpr char kRowName[] = "FABCDE";
+  // The round's rotated query each row uses.
+  const int qsrc[kRows] = {tail + tail1, tail - 1, tail, tail, tail, tail - 1};
   std::vector<float> q(size_t(kRows) * hq * d);
   for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
   const AttnParams ap{hq, 1, c.chunk, c.scale(d)};
@@ -604,7 +626,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     double worst = 0;
     std::string at;
     std::vector<AttnRow> full = rows;
-    full[1].len = c.len1 + 1;
+    full[kB].len = c.len1 + 1;
     for (int r = 0; r < kRows; ++r) {
       const AttnRow& row = full[r];
       const int n = row.len + row.tail_len;
@@ -732,14 +754,22 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     }
   }
 
-  // Keep: lane 0 accepts its tail, moves slot_j -> len0 + j (ascending, dst < src,
-  // possibly overlapping). Reference: sequential moves on the logical rows.
-  std::vector<KeepMove> moves;
+  // Keep, one call for both lanes: lane 0 accepts its tail, moves slot_j -> len0 + j
+  // (ascending, dst < src, possibly overlapping), lane 1 its tail into len1 + 1 + j; the
+  // two lanes' moves interleaved, lane 0's first. Reference: sequential moves on the
+  // logical rows of each lane.
+  std::vector<KeepMove> moves, moves0, moves1;
   for (int j = 0; j < tail; ++j)
-    if (tail_slots[j] != c.len0 + j) moves.push_back({0, tail_slots[j], c.len0 + j});
-  std::vector<std::vector<uint8_t>> logical(lens[0]);
-  for (int p = 0; p < lens[0]; ++p) logical[p] = pos_bytes(su.window, 0, p);
-  for (const KeepMove& m : moves) logical[m.dst] = logical[m.src];
+    if (tail_slots[j] != c.len0 + j) moves0.push_back({0, tail_slots[j], c.len0 + j});
+  for (int j = 0; j < tail1; ++j) moves1.push_back({1, tail1_slots[j], c.len1 + 1 + j});
+  for (size_t i = 0; i < std::max(moves0.size(), moves1.size()); ++i) {
+    if (i < moves0.size()) moves.push_back(moves0[i]);
+    if (i < moves1.size()) moves.push_back(moves1[i]);
+  }
+  std::vector<std::vector<uint8_t>> logical[2];
+  for (int lane = 0; lane < 2; ++lane)
+    for (int p = 0; p < lens[lane]; ++p) logical[lane].push_back(pos_bytes(su.window, lane, p));
+  for (const KeepMove& m : moves) logical[m.lane][m.dst] = logical[m.lane][m.src];
   const Cache before_keep_p = su.paged, before_keep_w = su.window;
   for (Cache* cc : {&su.paged, &su.window}) {
     if (plant == Plant::reverse_moves) {
@@ -751,17 +781,18 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   }
   {
     int64_t bad_ref = 0, bad_pw = 0;
-    for (int p = 0; p < c.len0 + tail; ++p) {
-      bad_ref += pos_bytes(su.window, 0, p) != logical[p];
-      bad_pw += pos_bytes(su.paged, 0, p) != pos_bytes(su.window, 0, p);
-    }
+    for (int lane = 0; lane < 2; ++lane)
+      for (int p = 0; p < (lane == 0 ? c.len0 + tail : c.len1 + 1 + tail1); ++p) {
+        bad_ref += pos_bytes(su.window, lane, p) != logical[lane][p];
+        bad_pw += pos_bytes(su.paged, lane, p) != pos_bytes(su.window, lane, p);
+      }
     run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after keep");
     run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after keep");
     std::vector<RowRef> dst;
     for (const KeepMove& m : moves)
       for (int l = 0; l < 2; ++l)
         for (int kv = 0; kv < 2; ++kv)
-          for (int h = 0; h < hkv; ++h) dst.push_back({0, l, kv, h, m.dst});
+          for (int h = 0; h < hkv; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
     std::vector<uint8_t> mp, mw;
     mark_rows(su.paged, dst, mp);
     mark_rows(su.window, dst, mw);
@@ -770,13 +801,18 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
                         guard_violations(su.window, before_keep_w.mem, mw, &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows; " + where);
   }
-  // tail == committed: row A over the kept (now committed) keys equals row A over its tail.
+  // tail == committed: rows A and F over the kept (now committed) keys, in one launch,
+  // equal rows A and F over their tails.
   {
-    const AttnRow committed{0, c.len0 + tail, 0, 0};
-    Guarded<float> out(size_t(hq) * d);
-    if (fail(be.attention(su.paged, ap, &committed, 1, tails, q.data(), out.data()))) return;
-    run.check("tail==committed", bytes_equal(out.data(), outp.data(), size_t(hq) * d), cv,
-              "row A over committed keys differs from row A over its tail");
+    const AttnRow committed[2] = {{0, c.len0 + tail, 0, 0}, {1, c.len1 + 1 + tail1, 0, 0}};
+    const size_t m = size_t(hq) * d;
+    std::vector<float> q2(2 * m);
+    std::copy_n(&q[kA * m], m, q2.data());
+    std::copy_n(&q[kF * m], m, q2.data() + m);
+    Guarded<float> out(2 * m);
+    if (fail(be.attention(su.paged, ap, committed, 2, tails, q2.data(), out.data()))) return;
+    run.check("tail==committed", bytes_equal(out.data(), outp.data() + kA * m, m) && bytes_equal(out.data() + m, outp.data() + kF * m, m), cv,
+              "row A or F over committed keys differs from the row over its tail");
     run.check("guards", out.guards_intact(), cv, "attention wrote past its output");
   }
 }
