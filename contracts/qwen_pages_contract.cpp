@@ -343,6 +343,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       nlohmann::json& x = cov[key][v];
       x = x.is_null() ? 1 : x.get<int>() + 1;
     };
+    if (!cov.is_object()) cov = nlohmann::json::object();
     cov["cases"] = cov.value("cases", 0) + 1;
     bump("format", format_name(c.fmt));
     bump("shape", S.name);
@@ -1010,7 +1011,9 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
         }
       run.check("non-finite", ok, cv, why);
       if (!run.in_control) {
-        nlohmann::json& x = run.numbers["coverage"]["non_finite"][std::string(format_name(nc.fmt)) + "/d" + std::to_string(d)];
+        nlohmann::json& cov = run.numbers["coverage"];
+        if (!cov.is_object()) cov = nlohmann::json{{"cases", 0}};
+        nlohmann::json& x = cov["non_finite"][std::string(format_name(nc.fmt)) + "/d" + std::to_string(d)];
         x = x.is_null() ? 1 : x.get<int>() + 1;
       }
     }
