@@ -265,7 +265,7 @@ std::string store_bytes_error(const Cache& cc, int lane, int layer, int kv, int 
     }
     return "";
   }
-  // q4
+  if (cc.lay.format != Format::q4) return std::string("no byte prediction for format ") + format_name(cc.lay.format);
   const std::vector<ref::Q4GroupRef> r = exact ? ref::q4_row(x32.data(), d) : std::vector<ref::Q4GroupRef>();
   for (int g0 = 0; g0 < d / 32; ++g0) {
     uint16_t hb;
@@ -956,6 +956,8 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
                       : (std::memcmp(got + 16 * g0, ref + 16 * g0, 16) != 0 || std::memcmp(sg + 2 * g0, sr + 2 * g0, 2) != 0))
                 fail("stored q4 " + where + " group " + std::to_string(g0) + (hit ? " is not poisoned" : " changed"));
             }
+          } else if (nc.fmt != Format::bf16) {
+            fail(std::string("no non-finite rule for format ") + format_name(nc.fmt));
           } else {
             for (int e = 0; e < d; ++e) {
               uint16_t b;
