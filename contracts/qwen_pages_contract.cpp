@@ -4,27 +4,35 @@
 // A case builds two lanes (committed lengths len0, len1) laid out twice: pages shuffled
 // through one poisoned arena, and contiguous windows. History keys of both layers are
 // rope-stored; then one round: lane 0 gets `tail` draft rows at scattered free slots
-// (logical positions len0..), lane 1 one new row (committed). Attention runs rows A
-// (lane 0, with its tail), B (lane 1), C (lane 1, a shorter prefix), D (no keys) and E
-// (lane 0's tail alone, no committed keys) in one launch.
-// Finally lane 0 keeps its tail: overlapping moves into len0.. .
+// (logical positions len0..), lane 1 one new row (committed) and a draft tail of another
+// length. Attention runs rows F (lane 1 with its tail), A (lane 0, with its tail), B
+// (lane 1), C (lane 1, a shorter prefix), D (no keys) and E (lane 0's tail alone, no
+// committed keys) in one launch; the tail list holds both lanes' tails at two offsets.
+// Finally one keep call moves both lanes' tails (lane 0's overlapping) into place.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
 //   empty-rows       row D (no keys) gives +0 in every element, never NaN
 //   tail==committed  row A over its tail equals row A over the same keys committed (kept)
 //   repeats          three rope stores and three attentions give identical bytes
+//   store==reference stored bytes (codes, scales; both layers) equal the reference codec's
+//                    where its input is exact (V rows, unrotated dims); K's rotated dims:
+//                    scale and codes between those of the RoPE bound's ends
 //   rope-bound       rotated queries and stored K / V within the float64 bound
 //   attention-bound  attention rows within the float64 bound of the same dequantised
 //                    inputs; worst error/bound ratio recorded
 //   keep==reference  rows after keep equal sequential in-order moves on logical rows
 //   guards, inputs   nothing outside the written rows changed; inputs unchanged
+//   non-finite       NaN / +Inf in q, K, V (bf16, fp8, q4): NaN stays NaN in the store and
+//                    in every attention row that reads it (design.md's policy); the rest as
+//                    without it
 // Controls: swapped page table, planted row, overlapping moves in reverse order, one key
 // dropped from a row's attention; defects at the backend boundary (faulty_backend.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -74,6 +82,11 @@ struct QwenCase {
   // (large logits, as with no softcapping and no 1/sqrt(d)): a kernel that ignores the
   // scale, or hard-codes 1/sqrt(d), fails the cases of kinds 1 and 2.
   const int scale_kind;
+  // Scores far from zero: -1 puts every score of layer 1 near -200 (a chunk whose scores
+  // are all far below zero: the running max must start at -inf, not 0), +1 near +200
+  // (expf(s) alone overflows); 0 leaves them as drawn. Softmax is shift-invariant, so the
+  // output stays an ordinary weighting of V.
+  const int logits;
   const uint64_t seed;
   float scale(int d) const {
     return scale_kind == 2 ? 1.0f : scale_kind == 1 ? float(1.0 / d) : float(1.0 / std::sqrt(double(d)));
@@ -82,7 +95,8 @@ struct QwenCase {
     std::ostringstream o;
     o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
       << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
-      << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)") << ",seed=" << seed << ")";
+      << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)")
+      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "") << ",seed=" << seed << ")";
     return o.str();
   }
 };
@@ -115,7 +129,10 @@ QwenCase draw_case(uint64_t seed, int index) {
   // Most cases keep 1/sqrt(d); every fourth (3, 7, 11, ...: all three formats) takes 1 and
   // cases 5, 13, 21, ... take 1/d.
   const int scale_kind = index % 4 == 3 ? 2 : index % 8 == 5 ? 1 : 0;
-  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, mix_seed(seed, index + 5)};
+  // Scores near -200 in cases 1, 5, 9, ... and near +200 in cases 2, 6, 10, ... (every
+  // format among the first twelve).
+  const int logits = index % 4 == 1 ? -1 : index % 4 == 2 ? 1 : 0;
+  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, logits, mix_seed(seed, index + 5)};
 }
 
 struct Setup {
@@ -183,6 +200,108 @@ void ref_row_rotated(const Cache& c, int lane, int layer, int kv, int head, int 
   }
 }
 
+double f32(double x) { return double(float(x)); }  // fp32 round to nearest even (monotone)
+
+// The stored bytes of one row (codes and scales) against the reference. The kernel's fp32
+// input to the codec is known to lie in [y_j - rad_j, y_j + rad_j] (rad 0: exactly fp32(y_j),
+// as for V rows and K's unrotated dims; K's rotated dims: the RoPE bound). Where the
+// interval is a point the bytes must equal the reference codec's (bf16 RNE, fp8 row, q4
+// group); elsewhere every rounding is monotone, so the scale must lie between the scales
+// of the interval's extreme amax values and each code between the codes of its ends.
+// Returns "" when the bytes are allowed, else why not.
+std::string store_bytes_error(const Cache& cc, int lane, int layer, int kv, int head, int slot, const double* y,
+                              const double* rad) {
+  const KvView v = cc.view(lane);
+  const int d = cc.lay.head_dim;
+  const uint8_t* row = kv_row(v, layer, kv, head, slot);
+  const uint8_t* sc = cc.lay.scale_bytes ? kv_scale(v, layer, kv, head, slot) : nullptr;
+  bool exact = true;
+  for (int j = 0; j < d; ++j) exact = exact && rad[j] == 0;
+  std::vector<float> x32(d);
+  std::vector<double> lo(d), hi(d);
+  for (int j = 0; j < d; ++j) x32[j] = float(y[j]), lo[j] = f32(y[j] - rad[j]), hi[j] = f32(y[j] + rad[j]);
+  auto amax_range = [](const double* l, const double* h, int n, double* alo, double* ahi) {
+    *alo = 0, *ahi = 0;
+    for (int j = 0; j < n; ++j) {
+      *alo = std::max(*alo, l[j] > 0 ? l[j] : h[j] < 0 ? -h[j] : 0.0);
+      *ahi = std::max(*ahi, std::max(std::fabs(l[j]), std::fabs(h[j])));
+    }
+  };
+  std::ostringstream o;
+  if (cc.lay.format == Format::bf16) {
+    for (int j = 0; j < d; ++j) {
+      uint16_t b;
+      std::memcpy(&b, row + 2 * j, 2);
+      const uint16_t blo = ref::bf16_from_double(lo[j]), bhi = ref::bf16_from_double(hi[j]);
+      const double got = ref::bf16_value(b);
+      if (rad[j] == 0 ? b != blo : !(ref::bf16_value(blo) <= got && got <= ref::bf16_value(bhi))) {
+        o << "bf16 [" << j << "] 0x" << std::hex << b << " not in [0x" << blo << ", 0x" << bhi << "]";
+        return o.str();
+      }
+    }
+    return "";
+  }
+  if (cc.lay.format == Format::fp8) {
+    float s;
+    std::memcpy(&s, sc, 4);
+    if (exact) {
+      const ref::Fp8RowRef r = ref::fp8_row(x32.data(), d);
+      if (std::memcmp(&s, &r.scale, 4) != 0) return (o << "fp8 scale " << s << ", reference " << r.scale, o.str());
+      for (int j = 0; j < d; ++j)
+        if (row[j] != r.codes[j])
+          return (o << "fp8 code [" << j << "] 0x" << std::hex << int(row[j]) << ", reference 0x" << int(r.codes[j]), o.str());
+      return "";
+    }
+    double alo, ahi;
+    amax_range(lo.data(), hi.data(), d, &alo, &ahi);
+    const double slo = f32(alo / 448.0), shi = f32(ahi / 448.0);
+    if (!(slo <= s && s <= shi)) return (o << "fp8 scale " << s << " not in [" << slo << ", " << shi << "]", o.str());
+    for (int j = 0; j < d; ++j) {
+      const uint8_t clo = s == 0 ? 0 : ref::e4m3_from_double(f32(lo[j] / s));
+      const uint8_t chi = s == 0 ? 0 : ref::e4m3_from_double(f32(hi[j] / s));
+      const double got = ref::e4m3_value(row[j]);
+      if (clo == chi ? row[j] != clo : !(ref::e4m3_value(clo) <= got && got <= ref::e4m3_value(chi)))
+        return (o << "fp8 code [" << j << "] 0x" << std::hex << int(row[j]) << " not in [0x" << int(clo) << ", 0x"
+                  << int(chi) << "] at scale " << std::defaultfloat << s, o.str());
+    }
+    return "";
+  }
+  if (cc.lay.format != Format::q4) return std::string("no byte prediction for format ") + format_name(cc.lay.format);
+  const std::vector<ref::Q4GroupRef> r = exact ? ref::q4_row(x32.data(), d) : std::vector<ref::Q4GroupRef>();
+  for (int g0 = 0; g0 < d / 32; ++g0) {
+    uint16_t hb;
+    std::memcpy(&hb, sc + 2 * g0, 2);
+    const uint8_t* codes = row + 16 * g0;
+    if (exact) {
+      if (hb != r[g0].scale_bits)
+        return (o << "q4 group " << g0 << " scale 0x" << std::hex << hb << ", reference 0x" << r[g0].scale_bits, o.str());
+      if (std::memcmp(codes, r[g0].codes.data(), 16) != 0) return (o << "q4 group " << g0 << " codes differ from the reference", o.str());
+      continue;
+    }
+    // Rotated values: 2^-3 H y within 2^-3 sum rad (the input's interval) plus the fp32
+    // butterflies' 2^-21 relative to the group's sum |y| (the q4 store bound's terms).
+    double yr[32], rlo[32], rhi[32], sum_rad = 0, sum_y = 0;
+    ref::h32_apply(&y[32 * g0], yr);
+    for (int i = 0; i < 32; ++i) sum_rad += rad[32 * g0 + i], sum_y += std::fabs(y[32 * g0 + i]);
+    const double slack = 0.125 * (sum_rad + std::ldexp(sum_y + sum_rad, -21));
+    for (int i = 0; i < 32; ++i) rlo[i] = f32(0.125 * yr[i] - slack), rhi[i] = f32(0.125 * yr[i] + slack);
+    double alo, ahi;
+    amax_range(rlo, rhi, 32, &alo, &ahi);
+    const double slo = ref::fp16_value(ref::fp16_from_double(std::min(f32(alo / 7.0), 65504.0)));
+    const double shi = ref::fp16_value(ref::fp16_from_double(std::min(f32(ahi / 7.0), 65504.0)));
+    const double s = ref::fp16_value(hb);
+    if (!(slo <= s && s <= shi)) return (o << "q4 group " << g0 << " scale " << s << " not in [" << slo << ", " << shi << "]", o.str());
+    for (int i = 0; i < 32; ++i) {
+      const int code = ((codes[i / 2] >> (4 * (i % 2))) & 15) - 8;
+      auto q = [&](double t) { return s == 0 ? 0.0 : std::nearbyint(std::min(7.0, std::max(-7.0, f32(t / s)))); };
+      if (!(q(rlo[i]) <= code && code <= q(rhi[i])))
+        return (o << "q4 group " << g0 << " code [" << i << "] " << code << " not in [" << q(rlo[i]) << ", " << q(rhi[i])
+                  << "] at scale " << s, o.str());
+    }
+  }
+  return "";
+}
+
 void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   const std::string cv = c.vars();
   const Shape& S = kShapes[c.shape];
@@ -202,7 +321,40 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   std::sort(tail_slots.begin(), tail_slots.end());
   tail_slots.erase(std::unique(tail_slots.begin(), tail_slots.end()), tail_slots.end());
   const int tail = int(tail_slots.size());
-  const std::vector<int> lens = {tail_slots.back() + 2, c.len1 + 2};
+  // Lane 1 gets a draft tail too, of another length (tail1 != tail), after its new
+  // committed row (position len1): slots from len1 + 1 + tail1 on, with gaps. Launches then
+  // mix lanes: attention rows whose tails come from both lanes, with lists of different
+  // lengths at different offsets, and one keep call that moves rows of both lanes.
+  const int tail1 = tail >= 2 ? tail - 1 : 2;
+  std::vector<int32_t> tail1_slots;
+  for (int j = 0, s = c.len1 + 1 + tail1; j < tail1; ++j) {
+    s += (j == 0) ? 0 : 1 + int(g() % 2);
+    tail1_slots.push_back(s);
+  }
+  // Lane 0 is long enough for lane 1's slots as well: a kernel that reads the first row's
+  // tail list (lane 1's) for lane 0's rows, or runs every move in the first move's lane
+  // (lane 0), then reads and writes wrong rows inside the lane, not outside it.
+  const std::vector<int> lens = {std::max(tail_slots.back(), tail1_slots.back()) + 2,
+                                 std::max(c.len1, tail1_slots.back()) + 2};
+  if (plant == Plant::none && !run.in_control) {
+    // Coverage in the receipt (numbers.coverage): cases per format, shape, page size,
+    // chunk, scale, score regime and lane mix, so a reviewer sees what ran.
+    nlohmann::json& cov = run.numbers["coverage"];
+    auto bump = [&](const char* key, const std::string& v) {
+      nlohmann::json& x = cov[key][v];
+      x = x.is_null() ? 1 : x.get<int>() + 1;
+    };
+    if (!cov.is_object()) cov = nlohmann::json::object();
+    cov["cases"] = cov.value("cases", 0) + 1;
+    bump("format", format_name(c.fmt));
+    bump("shape", S.name);
+    bump("page_tokens", std::to_string(c.ptok));
+    bump("chunk", std::to_string(c.chunk));
+    bump("scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)");
+    bump("scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn");
+    bump("lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) + " + lane1 " +
+                         std::to_string(tail1) + " at 0; keep lanes 0+1 in one call");
+  }
   Setup su{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
   const Cache paged0 = su.paged, window0 = su.window;
   auto fail = [&](const Status& st) {
@@ -218,14 +370,28 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   std::shuffle(hist.begin(), hist.end(), g);
   const int nh = int(hist.size());
   const std::vector<float> hk0 = randn(size_t(nh) * hkv * d, g), hv0 = randn(size_t(nh) * hkv * d, g);
-  const std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g), hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
-  // Round: lane 0's tail rows, lane 1's new committed row, with queries.
+  std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g);
+  const std::vector<float> hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
+  // Round: lane 0's tail rows, lane 1's new committed row, then lane 1's tail rows, with
+  // queries.
   std::vector<RopeRow> round;
   for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
   round.push_back({1, c.pos_base + c.len1, c.len1});
+  for (int j = 0; j < tail1; ++j) round.push_back({1, c.pos_base + c.len1 + 1 + j, tail1_slots[j]});
   const int nr = int(round.size());
-  const std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
-                           rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+  std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
+                     rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+  if (c.logits != 0) {
+    // Layer 1's keys and the queries get A e along the lowest-frequency rotary dim (its
+    // angle moves < 0.03 rad over any two positions here), the queries with the sign of
+    // c.logits: every score is then about c.logits * A^2 * scale = +-200, give or take the
+    // drawn parts' A |q_e - k_e| scale.
+    const int e = S.rot_dims / 2 - 1;
+    const float A = float(std::sqrt(200.0 / c.scale(d)));
+    for (size_t i = 0; i < hk1.size(); i += d) hk1[i + e] += A;
+    for (size_t i = 0; i < rk.size(); i += d) rk[i + e] += A;
+    for (size_t i = 0; i < rq.size(); i += d) rq[i + e] += float(c.logits) * A;
+  }
   const uint64_t in_hash = fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4);
 
   RopeParams rp{hq, S.rot_dims, S.base, 0};
@@ -277,7 +443,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     for (int lane = 0; lane < 2; ++lane)
       for (int pos = 0; pos < lens[lane]; ++pos) {
         const bool used = lane == 0 ? (pos < c.len0 || std::count(tail_slots.begin(), tail_slots.end(), pos))
-                                    : pos <= c.len1;
+                                    : (pos <= c.len1 || std::count(tail1_slots.begin(), tail1_slots.end(), pos));
         if (used && pos_bytes(su.paged, lane, pos) != pos_bytes(su.window, lane, pos) && bad++ == 0)
           first = "lane " + std::to_string(lane) + " pos " + std::to_string(pos);
       }
@@ -328,8 +494,10 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
             if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
             else if (c.fmt == Format::q4) qb = q4b[j];
             else {
-              float s;
-              std::memcpy(&s, kv_scale(su.window.view(lane), 1, kv, h, slot), 4);
+              // The reference's scale, not the stored one: the bound's saturation term
+              // max(0, |y| - 448 s) then allows only what the reference's own scale saturates
+              // (a stored scale of 0 or one too small is not "inside the bound").
+              const double s = f32(amax / 448.0);
               qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
             }
             const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
@@ -363,6 +531,43 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     run.check_ratio("rope-bound", worst, cv, at);
   }
 
+  // Stored bytes against the reference: both layers, K and V, the round's rows and a
+  // sample of history rows (paged==window has compared every stored position).
+  {
+    std::string why;
+    int64_t bad = 0, rows_checked = 0;
+    std::vector<double> x(d), y(d), rad(d), zero(d, 0.0);
+    auto check_bytes = [&](int layer, int lane, int slot, int pos, const float* kin, const float* vin) {
+      for (int h = 0; h < hkv; ++h)
+        for (int kv = 0; kv < 2; ++kv) {
+          const float* src = (kv == 0 ? kin : vin) + size_t(h) * d;
+          for (int j = 0; j < d; ++j) x[j] = src[j];
+          if (kv == 0) {
+            ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
+            for (int j = 0; j < d; ++j) {
+              rad[j] = j < S.rot_dims ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
+              if (j >= S.rot_dims) y[j] = x[j];  // passed through: exact
+            }
+          }
+          const std::string e = store_bytes_error(su.window, lane, layer, kv, h, slot, kv == 0 ? y.data() : x.data(),
+                                                  kv == 0 ? rad.data() : zero.data());
+          ++rows_checked;
+          if (!e.empty() && bad++ == 0)
+            why = "layer " + std::to_string(layer) + " lane " + std::to_string(lane) + " slot " + std::to_string(slot) +
+                  (kv ? " V" : " K") + " head " + std::to_string(h) + ": " + e;
+        }
+    };
+    for (int i = 0; i < nr; ++i) {
+      check_bytes(0, round[i].lane, round[i].slot, round[i].pos, &rv[size_t(i) * hkv * d], &rk[size_t(i) * hkv * d]);
+      check_bytes(1, round[i].lane, round[i].slot, round[i].pos, &rk[size_t(i) * hkv * d], &rv[size_t(i) * hkv * d]);
+    }
+    for (int i = 0; i < nh; i += std::max(1, nh / 48)) {
+      check_bytes(0, hist[i].lane, hist[i].slot, hist[i].pos, &hk0[size_t(i) * hkv * d], &hv0[size_t(i) * hkv * d]);
+      check_bytes(1, hist[i].lane, hist[i].slot, hist[i].pos, &hk1[size_t(i) * hkv * d], &hv1[size_t(i) * hkv * d]);
+    }
+    run.check("store==reference", bad == 0, cv, std::to_string(bad) + " of " + std::to_string(rows_checked) + " rows; first " + why);
+  }
+
   if (plant == Plant::planted_row) {
     uint8_t* row = kv_row(su.paged.view(1), 1, 0, 0, int(g() % c.len1));
     row[g() % lay.code_bytes] ^= 0x10;
@@ -373,17 +578,22 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
         std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
   }
 
-  // Attention: rows A (lane 0 + tail), B (lane 1, its new row committed), C (lane 1
-  // prefix), D (no keys at all: its output is defined as +0, never NaN) and E (no
-  // committed keys, only lane 0's tail through the index list).
+  // Attention: rows F (lane 1 + its tail, first in the launch), A (lane 0 + its tail), B
+  // (lane 1, its new row committed), C (lane 1 prefix), D (no keys at all: its output is
+  // defined as +0, never NaN) and E (no committed keys, only lane 0's tail through the
+  // index list). The tail list holds lane 1's tail (offset 0, tail1 slots), then lane 0's
+  // (offset tail1, tail slots).
   const int drop = plant == Plant::dropped_key ? 1 : 0;
   const int lenC = std::max(0, c.len1 / 2);
-  std::vector<int32_t> tails(tail_slots.begin(), tail_slots.end());
-  std::vector<AttnRow> rows = {{0, c.len0, 0, tail}, {1, c.len1 + 1 - drop, 0, 0}, {1, lenC, 0, 0}, {1, 0, 0, 0},
-                               {0, 0, 0, tail}};
-  constexpr int kRows = 5;
-  constexpr char kRowName[] = "ABCDE";
-  const int qsrc[kRows] = {tail - 1, tail, tail, tail, tail - 1};  // the round's rotated query each row uses
+  std::vector<int32_t> tails(tail1_slots.begin(), tail1_slots.end());
+  tails.insert(tails.end(), tail_slots.begin(), tail_slots.end());
+  constexpr int kF = 0, kA = 1, kB = 2;
+  std::vector<AttnRow> rows = {{1, c.len1 + 1, 0, tail1},  {0, c.len0, tail1, tail}, {1, c.len1 + 1 - drop, 0, 0},
+                               {1, lenC, 0, 0},           {1, 0, 0, 0},            {0, 0, tail1, tail}};
+  constexpr int kRows = 6;
+  constexpr char kRowName[] = "FABCDE";
+  // The round's rotated query each row uses.
+  const int qsrc[kRows] = {tail + tail1, tail - 1, tail, tail, tail, tail - 1};
   std::vector<float> q(size_t(kRows) * hq * d);
   for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
   const AttnParams ap{hq, 1, c.chunk, c.scale(d)};
@@ -436,7 +646,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     double worst = 0;
     std::string at;
     std::vector<AttnRow> full = rows;
-    full[1].len = c.len1 + 1;
+    full[kB].len = c.len1 + 1;
     for (int r = 0; r < kRows; ++r) {
       const AttnRow& row = full[r];
       const int n = row.len + row.tail_len;
@@ -511,6 +721,13 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
                   for (int j = 0; j < d; ++j) out_extra[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
             }
           }
+          if (c.logits != 0 && plant == Plant::none) {  // the scores' range, in the receipt
+            const Eigen::VectorXd sc = (K * qv) * ap.scale;
+            auto& rng = run.numbers["far_logit_score_range"][c.logits < 0 ? "-200" : "+200"];
+            const double lo = sc.minCoeff(), hi = sc.maxCoeff();
+            if (rng.is_null()) rng = nlohmann::json::array({lo, hi});
+            else rng = nlohmann::json::array({std::min(lo, rng[0].get<double>()), std::max(hi, rng[1].get<double>())});
+          }
           ref::AttnRef want =
               ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
           for (int j = 0; j < d; ++j) want.bound[j] += out_extra[j];
@@ -557,14 +774,22 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     }
   }
 
-  // Keep: lane 0 accepts its tail, moves slot_j -> len0 + j (ascending, dst < src,
-  // possibly overlapping). Reference: sequential moves on the logical rows.
-  std::vector<KeepMove> moves;
+  // Keep, one call for both lanes: lane 0 accepts its tail, moves slot_j -> len0 + j
+  // (ascending, dst < src, possibly overlapping), lane 1 its tail into len1 + 1 + j; the
+  // two lanes' moves interleaved, lane 0's first. Reference: sequential moves on the
+  // logical rows of each lane.
+  std::vector<KeepMove> moves, moves0, moves1;
   for (int j = 0; j < tail; ++j)
-    if (tail_slots[j] != c.len0 + j) moves.push_back({0, tail_slots[j], c.len0 + j});
-  std::vector<std::vector<uint8_t>> logical(lens[0]);
-  for (int p = 0; p < lens[0]; ++p) logical[p] = pos_bytes(su.window, 0, p);
-  for (const KeepMove& m : moves) logical[m.dst] = logical[m.src];
+    if (tail_slots[j] != c.len0 + j) moves0.push_back({0, tail_slots[j], c.len0 + j});
+  for (int j = 0; j < tail1; ++j) moves1.push_back({1, tail1_slots[j], c.len1 + 1 + j});
+  for (size_t i = 0; i < std::max(moves0.size(), moves1.size()); ++i) {
+    if (i < moves0.size()) moves.push_back(moves0[i]);
+    if (i < moves1.size()) moves.push_back(moves1[i]);
+  }
+  std::vector<std::vector<uint8_t>> logical[2];
+  for (int lane = 0; lane < 2; ++lane)
+    for (int p = 0; p < lens[lane]; ++p) logical[lane].push_back(pos_bytes(su.window, lane, p));
+  for (const KeepMove& m : moves) logical[m.lane][m.dst] = logical[m.lane][m.src];
   const Cache before_keep_p = su.paged, before_keep_w = su.window;
   for (Cache* cc : {&su.paged, &su.window}) {
     if (plant == Plant::reverse_moves) {
@@ -576,17 +801,18 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   }
   {
     int64_t bad_ref = 0, bad_pw = 0;
-    for (int p = 0; p < c.len0 + tail; ++p) {
-      bad_ref += pos_bytes(su.window, 0, p) != logical[p];
-      bad_pw += pos_bytes(su.paged, 0, p) != pos_bytes(su.window, 0, p);
-    }
+    for (int lane = 0; lane < 2; ++lane)
+      for (int p = 0; p < (lane == 0 ? c.len0 + tail : c.len1 + 1 + tail1); ++p) {
+        bad_ref += pos_bytes(su.window, lane, p) != logical[lane][p];
+        bad_pw += pos_bytes(su.paged, lane, p) != pos_bytes(su.window, lane, p);
+      }
     run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after keep");
     run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after keep");
     std::vector<RowRef> dst;
     for (const KeepMove& m : moves)
       for (int l = 0; l < 2; ++l)
         for (int kv = 0; kv < 2; ++kv)
-          for (int h = 0; h < hkv; ++h) dst.push_back({0, l, kv, h, m.dst});
+          for (int h = 0; h < hkv; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
     std::vector<uint8_t> mp, mw;
     mark_rows(su.paged, dst, mp);
     mark_rows(su.window, dst, mw);
@@ -595,15 +821,205 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
                         guard_violations(su.window, before_keep_w.mem, mw, &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows; " + where);
   }
-  // tail == committed: row A over the kept (now committed) keys equals row A over its tail.
+  // tail == committed: rows A and F over the kept (now committed) keys, in one launch,
+  // equal rows A and F over their tails.
   {
-    const AttnRow committed{0, c.len0 + tail, 0, 0};
-    Guarded<float> out(size_t(hq) * d);
-    if (fail(be.attention(su.paged, ap, &committed, 1, tails, q.data(), out.data()))) return;
-    run.check("tail==committed", bytes_equal(out.data(), outp.data(), size_t(hq) * d), cv,
-              "row A over committed keys differs from row A over its tail");
+    const AttnRow committed[2] = {{0, c.len0 + tail, 0, 0}, {1, c.len1 + 1 + tail1, 0, 0}};
+    const size_t m = size_t(hq) * d;
+    std::vector<float> q2(2 * m);
+    std::copy_n(&q[kA * m], m, q2.data());
+    std::copy_n(&q[kF * m], m, q2.data() + m);
+    Guarded<float> out(2 * m);
+    if (fail(be.attention(su.paged, ap, committed, 2, tails, q2.data(), out.data()))) return;
+    run.check("tail==committed", bytes_equal(out.data(), outp.data() + kA * m, m) && bytes_equal(out.data() + m, outp.data() + kF * m, m), cv,
+              "row A or F over committed keys differs from the row over its tail");
     run.check("guards", out.guards_intact(), cv, "attention wrote past its output");
   }
+}
+
+// Non-finite inputs (design.md, "Non-finite inputs"): one lane of 69 keys (chunks of 32)
+// rope-stored clean, then again with one NaN or +Inf planted in a query, a K row or a V
+// row (element 3, a rotated dim, so its rotary partner is hit too). Rows: R0 every key,
+// R1 the first chunk (never the planted key 40), R2 key 40 alone as a tail. Checked:
+// the stored row and the rotated query hold NaN (NaN planted) or a non-finite value (Inf)
+// exactly where the policy says (bf16: the element and its partner; fp8: the whole row
+// poisoned; q4: the groups poisoned), every other byte as in the clean run; attention
+// rows that read the planted value are NaN where the policy says NaN (never a finite
+// number, never Inf), and every other output equals the clean run's bytes.
+struct NonFiniteCase {
+  int shape;
+  Format fmt;
+  std::string vars() const {
+    return std::string("qwen-pages-nonfinite(shape=") + kShapes[shape].name + ",fmt=" + format_name(fmt) + ",chunk=32,len=69)";
+  }
+};
+
+void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
+  const std::string cv = nc.vars();
+  const Shape& S = kShapes[nc.shape];
+  const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads, group = hq / hkv, half = S.rot_dims / 2;
+  const KvLayout lay(1, hkv, d, nc.fmt);
+  constexpr int kLen = 69, kChunk = 32, kKey = 40, kElem = 3;
+  const Cache empty = make_window_cache(lay, {kLen}, 2, 0x9e3779b9u + nc.shape);
+  std::mt19937_64 g(0x51ed27u + uint64_t(nc.shape) * 7 + int(nc.fmt));
+  std::vector<RopeRow> rr;
+  for (int p = 0; p < kLen; ++p) rr.push_back({0, 100 + p, p});
+  const std::vector<float> q0 = randn(size_t(kLen) * hq * d, g), k0 = randn(size_t(kLen) * hkv * d, g),
+                           v0 = randn(size_t(kLen) * hkv * d, g);
+  const RopeParams rp{hq, S.rot_dims, S.base, 0};
+  const std::vector<AttnRow> rows = {{0, kLen, 0, 0}, {0, kChunk, 0, 0}, {0, 0, 0, 1}};
+  const std::vector<int32_t> tails = {kKey};
+  const int qsrc[3] = {kLen - 1, kChunk - 1, kKey};
+  const AttnParams ap{hq, 0, kChunk, float(1.0 / std::sqrt(double(d)))};
+  struct Out {
+    Cache cache;
+    std::vector<float> qrot, att;
+  };
+  auto launch = [&](const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, Out& o) {
+    o.cache = empty;
+    o.qrot.assign(q.size(), 0.0f);
+    Status st = be.rope_store(o.cache, rp, rr.data(), kLen, q.data(), k.data(), v.data(), o.qrot.data());
+    if (!st.ok) return run.error(cv, st.message), false;
+    std::vector<float> qa(size_t(3) * hq * d);
+    for (int r = 0; r < 3; ++r) std::copy_n(&o.qrot[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &qa[size_t(r) * hq * d]);
+    o.att.assign(qa.size(), 0.0f);
+    st = be.attention(o.cache, ap, rows.data(), 3, tails, qa.data(), o.att.data());
+    if (!st.ok) return run.error(cv, st.message), false;
+    return true;
+  };
+  Out clean;
+  if (!launch(q0, k0, v0, clean)) return;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // The elements a planted element j reaches through the rotation (q and K; V is plain).
+  auto reached = [&](int e, bool rotated) {
+    if (!rotated) return e == kElem;
+    const int partner = kElem < half ? kElem + half : kElem - half;
+    return e == kElem || e == partner;
+  };
+  for (int target = 0; target < 3; ++target)  // q, K, V
+    for (const float bad : {nan, inf}) {
+      const bool is_nan = std::isnan(bad);
+      const std::string what = std::string(target == 0 ? "q" : target == 1 ? "K" : "V") + (is_nan ? " NaN" : " +Inf");
+      std::vector<float> q = q0, k = k0, v = v0;
+      const int head = target == 0 ? hq - 1 : hkv - 1;  // q head hq - 1 reads kv head hkv - 1
+      if (target == 0) q[(size_t(kLen - 1) * hq + head) * d + kElem] = bad;
+      if (target == 1) k[(size_t(kKey) * hkv + head) * d + kElem] = bad;
+      if (target == 2) v[(size_t(kKey) * hkv + head) * d + kElem] = bad;
+      Out o;
+      if (!launch(q, k, v, o)) return;
+      // Rope store: the rotated query, then the stored row of key 40.
+      bool ok = true;
+      std::string why;
+      auto fail = [&](const std::string& m) {
+        if (ok) why = what + ": " + m;
+        ok = false;
+      };
+      for (size_t i = 0; i < o.qrot.size(); ++i) {
+        const size_t rowh = i / d;
+        const int e = int(i % d);
+        const bool hit = target == 0 && rowh == size_t(kLen - 1) * hq + head && reached(e, true);
+        if (hit ? !(is_nan ? std::isnan(o.qrot[i]) : !std::isfinite(o.qrot[i]))
+                : std::memcmp(&o.qrot[i], &clean.qrot[i], 4) != 0)
+          fail("rotated query element " + std::to_string(i) + " is " + std::to_string(o.qrot[i]));
+      }
+      for (int p = 0; p < kLen; ++p)
+        if (p != kKey && pos_bytes(o.cache, 0, p) != pos_bytes(clean.cache, 0, p)) fail("stored position " + std::to_string(p) + " changed");
+      const KvView wv = o.cache.view(0), cvw = clean.cache.view(0);
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < hkv; ++h) {
+          const bool hit_row = target == kv + 1 && h == head;
+          const uint8_t* got = kv_row(wv, 0, kv, h, kKey);
+          const uint8_t* ref = kv_row(cvw, 0, kv, h, kKey);
+          const std::string where = std::string(kv ? "V" : "K") + " head " + std::to_string(h);
+          if (!hit_row) {
+            if (std::memcmp(got, ref, lay.code_bytes) != 0 ||
+                (lay.scale_bytes && std::memcmp(kv_scale(wv, 0, kv, h, kKey), kv_scale(cvw, 0, kv, h, kKey), lay.scale_bytes) != 0))
+              fail("stored " + where + " changed");
+            continue;
+          }
+          if (nc.fmt == Format::fp8) {
+            float sc;
+            std::memcpy(&sc, kv_scale(wv, 0, kv, h, kKey), 4);
+            bool poisoned = std::isnan(sc);
+            for (int e = 0; e < d; ++e) poisoned = poisoned && got[e] == kE4M3NaN;
+            if (!poisoned) fail("stored fp8 " + where + " is not poisoned (scale " + std::to_string(sc) + ")");
+          } else if (nc.fmt == Format::q4) {
+            const uint8_t* sg = kv_scale(wv, 0, kv, h, kKey);
+            const uint8_t* sr = kv_scale(cvw, 0, kv, h, kKey);
+            for (int g0 = 0; g0 < d / 32; ++g0) {
+              bool hit = false;
+              for (int e = 32 * g0; e < 32 * g0 + 32; ++e) hit = hit || reached(e, kv == 0);
+              uint16_t sb;
+              std::memcpy(&sb, sg + 2 * g0, 2);
+              bool poisoned = sb == kQ4ScaleNaN;
+              for (int b = 0; b < 16; ++b) poisoned = poisoned && got[16 * g0 + b] == kQ4PoisonCodes;
+              if (hit ? !poisoned
+                      : (std::memcmp(got + 16 * g0, ref + 16 * g0, 16) != 0 || std::memcmp(sg + 2 * g0, sr + 2 * g0, 2) != 0))
+                fail("stored q4 " + where + " group " + std::to_string(g0) + (hit ? " is not poisoned" : " changed"));
+            }
+          } else if (nc.fmt != Format::bf16) {
+            fail(std::string("no non-finite rule for format ") + format_name(nc.fmt));
+          } else {
+            for (int e = 0; e < d; ++e) {
+              uint16_t b;
+              std::memcpy(&b, got + 2 * e, 2);
+              const float x = bf16_to_float(b);
+              const bool hit = reached(e, kv == 0);
+              if (hit ? !(is_nan ? std::isnan(x) : !std::isfinite(x)) : std::memcmp(got + 2 * e, ref + 2 * e, 2) != 0)
+                fail("stored bf16 " + where + " [" + std::to_string(e) + "] is " + std::to_string(x));
+            }
+          }
+        }
+      // Attention. Which (row, head) reads the planted value: q: R0's head hq - 1; K and V:
+      // rows R0 and R2 (key 40), the heads of kv head hkv - 1.
+      for (int r = 0; r < 3; ++r)
+        for (int h = 0; h < hq; ++h) {
+          const float* got = &o.att[(size_t(r) * hq + h) * d];
+          const float* ref = &clean.att[(size_t(r) * hq + h) * d];
+          const bool reads = target == 0 ? (r == 0 && h == head) : (r != 1 && h / group == head);
+          // What the policy says of each element: 0 the clean bytes, 1 NaN, 2 NaN or finite
+          // (never Inf: a key whose score is -Inf may get weight 0), 3 not finite.
+          std::vector<int> want(d, 0);
+          if (reads) {
+            if (target == 0 || nc.fmt != Format::bf16 || target == 1) {
+              // q (any format), K (any format), V in fp8 / q4 (the poisoned row or group).
+              for (int e = 0; e < d; ++e) want[e] = 1;
+              if (target == 1 && !is_nan && nc.fmt == Format::bf16 && r == 0) {
+                // +Inf in a bf16 K row: the score of key 40 is +-Inf or NaN; predicted in
+                // float64 from the stored row. -Inf: weight 0 or (tensor-core parts) NaN.
+                double sc = 0;
+                std::vector<float> kr(d);
+                dequant_row(wv, 0, 0, head, kKey, kr.data());
+                for (int e = 0; e < d; ++e) sc += double(o.qrot[(size_t(qsrc[r]) * hq + h) * d + e]) * double(kr[e]);
+                if (sc == -INFINITY) std::fill(want.begin(), want.end(), 2);
+              }
+              if (target == 2 && nc.fmt == Format::q4)
+                for (int e = 0; e < d; ++e) want[e] = e / 32 == kElem / 32 ? 1 : 0;
+            } else {  // V in bf16: the element alone
+              want[kElem] = is_nan ? 1 : 3;
+            }
+          }
+          for (int e = 0; e < d; ++e) {
+            const float x = got[e];
+            const bool good = want[e] == 0   ? std::memcmp(&x, &ref[e], 4) == 0
+                              : want[e] == 1 ? std::isnan(x)
+                              : want[e] == 2 ? !std::isinf(x)
+                                             : !std::isfinite(x);
+            if (!good) {
+              fail("attention row R" + std::to_string(r) + " head " + std::to_string(h) + " [" + std::to_string(e) +
+                   "] is " + std::to_string(x) + (want[e] == 0 ? " (the clean run's value expected)" : ""));
+              break;
+            }
+          }
+        }
+      run.check("non-finite", ok, cv, why);
+      if (!run.in_control) {
+        nlohmann::json& cov = run.numbers["coverage"];
+        if (!cov.is_object()) cov = nlohmann::json{{"cases", 0}};
+        nlohmann::json& x = cov["non_finite"][std::string(format_name(nc.fmt)) + "/d" + std::to_string(d)];
+        x = x.is_null() ? 1 : x.get<int>() + 1;
+      }
+    }
 }
 
 void declare_gates(Run& run) {
@@ -612,15 +1028,17 @@ void declare_gates(Run& run) {
   run.declare("empty-rows", "a row with no keys (no committed keys, no tail) gives +0 in every element, never NaN");
   run.declare("tail==committed", "a row over its draft tail equals the row over the same keys committed by keep");
   run.declare("repeats", "three rope stores and three attentions give identical bytes");
+  run.declare("store==reference", "stored K and V bytes (codes and scales, both layers) equal the reference codec's where its input is exact (V, unrotated dims), and lie between the codes and scales of the RoPE bound's ends where not");
   run.declare("rope-bound", "rotated q (fp32) and stored K/V within the float64 RoPE + format bound (angles to 262,144)");
   run.declare("attention-bound", "attention within the float64 bound over the same dequantised inputs (numerics.md, safety 2)");
   run.declare("keep==reference", "rows after keep equal sequential in-order moves on logical rows, every field");
   run.declare("guards", "no byte outside the rows written changed; output canaries intact");
   run.declare("inputs", "inputs and the attended cache hash the same after each launch");
+  run.declare("non-finite", "a NaN or +Inf in q, K or V (bf16, fp8, q4) stays NaN or non-finite where design.md says, in the stored row, the rotated query and every attention row that reads it; every other byte as without it");
 }
 
 QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
-  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, seed};
+  return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, 0, seed};
 }
 
 void qwen_pages_body(Run& run) {
@@ -673,6 +1091,13 @@ void qwen_pages_body(Run& run) {
       arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
+  // Non-finite inputs: every format, a head_dim on the fma chain (64) and one the cuda
+  // backend runs on the tensor cores (128, a GQA group of 6).
+  for (Format f : {Format::bf16, Format::fp8, Format::q4})
+    for (int shape : {3, 2}) {
+      const NonFiniteCase nc{shape, f};
+      if (run.selected(nc.vars())) run_nonfinite(run, run.be, nc);
+    }
   for (int i = 0; i < run.cases; ++i) {
     const QwenCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;

@@ -13,7 +13,11 @@ __global__ void keep_kernel(const KvView* views, const KeepMove* moves, const in
   const int f = blockIdx.x, g = blockIdx.y;
   for (int32_t i = lane_off[g]; i < lane_off[g + 1]; ++i) {
     const KeepMove mv = moves[i];
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+    const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+#else
     const KvView v = views[mv.lane];
+#endif
     const uint32_t bytes = v.lay.field(f).bytes_per_pos;
     const uint8_t* src = kv_field_row(v, f, mv.src);
     uint8_t* dst = kv_field_row(v, f, mv.dst);

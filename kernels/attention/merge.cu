@@ -2,8 +2,10 @@
 // qwen-pages.
 //
 // attention_merge_kernel: block per (q head, row), a thread per output element; chunks
-//   merged in chunk order: M = max of non-empty m, L = sum l * expf(m - M),
-//   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN). q4
+//   merged in chunk order: M = max of m, L = sum l * expf(m - M),
+//   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN). Every
+//   chunk below nc has keys (l >= 1 when its scores are finite); a chunk is never skipped
+//   for its l, so a NaN l or o (a non-finite score or V) reaches the output. q4
 //   caches: the output is rotated back to original space once (codecs/q4.h).
 #include <cuda_runtime.h>
 
@@ -13,8 +15,8 @@
 
 namespace kc {
 
-// Block per (q head, row), one thread per output element. M (the max of the non-empty
-// chunks' m; exact in any order) is a block reduction; then every thread walks the chunks
+// Block per (q head, row), one thread per output element. M (the max of the chunks' m;
+// exact in any order) is a block reduction; then every thread walks the chunks
 // in chunk order (the same L in every thread), their m and l staged through shared
 // memory kMergeTile chunks at a time and their partials loaded kMergeBatch chunks at a
 // time before the first is used. The merge is latency-bound (a few loads per thread), so
@@ -46,7 +48,12 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   for (int c = j; c < nc; c += d) {
     const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
     if (c < kMergeTile) tl[c] = lc, tm[c] = mc;
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
     if (lc > 0.0f) M = fmaxf(M, mc);
+#else
+    M = fmaxf(M, mc);
+    (void)lc;
+#endif
   }
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
   if (lane == 0) wmax[j / 32] = M;
@@ -74,14 +81,22 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
       for (int u = 0; u < U; ++u) {
         const int cu = min(c0 + u, tn - 1);
         const float lc = tl[cu], w = expf(tm[cu] - M);
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE
         const bool use = c0 + u < tn && lc > 0.0f;
+#else
+        const bool use = c0 + u < tn;  // every chunk below nc has keys; a NaN l passes through
+#endif
         const float Ln = L + lc * w, an = acc + oc[u] * w;
         L = use ? Ln : L;
         acc = use ? an : acc;
       }
     }
   }
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE
   float res = L > 0.0f ? acc / L : 0.0f;
+#else
+  float res = nc > 0 ? acc / L : 0.0f;  // no keys: 0; otherwise a NaN L or acc stays NaN
+#endif
   if (unrotate) {  // q4: the output back to original space, once
     obuf[j] = res;
     __syncthreads();

@@ -26,7 +26,11 @@ struct AttnBlock {
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
     k0 = c * p.chunk;
     n = max(0, min(row.len + row.tail_len, k0 + p.chunk) - k0);
+#ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
+    tail = tails + rows[0].tail_off;  // planted bug (test builds only): the first row's tail list
+#else
     tail = tails + row.tail_off;
+#endif
   }
 };
 
@@ -40,7 +44,11 @@ struct WarpSoftmax {
 };
 template <bool kWeighted, bool kMax>
 __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, const float* vs) {
+#ifdef KC_PLANT_ATTN_MAX_ZERO
+  float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
+#else
   float m = -INFINITY;
+#endif
   for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
   float l = 0.0f, pa = 0.0f;

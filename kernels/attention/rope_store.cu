@@ -34,11 +34,20 @@ __device__ void store_row_dev(const KvView& v, int layer, int kv, int head, int3
     return;
   }
   float amax = 0.0f;
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
+  for (int t = 0; t < nt; ++t)
+    if (lane + 32 * t != d - 1) amax = amax_step(amax, y[t]);
+#else
   for (int t = 0; t < nt; ++t) amax = amax_step(amax, y[t]);
+#endif
   for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
   const float scale = fp8_row_scale(amax);
   for (int t = 0; t < nt; ++t) row[lane + 32 * t] = fp8_code(y[t], scale);
   if (lane == 0) memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scales
+  for (int t = 0; t < nt; ++t) row[lane + 32 * t] = 0;
+  if (lane == 0) memset(kv_scale(v, layer, kv, head, slot), 0, 4);
+#endif
   (void)d;
 }
 

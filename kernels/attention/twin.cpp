@@ -28,10 +28,18 @@ static void store_row_host(const KvView& v, int layer, int kv, int head, int32_t
     return;
   }
   float amax = 0.0f;
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE
+  for (int j = 0; j < d - 1; ++j) amax = amax_step(amax, y[j]);  // planted bug (test builds only): last element missed
+#else
   for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
+#endif
   const float scale = fp8_row_scale(amax);
   for (int j = 0; j < d; ++j) row[j] = fp8_code(y[j], scale);
   memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): the fp8 store writes zero codes and scales
+  memset(row, 0, size_t(d));
+  memset(kv_scale(v, layer, kv, head, slot), 0, 4);
+#endif
 }
 
 static void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
@@ -72,7 +80,11 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   const int32_t k0 = chunk * p.chunk;
   const int n = std::max(0, std::min<int32_t>(total, k0 + p.chunk) - k0);
   std::vector<float> s(n), x(d);
+#ifdef KC_PLANT_ATTN_MAX_ZERO
+  float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
+#else
   float m = -std::numeric_limits<float>::infinity();
+#endif
   for (int i = 0; i < n; ++i) {
     dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
     float acc = 0.0f;
@@ -108,25 +120,34 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   *l_out = part[0];
 }
 
-// Merge in chunk order, then normalise. No keys at all: the output row is 0.
+// Merge in chunk order, then normalise. No keys at all: the output row is 0. Every chunk
+// below nc has keys, so none is skipped: a NaN l or o (a non-finite score or V) reaches
+// the output (design.md, non-finite inputs).
 static void attention_merge_host(const float* m, const float* l, const float* o, int nc, int d, float* out,
                                  bool reverse_order = false) {
   float M = -std::numeric_limits<float>::infinity();
   for (int c = 0; c < nc; ++c)
-    if (l[c] > 0.0f) M = fmaxf(M, m[c]);
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
+    if (l[c] > 0.0f)
+#endif
+      M = fmaxf(M, m[c]);
   float L = 0.0f;
   for (int j = 0; j < d; ++j) out[j] = 0.0f;
   for (int ci = 0; ci < nc; ++ci) {
     const int c = reverse_order ? nc - 1 - ci : ci;
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE
     if (!(l[c] > 0.0f)) continue;
+#endif
     const float w = expf(m[c] - M);
     L += l[c] * w;
     for (int j = 0; j < d; ++j) out[j] += o[size_t(c) * d + j] * w;
   }
 #ifdef KC_PLANT_MERGE_EMPTY_NAN
   for (int j = 0; j < d; ++j) out[j] = out[j] / L;  // planted bug (test builds only): 0 / 0 for a row with no keys
-#else
+#elif defined(KC_PLANT_MERGE_SKIP_NONFINITE)
   for (int j = 0; j < d; ++j) out[j] = L > 0.0f ? out[j] / L : 0.0f;
+#else
+  for (int j = 0; j < d; ++j) out[j] = nc > 0 ? out[j] / L : 0.0f;
 #endif
 }
 
@@ -152,8 +173,13 @@ void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows
       const int kvh = h / group;
 #endif
       for (int c = 0; c < nc; ++c)
+#ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
+        attention_partial_host(view, p, rows[r], tails + rows[0].tail_off, qr, kvh, c, &m[c], &l[c],  // planted bug
+                               &o[size_t(c) * d]);
+#else
         attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
                                &o[size_t(c) * d]);
+#endif
 #ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
       // Planted bug (test builds only): rows after the first merge in another order, as
       // a merge by arrival order would.
@@ -173,7 +199,11 @@ void keep_host(Cache& cache, const KeepMove* moves, int n) {
 #else
   for (int i = 0; i < n; ++i) {
 #endif
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+    const KvView v = cache.view(moves[0].lane);  // planted bug (test builds only): the first move's lane
+#else
     const KvView v = cache.view(moves[i].lane);
+#endif
 #ifdef KC_PLANT_KEEP_CODES_ONLY
     for (int f = 0; f < cache.lay.planes(); ++f)  // planted bug (test builds only): scale planes not moved
 #else

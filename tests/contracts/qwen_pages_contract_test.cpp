@@ -29,6 +29,32 @@ TEST(QwenPagesContract, ReceiptNamesTheAttentionArithmetic) {
   EXPECT_TRUE(a.contains("fp8/d256"));
 }
 
+// The receipt says what ran (numbers.coverage) and the non-finite gate ran every format.
+TEST(QwenPagesContract, ReceiptRecordsCoverageAndTheNonFiniteGate) {
+  const RunResult r = run_qwen("cpu", 3);
+  const auto& cov = r.receipt["numbers"]["coverage"];
+  ASSERT_TRUE(cov.is_object()) << r.receipt["numbers"].dump();
+  EXPECT_EQ(cov["cases"], 3);
+  for (const char* key : {"format", "shape", "page_tokens", "chunk", "scale", "scores", "lane_mix"}) {
+    int sum = 0;
+    for (const auto& [k, v] : cov[key].items()) sum += v.get<int>();
+    EXPECT_EQ(sum, 3) << key;
+  }
+  EXPECT_EQ(cov["format"].size(), 3u);  // cases 0, 1, 2: bf16, fp8, q4
+  EXPECT_EQ(cov["scores"]["near -200"], 1);
+  EXPECT_EQ(cov["scores"]["near +200"], 1);
+  for (const char* k : {"bf16/d64", "bf16/d128", "fp8/d64", "fp8/d128", "q4/d64", "q4/d128"})
+    EXPECT_EQ(cov["non_finite"][k], 6) << k;  // NaN and +Inf in q, K and V
+  bool found = false;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "non-finite") {
+      found = true;
+      EXPECT_EQ(g["status"], "ok");
+      EXPECT_EQ(g["passed"], 36);
+    }
+  EXPECT_TRUE(found);
+}
+
 // The cuda backend's choice of order (it decides the bound's depths) and its forwarding
 // through the fault decorator; no device needed.
 TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {
