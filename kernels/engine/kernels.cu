@@ -199,7 +199,7 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
   const int64_t blocks = (rows + kMatThreads - 1) / kMatThreads;
   if (tiles > 65535 || blocks > 0x7fffffff) return Status::Error("engine matmul: launch too large");
   const bool vec = cols % 8 == 0 && reinterpret_cast<uintptr_t>(W) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  const dim3 grid(unsigned(blocks), unsigned(tiles));
+  const dim3 grid{unsigned(blocks), unsigned(tiles), 1u};
   if (vec)
     matmul_kernel<true><<<grid, kMatThreads, 0, s>>>(W, rows, cols, x, n, y);
   else
