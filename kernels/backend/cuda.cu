@@ -232,8 +232,13 @@ class CudaEngine final : public EngineBackend {
     auto key = std::make_pair(owner, host);
     auto it = weights_.find(key);
     if (it == weights_.end()) {
+      // On the backend's stream, then finished: a plain cudaMemcpy from pageable memory
+      // runs on the legacy stream and may return before its DMA is done, and the
+      // backend's non-blocking stream would not wait for it (the first forward read
+      // half-uploaded weights that way).
       auto buf = std::make_unique<DevBuf<uint8_t>>();
-      KC_RETURN_IF_ERROR(buf->upload(static_cast<const uint8_t*>(host), bytes));
+      KC_RETURN_IF_ERROR(buf->upload_async(static_cast<const uint8_t*>(host), bytes, b_.s_));
+      KC_RETURN_IF_ERROR(finish_stream(b_.s_));
       it = weights_.emplace(key, std::move(buf)).first;
     }
     if (it->second->size() != bytes) return Status::Error("engine weights: a host buffer changed its size");
