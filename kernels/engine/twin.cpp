@@ -33,6 +33,9 @@ void engine_embed_host(const uint16_t* E, int64_t dim, const int32_t* tokens, in
 }
 
 void engine_rms_norm_host(const float* x, const float* w, int n, int dim, float eps, float* out) {
+#ifdef KC_PLANT_ENGINE_RMS_NO_EPS
+  eps = 0.0f;  // plant (mutant engine-rms-no-eps): the epsilon dropped from RMSNorm
+#endif
   for (int i = 0; i < n; ++i) {
     const float* xi = x + int64_t(i) * dim;
     float* yi = out + int64_t(i) * dim;
@@ -46,6 +49,16 @@ void engine_matmul_host(const uint16_t* W, int64_t rows, int64_t cols, const flo
     const float* xi = x + int64_t(i) * cols;
     float* yi = y + int64_t(i) * rows;
     for (int64_t o = 0; o < rows; ++o) yi[o] = engine_dot_bf16(W + o * cols, xi, cols);
+#ifdef KC_PLANT_ENGINE_BATCH_ORDER
+    // plant (mutant engine-batch-order): in a batch, rows after the first reduce in plain
+    // ascending order with one accumulator, as a kernel tiled by batch size might
+    if (n > 1 && i > 0)
+      for (int64_t o = 0; o < rows; ++o) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < cols; ++k) acc = eng::fma_rn(eng::bf16_to_f32(W[o * cols + k]), xi[k], acc);
+        yi[o] = acc;
+      }
+#endif
   }
 }
 
@@ -76,6 +89,14 @@ void engine_logits_host(const float* h, const int32_t* sel, int m, int dim, cons
   for (int j = 0; j < m; ++j) {
     engine_rms_norm_host(h + int64_t(sel[j]) * dim, norm, 1, dim, eps, tmp);
     engine_matmul_host(W, vocab, dim, tmp, 1, out + int64_t(j) * vocab);
+#ifdef KC_PLANT_ENGINE_BATCH_ORDER
+    if (m > 1 && j > 0)  // plant: as in engine_matmul_host
+      for (int64_t o = 0; o < vocab; ++o) {
+        float acc = 0.0f;
+        for (int k = 0; k < dim; ++k) acc = eng::fma_rn(eng::bf16_to_f32(W[o * dim + k]), tmp[k], acc);
+        out[int64_t(j) * vocab + o] = acc;
+      }
+#endif
   }
 }
 
