@@ -16,12 +16,18 @@
 //   device==host-twin  (cuda) the device's bytes equal the host twin's for every kernel
 //                      but SwiGLU (CUDA's expf is not the C library's: that kernel is held
 //                      to its bound; the count of differing SwiGLU values is recorded)
+//   refusals           every kernel argument at its range's edges: the last valid value
+//                      accepted, the first invalid one refused with a message naming it,
+//                      the output region untouched (kernels/engine/validate.cpp)
 // Controls (must be red): a product whose reduction is split in two when the batch has
-// more than one row (a split-K tuned to the batch), and a planted row (one row of a
-// batched launch one ulp off / its argmax one index off).
+// more than one row (a split-K tuned to the batch), a planted row (one row of a batched
+// launch one ulp off / its argmax one index off); for refusals: a refusal turned into
+// success (accepts-one-past), a refusal naming nothing (unnamed-refusal), an output float
+// written before the refusal (writes-then-refuses).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -383,6 +389,185 @@ class PlantedEngine final : public EngineBackend {
   Plant plant_;
 };
 
+
+// ---- refusals: every kernel argument at the edges of its range ----------------------
+
+enum class RefusalPlant { none, accepts_one_past, unnamed_refusal, writes_then_refuses };
+
+// The controls of the refusals gate: a refusal turned into success, a refusal whose
+// message names nothing, or one output float written before the refusal.
+class RefusalPlantEngine final : public EngineBackend {
+ public:
+  RefusalPlantEngine(EngineBackend& in, RefusalPlant p) : in_(in), plant_(p) {}
+  std::string name() const override { return in_.name(); }
+  bool on_device() const override { return in_.on_device(); }
+  Status scratch(int slot, size_t bytes, void** p) override { return in_.scratch(slot, bytes, p); }
+  Status weights(uint64_t o, const void* h, size_t b, const void** p) override { return in_.weights(o, h, b, p); }
+  Status upload(void* dst, const void* h, size_t b) override { return in_.upload(dst, h, b); }
+  Status download(void* h, const void* src, size_t b) override { return in_.download(h, src, b); }
+  Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
+    return after(out, [&] { return in_.embed(E, v, d, t, n, out); });
+  }
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    return after(out, [&] { return in_.rms_norm(x, w, n, dim, eps, out); });
+  }
+  Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
+    return after(y, [&] { return in_.matmul(W, rows, cols, x, n, y); });
+  }
+  Status swiglu(const float* g, const float* u, int64_t count, float* out) override {
+    return after(out, [&] { return in_.swiglu(g, u, count, out); });
+  }
+  Status add(float* h, const float* t, int64_t count) override {
+    return after(h, [&] { return in_.add(h, t, count); });
+  }
+  Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
+                int64_t vocab, float* out) override {
+    return after(out, [&] { return in_.logits(h, sel, m, dim, norm, eps, W, vocab, out); });
+  }
+  Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
+    return after(out, [&] { return in_.argmax(x, n, len, out); });
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
+                    const float* v, float* qo) override {
+    return in_.rope_store(c, p, r, n, q, k, v, qo);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
+                   const float* q, float* o) override {
+    return in_.attention(c, p, r, n, t, q, o);
+  }
+  Status hold(Cache& c) override { return in_.hold(c); }
+  Status release(Cache& c) override { return in_.release(c); }
+
+ private:
+  template <class F>
+  Status after(void* out, F call) {
+    Status st = call();
+    if (st.ok) return st;
+    switch (plant_) {
+      case RefusalPlant::accepts_one_past: return Status::Ok();
+      case RefusalPlant::unnamed_refusal: return Status::Error("refused");
+      case RefusalPlant::writes_then_refuses:
+        if (out) {
+          const float one = 1.0f;
+          KC_RETURN_IF_ERROR(in_.upload(out, &one, 4));
+        }
+        return st;
+      case RefusalPlant::none: break;
+    }
+    return st;
+  }
+  EngineBackend& in_;
+  RefusalPlant plant_;
+};
+
+// One call at an edge: the kernel, the argument at its edge, valid or not, the call.
+struct Probe {
+  std::string op, arg;
+  bool valid;
+  std::function<Status(EngineBackend&)> call;
+};
+
+void refusals_gate(Run& run, EngineBackend& eb) {
+  const std::string line = "rows-invariant(refusals)";
+  // Inputs (small, valid) and an output region filled with a canary.
+  constexpr size_t kFloats = 64;
+  void *px, *pw, *pW, *pt, *po;
+  std::vector<float> xs(kFloats, 0.5f), canary(kFloats);
+  std::vector<uint16_t> Ws(kFloats, 0x3f80);  // bf16 1.0
+  std::vector<int32_t> toks(kFloats, 0);
+  std::memset(canary.data(), 0x7f, canary.size() * 4);
+  Status st = eb.scratch(0, kFloats * 4, &px);
+  if (st.ok) st = eb.scratch(1, kFloats * 4, &pw);
+  if (st.ok) st = eb.scratch(2, kFloats * 2, &pW);
+  if (st.ok) st = eb.scratch(4, kFloats * 4, &pt);
+  if (st.ok) st = eb.scratch(3, kFloats * 4, &po);
+  if (st.ok) st = eb.upload(px, xs.data(), kFloats * 4);
+  if (st.ok) st = eb.upload(pw, xs.data(), kFloats * 4);
+  if (st.ok) st = eb.upload(pW, Ws.data(), kFloats * 2);
+  if (st.ok) st = eb.upload(pt, toks.data(), kFloats * 4);
+  if (!st.ok) {
+    run.error(line, st.message);
+    return;
+  }
+  float* x = static_cast<float*>(px);
+  float* w = static_cast<float*>(pw);
+  const uint16_t* W = static_cast<uint16_t*>(pW);
+  const int32_t* t = static_cast<int32_t*>(pt);
+  float* o = static_cast<float*>(po);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Probe> probes = {
+      {"embed", "vocab", true, [=](EngineBackend& e) { return e.embed(W, 1, 4, t, 2, o); }},
+      {"embed", "vocab", false, [=](EngineBackend& e) { return e.embed(W, 0, 4, t, 2, o); }},
+      {"embed", "dim", true, [=](EngineBackend& e) { return e.embed(W, 3, 1, t, 2, o); }},
+      {"embed", "dim", false, [=](EngineBackend& e) { return e.embed(W, 3, 0, t, 2, o); }},
+      {"embed", "n", true, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, 0, o); }},
+      {"embed", "n", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, -1, o); }},
+      {"embed", "out", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, 1, nullptr); }},
+      {"rms_norm", "dim", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 1, 1e-6f, o); }},
+      {"rms_norm", "dim", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 0, 1e-6f, o); }},
+      {"rms_norm", "n", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 0, 4, 1e-6f, o); }},
+      {"rms_norm", "n", false, [=](EngineBackend& e) { return e.rms_norm(x, w, -1, 4, 1e-6f, o); }},
+      {"rms_norm", "eps", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, 0.0f, o); }},
+      {"rms_norm", "eps", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, -1e-30f, o); }},
+      {"rms_norm", "eps", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, nan, o); }},
+      {"rms_norm", "x", false, [=](EngineBackend& e) { return e.rms_norm(nullptr, w, 2, 4, 1e-6f, o); }},
+      {"matmul", "rows", true, [=](EngineBackend& e) { return e.matmul(W, 1, 4, x, 2, o); }},
+      {"matmul", "rows", false, [=](EngineBackend& e) { return e.matmul(W, 0, 4, x, 2, o); }},
+      {"matmul", "cols", true, [=](EngineBackend& e) { return e.matmul(W, 3, 1, x, 2, o); }},
+      {"matmul", "cols", false, [=](EngineBackend& e) { return e.matmul(W, 3, 0, x, 2, o); }},
+      {"matmul", "n", true, [=](EngineBackend& e) { return e.matmul(W, 3, 4, x, 0, o); }},
+      {"matmul", "n", false, [=](EngineBackend& e) { return e.matmul(W, 3, 4, x, -1, o); }},
+      {"matmul", "W", false, [=](EngineBackend& e) { return e.matmul(nullptr, 3, 4, x, 2, o); }},
+      {"swiglu", "count", true, [=](EngineBackend& e) { return e.swiglu(x, w, 0, o); }},
+      {"swiglu", "count", false, [=](EngineBackend& e) { return e.swiglu(x, w, -1, o); }},
+      {"swiglu", "up", false, [=](EngineBackend& e) { return e.swiglu(x, nullptr, 4, o); }},
+      {"add", "count", true, [=](EngineBackend& e) { return e.add(o, x, 0); }},
+      {"add", "count", false, [=](EngineBackend& e) { return e.add(o, x, -1); }},
+      {"add", "t", false, [=](EngineBackend& e) { return e.add(o, nullptr, 4); }},
+      {"argmax", "len", true, [=](EngineBackend& e) { return e.argmax(x, 2, 1, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "len", false, [=](EngineBackend& e) { return e.argmax(x, 2, 0, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "n", true, [=](EngineBackend& e) { return e.argmax(x, 0, 4, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "n", false, [=](EngineBackend& e) { return e.argmax(x, -1, 4, reinterpret_cast<int32_t*>(o)); }},
+  };
+  const int32_t sel0[2] = {0, 1}, selneg[2] = {0, -1};
+  auto logits = [=](int m, int dim, float eps, int64_t vocab, const int32_t* sel) {
+    return [=](EngineBackend& e) { return e.logits(x, sel, m, dim, w, eps, W, vocab, o); };
+  };
+  probes.push_back({"logits", "vocab", true, logits(2, 4, 1e-6f, 1, sel0)});
+  probes.push_back({"logits", "vocab", false, logits(2, 4, 1e-6f, 0, sel0)});
+  probes.push_back({"logits", "dim", true, logits(2, 1, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "dim", false, logits(2, 0, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "m", true, logits(0, 4, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "m", false, logits(-1, 4, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "sel", false, logits(2, 4, 1e-6f, 3, selneg)});
+  probes.push_back({"logits", "eps", false, logits(2, 4, -1.0f, 3, sel0)});
+  if (!eb.on_device()) {  // tokens in host memory: the host engine checks their range
+    static const int32_t last[1] = {2}, past[1] = {3}, neg[1] = {-1};
+    probes.push_back({"embed", "tokens", true, [=](EngineBackend& e) { return e.embed(W, 3, 4, last, 1, o); }});
+    probes.push_back({"embed", "tokens", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, past, 1, o); }});
+    probes.push_back({"embed", "tokens", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, neg, 1, o); }});
+  }
+  for (const Probe& p : probes) {
+    const std::string at = line + " " + p.op + "(" + p.arg + (p.valid ? ", last valid)" : ", first invalid)");
+    std::vector<float> after(kFloats);
+    Status s2 = eb.upload(po, canary.data(), kFloats * 4);
+    const Status got = s2.ok ? p.call(eb) : s2;
+    if (s2.ok) s2 = eb.download(after.data(), po, kFloats * 4);
+    if (!s2.ok) {
+      run.error(at, s2.message);
+      continue;
+    }
+    if (p.valid) {
+      run.check("refusals", got.ok, at, got.ok ? "" : "refused: " + got.message);
+      continue;
+    }
+    const bool named = got.message.find(p.op + ": " + p.arg) != std::string::npos;
+    const bool untouched = std::memcmp(after.data(), canary.data(), kFloats * 4) == 0;
+    run.check("refusals", !got.ok && named && untouched, at,
+              got.ok ? "accepted" : !named ? "refusal does not name " + p.arg + ": " + got.message : "output written");
+  }
+}
+
 // ---- the body -----------------------------------------------------------------------
 
 void check_reference(Run& run, const Case& c, const Data& d, const Out& got, const std::string& line) {
@@ -498,6 +683,9 @@ void rows_invariant_body(Run& run) {
   run.declare("matmul-bound", "bf16 x fp32 product within gamma_{ceil(K/8)+3} sum|w x| (reference/engine_ref.h)");
   run.declare("swiglu-bound", "SwiGLU within kExpErr + gamma_3 relative (reference/engine_ref.h)");
   run.declare("logits-bound", "final RMSNorm + head product within (gamma_m (1 + rho) + rho) sum|W y|");
+  run.declare("refusals",
+              "every engine kernel argument at its range's edges: the last valid value accepted, the first invalid "
+              "refused naming the argument, the output untouched");
   run.device_gate("device==host-twin",
                   "the device kernels' bytes equal the host twin's (every kernel but SwiGLU: CUDA expf; bound-gated)");
   EngineBackend* eb = run.be.engine();
@@ -507,6 +695,7 @@ void rows_invariant_body(Run& run) {
   }
   EngineBackend* twin = run.twin ? run.twin->engine() : nullptr;
   run_cases(run, *eb, twin, {}, run.cases, true);
+  refusals_gate(run, *eb);
   run.control("batch-split-k", "the matrix product splits K in two when the batch has more than one row",
               [](Run& r) {
                 PlantedEngine pe(*r.be.engine(), Plant::split_k_by_batch);
@@ -515,6 +704,18 @@ void rows_invariant_body(Run& run) {
   run.control("planted-row", "one row of every batched launch one ulp off (argmax: one index off)", [](Run& r) {
     PlantedEngine pe(*r.be.engine(), Plant::planted_row);
     run_cases(r, pe, nullptr, {}, 12, false);
+  });
+  run.control("accepts-one-past", "a refused engine call returns Ok instead", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::accepts_one_past);
+    refusals_gate(r, pe);
+  });
+  run.control("unnamed-refusal", "a refusal's message names no argument", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::unnamed_refusal);
+    refusals_gate(r, pe);
+  });
+  run.control("writes-then-refuses", "one output float written before a refusal", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::writes_then_refuses);
+    refusals_gate(r, pe);
   });
 }
 

@@ -254,24 +254,28 @@ class CudaEngine final : public EngineBackend {
     return finish_stream(b_.s_);
   }
   Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("embed", vocab, dim, n));
+    KC_RETURN_IF_ERROR(validate_embed(E, vocab, dim, tokens, n, out));
     return launch_engine_embed(E, dim, tokens, n, out, b_.s_);  // tokens checked by the caller (device memory)
   }
   Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("rms_norm", dim, 1, n));
+    KC_RETURN_IF_ERROR(validate_rms_norm(x, w, n, dim, eps, out));
     return launch_engine_rms_norm(x, w, n, dim, eps, out, b_.s_);
   }
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("matmul", rows, cols, n));
+    KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
     return launch_engine_matmul(W, rows, cols, x, n, y, b_.s_);
   }
   Status swiglu(const float* gate, const float* up, int64_t count, float* out) override {
+    KC_RETURN_IF_ERROR(validate_swiglu(gate, up, count, out));
     return launch_engine_swiglu(gate, up, count, out, b_.s_);
   }
-  Status add(float* h, const float* t, int64_t count) override { return launch_engine_add(h, t, count, b_.s_); }
+  Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(validate_add(h, t, count));
+    return launch_engine_add(h, t, count, b_.s_);
+  }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("logits", vocab, dim, m));
+    KC_RETURN_IF_ERROR(validate_logits(h, sel, m, dim, norm, eps, W, vocab, out));
     if (m == 0) return Status::Ok();
     int32_t* dsel;
     float* tmp;
@@ -281,7 +285,7 @@ class CudaEngine final : public EngineBackend {
     return launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_);
   }
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("argmax", len, 1, n));
+    KC_RETURN_IF_ERROR(validate_argmax(x, n, len, out));
     return launch_engine_argmax(x, n, len, out, b_.s_);
   }
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,

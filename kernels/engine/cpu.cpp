@@ -8,12 +8,6 @@
 
 namespace kc {
 
-Status validate_engine_shape(const char* op, int64_t a, int64_t b, int n) {
-  if (a < 1 || b < 1) return Status::Error(std::string(op) + ": dimensions must be positive");
-  if (n < 0) return Status::Error(std::string(op) + ": negative row count");
-  return Status::Ok();
-}
-
 namespace {
 
 class HostEngine final : public EngineBackend {
@@ -42,39 +36,43 @@ class HostEngine final : public EngineBackend {
     return Status::Ok();
   }
   Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("embed", vocab, dim, n));
+    KC_RETURN_IF_ERROR(validate_embed(E, vocab, dim, tokens, n, out));
     for (int i = 0; i < n; ++i)
-      if (tokens[i] < 0 || tokens[i] >= vocab) return Status::Error("embed: token out of range");
+      if (tokens[i] < 0 || tokens[i] >= vocab)
+        return Status::Error("embed: tokens[" + std::to_string(i) + "] " + std::to_string(tokens[i]) + ": outside 0.." +
+                             std::to_string(vocab - 1));
     engine_embed_host(E, dim, tokens, n, out);
     return Status::Ok();
   }
   Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("rms_norm", dim, 1, n));
+    KC_RETURN_IF_ERROR(validate_rms_norm(x, w, n, dim, eps, out));
     engine_rms_norm_host(x, w, n, dim, eps, out);
     return Status::Ok();
   }
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("matmul", rows, cols, n));
+    KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
     engine_matmul_host(W, rows, cols, x, n, y);
     return Status::Ok();
   }
   Status swiglu(const float* gate, const float* up, int64_t count, float* out) override {
+    KC_RETURN_IF_ERROR(validate_swiglu(gate, up, count, out));
     engine_swiglu_host(gate, up, count, out);
     return Status::Ok();
   }
   Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(validate_add(h, t, count));
     for (int64_t i = 0; i < count; ++i) h[i] += t[i];
     return Status::Ok();
   }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("logits", vocab, dim, m));
+    KC_RETURN_IF_ERROR(validate_logits(h, sel, m, dim, norm, eps, W, vocab, out));
     tmp_.resize(size_t(dim));
     engine_logits_host(h, sel, m, dim, norm, eps, W, vocab, tmp_.data(), out);
     return Status::Ok();
   }
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
-    KC_RETURN_IF_ERROR(validate_engine_shape("argmax", len, 1, n));
+    KC_RETURN_IF_ERROR(validate_argmax(x, n, len, out));
     engine_argmax_host(x, n, len, out);
     return Status::Ok();
   }

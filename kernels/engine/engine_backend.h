@@ -81,7 +81,18 @@ class EngineBackend {
 // The host twins over host memory, the KV steps through `kv` (which must outlive it).
 std::unique_ptr<EngineBackend> make_host_engine(Backend& kv);
 
-// Validation shared by the implementations (sizes, null pointers).
-Status validate_engine_shape(const char* op, int64_t a, int64_t b, int n);
+// Argument checks shared by the implementations (kernels/engine/validate.cpp): sizes at
+// least 1 (row counts at least 0), eps finite and >= 0, no null pointer a call would
+// touch, logits' sel entries >= 0. A refusal names the kernel, the argument and its value
+// and comes before anything is written. Token ranges are checked by the host engine
+// (tokens in host memory) and by Model::forward_rows before any engine runs.
+Status validate_embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, const float* out);
+Status validate_rms_norm(const float* x, const float* w, int n, int dim, float eps, const float* out);
+Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y);
+Status validate_swiglu(const float* gate, const float* up, int64_t count, const float* out);
+Status validate_add(const float* h, const float* t, int64_t count);
+Status validate_logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,
+                       const uint16_t* W, int64_t vocab, const float* out);
+Status validate_argmax(const float* x, int n, int64_t len, const int32_t* out);
 
 }  // namespace kc

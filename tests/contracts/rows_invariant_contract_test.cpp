@@ -22,7 +22,7 @@ bool caught(const RunResult& r, const std::string& control, const std::string& g
 TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 2u);
+  EXPECT_EQ(r.receipt["controls"].size(), 5u);
   // Every gate but the device comparison ran on some case (64 cases: every kernel).
   for (const auto& g : r.receipt["gates"]) {
     const std::string name = g["name"];
@@ -31,10 +31,13 @@ TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   }
 }
 
-TEST(RowsInvariantContract, ControlsAreCaughtByRowsEqualSolo) {
+TEST(RowsInvariantContract, ControlsAreCaughtByTheRightGates) {
   const RunResult r = run_on("cpu", "^$");  // no cases: controls only
   EXPECT_TRUE(caught(r, "batch-split-k", "rows==solo"));
   EXPECT_TRUE(caught(r, "planted-row", "rows==solo"));
+  EXPECT_TRUE(caught(r, "accepts-one-past", "refusals"));
+  EXPECT_TRUE(caught(r, "unnamed-refusal", "refusals"));
+  EXPECT_TRUE(caught(r, "writes-then-refuses", "refusals"));
 }
 
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {
