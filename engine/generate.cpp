@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/framework.h"
+#include "kernels/engine/engine_backend.h"
 
 namespace kc::engine {
 
@@ -51,6 +52,17 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
   }
   Cache cache;
   KC_RETURN_IF_ERROR(make_engine_cache(model.kv_layout(), specs, &cache));
+  // The cache lives on the device for the whole run (cuda; a no-op on cpu): no step copies
+  // it; its host image is brought back once, at the end.
+  EngineBackend* eb = be.engine();
+  if (eb) KC_RETURN_IF_ERROR(eb->hold(cache));
+  struct Release {
+    EngineBackend* eb;
+    Cache& c;
+    ~Release() {
+      if (eb) (void)eb->release(c);
+    }
+  } release_at_exit{eb, cache};
   GenerateStats st;
   st.cache_bytes = cache.mem.size();
   std::vector<GenerateResult> res(lanes);

@@ -1,7 +1,12 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <memory>
+#include <type_traits>
+
+#include "kernels/engine/engine_backend.h"
 
 namespace kc::engine {
 
@@ -70,7 +75,9 @@ Status Model::create(const Qwen3Weights& w, const ModelOptions& opts, Model* out
     return Status::Error("kv cache format q4: head_dim " + std::to_string(c.head_dim) + " is not a multiple of 32");
   if (opts.attn_chunk < 1 || opts.attn_chunk > 1024) return Status::Error("attention chunk must be in 1..1024");
   if (int64_t(w.layers.size()) != c.num_hidden_layers) return Status::Error("weights: layer count differs from config");
+  static std::atomic<uint64_t> next_id{1};
   Model m;
+  m.id_ = next_id++;
   m.config_ = c;
   m.opts_ = opts;
   if (opts.rope_theta > 0) m.config_.rope_theta = opts.rope_theta;
@@ -154,49 +161,109 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
   }
   if (logits) logits->clear();
   if (n == 0) return Status::Ok();
-  std::vector<float> h(size_t(n) * H), a(size_t(n) * H), q(size_t(n) * QH * D), k(size_t(n) * KH * D),
-      v(size_t(n) * KH * D), qr(size_t(n) * QH * D), att(size_t(n) * QH * D), tmp(size_t(n) * H),
-      g(size_t(n) * I), u(size_t(n) * I);
-  std::vector<int32_t> toks(n);
+  // The kernels run on the backend's engine, its buffers in the engine's memory (device
+  // memory on cuda); a decorator without an engine gets the host twins with its own KV
+  // steps. The order of operations is the same on every engine.
+  EngineBackend* eb = be.engine();
+  std::unique_ptr<EngineBackend> host;
+  if (!eb) {
+    host = make_host_engine(be);
+    eb = host.get();
+  }
+  const size_t NH = size_t(n) * H, NQ = size_t(n) * QH * D, NK = size_t(n) * KH * D, NI = size_t(n) * I;
+  float *h = nullptr, *a = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *qr = nullptr, *att = nullptr,
+        *tmp = nullptr, *g = nullptr, *u = nullptr;
+  int32_t* toks = nullptr;
+  auto buf = [&](int slot, size_t count, auto** p) {
+    void* raw;
+    const Status st = eb->scratch(slot, count * sizeof(**p), &raw);
+    *p = static_cast<std::remove_reference_t<decltype(*p)>>(raw);
+    return st;
+  };
+  KC_RETURN_IF_ERROR(buf(0, NH, &h));
+  KC_RETURN_IF_ERROR(buf(1, NH, &a));
+  KC_RETURN_IF_ERROR(buf(2, NQ, &q));
+  KC_RETURN_IF_ERROR(buf(3, NK, &k));
+  KC_RETURN_IF_ERROR(buf(4, NK, &v));
+  KC_RETURN_IF_ERROR(buf(5, NQ, &qr));
+  KC_RETURN_IF_ERROR(buf(6, NQ, &att));
+  KC_RETURN_IF_ERROR(buf(7, NH, &tmp));
+  KC_RETURN_IF_ERROR(buf(8, NI, &g));
+  KC_RETURN_IF_ERROR(buf(9, NI, &u));
+  KC_RETURN_IF_ERROR(buf(10, size_t(n), &toks));
+  auto mat = [&](const Bf16Matrix& m, const uint16_t** p) {
+    const void* raw;
+    KC_RETURN_IF_ERROR(eb->weights(id_, m.w.data(), m.w.size() * sizeof(uint16_t), &raw));
+    *p = static_cast<const uint16_t*>(raw);
+    return Status::Ok();
+  };
+  auto vec = [&](const std::vector<float>& w, const float** p) {
+    const void* raw;
+    KC_RETURN_IF_ERROR(eb->weights(id_, w.data(), w.size() * sizeof(float), &raw));
+    *p = static_cast<const float*>(raw);
+    return Status::Ok();
+  };
+  // One matrix product y = x W^T over the batch.
+  auto matmul = [&](const Bf16Matrix& m, const float* x, float* y) {
+    const uint16_t* w;
+    KC_RETURN_IF_ERROR(mat(m, &w));
+    return eb->matmul(w, m.rows, m.cols, x, n, y);
+  };
+  auto norm = [&](const std::vector<float>& w, const float* x, int rows, int dim, float* out) {
+    const float* dw;
+    KC_RETURN_IF_ERROR(vec(w, &dw));
+    return eb->rms_norm(x, dw, rows, dim, eps, out);
+  };
+  std::vector<int32_t> host_toks(n);
   std::vector<RopeRow> rope_rows(n);
   for (int i = 0; i < n; ++i) {
-    toks[i] = rows[i].token;
+    host_toks[i] = rows[i].token;
     rope_rows[i] = {rows[i].lane, rows[i].pos, slots[i]};
   }
-  embed_rows(embed_, toks.data(), n, h.data());
+  KC_RETURN_IF_ERROR(eb->upload(toks, host_toks.data(), size_t(n) * sizeof(int32_t)));
+  {
+    const uint16_t* E;
+    KC_RETURN_IF_ERROR(mat(embed_, &E));
+    KC_RETURN_IF_ERROR(eb->embed(E, embed_.rows, embed_.cols, toks, n, h));
+  }
   for (size_t li = 0; li < layers_.size(); ++li) {
     const ModelLayer& L = layers_[li];
-    rms_norm_rows(h.data(), L.input_norm.data(), n, H, eps, a.data());
-    matmul_rows(L.q_proj, a.data(), n, q.data());
-    matmul_rows(L.k_proj, a.data(), n, k.data());
-    matmul_rows(L.v_proj, a.data(), n, v.data());
-    rms_norm_rows(q.data(), L.q_norm.data(), n * QH, D, eps, q.data());
-    rms_norm_rows(k.data(), L.k_norm.data(), n * KH, D, eps, k.data());
+    KC_RETURN_IF_ERROR(norm(L.input_norm, h, n, H, a));
+    KC_RETURN_IF_ERROR(matmul(L.q_proj, a, q));
+    KC_RETURN_IF_ERROR(matmul(L.k_proj, a, k));
+    KC_RETURN_IF_ERROR(matmul(L.v_proj, a, v));
+    KC_RETURN_IF_ERROR(norm(L.q_norm, q, n * QH, D, q));
+    KC_RETURN_IF_ERROR(norm(L.k_norm, k, n * KH, D, k));
     RopeParams rp{QH, int(c.rotary_dim), c.rope_theta, int(li)};
-    KC_RETURN_IF_ERROR(be.rope_store(cache, rp, rope_rows.data(), n, q.data(), k.data(), v.data(), qr.data()));
+    KC_RETURN_IF_ERROR(eb->rope_store(cache, rp, rope_rows.data(), n, q, k, v, qr));
     const int chunk = chunk_override > 0 ? chunk_override
                       : opts_.plant_batch_dependent_chunk && n > 1 ? 4 : opts_.attn_chunk;
     AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D)))};
-    KC_RETURN_IF_ERROR(be.attention(cache, ap, attn.data(), n, tails, qr.data(), att.data()));
-    matmul_rows(L.o_proj, att.data(), n, tmp.data());
-    for (size_t j = 0; j < h.size(); ++j) h[j] += tmp[j];
-    rms_norm_rows(h.data(), L.post_norm.data(), n, H, eps, a.data());
-    matmul_rows(L.gate_proj, a.data(), n, g.data());
-    matmul_rows(L.up_proj, a.data(), n, u.data());
-    swiglu(g.data(), u.data(), int64_t(n) * I, g.data());
-    matmul_rows(L.down_proj, g.data(), n, tmp.data());
-    for (size_t j = 0; j < h.size(); ++j) h[j] += tmp[j];
+    KC_RETURN_IF_ERROR(eb->attention(cache, ap, attn.data(), n, tails, qr, att));
+    KC_RETURN_IF_ERROR(matmul(L.o_proj, att, tmp));
+    KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
+    KC_RETURN_IF_ERROR(norm(L.post_norm, h, n, H, a));
+    KC_RETURN_IF_ERROR(matmul(L.gate_proj, a, g));
+    KC_RETURN_IF_ERROR(matmul(L.up_proj, a, u));
+    KC_RETURN_IF_ERROR(eb->swiglu(g, u, int64_t(NI), g));
+    KC_RETURN_IF_ERROR(matmul(L.down_proj, g, tmp));
+    KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
   }
   if (!logits) return Status::Ok();
-  std::vector<float> fin(H);
-  for (int i = 0; i < n; ++i) {
-    if (!rows[i].logits) continue;
-    const size_t at = logits->size();
-    logits->resize(at + size_t(c.vocab_size));
-    rms_norm_rows(h.data() + size_t(i) * H, final_norm_.data(), 1, H, eps, fin.data());
-    matmul_rows(head_, fin.data(), 1, logits->data() + at);
-  }
-  return Status::Ok();
+  std::vector<int32_t> sel;
+  for (int i = 0; i < n; ++i)
+    if (rows[i].logits) sel.push_back(i);
+  if (sel.empty()) return Status::Ok();
+  const int64_t V = c.vocab_size;
+  float* out = nullptr;
+  const uint16_t* W = nullptr;
+  const float* fw = nullptr;
+  KC_RETURN_IF_ERROR(buf(11, sel.size() * size_t(V), &out));
+  KC_RETURN_IF_ERROR(mat(head_, &W));
+  KC_RETURN_IF_ERROR(vec(final_norm_, &fw));
+  KC_RETURN_IF_ERROR(eb->logits(h, sel.data(), int(sel.size()), H, fw, eps, W, V, out));
+  logits->resize(sel.size() * size_t(V));
+  return eb->download(logits->data(), out, logits->size() * sizeof(float));
 }
 
 }  // namespace kc::engine

@@ -17,6 +17,12 @@
 // distinct positions; every position below a row's position in its lane was stored by an
 // earlier forward or is in the same batch; positions lie inside the lane's capacity.
 //
+// Where it runs: on the backend's engine (Backend::engine(), kernels/engine/engine_backend.h):
+// the host twins on cpu, the CUDA engine kernels on cuda with activations and weights in
+// device memory (weights uploaded on first use and kept by the backend); the cache is
+// copied per call unless the caller holds it on the device (EngineBackend::hold, as
+// generate does). A backend without an engine (a test's decorator) gets the host twins.
+//
 // Batch invariance: every step is row-wise (engine/ops.h) or a Backend kernel whose
 // per-row result depends only on the row and its lane's cache contents, so a row's
 // logits bytes do not depend on the other rows of the batch, on the batch size, or on
@@ -99,6 +105,7 @@ class Model {
   Bf16Matrix embed_, head_;
   std::vector<ModelLayer> layers_;
   std::vector<float> final_norm_;
+  uint64_t id_ = 0;  // names this model's weights in an engine's weight store (EngineBackend::weights)
 };
 
 }  // namespace kc::engine

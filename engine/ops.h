@@ -1,6 +1,8 @@
 // Engine math on the host: embedding gather, RMSNorm, matrix product with bf16 weights
-// and fp32 activations, SwiGLU, greedy argmax. These are the host twins of the engine
-// kernels of issue 16 (the CUDA kernels and the `rows-invariant` contract come later).
+// and fp32 activations, SwiGLU, greedy argmax. These are the engine's face of the host
+// twins of the engine kernels (kernels/engine/twin.h; the CUDA kernels are
+// kernels/engine/kernels.cu, the contract `rows-invariant`); the order below is fixed in
+// kernels/engine/rows.h, shared by both sides.
 //
 // Layouts: activations are row-major [n][dim] fp32, one row per token of a batch.
 // Weights are Hugging Face linear weights [out_features][in_features], stored as bf16

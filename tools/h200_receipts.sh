@@ -32,7 +32,7 @@ step() {  # step NAME CMD...: runs CMD, keeps its output in LOG_DIR/NAME.log, re
   [ "$rc" -gt "$worst" ] && worst=$rc
   return 0
 }
-for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes arena-offsets; do
+for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes rows-invariant arena-offsets; do
   step "$c" "$bin" "$c" --backend cuda --out "$out/$c.json"
 done
 if [ "${KC_SKIP_BENCH:-0}" != 1 ]; then

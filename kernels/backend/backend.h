@@ -15,6 +15,8 @@
 
 namespace kc {
 
+class EngineBackend;  // kernels/engine/engine_backend.h
+
 struct DeviceInfo {
   std::string name;      // GPU name or CPU model
   std::string compute;   // compute capability, or "" on cpu
@@ -60,6 +62,10 @@ class Backend {
   virtual Status unpack(Cache& cache, int lane, int64_t pos0, const std::vector<uint8_t>& blob) = 0;
   // Compaction: every field's row src -> dst, per lane in the given (ascending) order.
   virtual Status keep(Cache& cache, const KeepMove* moves, int n) = 0;
+  // The engine kernels of this backend, on its own memory (kernels/engine/engine_backend.h),
+  // or null (a decorator: the engine then runs the host twins and calls this backend for
+  // the KV steps). Owned by the backend.
+  virtual EngineBackend* engine() { return nullptr; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

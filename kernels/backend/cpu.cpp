@@ -5,6 +5,7 @@
 #include "kernels/backend/backend.h"
 #include "kernels/pack/pack.h"
 #include "kernels/attention/twin.h"
+#include "kernels/engine/engine_backend.h"
 
 namespace kc {
 namespace {
@@ -59,6 +60,10 @@ class CpuBackend final : public Backend {
     keep_host(c, moves, n);
     return Status::Ok();
   }
+  EngineBackend* engine() override { return engine_.get(); }
+
+ private:
+  std::unique_ptr<EngineBackend> engine_ = make_host_engine(*this);
 };
 
 }  // namespace

@@ -2,10 +2,16 @@
 // (DeviceArena: the cache's memory, page tables and views) and grow-only scratch arrays;
 // the kernels run on its stream (the caller's, when given) and nothing waits for the whole
 // device. Each operation on a host Cache is: the image and the inputs in (explicit async
-// copies on the stream), the launches, the results out, then the stream finished. Every
-// CUDA call is checked; failures come back as Status.
+// copies on the stream), the launches, the results out, then the stream finished, unless
+// the cache is held (EngineBackend::hold): a held cache lives in a second arena for as
+// long as the hold lasts, operations on it copy no cache bytes, and its host image is
+// stale until release. The engine kernels (CudaEngine, kernels/engine/) run on the same
+// stream with their buffers on the device. Every CUDA call is checked; failures come back
+// as Status.
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/launch.h"
@@ -13,10 +19,14 @@
 #include "kernels/backend/cuda_backend.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_arena.h"
+#include "kernels/engine/engine_backend.h"
+#include "kernels/engine/launch.h"
 #include "kernels/pack/launch.h"
 
 namespace kc {
 namespace {
+
+class CudaEngine;
 
 class CudaBackend final : public Backend {
  public:
@@ -39,11 +49,12 @@ class CudaBackend final : public Backend {
       const int d = c.lay.head_dim;
       float* dx;
       RowRef* dr;
-      KC_RETURN_IF_ERROR(arena_.load(c, s_));
+      DeviceArena* a;
+      KC_RETURN_IF_ERROR(attach(c, &a));
       KC_RETURN_IF_ERROR(scratch_.put(0, x, size_t(n) * d, s_, &dx));
       KC_RETURN_IF_ERROR(scratch_.put(1, rows, size_t(n), s_, &dr));
-      KC_RETURN_IF_ERROR(launch_encode_rows(f, arena_.views(), dx, dr, n, d, s_));
-      KC_RETURN_IF_ERROR(arena_.store(c, s_));
+      KC_RETURN_IF_ERROR(launch_encode_rows(f, a->views(), dx, dr, n, d, s_));
+      KC_RETURN_IF_ERROR(detach(c, *a));
       return finish_stream(s_);
     });
   }
@@ -55,10 +66,11 @@ class CudaBackend final : public Backend {
       const int d = c.lay.head_dim;
       RowRef* dr;
       float* dout;
-      KC_RETURN_IF_ERROR(arena_.load(c, s_));
+      DeviceArena* a;
+      KC_RETURN_IF_ERROR(attach(c, &a));
       KC_RETURN_IF_ERROR(scratch_.put(0, rows, size_t(n), s_, &dr));
       KC_RETURN_IF_ERROR(scratch_.get(1, size_t(n) * d, &dout));
-      KC_RETURN_IF_ERROR(launch_decode_rows(f, arena_.views(), dr, n, d, dout, s_));
+      KC_RETURN_IF_ERROR(launch_decode_rows(f, a->views(), dr, n, d, dout, s_));
       return copy_out(out, dout, size_t(n) * d);
     });
   }
@@ -76,15 +88,16 @@ class CudaBackend final : public Backend {
     const size_t nq = q ? size_t(n) * p.q_heads * d : 0;
     RopeRow* dr;
     float *dq, *dk, *dv, *dout;
-    KC_RETURN_IF_ERROR(arena_.load(c, s_));
+    DeviceArena* a;
+    KC_RETURN_IF_ERROR(attach(c, &a));
     KC_RETURN_IF_ERROR(scratch_.put(0, rows, size_t(n), s_, &dr));
     KC_RETURN_IF_ERROR(scratch_.put(1, q, nq, s_, &dq));
     KC_RETURN_IF_ERROR(scratch_.put(2, k, size_t(n) * hkv * d, s_, &dk));
     KC_RETURN_IF_ERROR(scratch_.put(3, v, size_t(n) * hkv * d, s_, &dv));
     KC_RETURN_IF_ERROR(scratch_.get(4, nq, &dout));
-    KC_RETURN_IF_ERROR(launch_rope_store(arena_.views(), hkv, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_));
+    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), hkv, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_));
     if (nq) KC_CUDA_TRY(cudaMemcpyAsync(q_out, dout, nq * sizeof(float), cudaMemcpyDeviceToHost, s_));
-    KC_RETURN_IF_ERROR(arena_.store(c, s_));
+    KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);
   }
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
@@ -100,7 +113,8 @@ class CudaBackend final : public Backend {
     AttnRow* dr;
     int32_t* dt;
     float *dq, *dout, *pm, *pl, *po;
-    KC_RETURN_IF_ERROR(arena_.load(c, s_));
+    DeviceArena* a;
+    KC_RETURN_IF_ERROR(attach(c, &a));
     KC_RETURN_IF_ERROR(scratch_.put(0, rows, size_t(n), s_, &dr));
     KC_RETURN_IF_ERROR(scratch_.put(1, t.data(), t.size(), s_, &dt));
     KC_RETURN_IF_ERROR(scratch_.put(2, q, size_t(n) * p.q_heads * d, s_, &dq));
@@ -108,15 +122,22 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(scratch_.get(4, np, &pm));
     KC_RETURN_IF_ERROR(scratch_.get(5, np, &pl));
     KC_RETURN_IF_ERROR(scratch_.get(6, np * d, &po));
-    KC_RETURN_IF_ERROR(launch_attention(arena_.views(), c.lay.format, hkv, d, p, dr, n, dt, dq, max_chunks, pm, pl, po,
+    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, hkv, d, p, dr, n, dt, dq, max_chunks, pm, pl, po,
                                         dout, s_));
     return copy_out(out, dout, size_t(n) * p.q_heads * d);
   }
+  // A held cache is brought to the host image first (pack reads the image through the
+  // per-call arena); unpack then puts the changed image back on the device.
   Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
+    if (held_ == &c) KC_RETURN_IF_ERROR(sync_held());
     return pack_cuda(c, lane, pos0, count, blob, arena_, scratch_, s_);
   }
   Status unpack(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob) override {
-    return unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_);
+    if (held_ != &c) return unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_);
+    KC_RETURN_IF_ERROR(sync_held());
+    KC_RETURN_IF_ERROR(unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_));
+    KC_RETURN_IF_ERROR(held_arena_.load(c, s_));
+    return finish_stream(s_);
   }
   Status keep(Cache& c, const KeepMove* moves, int n) override {
     KC_RETURN_IF_ERROR(validate_keep(c, moves, n));
@@ -129,13 +150,15 @@ class CudaBackend final : public Backend {
     if (n == 0) return Status::Ok();
     KeepMove* dm;
     int32_t* doff;
-    KC_RETURN_IF_ERROR(arena_.load(c, s_));
+    DeviceArena* a;
+    KC_RETURN_IF_ERROR(attach(c, &a));
     KC_RETURN_IF_ERROR(scratch_.put(0, sorted.data(), size_t(n), s_, &dm));
     KC_RETURN_IF_ERROR(scratch_.put(1, off.data(), off.size(), s_, &doff));
-    KC_RETURN_IF_ERROR(launch_keep(arena_.views(), c.lay.field_count(), dm, doff, int(off.size()) - 1, s_));
-    KC_RETURN_IF_ERROR(arena_.store(c, s_));
+    KC_RETURN_IF_ERROR(launch_keep(a->views(), c.lay.field_count(), dm, doff, int(off.size()) - 1, s_));
+    KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);
   }
+  EngineBackend* engine() override;
 
  private:
   // count elements of a device result out to the host, then the stream finished.
@@ -145,12 +168,199 @@ class CudaBackend final : public Backend {
     return finish_stream(s_);
   }
 
+  friend class CudaEngine;
+  // The arena that holds c on the device: the held one (its page tables refreshed if the
+  // image's changed; the memory not copied), else the per-call arena loaded from the image.
+  Status attach(const Cache& c, DeviceArena** a) {
+    if (held_ == &c) {
+      KC_RETURN_IF_ERROR(held_arena_.refresh_tables(c, s_));
+      *a = &held_arena_;
+      return Status::Ok();
+    }
+    KC_RETURN_IF_ERROR(arena_.load(c, s_));
+    *a = &arena_;
+    return Status::Ok();
+  }
+  // After a write: the per-call arena back to the image; a held cache stays on the device.
+  Status detach(Cache& c, const DeviceArena& a) {
+    if (&a == &held_arena_) return Status::Ok();
+    return a.store(c, s_);
+  }
+  // The held cache's device memory out to its host image, the stream finished.
+  Status sync_held() {
+    KC_RETURN_IF_ERROR(held_arena_.store(*held_, s_));
+    return finish_stream(s_);
+  }
+
   DeviceInfo info_;
   cudaStream_t s_;
   bool own_stream_;
   DeviceArena arena_;
   DeviceScratch scratch_;
+  Cache* held_ = nullptr;     // the cache held on the device (EngineBackend::hold), or null
+  DeviceArena held_arena_;
+  std::unique_ptr<EngineBackend> engine_;
 };
+
+// The engine kernels on the backend's stream, its buffers in device memory; the KV steps
+// on the backend's arenas (held or per call).
+class CudaEngine final : public EngineBackend {
+ public:
+  explicit CudaEngine(CudaBackend& b) : b_(b) {}
+  std::string name() const override { return "cuda"; }
+  bool on_device() const override { return true; }
+
+  Status scratch(int slot, size_t bytes, void** p) override {
+    if (slot < 0 || slot >= kScratchSlots) return Status::Error("engine scratch: slot out of range");
+    Grow& g = bufs_[slot];
+    if (bytes > g.cap) {
+      // Grown keeping its contents (a forward may grow a buffer it has filled).
+      void* q = nullptr;
+      KC_CUDA_TRY(cudaMalloc(&q, bytes));
+      if (g.cap) {
+        KC_CUDA_TRY(cudaMemcpyAsync(q, g.p, g.cap, cudaMemcpyDeviceToDevice, b_.s_));
+        KC_RETURN_IF_ERROR(finish_stream(b_.s_));
+        cudaFree(g.p);
+      }
+      g.p = q;
+      g.cap = bytes;
+    }
+    *p = g.p;
+    return Status::Ok();
+  }
+  Status weights(uint64_t owner, const void* host, size_t bytes, const void** p) override {
+    auto key = std::make_pair(owner, host);
+    auto it = weights_.find(key);
+    if (it == weights_.end()) {
+      // On the backend's stream, then finished: a plain cudaMemcpy from pageable memory
+      // runs on the legacy stream and may return before its DMA is done, and the
+      // backend's non-blocking stream would not wait for it (the first forward read
+      // half-uploaded weights that way).
+      auto buf = std::make_unique<DevBuf<uint8_t>>();
+      KC_RETURN_IF_ERROR(buf->upload_async(static_cast<const uint8_t*>(host), bytes, b_.s_));
+      KC_RETURN_IF_ERROR(finish_stream(b_.s_));
+      it = weights_.emplace(key, std::move(buf)).first;
+    }
+    if (it->second->size() != bytes) return Status::Error("engine weights: a host buffer changed its size");
+    *p = it->second->get();
+    return Status::Ok();
+  }
+  Status upload(void* dst, const void* host, size_t bytes) override {
+    if (bytes) KC_CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, b_.s_));
+    return Status::Ok();
+  }
+  Status download(void* host, const void* src, size_t bytes) override {
+    if (bytes) KC_CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, b_.s_));
+    return finish_stream(b_.s_);
+  }
+  Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) override {
+    KC_RETURN_IF_ERROR(validate_embed(E, vocab, dim, tokens, n, out));
+    return launch_engine_embed(E, dim, tokens, n, out, b_.s_);  // tokens checked by the caller (device memory)
+  }
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    KC_RETURN_IF_ERROR(validate_rms_norm(x, w, n, dim, eps, out));
+    return launch_engine_rms_norm(x, w, n, dim, eps, out, b_.s_);
+  }
+  Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
+    KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
+    return launch_engine_matmul(W, rows, cols, x, n, y, b_.s_);
+  }
+  Status swiglu(const float* gate, const float* up, int64_t count, float* out) override {
+    KC_RETURN_IF_ERROR(validate_swiglu(gate, up, count, out));
+    return launch_engine_swiglu(gate, up, count, out, b_.s_);
+  }
+  Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(validate_add(h, t, count));
+    return launch_engine_add(h, t, count, b_.s_);
+  }
+  Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
+                int64_t vocab, float* out) override {
+    KC_RETURN_IF_ERROR(validate_logits(h, sel, m, dim, norm, eps, W, vocab, out));
+    if (m == 0) return Status::Ok();
+    int32_t* dsel;
+    float* tmp;
+    KC_RETURN_IF_ERROR(internal_.put(0, sel, size_t(m), b_.s_, &dsel));
+    KC_RETURN_IF_ERROR(internal_.get(1, size_t(m) * dim, &tmp));
+    KC_RETURN_IF_ERROR(launch_engine_gather_norm(h, dsel, m, dim, norm, eps, tmp, b_.s_));
+    return launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_);
+  }
+  Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
+    KC_RETURN_IF_ERROR(validate_argmax(x, n, len, out));
+    return launch_engine_argmax(x, n, len, out, b_.s_);
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    KC_RETURN_IF_ERROR(validate_rope(c, p, rows, n));
+    if (n == 0) return Status::Ok();
+    RopeRow* dr;
+    DeviceArena* a;
+    KC_RETURN_IF_ERROR(b_.attach(c, &a));
+    KC_RETURN_IF_ERROR(internal_.put(2, rows, size_t(n), b_.s_, &dr));
+    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.kv_heads, p, dr, n, q, k, v, q_out, b_.s_));
+    if (a == &b_.held_arena_) return Status::Ok();  // nothing waits: the next download finds any error
+    KC_RETURN_IF_ERROR(b_.detach(c, *a));
+    return finish_stream(b_.s_);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
+    if (n == 0) return Status::Ok();
+    const int d = c.lay.head_dim;
+    int max_chunks = 0;
+    for (int i = 0; i < n; ++i)
+      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
+    std::vector<int32_t> t = tails;
+    if (t.empty()) t.push_back(0);
+    const size_t np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+    AttnRow* dr;
+    int32_t* dt;
+    float *pm, *pl, *po;
+    DeviceArena* a;
+    KC_RETURN_IF_ERROR(b_.attach(c, &a));
+    KC_RETURN_IF_ERROR(internal_.put(3, rows, size_t(n), b_.s_, &dr));
+    KC_RETURN_IF_ERROR(internal_.put(4, t.data(), t.size(), b_.s_, &dt));
+    KC_RETURN_IF_ERROR(internal_.get(5, np, &pm));
+    KC_RETURN_IF_ERROR(internal_.get(6, np, &pl));
+    KC_RETURN_IF_ERROR(internal_.get(7, np * d, &po));
+    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, max_chunks, pm, pl,
+                                        po, out, b_.s_));
+    if (a == &b_.held_arena_) return Status::Ok();
+    return finish_stream(b_.s_);
+  }
+  Status hold(Cache& c) override {
+    if (b_.held_ == &c) return Status::Ok();
+    if (b_.held_) return Status::Error("engine hold: another cache is already held on the device");
+    KC_RETURN_IF_ERROR(c.validate());
+    KC_RETURN_IF_ERROR(b_.held_arena_.load(c, b_.s_));
+    KC_RETURN_IF_ERROR(finish_stream(b_.s_));
+    b_.held_ = &c;
+    return Status::Ok();
+  }
+  Status release(Cache& c) override {
+    if (b_.held_ != &c) return Status::Error("engine release: this cache is not held");
+    const Status st = b_.sync_held();
+    b_.held_ = nullptr;
+    return st;
+  }
+
+ private:
+  CudaBackend& b_;
+  struct Grow {
+    void* p = nullptr;
+    size_t cap = 0;
+    ~Grow() {
+      if (p) cudaFree(p);
+    }
+  };
+  Grow bufs_[kScratchSlots];
+  DeviceScratch internal_;  // the engine's own row tables and attention partials
+  std::map<std::pair<uint64_t, const void*>, std::unique_ptr<DevBuf<uint8_t>>> weights_;
+};
+
+EngineBackend* CudaBackend::engine() {
+  if (!engine_) engine_ = std::make_unique<CudaEngine>(*this);
+  return engine_.get();
+}
 
 }  // namespace
 

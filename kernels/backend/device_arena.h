@@ -24,6 +24,20 @@ class DeviceArena {
     mem_bytes_ = c.mem.size();
     KC_RETURN_IF_ERROR(mem_.upload_async(c.mem.data(), c.mem.size(), s));
     KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
+    host_pts_ = c.pts;
+    host_descs_ = c.views;
+    host_views_.clear();
+    for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem_.get(), pts_.get(), c.lay));
+    return views_.upload_async(host_views_.data(), host_views_.size(), s);
+  }
+  // The page tables and lane views of c (its memory left as it is on the device), when
+  // they differ from the ones last loaded: a held cache whose pool moved pages.
+  Status refresh_tables(const Cache& c, cudaStream_t s) {
+    if (c.mem.size() != mem_bytes_) return Status::Error("DeviceArena::refresh_tables: image size differs from the loaded one");
+    if (c.pts == host_pts_ && same_descs(c.views)) return Status::Ok();
+    KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
+    host_pts_ = c.pts;
+    host_descs_ = c.views;
     host_views_.clear();
     for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem_.get(), pts_.get(), c.lay));
     return views_.upload_async(host_views_.data(), host_views_.size(), s);
@@ -45,6 +59,18 @@ class DeviceArena {
   DevBuf<int32_t> pts_;
   DevBuf<KvView> views_;
   std::vector<KvView> host_views_;
+  std::vector<int32_t> host_pts_;
+  std::vector<ViewDesc> host_descs_;
+
+  bool same_descs(const std::vector<ViewDesc>& v) const {
+    if (v.size() != host_descs_.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const ViewDesc &a = v[i], &b = host_descs_[i];
+      if (a.base_off != b.base_off || a.pt_off != b.pt_off || a.n_pages != b.n_pages || a.ptok != b.ptok || a.ps != b.ps)
+        return false;
+    }
+    return true;
+  }
 };
 
 // Grow-only device arrays, one per slot, reused across calls (slot i: the i-th array of

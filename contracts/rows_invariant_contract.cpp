@@ -1,0 +1,731 @@
+// Contract `rows-invariant`: the engine kernels (kernels/engine/: embedding, RMSNorm,
+// bf16-weight matrix product, SwiGLU, logits, greedy argmax) are batch-invariant and
+// within their float64 bounds.
+//
+// A case is one kernel, a batch size n (the first 64 cases take n = 1..64 in turn, later
+// ones draw it) and an odd shape (reduction lengths 1..513 around multiples of 8, so both
+// the 16-byte and the element-wise paths of the device product run). Gates:
+//   rows==solo         every row of the batched launch has the bytes of the same row
+//                      launched alone (batch 1)
+//   repeats            the batched launch twice: the same bytes
+//   embed==reference   embedding rows equal the reference exactly
+//   argmax==reference  the lowest index of the largest non-NaN value (rows with ties,
+//                      NaN, -inf, signed zeros, all NaN)
+//   <kernel>-bound     |fp32 - float64| <= the derived bound (reference/engine_ref.h) for
+//                      rms_norm, matmul, swiglu, logits; worst ratio recorded
+//   device==host-twin  (cuda) the device's bytes equal the host twin's for every kernel
+//                      but SwiGLU (CUDA's expf is not the C library's: that kernel is held
+//                      to its bound; the count of differing SwiGLU values is recorded)
+//   refusals           every kernel argument at its range's edges: the last valid value
+//                      accepted, the first invalid one refused with a message naming it,
+//                      the output region untouched (kernels/engine/validate.cpp)
+// Controls (must be red): a product whose reduction is split in two when the batch has
+// more than one row (a split-K tuned to the batch), a planted row (one row of a batched
+// launch one ulp off / its argmax one index off); for refusals: a refusal turned into
+// success (accepts-one-past), a refusal naming nothing (unnamed-refusal), an output float
+// written before the refusal (writes-then-refuses).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+#include "kernels/engine/engine_backend.h"
+#include "reference/engine_ref.h"
+
+namespace kc {
+namespace {
+
+enum class Op { embed, rms_norm, matmul, swiglu, logits, argmax };
+constexpr Op kOps[] = {Op::matmul, Op::rms_norm, Op::logits, Op::swiglu, Op::argmax, Op::embed};
+
+const char* op_name(Op o) {
+  switch (o) {
+    case Op::embed: return "embed";
+    case Op::rms_norm: return "rms_norm";
+    case Op::matmul: return "matmul";
+    case Op::swiglu: return "swiglu";
+    case Op::logits: return "logits";
+    case Op::argmax: return "argmax";
+  }
+  return "?";
+}
+
+// Reduction lengths: odd ones and the multiples of 8 around them.
+constexpr int kLens[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100, 127, 128, 129, 255, 256, 257, 513};
+
+struct Case {
+  Op op;
+  int n;
+  int64_t a, b;  // matmul: rows, cols; logits, embed: vocab, dim; rms_norm, swiglu: dim (b = 1); argmax: len
+  uint64_t seed;
+  std::string line() const {
+    std::ostringstream s;
+    s << "rows-invariant(op=" << op_name(op) << ",n=" << n << ",a=" << a << ",b=" << b << ",seed=" << seed << ")";
+    return s.str();
+  }
+};
+
+Case make_case(uint64_t run_seed, int i) {
+  std::mt19937_64 g(mix_seed(run_seed, uint64_t(i)));
+  Case c;
+  c.op = kOps[i % 6];
+  c.n = i < 64 ? i + 1 : 1 + int(g() % 64);
+  const int nl = int(sizeof(kLens) / sizeof(kLens[0]));
+  const int64_t len = kLens[g() % nl];
+  switch (c.op) {
+    case Op::matmul: c.a = 1 + int64_t(g() % 300), c.b = len; break;
+    case Op::logits: c.a = 1 + int64_t(g() % 700), c.b = len; break;
+    case Op::embed: c.a = 1 + int64_t(g() % 300), c.b = len; break;
+    case Op::rms_norm: c.a = len, c.b = 1; break;
+    case Op::swiglu: c.a = len, c.b = 1; break;
+    case Op::argmax: c.a = 1 + int64_t(g() % 1500), c.b = 1; break;
+  }
+  c.seed = g();
+  return c;
+}
+
+uint16_t to_bf16(float f) {  // round to nearest even (finite inputs)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+// The case's host inputs.
+struct Data {
+  std::vector<float> x, w;     // rows [n][len] (matmul x, rms x, swiglu gate, logits h, argmax x); w: norm weight / up
+  std::vector<uint16_t> W;     // matmul / logits / embed matrix
+  std::vector<int32_t> tokens; // embed
+  float eps = 1e-6f;
+};
+
+Data make_data(const Case& c) {
+  Data d;
+  std::mt19937_64 g(c.seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto row_scale = [&] { return std::ldexp(1.0f, int(g() % 13) - 6); };
+  const int n = c.n;
+  switch (c.op) {
+    case Op::matmul:
+    case Op::logits:
+    case Op::embed: {
+      const int64_t R = c.a, K = c.b;
+      d.W.resize(size_t(R * K));
+      for (int64_t r = 0; r < R; ++r) {
+        const float s = row_scale() / std::sqrt(float(K));
+        for (int64_t k = 0; k < K; ++k) d.W[size_t(r * K + k)] = to_bf16(nd(g) * s);
+      }
+      if (c.op == Op::embed) {
+        d.tokens.resize(n);
+        for (int i = 0; i < n; ++i) d.tokens[i] = int32_t(g() % uint64_t(R));
+        break;
+      }
+      d.x.resize(size_t(n) * K);
+      for (int i = 0; i < n; ++i) {
+        const float s = row_scale();
+        const bool zero_row = g() % 23 == 0;
+        for (int64_t k = 0; k < K; ++k) d.x[size_t(i * K + k)] = zero_row ? 0.0f : nd(g) * s;
+      }
+      if (c.op == Op::logits) {
+        d.w.resize(size_t(K));
+        for (float& v : d.w) v = 1.0f + 0.25f * nd(g);
+        d.eps = (g() & 1) ? 1e-6f : 1e-5f;
+        for (int i = 0; i < n; ++i)  // logits rows are never all zero (a zero row's norm is 0, fine, but keep them live)
+          d.x[size_t(i * K)] += 1.0f;
+      }
+      break;
+    }
+    case Op::rms_norm: {
+      const int64_t D = c.a;
+      d.x.resize(size_t(n) * D);
+      d.w.resize(size_t(D));
+      for (int i = 0; i < n; ++i) {
+        const float s = row_scale();
+        for (int64_t k = 0; k < D; ++k) d.x[size_t(i * D + k)] = nd(g) * s;
+      }
+      for (float& v : d.w) v = 1.0f + 0.25f * nd(g);
+      d.eps = (g() & 1) ? 1e-6f : 1e-5f;
+      break;
+    }
+    case Op::swiglu: {
+      const int64_t D = c.a;
+      d.x.resize(size_t(n) * D);
+      d.w.resize(size_t(n) * D);
+      for (size_t k = 0; k < d.x.size(); ++k) {
+        d.x[k] = (g() % 16 == 0) ? (nd(g) * 20.0f) : nd(g) * 3.0f;  // some gates deep in the tails
+        d.w[k] = nd(g) * row_scale();
+      }
+      break;
+    }
+    case Op::argmax: {
+      const int64_t L = c.a;
+      d.x.resize(size_t(n) * L);
+      const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+      for (int i = 0; i < n; ++i) {
+        float* r = d.x.data() + int64_t(i) * L;
+        const uint64_t kind = g() % 8;
+        for (int64_t k = 0; k < L; ++k) r[k] = nd(g);
+        if (kind == 0) {  // ties: the maximum at several places
+          const float m = 5.0f + float(g() % 4);
+          for (int t = 0; t < 4; ++t) r[g() % L] = m;
+        } else if (kind == 1) {  // NaN sprinkled, one of them at the front
+          for (int t = 0; t < 5; ++t) r[g() % L] = nan;
+          r[0] = nan;
+        } else if (kind == 2) {  // all NaN
+          for (int64_t k = 0; k < L; ++k) r[k] = nan;
+        } else if (kind == 3) {  // -inf and signed zeros only
+          for (int64_t k = 0; k < L; ++k) r[k] = (g() % 3 == 0) ? -inf : ((g() & 1) ? 0.0f : -0.0f);
+        } else if (kind == 4) {  // quantised values: many ties
+          for (int64_t k = 0; k < L; ++k) r[k] = float(int(g() % 5));
+        }
+      }
+      break;
+    }
+  }
+  return d;
+}
+
+// One launch over rows [r0, r0 + m) of the case's inputs on `eb`: floats out (or the
+// argmax indices). Inputs go through scratch slots 0..4 of eb's memory.
+struct Out {
+  std::vector<float> f;
+  std::vector<int32_t> idx;
+};
+
+Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Out* out) {
+  auto put = [&](int slot, const void* host, size_t bytes, void** p) {
+    KC_RETURN_IF_ERROR(eb.scratch(slot, std::max<size_t>(bytes, 4), p));
+    return eb.upload(*p, host, bytes);
+  };
+  void *px, *pw, *pW, *po, *pt;
+  out->f.clear();
+  out->idx.clear();
+  switch (c.op) {
+    case Op::matmul: {
+      const int64_t R = c.a, K = c.b;
+      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * R * 4, &po));
+      KC_RETURN_IF_ERROR(eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), m, static_cast<float*>(po)));
+      out->f.resize(size_t(m) * R);
+      return eb.download(out->f.data(), po, out->f.size() * 4);
+    }
+    case Op::logits: {
+      const int64_t V = c.a, K = c.b;
+      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * V * 4, &po));
+      std::vector<int32_t> sel(m);
+      for (int j = 0; j < m; ++j) sel[j] = j;
+      KC_RETURN_IF_ERROR(eb.logits(static_cast<float*>(px), sel.data(), m, int(K), static_cast<float*>(pw), d.eps,
+                                   static_cast<uint16_t*>(pW), V, static_cast<float*>(po)));
+      out->f.resize(size_t(m) * V);
+      return eb.download(out->f.data(), po, out->f.size() * 4);
+    }
+    case Op::embed: {
+      const int64_t V = c.a, D = c.b;
+      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(4, d.tokens.data() + r0, size_t(m) * 4, &pt));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
+      KC_RETURN_IF_ERROR(eb.embed(static_cast<uint16_t*>(pW), V, D, static_cast<int32_t*>(pt), m, static_cast<float*>(po)));
+      out->f.resize(size_t(m) * D);
+      return eb.download(out->f.data(), po, out->f.size() * 4);
+    }
+    case Op::rms_norm: {
+      const int64_t D = c.a;
+      KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
+      KC_RETURN_IF_ERROR(eb.rms_norm(static_cast<float*>(px), static_cast<float*>(pw), m, int(D), d.eps, static_cast<float*>(po)));
+      out->f.resize(size_t(m) * D);
+      return eb.download(out->f.data(), po, out->f.size() * 4);
+    }
+    case Op::swiglu: {
+      const int64_t D = c.a;
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
+      KC_RETURN_IF_ERROR(put(1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
+      KC_RETURN_IF_ERROR(eb.swiglu(static_cast<float*>(px), static_cast<float*>(pw), int64_t(m) * D, static_cast<float*>(po)));
+      out->f.resize(size_t(m) * D);
+      return eb.download(out->f.data(), po, out->f.size() * 4);
+    }
+    case Op::argmax: {
+      const int64_t L = c.a;
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * L, size_t(m) * L * 4, &px));
+      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * 4, &po));
+      KC_RETURN_IF_ERROR(eb.argmax(static_cast<float*>(px), m, L, static_cast<int32_t*>(po)));
+      out->idx.resize(size_t(m));
+      return eb.download(out->idx.data(), po, out->idx.size() * 4);
+    }
+  }
+  return Status::Error("unknown op");
+}
+
+// Output elements per row.
+int64_t row_width(const Case& c) {
+  switch (c.op) {
+    case Op::matmul: case Op::logits: case Op::rms_norm: case Op::swiglu: return c.a;
+    case Op::embed: return c.b;
+    case Op::argmax: return 1;
+  }
+  return 0;
+}
+
+bool same_row(const Case& c, const Out& batched, int i, const Out& solo) {
+  if (c.op == Op::argmax) return batched.idx[size_t(i)] == solo.idx[0];
+  const int64_t w = row_width(c);
+  return std::memcmp(batched.f.data() + int64_t(i) * w, solo.f.data(), size_t(w) * 4) == 0;
+}
+
+bool same_bytes(const Out& a, const Out& b) {
+  return a.f.size() == b.f.size() && a.idx == b.idx &&
+         (a.f.empty() || std::memcmp(a.f.data(), b.f.data(), a.f.size() * 4) == 0);
+}
+
+// ---- controls: decorators of an engine ---------------------------------------------
+
+enum class Plant { split_k_by_batch, planted_row };
+
+class PlantedEngine final : public EngineBackend {
+ public:
+  PlantedEngine(EngineBackend& in, Plant p) : in_(in), plant_(p) {}
+  std::string name() const override { return in_.name(); }
+  bool on_device() const override { return in_.on_device(); }
+  Status scratch(int slot, size_t bytes, void** p) override { return in_.scratch(slot, bytes, p); }
+  Status weights(uint64_t o, const void* h, size_t b, const void** p) override { return in_.weights(o, h, b, p); }
+  Status upload(void* dst, const void* h, size_t b) override { return in_.upload(dst, h, b); }
+  Status download(void* h, const void* src, size_t b) override { return in_.download(h, src, b); }
+  Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
+    KC_RETURN_IF_ERROR(in_.embed(E, v, d, t, n, out));
+    return plant_row(out, n, d);
+  }
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    KC_RETURN_IF_ERROR(in_.rms_norm(x, w, n, dim, eps, out));
+    return plant_row(out, n, dim);
+  }
+  Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
+    if (plant_ == Plant::split_k_by_batch && n > 1 && cols > 1) return split_matmul(W, rows, cols, x, n, y);
+    KC_RETURN_IF_ERROR(in_.matmul(W, rows, cols, x, n, y));
+    return plant_row(y, n, rows);
+  }
+  Status swiglu(const float* g, const float* u, int64_t count, float* out) override {
+    KC_RETURN_IF_ERROR(in_.swiglu(g, u, count, out));
+    // The element in the middle of the launch (a row of the batch, another element alone).
+    return plant_ == Plant::planted_row && count > 1 ? plant_row(out + count / 2, 1, 0, true) : Status::Ok();
+  }
+  Status add(float* h, const float* t, int64_t count) override { return in_.add(h, t, count); }
+  Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
+                int64_t vocab, float* out) override {
+    KC_RETURN_IF_ERROR(in_.logits(h, sel, m, dim, norm, eps, W, vocab, out));
+    return plant_row(out, m, vocab);
+  }
+  Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
+    KC_RETURN_IF_ERROR(in_.argmax(x, n, len, out));
+    if (plant_ != Plant::planted_row || n < 2) return Status::Ok();
+    int32_t v;
+    KC_RETURN_IF_ERROR(in_.download(&v, out + (n - 1) / 2, 4));
+    v = int32_t((v + 1) % len);
+    return in_.upload(out + (n - 1) / 2, &v, 4);
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
+                    const float* v, float* qo) override {
+    return in_.rope_store(c, p, r, n, q, k, v, qo);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
+                   const float* q, float* o) override {
+    return in_.attention(c, p, r, n, t, q, o);
+  }
+  Status hold(Cache& c) override { return in_.hold(c); }
+  Status release(Cache& c) override { return in_.release(c); }
+
+ private:
+  // Row (n-1)/2 of a batch of n > 1: its first element one ulp up.
+  Status plant_row(float* out, int n, int64_t width, bool always = false) {
+    if (plant_ != Plant::planted_row || (n < 2 && !always)) return Status::Ok();
+    float* at = out + int64_t((n - 1) / 2) * width;
+    float v;
+    KC_RETURN_IF_ERROR(in_.download(&v, at, 4));
+    v = std::nextafter(v, std::numeric_limits<float>::infinity());
+    return in_.upload(at, &v, 4);
+  }
+  // y = W[:, :h] x[:, :h] + W[:, h:] x[:, h:], h = cols / 2: the reduction split in two
+  // (what a split-K launch chosen for a larger batch does).
+  Status split_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) {
+    const int64_t h = cols / 2, h2 = cols - h;
+    std::vector<uint16_t> Wh(size_t(rows * cols)), W1(size_t(rows * h)), W2(size_t(rows * h2));
+    std::vector<float> xh(size_t(n) * cols), x1(size_t(n) * h), x2(size_t(n) * h2);
+    KC_RETURN_IF_ERROR(in_.download(Wh.data(), W, Wh.size() * 2));
+    KC_RETURN_IF_ERROR(in_.download(xh.data(), x, xh.size() * 4));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(&W1[size_t(r * h)], &Wh[size_t(r * cols)], size_t(h) * 2);
+      std::memcpy(&W2[size_t(r * h2)], &Wh[size_t(r * cols + h)], size_t(h2) * 2);
+    }
+    for (int i = 0; i < n; ++i) {
+      std::memcpy(&x1[size_t(i) * h], &xh[size_t(i) * cols], size_t(h) * 4);
+      std::memcpy(&x2[size_t(i) * h2], &xh[size_t(i) * cols + h], size_t(h2) * 4);
+    }
+    void *pW1, *pW2, *px1, *px2, *pt;
+    KC_RETURN_IF_ERROR(in_.scratch(16, W1.size() * 2, &pW1));
+    KC_RETURN_IF_ERROR(in_.scratch(17, W2.size() * 2, &pW2));
+    KC_RETURN_IF_ERROR(in_.scratch(18, x1.size() * 4, &px1));
+    KC_RETURN_IF_ERROR(in_.scratch(19, x2.size() * 4, &px2));
+    KC_RETURN_IF_ERROR(in_.scratch(20, size_t(n) * rows * 4, &pt));
+    KC_RETURN_IF_ERROR(in_.upload(pW1, W1.data(), W1.size() * 2));
+    KC_RETURN_IF_ERROR(in_.upload(pW2, W2.data(), W2.size() * 2));
+    KC_RETURN_IF_ERROR(in_.upload(px1, x1.data(), x1.size() * 4));
+    KC_RETURN_IF_ERROR(in_.upload(px2, x2.data(), x2.size() * 4));
+    KC_RETURN_IF_ERROR(in_.matmul(static_cast<uint16_t*>(pW1), rows, h, static_cast<float*>(px1), n, y));
+    KC_RETURN_IF_ERROR(in_.matmul(static_cast<uint16_t*>(pW2), rows, h2, static_cast<float*>(px2), n, static_cast<float*>(pt)));
+    return in_.add(y, static_cast<float*>(pt), int64_t(n) * rows);
+  }
+
+  EngineBackend& in_;
+  Plant plant_;
+};
+
+
+// ---- refusals: every kernel argument at the edges of its range ----------------------
+
+enum class RefusalPlant { none, accepts_one_past, unnamed_refusal, writes_then_refuses };
+
+// The controls of the refusals gate: a refusal turned into success, a refusal whose
+// message names nothing, or one output float written before the refusal.
+class RefusalPlantEngine final : public EngineBackend {
+ public:
+  RefusalPlantEngine(EngineBackend& in, RefusalPlant p) : in_(in), plant_(p) {}
+  std::string name() const override { return in_.name(); }
+  bool on_device() const override { return in_.on_device(); }
+  Status scratch(int slot, size_t bytes, void** p) override { return in_.scratch(slot, bytes, p); }
+  Status weights(uint64_t o, const void* h, size_t b, const void** p) override { return in_.weights(o, h, b, p); }
+  Status upload(void* dst, const void* h, size_t b) override { return in_.upload(dst, h, b); }
+  Status download(void* h, const void* src, size_t b) override { return in_.download(h, src, b); }
+  Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
+    return after(out, [&] { return in_.embed(E, v, d, t, n, out); });
+  }
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    return after(out, [&] { return in_.rms_norm(x, w, n, dim, eps, out); });
+  }
+  Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
+    return after(y, [&] { return in_.matmul(W, rows, cols, x, n, y); });
+  }
+  Status swiglu(const float* g, const float* u, int64_t count, float* out) override {
+    return after(out, [&] { return in_.swiglu(g, u, count, out); });
+  }
+  Status add(float* h, const float* t, int64_t count) override {
+    return after(h, [&] { return in_.add(h, t, count); });
+  }
+  Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
+                int64_t vocab, float* out) override {
+    return after(out, [&] { return in_.logits(h, sel, m, dim, norm, eps, W, vocab, out); });
+  }
+  Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
+    return after(out, [&] { return in_.argmax(x, n, len, out); });
+  }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
+                    const float* v, float* qo) override {
+    return in_.rope_store(c, p, r, n, q, k, v, qo);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
+                   const float* q, float* o) override {
+    return in_.attention(c, p, r, n, t, q, o);
+  }
+  Status hold(Cache& c) override { return in_.hold(c); }
+  Status release(Cache& c) override { return in_.release(c); }
+
+ private:
+  template <class F>
+  Status after(void* out, F call) {
+    Status st = call();
+    if (st.ok) return st;
+    switch (plant_) {
+      case RefusalPlant::accepts_one_past: return Status::Ok();
+      case RefusalPlant::unnamed_refusal: return Status::Error("refused");
+      case RefusalPlant::writes_then_refuses:
+        if (out) {
+          const float one = 1.0f;
+          KC_RETURN_IF_ERROR(in_.upload(out, &one, 4));
+        }
+        return st;
+      case RefusalPlant::none: break;
+    }
+    return st;
+  }
+  EngineBackend& in_;
+  RefusalPlant plant_;
+};
+
+// One call at an edge: the kernel, the argument at its edge, valid or not, the call.
+struct Probe {
+  std::string op, arg;
+  bool valid;
+  std::function<Status(EngineBackend&)> call;
+};
+
+void refusals_gate(Run& run, EngineBackend& eb) {
+  const std::string line = "rows-invariant(refusals)";
+  // Inputs (small, valid) and an output region filled with a canary.
+  constexpr size_t kFloats = 64;
+  void *px, *pw, *pW, *pt, *po;
+  std::vector<float> xs(kFloats, 0.5f), canary(kFloats);
+  std::vector<uint16_t> Ws(kFloats, 0x3f80);  // bf16 1.0
+  std::vector<int32_t> toks(kFloats, 0);
+  std::memset(canary.data(), 0x7f, canary.size() * 4);
+  Status st = eb.scratch(0, kFloats * 4, &px);
+  if (st.ok) st = eb.scratch(1, kFloats * 4, &pw);
+  if (st.ok) st = eb.scratch(2, kFloats * 2, &pW);
+  if (st.ok) st = eb.scratch(4, kFloats * 4, &pt);
+  if (st.ok) st = eb.scratch(3, kFloats * 4, &po);
+  if (st.ok) st = eb.upload(px, xs.data(), kFloats * 4);
+  if (st.ok) st = eb.upload(pw, xs.data(), kFloats * 4);
+  if (st.ok) st = eb.upload(pW, Ws.data(), kFloats * 2);
+  if (st.ok) st = eb.upload(pt, toks.data(), kFloats * 4);
+  if (!st.ok) {
+    run.error(line, st.message);
+    return;
+  }
+  float* x = static_cast<float*>(px);
+  float* w = static_cast<float*>(pw);
+  const uint16_t* W = static_cast<uint16_t*>(pW);
+  const int32_t* t = static_cast<int32_t*>(pt);
+  float* o = static_cast<float*>(po);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Probe> probes = {
+      {"embed", "vocab", true, [=](EngineBackend& e) { return e.embed(W, 1, 4, t, 2, o); }},
+      {"embed", "vocab", false, [=](EngineBackend& e) { return e.embed(W, 0, 4, t, 2, o); }},
+      {"embed", "dim", true, [=](EngineBackend& e) { return e.embed(W, 3, 1, t, 2, o); }},
+      {"embed", "dim", false, [=](EngineBackend& e) { return e.embed(W, 3, 0, t, 2, o); }},
+      {"embed", "n", true, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, 0, o); }},
+      {"embed", "n", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, -1, o); }},
+      {"embed", "out", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, t, 1, nullptr); }},
+      {"rms_norm", "dim", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 1, 1e-6f, o); }},
+      {"rms_norm", "dim", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 0, 1e-6f, o); }},
+      {"rms_norm", "n", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 0, 4, 1e-6f, o); }},
+      {"rms_norm", "n", false, [=](EngineBackend& e) { return e.rms_norm(x, w, -1, 4, 1e-6f, o); }},
+      {"rms_norm", "eps", true, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, 0.0f, o); }},
+      {"rms_norm", "eps", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, -1e-30f, o); }},
+      {"rms_norm", "eps", false, [=](EngineBackend& e) { return e.rms_norm(x, w, 2, 4, nan, o); }},
+      {"rms_norm", "x", false, [=](EngineBackend& e) { return e.rms_norm(nullptr, w, 2, 4, 1e-6f, o); }},
+      {"matmul", "rows", true, [=](EngineBackend& e) { return e.matmul(W, 1, 4, x, 2, o); }},
+      {"matmul", "rows", false, [=](EngineBackend& e) { return e.matmul(W, 0, 4, x, 2, o); }},
+      {"matmul", "cols", true, [=](EngineBackend& e) { return e.matmul(W, 3, 1, x, 2, o); }},
+      {"matmul", "cols", false, [=](EngineBackend& e) { return e.matmul(W, 3, 0, x, 2, o); }},
+      {"matmul", "n", true, [=](EngineBackend& e) { return e.matmul(W, 3, 4, x, 0, o); }},
+      {"matmul", "n", false, [=](EngineBackend& e) { return e.matmul(W, 3, 4, x, -1, o); }},
+      {"matmul", "W", false, [=](EngineBackend& e) { return e.matmul(nullptr, 3, 4, x, 2, o); }},
+      {"swiglu", "count", true, [=](EngineBackend& e) { return e.swiglu(x, w, 0, o); }},
+      {"swiglu", "count", false, [=](EngineBackend& e) { return e.swiglu(x, w, -1, o); }},
+      {"swiglu", "up", false, [=](EngineBackend& e) { return e.swiglu(x, nullptr, 4, o); }},
+      {"add", "count", true, [=](EngineBackend& e) { return e.add(o, x, 0); }},
+      {"add", "count", false, [=](EngineBackend& e) { return e.add(o, x, -1); }},
+      {"add", "t", false, [=](EngineBackend& e) { return e.add(o, nullptr, 4); }},
+      {"argmax", "len", true, [=](EngineBackend& e) { return e.argmax(x, 2, 1, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "len", false, [=](EngineBackend& e) { return e.argmax(x, 2, 0, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "n", true, [=](EngineBackend& e) { return e.argmax(x, 0, 4, reinterpret_cast<int32_t*>(o)); }},
+      {"argmax", "n", false, [=](EngineBackend& e) { return e.argmax(x, -1, 4, reinterpret_cast<int32_t*>(o)); }},
+  };
+  const int32_t sel0[2] = {0, 1}, selneg[2] = {0, -1};
+  auto logits = [=](int m, int dim, float eps, int64_t vocab, const int32_t* sel) {
+    return [=](EngineBackend& e) { return e.logits(x, sel, m, dim, w, eps, W, vocab, o); };
+  };
+  probes.push_back({"logits", "vocab", true, logits(2, 4, 1e-6f, 1, sel0)});
+  probes.push_back({"logits", "vocab", false, logits(2, 4, 1e-6f, 0, sel0)});
+  probes.push_back({"logits", "dim", true, logits(2, 1, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "dim", false, logits(2, 0, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "m", true, logits(0, 4, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "m", false, logits(-1, 4, 1e-6f, 3, sel0)});
+  probes.push_back({"logits", "sel", false, logits(2, 4, 1e-6f, 3, selneg)});
+  probes.push_back({"logits", "eps", false, logits(2, 4, -1.0f, 3, sel0)});
+  if (!eb.on_device()) {  // tokens in host memory: the host engine checks their range
+    static const int32_t last[1] = {2}, past[1] = {3}, neg[1] = {-1};
+    probes.push_back({"embed", "tokens", true, [=](EngineBackend& e) { return e.embed(W, 3, 4, last, 1, o); }});
+    probes.push_back({"embed", "tokens", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, past, 1, o); }});
+    probes.push_back({"embed", "tokens", false, [=](EngineBackend& e) { return e.embed(W, 3, 4, neg, 1, o); }});
+  }
+  for (const Probe& p : probes) {
+    const std::string at = line + " " + p.op + "(" + p.arg + (p.valid ? ", last valid)" : ", first invalid)");
+    std::vector<float> after(kFloats);
+    Status s2 = eb.upload(po, canary.data(), kFloats * 4);
+    const Status got = s2.ok ? p.call(eb) : s2;
+    if (s2.ok) s2 = eb.download(after.data(), po, kFloats * 4);
+    if (!s2.ok) {
+      run.error(at, s2.message);
+      continue;
+    }
+    if (p.valid) {
+      run.check("refusals", got.ok, at, got.ok ? "" : "refused: " + got.message);
+      continue;
+    }
+    const bool named = got.message.find(p.op + ": " + p.arg) != std::string::npos;
+    const bool untouched = std::memcmp(after.data(), canary.data(), kFloats * 4) == 0;
+    run.check("refusals", !got.ok && named && untouched, at,
+              got.ok ? "accepted" : !named ? "refusal does not name " + p.arg + ": " + got.message : "output written");
+  }
+}
+
+// ---- the body -----------------------------------------------------------------------
+
+void check_reference(Run& run, const Case& c, const Data& d, const Out& got, const std::string& line) {
+  const int n = c.n;
+  auto ratio_gate = [&](const char* gate, const ref::EngineRef& r) {
+    double worst = 0;
+    std::string detail;
+    for (size_t e = 0; e < r.value.size(); ++e) {
+      const double err = std::fabs(double(got.f[e]) - r.value[e]);
+      const double ratio = r.bound[e] > 0 ? err / r.bound[e] : (err == 0 ? 0 : INFINITY);
+      if (worse_ratio(ratio, worst)) {
+        worst = ratio;
+        std::ostringstream s;
+        s << "element " << e << ": got " << got.f[e] << ", float64 " << r.value[e] << ", bound " << r.bound[e];
+        detail = s.str();
+      }
+    }
+    run.check_ratio(gate, worst, line, detail);
+  };
+  switch (c.op) {
+    case Op::matmul: ratio_gate("matmul-bound", ref::matmul_ref(d.W.data(), c.a, c.b, d.x.data(), n)); break;
+    case Op::rms_norm: ratio_gate("rms_norm-bound", ref::rms_norm_ref(d.x.data(), d.w.data(), n, int(c.a), d.eps)); break;
+    case Op::swiglu: ratio_gate("swiglu-bound", ref::swiglu_ref(d.x.data(), d.w.data(), int64_t(n) * c.a)); break;
+    case Op::logits: {
+      std::vector<int32_t> sel(n);
+      for (int j = 0; j < n; ++j) sel[j] = j;
+      ratio_gate("logits-bound", ref::logits_ref(d.x.data(), sel, int(c.b), d.w.data(), d.eps, d.W.data(), c.a));
+      break;
+    }
+    case Op::embed: {
+      const ref::EngineRef r = ref::embed_ref(d.W.data(), c.b, d.tokens.data(), n);
+      int64_t bad = 0;
+      for (size_t e = 0; e < r.value.size(); ++e) bad += double(got.f[e]) != r.value[e];
+      run.check("embed==reference", bad == 0, line, std::to_string(bad) + " elements differ");
+      break;
+    }
+    case Op::argmax: {
+      const std::vector<int32_t> want = ref::argmax_ref(d.x.data(), n, c.a);
+      int bad = -1;
+      for (int i = 0; i < n && bad < 0; ++i)
+        if (got.idx[size_t(i)] != want[size_t(i)]) bad = i;
+      run.check("argmax==reference", bad < 0, line,
+                bad < 0 ? "" : "row " + std::to_string(bad) + ": got " + std::to_string(got.idx[size_t(bad)]) +
+                                   ", reference " + std::to_string(want[size_t(bad)]));
+      break;
+    }
+  }
+}
+
+// The cases of a run (or of a control: `only` limits the kernels, `max_cases` the count).
+void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vector<Op>& only, int max_cases,
+               bool reference) {
+  int done = 0;
+  int64_t swiglu_twin_diff = 0, swiglu_values = 0;
+  for (int i = 0; i < run.cases && done < max_cases; ++i) {
+    const Case c = make_case(run.seed, i);
+    if (!only.empty() && std::find(only.begin(), only.end(), c.op) == only.end()) continue;
+    if (c.n < 2 && run.in_control) continue;  // a control needs a batch
+    const std::string line = c.line();
+    if (!run.selected(line)) continue;
+    ++done;
+    const Data d = make_data(c);
+    Out batched, again;
+    Status st = launch(eb, c, d, 0, c.n, &batched);
+    if (st.ok) st = launch(eb, c, d, 0, c.n, &again);
+    if (!st.ok) {
+      run.error(line, st.message);
+      continue;
+    }
+    run.check("repeats", same_bytes(batched, again), line);
+    int bad_row = -1;
+    for (int r = 0; r < c.n; ++r) {
+      Out solo;
+      st = launch(eb, c, d, r, 1, &solo);
+      if (!st.ok) {
+        run.error(line, st.message);
+        break;
+      }
+      if (bad_row < 0 && !same_row(c, batched, r, solo)) bad_row = r;
+    }
+    if (!st.ok) continue;
+    run.check("rows==solo", bad_row < 0, line,
+              bad_row < 0 ? "" : "row " + std::to_string(bad_row) + " of " + std::to_string(c.n) + " differs from it alone");
+    if (reference) check_reference(run, c, d, batched, line);
+    if (twin) {
+      Out host;
+      st = launch(*twin, c, d, 0, c.n, &host);
+      if (!st.ok) {
+        run.error(line, "host twin: " + st.message);
+        continue;
+      }
+      if (c.op == Op::swiglu) {
+        for (size_t e = 0; e < host.f.size(); ++e)
+          swiglu_twin_diff += std::memcmp(&host.f[e], &batched.f[e], 4) != 0;
+        swiglu_values += int64_t(host.f.size());
+      } else {
+        run.check("device==host-twin", same_bytes(batched, host), line);
+      }
+    }
+  }
+  if (twin && !run.in_control) {
+    run.numbers["swiglu_device_values_differing_from_twin"] = swiglu_twin_diff;
+    run.numbers["swiglu_values_compared"] = swiglu_values;
+  }
+}
+
+void rows_invariant_body(Run& run) {
+  run.declare("rows==solo", "every row of a batched launch (batch 1..64) has the bytes of the same row launched alone");
+  run.declare("repeats", "the batched launch twice gives the same bytes");
+  run.declare("embed==reference", "embedding rows equal the float64 reference exactly");
+  run.declare("argmax==reference", "argmax is the lowest index of the largest non-NaN value (all NaN: 0)");
+  run.declare("rms_norm-bound", "RMSNorm within 0.5 gamma_{ceil(K/8)+5} + gamma_4 relative per element (reference/engine_ref.h)");
+  run.declare("matmul-bound", "bf16 x fp32 product within gamma_{ceil(K/8)+3} sum|w x| (reference/engine_ref.h)");
+  run.declare("swiglu-bound", "SwiGLU within kExpErr + gamma_3 relative (reference/engine_ref.h)");
+  run.declare("logits-bound", "final RMSNorm + head product within (gamma_m (1 + rho) + rho) sum|W y|");
+  run.declare("refusals",
+              "every engine kernel argument at its range's edges: the last valid value accepted, the first invalid "
+              "refused naming the argument, the output untouched");
+  run.device_gate("device==host-twin",
+                  "the device kernels' bytes equal the host twin's (every kernel but SwiGLU: CUDA expf; bound-gated)");
+  EngineBackend* eb = run.be.engine();
+  if (!eb) {
+    run.error("rows-invariant", "backend " + run.be.name() + " has no engine kernels");
+    return;
+  }
+  EngineBackend* twin = run.twin ? run.twin->engine() : nullptr;
+  run_cases(run, *eb, twin, {}, run.cases, true);
+  refusals_gate(run, *eb);
+  run.control("batch-split-k", "the matrix product splits K in two when the batch has more than one row",
+              [](Run& r) {
+                PlantedEngine pe(*r.be.engine(), Plant::split_k_by_batch);
+                run_cases(r, pe, nullptr, {Op::matmul}, 8, false);
+              });
+  run.control("planted-row", "one row of every batched launch one ulp off (argmax: one index off)", [](Run& r) {
+    PlantedEngine pe(*r.be.engine(), Plant::planted_row);
+    run_cases(r, pe, nullptr, {}, 12, false);
+  });
+  run.control("accepts-one-past", "a refused engine call returns Ok instead", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::accepts_one_past);
+    refusals_gate(r, pe);
+  });
+  run.control("unnamed-refusal", "a refusal's message names no argument", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::unnamed_refusal);
+    refusals_gate(r, pe);
+  });
+  run.control("writes-then-refuses", "one output float written before a refusal", [](Run& r) {
+    RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::writes_then_refuses);
+    refusals_gate(r, pe);
+  });
+}
+
+}  // namespace
+
+ContractDef rows_invariant_contract() {
+  return {"rows-invariant",
+          "engine kernels (embedding, RMSNorm, bf16 product, SwiGLU, logits, argmax): a row's bytes never depend on "
+          "its batch; each within its float64 bound",
+          96, rows_invariant_body};
+}
+
+}  // namespace kc

@@ -1,0 +1,98 @@
+// EngineBackend: the engine kernels (embedding, RMSNorm, bf16-weight matrix product,
+// SwiGLU, residual add, logits, greedy argmax) and the KV steps of a forward, on buffers
+// that live in the backend's own memory (host memory on cpu, device memory on cuda), so
+// a forward keeps its activations where its kernels run. A Backend hands out its engine
+// through Backend::engine(); make_host_engine wraps any Backend (a test's decorator) with
+// the host twins.
+//
+// Pointers: every float / uint16_t / int32_t pointer argument of a kernel is in this
+// backend's memory (from scratch() or weights()), except the small row tables named
+// "host" (RopeRow, AttnRow, tails, selected rows), which the call copies itself.
+//
+// The cache (residency): a Cache passed to rope_store / attention is copied to the device
+// and back around each call (the host image stays current), unless it is held: hold(c)
+// puts it on the device once; while held, every operation of the owning Backend on `c`
+// (rope_store, attention, encode/decode_rows, keep, pack, unpack) works on the device copy
+// without copying the cache, and the host image is stale; release(c) copies it back and
+// ends the hold. The cpu backend holds nothing (its image is the cache).
+//
+// Batch invariance: every kernel computes each output row from its own input row in the
+// order of kernels/engine/rows.h; nothing splits a reduction by the batch.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/params.h"
+#include "kernels/attention/rows.h"
+#include "kernels/layout/cache.h"
+#include "kernels/layout/status.h"
+
+namespace kc {
+
+class Backend;
+
+class EngineBackend {
+ public:
+  virtual ~EngineBackend() = default;
+  virtual std::string name() const = 0;
+  // True when pointers are device pointers (cuda).
+  virtual bool on_device() const = 0;
+
+  // Memory. scratch: a grow-only buffer of at least `bytes` for slot 0..kScratchSlots-1,
+  // kept across calls (contents kept while it does not grow). weights: `bytes` of host
+  // memory at `host`, owned by `owner` (a model), in this backend's memory: uploaded on
+  // first use and kept for the backend's life (the host bytes must not change); on cpu
+  // the host pointer itself.
+  static constexpr int kScratchSlots = 24;
+  virtual Status scratch(int slot, size_t bytes, void** p) = 0;
+  virtual Status weights(uint64_t owner, const void* host, size_t bytes, const void** p) = 0;
+  // Copies between the host and this backend's memory; download returns once the bytes
+  // are on the host (and so waits for every kernel enqueued before it).
+  virtual Status upload(void* dst, const void* host, size_t bytes) = 0;
+  virtual Status download(void* host, const void* src, size_t bytes) = 0;
+
+  // Kernels (see kernels/engine/twin.h for the layouts).
+  virtual Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) = 0;
+  virtual Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) = 0;
+  virtual Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) = 0;
+  virtual Status swiglu(const float* gate, const float* up, int64_t count, float* out) = 0;
+  // h[i] += t[i] (fp32, one rounding), count elements.
+  virtual Status add(float* h, const float* t, int64_t count) = 0;
+  // out[j][:] = W . RMSNorm(h[sel[j]]; norm) for j < m (sel: host array of row indices).
+  virtual Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,
+                        const uint16_t* W, int64_t vocab, float* out) = 0;
+  virtual Status argmax(const float* x, int n, int64_t len, int32_t* out) = 0;
+
+  // KV steps of a forward (Backend::rope_store / Backend::attention with q, k, v, out in
+  // this backend's memory; rows and tails on the host).
+  virtual Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                            const float* v, float* q_out) = 0;
+  virtual Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n,
+                           const std::vector<int32_t>& tails, const float* q, float* out) = 0;
+
+  // Residency (see above). hold refuses a second cache while one is held.
+  virtual Status hold(Cache& c) = 0;
+  virtual Status release(Cache& c) = 0;
+};
+
+// The host twins over host memory, the KV steps through `kv` (which must outlive it).
+std::unique_ptr<EngineBackend> make_host_engine(Backend& kv);
+
+// Argument checks shared by the implementations (kernels/engine/validate.cpp): sizes at
+// least 1 (row counts at least 0), eps finite and >= 0, no null pointer a call would
+// touch, logits' sel entries >= 0. A refusal names the kernel, the argument and its value
+// and comes before anything is written. Token ranges are checked by the host engine
+// (tokens in host memory) and by Model::forward_rows before any engine runs.
+Status validate_embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, const float* out);
+Status validate_rms_norm(const float* x, const float* w, int n, int dim, float eps, const float* out);
+Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y);
+Status validate_swiglu(const float* gate, const float* up, int64_t count, const float* out);
+Status validate_add(const float* h, const float* t, int64_t count);
+Status validate_logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,
+                       const uint16_t* W, int64_t vocab, const float* out);
+Status validate_argmax(const float* x, int n, int64_t len, const int32_t* out);
+
+}  // namespace kc

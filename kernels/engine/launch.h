@@ -1,0 +1,21 @@
+// Launchers of the engine kernels (kernels.cu): device pointers in, enqueued on the
+// caller's stream, Status out (launch errors; the caller finishes its stream).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/backend/cuda_check.h"
+
+namespace kc {
+Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens, int n, float* out, cudaStream_t s);
+Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s);
+Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
+                            cudaStream_t s);
+Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
+Status launch_engine_add(float* h, const float* t, int64_t count, cudaStream_t s);
+// RMSNorm of the rows h[sel[j]] into out[j] (tmp for the logits' matrix product).
+Status launch_engine_gather_norm(const float* h, const int32_t* sel, int m, int dim, const float* w, float eps,
+                                 float* out, cudaStream_t s);
+Status launch_engine_argmax(const float* x, int n, int64_t len, int32_t* out, cudaStream_t s);
+}  // namespace kc

@@ -1,0 +1,93 @@
+// Argument checks of the engine kernels, shared by every engine: a refusal names the
+// kernel, the argument and its value, and comes before anything is written.
+#include <cmath>
+#include <string>
+
+#include "kernels/engine/engine_backend.h"
+
+namespace kc {
+namespace {
+
+Status at_least(const char* op, const char* arg, int64_t v, int64_t lo) {
+  if (v >= lo) return Status::Ok();
+  return Status::Error(std::string(op) + ": " + arg + " " + std::to_string(v) + ": must be at least " + std::to_string(lo));
+}
+
+// A pointer the call reads or writes (work > 0) must not be null.
+Status present(const char* op, const char* arg, const void* p, int64_t work) {
+  if (p || work <= 0) return Status::Ok();
+  return Status::Error(std::string(op) + ": " + arg + ": null pointer");
+}
+
+Status eps_ok(const char* op, float eps) {
+  if (std::isfinite(eps) && eps >= 0.0f) return Status::Ok();
+  return Status::Error(std::string(op) + ": eps " + std::to_string(eps) + ": must be finite and not negative");
+}
+
+}  // namespace
+
+Status validate_embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, const float* out) {
+  KC_RETURN_IF_ERROR(at_least("embed", "vocab", vocab, 1));
+  KC_RETURN_IF_ERROR(at_least("embed", "dim", dim, 1));
+  KC_RETURN_IF_ERROR(at_least("embed", "n", n, 0));
+  KC_RETURN_IF_ERROR(present("embed", "E", E, n));
+  KC_RETURN_IF_ERROR(present("embed", "tokens", tokens, n));
+  return present("embed", "out", out, n);
+}
+
+Status validate_rms_norm(const float* x, const float* w, int n, int dim, float eps, const float* out) {
+  KC_RETURN_IF_ERROR(at_least("rms_norm", "dim", dim, 1));
+  KC_RETURN_IF_ERROR(at_least("rms_norm", "n", n, 0));
+  KC_RETURN_IF_ERROR(eps_ok("rms_norm", eps));
+  KC_RETURN_IF_ERROR(present("rms_norm", "x", x, n));
+  KC_RETURN_IF_ERROR(present("rms_norm", "w", w, n));
+  return present("rms_norm", "out", out, n);
+}
+
+Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y) {
+  KC_RETURN_IF_ERROR(at_least("matmul", "rows", rows, 1));
+  KC_RETURN_IF_ERROR(at_least("matmul", "cols", cols, 1));
+  KC_RETURN_IF_ERROR(at_least("matmul", "n", n, 0));
+  KC_RETURN_IF_ERROR(present("matmul", "W", W, n));
+  KC_RETURN_IF_ERROR(present("matmul", "x", x, n));
+  return present("matmul", "y", y, n);
+}
+
+Status validate_swiglu(const float* gate, const float* up, int64_t count, const float* out) {
+  KC_RETURN_IF_ERROR(at_least("swiglu", "count", count, 0));
+  KC_RETURN_IF_ERROR(present("swiglu", "gate", gate, count));
+  KC_RETURN_IF_ERROR(present("swiglu", "up", up, count));
+  return present("swiglu", "out", out, count);
+}
+
+Status validate_add(const float* h, const float* t, int64_t count) {
+  KC_RETURN_IF_ERROR(at_least("add", "count", count, 0));
+  KC_RETURN_IF_ERROR(present("add", "h", h, count));
+  return present("add", "t", t, count);
+}
+
+Status validate_logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,
+                       const uint16_t* W, int64_t vocab, const float* out) {
+  KC_RETURN_IF_ERROR(at_least("logits", "vocab", vocab, 1));
+  KC_RETURN_IF_ERROR(at_least("logits", "dim", dim, 1));
+  KC_RETURN_IF_ERROR(at_least("logits", "m", m, 0));
+  KC_RETURN_IF_ERROR(eps_ok("logits", eps));
+  KC_RETURN_IF_ERROR(present("logits", "h", h, m));
+  KC_RETURN_IF_ERROR(present("logits", "sel", sel, m));
+  KC_RETURN_IF_ERROR(present("logits", "norm", norm, m));
+  KC_RETURN_IF_ERROR(present("logits", "W", W, m));
+  KC_RETURN_IF_ERROR(present("logits", "out", out, m));
+  for (int j = 0; j < m; ++j)  // sel is a host array
+    if (sel[j] < 0)
+      return Status::Error("logits: sel[" + std::to_string(j) + "] " + std::to_string(sel[j]) + ": must be at least 0");
+  return Status::Ok();
+}
+
+Status validate_argmax(const float* x, int n, int64_t len, const int32_t* out) {
+  KC_RETURN_IF_ERROR(at_least("argmax", "len", len, 1));
+  KC_RETURN_IF_ERROR(at_least("argmax", "n", n, 0));
+  KC_RETURN_IF_ERROR(present("argmax", "x", x, n));
+  return present("argmax", "out", out, n);
+}
+
+}  // namespace kc
