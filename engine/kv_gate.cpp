@@ -1,4 +1,5 @@
 #include "engine/kv_gate.h"
+#include "kernels/engine/engine_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -429,6 +430,18 @@ Status run_arm(const Model& m, Backend& be, const KvFixture& fx, const std::vect
   if (probe_cap > 0) lanes.push_back(LaneSpec{int32_t(probe_cap), 0});
   Cache c;
   KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), lanes, &c));
+  // The cache stays on the device for the whole arm (cuda; cpu holds nothing): no forward
+  // copies it. A planting decorator has no engine of its own, so its arms copy per call and
+  // the plant sees the host image.
+  EngineBackend* eb = be.engine();
+  if (eb) KC_RETURN_IF_ERROR(eb->hold(c));
+  struct Release {
+    EngineBackend* eb;
+    Cache& c;
+    ~Release() {
+      if (eb) (void)eb->release(c);
+    }
+  } release_at_exit{eb, c};
   out->lane_bytes = m.kv_layout().kv_bytes(uint64_t(end));
   out->logits.assign(depths.size(), {});
   out->decode_tok_s.assign(depths.size(), 0.0);
