@@ -142,6 +142,23 @@ KC_HD float mx_value(uint8_t nibble, uint8_t ebyte) {
   return v;
 }
 
+// Attention's reading of an element (the fma partial's conv4, codec below): half the
+// group's scale, 2^(e-1) (exact: 2^-128 at e = -127 is an fp32 subnormal; NaN for 0xFF),
+// times 2 |E2M1| (an integer 0..12, exact in fp32), with the nibble's sign: the exact
+// E2M1 * 2^e of mx_value; an overflow (only e = 126) saturates to +-FLT_MAX as mx_value
+// does. A NaN group gives NaNs (not necessarily the canonical one). Equal to mx_value for
+// all 16 x 256 (nibble, exponent byte) pairs (tests/kernels/codecs/mxfp4_test.cpp).
+KC_HD float mx_half_scale(uint8_t ebyte) {
+  if (ebyte == kE8M0NaN) return bits_float(0x7FC00000u);
+  return ebyte >= 2 ? bits_float(uint32_t(ebyte - 1) << 23) : bits_float(0x00200000u << ebyte);
+}
+KC_HD float mx_attn_value(uint32_t nibble, float half_scale) {
+  const uint32_t mag2 = (0xC8643210u >> (4 * (nibble & 7u))) & 15u;  // 2 |E2M1|: 0 1 2 3 4 6 8 12
+  float v = (bits_float(0x4B000000u | mag2) - 8388608.0f) * half_scale;
+  v = (float_bits(v) & 0x7FFFFFFFu) == 0x7F800000u ? FLT_MAX : v;
+  return bits_float(float_bits(v) | ((nibble & 8u) << 28));
+}
+
 // A whole group (the host twin's unit): 32 values -> 16 code bytes and one exponent.
 KC_HD void mx_encode_group(const float* x, uint8_t* codes, uint8_t* ebyte) {
   float amax = 0.0f;
@@ -257,11 +274,8 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
     }
   }
   // Attention's element access (partial_fma.cu; the tensor-core partial does not take
-  // mxfp4). Four nibbles are 16 bits; elem_scale gives half the group's scale, 2^(e-1)
-  // (exact: 2^-128 at e = -127 is an fp32 subnormal; NaN for the exponent byte 0xFF), and
-  // an element is (2 |E2M1|, an integer 0..12, exact in fp32) * 2^(e-1) with the nibble's
-  // sign: the exact E2M1 * 2^e of mx_value, an overflow (only e = 126) saturated to
-  // +-FLT_MAX as mx_value does. A NaN group gives NaNs (not necessarily canonical ones).
+  // mxfp4): four nibbles are 16 bits; elem_scale is mx_half_scale of the group's exponent
+  // byte and conv4 mx_attn_value of each nibble (mx_value's values).
   static constexpr int kBytesPer4 = 2;
   static constexpr int kAttnMinBlocks = 3;
   static constexpr int kAttnRawWords = 1;
@@ -281,18 +295,10 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
   }
   __device__ __forceinline__ static void conv4(const Raw4& r, float half_scale, float* out) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const uint32_t nib = (r.w[0] >> (4 * e)) & 15u;
-      const uint32_t mag2 = (0xC8643210u >> (4 * (nib & 7u))) & 15u;  // 2 |E2M1|: 0 1 2 3 4 6 8 12
-      float v = (__uint_as_float(0x4B000000u | mag2) - 8388608.0f) * half_scale;
-      v = fabsf(v) == INFINITY ? FLT_MAX : v;
-      out[e] = __uint_as_float(__float_as_uint(v) | ((nib & 8u) << 28));
-    }
+    for (int e = 0; e < 4; ++e) out[e] = mx_attn_value((r.w[0] >> (4 * e)) & 15u, half_scale);
   }
   __device__ __forceinline__ static float elem_scale(const uint8_t* srow, int e0) {
-    const uint32_t b = __ldg(srow + e0 / 32);
-    if (b == kE8M0NaN) return __uint_as_float(0x7FC00000u);
-    return b >= 2 ? __uint_as_float((b - 1) << 23) : __uint_as_float(0x00200000u << b);
+    return mx_half_scale(__ldg(srow + e0 / 32));
   }
 #endif
 };
