@@ -168,10 +168,18 @@ void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, dou
     std::memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
     for (int j = 0; j < d; ++j) out[j] = double(float(ref::e4m3_value(row[j]) * double(s)));
   } else if (c.lay.format == Format::mxfp4) {  // E2M1 * 2^e (exact), saturated to +-FLT_MAX
+    static const std::array<double, 16> e2m1 = [] {
+      std::array<double, 16> t{};
+      for (int i = 0; i < 16; ++i) t[i] = ref::e2m1_value(uint8_t(i));
+      return t;
+    }();
     const uint8_t* ex = kv_scale(v, layer, kv, head, pos);
-    for (int j = 0; j < d; ++j) {
-      const double x = ref::e2m1_value(uint8_t((row[j / 2] >> (4 * (j % 2))) & 15)) * ref::e8m0_value(ex[j / 32]);
-      out[j] = std::fabs(x) > double(FLT_MAX) ? std::copysign(double(FLT_MAX), x) : x;
+    for (int g = 0; g < d / 32; ++g) {
+      const double s = ref::e8m0_value(ex[g]);
+      for (int j = 32 * g; j < 32 * g + 32; ++j) {
+        const double x = e2m1[(row[j / 2] >> (4 * (j % 2))) & 15] * s;
+        out[j] = std::fabs(x) > double(FLT_MAX) ? std::copysign(double(FLT_MAX), x) : x;
+      }
     }
   } else {  // q4: original space, 2^-2 H (code * s) per group, exact
     const uint8_t* sc = kv_scale(v, layer, kv, head, pos);

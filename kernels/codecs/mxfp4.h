@@ -214,7 +214,19 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
     for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g)
       mx_decode_group(codes + g * (kMxGroup / 2), exps[g], out + g * kMxGroup);
   }
-  static void attn_row(const KvView& v, const RowRef& r, float* out) { decode_row(v, r, out); }
+  // A row as attention reads it, the device's conv4 values (mx_value's, NaN payloads aside).
+  static void attn_row(const KvView& v, const RowRef& r, float* out) {
+    const uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    const uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g) {
+      const float half = mx_half_scale(exps[g]);
+      for (int i = 0; i < kMxGroup / 2; ++i) {
+        const uint8_t b = codes[g * (kMxGroup / 2) + i];
+        out[g * kMxGroup + 2 * i] = mx_attn_value(b & 0xFu, half);
+        out[g * kMxGroup + 2 * i + 1] = mx_attn_value(b >> 4, half);
+      }
+    }
+  }
   KC_HD static void rotate_query(float*, int) {}
   KC_HD static void unrotate_out(float*, int) {}
   // One warp per row. Each lane owns one code byte (an element pair) per step; the 16 lanes
