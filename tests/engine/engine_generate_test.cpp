@@ -186,7 +186,7 @@ TEST(EngineGenerate, BadInputExits2NamingIt) {
   const std::vector<Bad> cases = {
       {dir.file("missing"), "", "bf16", true, 4, 0, "missing"},
       {dir.str(), "", "bf16", true, 4, 0, "config.json"},
-      {kFixture, "", "mxfp4", true, 4, 0, "--kv-cache mxfp4"},
+      {kFixture, "", "int4", true, 4, 0, "--kv-cache int4"},
       {kFixture, "", "bf16", true, 0, 0, "--max-tokens"},
       {kFixture, "", "bf16", false, 4, 0, "exactly one of --prompt"},
       {kFixture, dir.file("nope.txt"), "bf16", false, 4, 0, "nope.txt"},
