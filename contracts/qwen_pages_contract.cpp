@@ -30,6 +30,7 @@
 // dropped from a row's attention; defects at the backend boundary (faulty_backend.h).
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -47,6 +48,7 @@
 #include "reference/attention_ref.h"
 #include "reference/bounds.h"
 #include "reference/e4m3_ref.h"
+#include "reference/mxfp4_ref.h"
 #include "reference/q4_ref.h"
 
 namespace kc {
@@ -111,7 +113,14 @@ QwenCase draw_case(uint64_t seed, int index) {
   const int drawn_chunk = rc::gen::element(64, 128, 256, 100, 1024)(rnd.split(), 50).value();
   const int chunk = index == 2 ? 32 : drawn_chunk;
   const int shape = index < kShapeCount ? index : int(g() % kShapeCount);
-  const Format fmt = index % 3 == 0 ? Format::bf16 : (index % 3 == 1 ? Format::fp8 : Format::q4);
+  // Formats: the first 12 cases three each, spread so that the large positions (cases 2,
+  // 5, 8, 11) take all four and mxfp4 gets head_dim 256 with partial rotary (case 0) and
+  // 64 (case 5); later cases cycle through the four, shifted every four cases so that the
+  // scale-1 cases (index % 4 == 3) cycle too.
+  constexpr Format B = Format::bf16, F8 = Format::fp8, Q4 = Format::q4, MX = Format::mxfp4;
+  constexpr Format kFirst[12] = {MX, F8, Q4, B, F8, MX, B, Q4, F8, B, MX, Q4};
+  constexpr Format kCycle[4] = {B, F8, Q4, MX};
+  const Format fmt = index < 12 ? kFirst[index] : kCycle[(index + index / 4) % 4];
   // Cached lengths aimed at the edges: 1, a chunk minus one, a chunk, a chunk plus one,
   // a page boundary, long ones up to 9,000.
   auto pick = [&](int k) {
@@ -176,6 +185,20 @@ void ref_row(const Cache& c, int lane, int layer, int kv, int head, int pos, dou
     float s;
     std::memcpy(&s, kv_scale(v, layer, kv, head, pos), 4);
     for (int j = 0; j < d; ++j) out[j] = double(float(ref::e4m3_value(row[j]) * double(s)));
+  } else if (c.lay.format == Format::mxfp4) {  // E2M1 * 2^e (exact), saturated to +-FLT_MAX
+    static const std::array<double, 16> e2m1 = [] {
+      std::array<double, 16> t{};
+      for (int i = 0; i < 16; ++i) t[i] = ref::e2m1_value(uint8_t(i));
+      return t;
+    }();
+    const uint8_t* ex = kv_scale(v, layer, kv, head, pos);
+    for (int g = 0; g < d / 32; ++g) {
+      const double s = ref::e8m0_value(ex[g]);
+      for (int j = 32 * g; j < 32 * g + 32; ++j) {
+        const double x = e2m1[(row[j / 2] >> (4 * (j % 2))) & 15] * s;
+        out[j] = std::fabs(x) > double(FLT_MAX) ? std::copysign(double(FLT_MAX), x) : x;
+      }
+    }
   } else {  // q4: original space, 2^-2 H (code * s) per group, exact
     const uint8_t* sc = kv_scale(v, layer, kv, head, pos);
     for (int g = 0; g < d / 32; ++g) {
@@ -493,6 +516,14 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
             double qb;
             if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
             else if (c.fmt == Format::q4) qb = q4b[j];
+            else if (c.fmt == Format::mxfp4) {
+              // mxfp4 store bound (derived): the kernel encodes its fp32 row y32 (|y32 - y| <=
+              // rb) in the group's stored exponent e (from amax(y32): no value clips), and
+              // decoding is exact, so |got - y32| <= h(|y32| / 2^e) 2^e (mxfp4_ref.h: half the
+              // E2M1 gap) and h is nondecreasing: qb = h((|y| + rb) / 2^e) 2^e.
+              const uint8_t eb = kv_scale(su.window.view(lane), 1, kv, h, slot)[j / 32];
+              qb = ref::mxfp4_element_bound(std::fabs(y[j]) + rb, int(eb) - 127);
+            }
             else {
               // The reference's scale, not the stored one: the bound's saturation term
               // max(0, |y| - 448 s) then allows only what the reference's own scale saturates
@@ -1061,6 +1092,7 @@ void qwen_pages_body(Run& run) {
     run_case(r, r.be, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
     run_case(r, r.be, control_case(0, Format::fp8, 128, 64, 1000, 2, 108), Plant::dropped_key);
     run_case(r, r.be, control_case(1, Format::q4, 48, 64, 500, 2, 111), Plant::dropped_key);
+    run_case(r, r.be, control_case(5, Format::mxfp4, 16, 64, 300, 2, 113), Plant::dropped_key);
   });
   // Defects at the backend boundary (contracts/faulty_backend.h), each aimed at the gate
   // that no other control turns red.
@@ -1087,7 +1119,7 @@ void qwen_pages_body(Run& run) {
   // attention bound used (attention/rows.h).
   nlohmann::json arith = nlohmann::json::object();
   for (const Shape& sh : kShapes)
-    for (Format f : {Format::bf16, Format::fp8, Format::q4})
+    for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
       arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
@@ -1111,7 +1143,7 @@ void qwen_pages_body(Run& run) {
 
 ContractDef qwen_pages_contract() {
   return {"qwen-pages",
-          "rope store, split-K attention partial+merge and keep: paged == contiguous, bf16 and fp8, float64 bounds", 12,
+          "rope store, split-K attention partial+merge and keep: paged == contiguous, bf16, fp8, q4 and mxfp4, float64 bounds", 12,
           qwen_pages_body};
 }
 

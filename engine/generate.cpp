@@ -146,7 +146,8 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
   if (cmd.kv_cache == "bf16") mo.kv_format = Format::bf16;
   else if (cmd.kv_cache == "fp8") mo.kv_format = Format::fp8;
   else if (cmd.kv_cache == "q4") mo.kv_format = Format::q4;
-  else return bad("--kv-cache " + cmd.kv_cache + ": expected bf16, fp8 or q4");
+  else if (cmd.kv_cache == "mxfp4") mo.kv_format = Format::mxfp4;
+  else return bad("--kv-cache " + cmd.kv_cache + ": expected bf16, fp8, q4 or mxfp4");
   if (cmd.pages < 0) return bad("--pages must be 0 (a window) or a positive page size");
   if (cmd.backend != "cpu" && cmd.backend != "cuda") return bad("--backend " + cmd.backend + ": expected cpu or cuda");
   std::string target;

@@ -68,11 +68,13 @@ Status make_engine_cache(const KvLayout& lay, const std::vector<LaneSpec>& lanes
 
 Status Model::create(const Qwen3Weights& w, const ModelOptions& opts, Model* out) {
   const Qwen3Config& c = w.config;
-  if (opts.kv_format != Format::bf16 && opts.kv_format != Format::fp8 && opts.kv_format != Format::q4)
+  if (opts.kv_format != Format::bf16 && opts.kv_format != Format::fp8 && opts.kv_format != Format::q4 &&
+      opts.kv_format != Format::mxfp4)
     return Status::Error(std::string("kv cache format ") + format_name(opts.kv_format) +
-                         ": not supported by the engine (bf16, fp8, q4)");
-  if (opts.kv_format == Format::q4 && c.head_dim % 32)
-    return Status::Error("kv cache format q4: head_dim " + std::to_string(c.head_dim) + " is not a multiple of 32");
+                         ": not supported by the engine (bf16, fp8, q4, mxfp4)");
+  if ((opts.kv_format == Format::q4 || opts.kv_format == Format::mxfp4) && c.head_dim % 32)
+    return Status::Error(std::string("kv cache format ") + format_name(opts.kv_format) + ": head_dim " +
+                         std::to_string(c.head_dim) + " is not a multiple of 32");
   if (opts.attn_chunk < 1 || opts.attn_chunk > 1024) return Status::Error("attention chunk must be in 1..1024");
   if (int64_t(w.layers.size()) != c.num_hidden_layers) return Status::Error("weights: layer count differs from config");
   static std::atomic<uint64_t> next_id{1};

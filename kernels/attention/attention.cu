@@ -13,7 +13,8 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
     KC_RETURN_IF_ERROR(launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
   else if (max_chunks > 0)
     KC_RETURN_IF_ERROR(launch_partial_fma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
-  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, fmt == Format::q4, out, s);
+  const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
+  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, out, s);
 }
 
 }  // namespace kc

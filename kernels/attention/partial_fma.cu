@@ -24,73 +24,13 @@
 
 namespace kc {
 
-// Four elements of a V row in two steps, so that several keys' raw words can be in
-// flight before any is dequantised (fewer live registers than four floats per key).
-template <Format F>
-struct Raw4 {
-  uint32_t w[F == Format::bf16 ? 2 : 1];
-};
-template <Format F>
-__device__ __forceinline__ Raw4<F> load_raw4(const uint8_t* row, int e0) {
-  Raw4<F> r;
-  if constexpr (F == Format::bf16) {
-    const uint2 t = __ldg(reinterpret_cast<const uint2*>(row + 2 * e0));
-    r.w[0] = t.x, r.w[1] = t.y;
-  } else if constexpr (F == Format::fp8) {
-    r.w[0] = __ldg(reinterpret_cast<const uint32_t*>(row + e0));
-  } else {
-    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
-  }
-  return r;
-}
-template <Format F>
-__device__ __forceinline__ void conv4(const Raw4<F>& r, float scale, float* out) {
-  if constexpr (F == Format::bf16) {
-    out[0] = __uint_as_float(r.w[0] << 16), out[1] = __uint_as_float(r.w[0] & 0xFFFF0000u);
-    out[2] = __uint_as_float(r.w[1] << 16), out[3] = __uint_as_float(r.w[1] & 0xFFFF0000u);
-  } else if constexpr (F == Format::fp8) {
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(r.w[0] >> (16 * hh)), __NV_E4M3);
-      __half2 h2;
-      memcpy(&h2, &hr, sizeof(h2));
-      const float2 f = __half22float2(h2);
-      out[2 * hh] = f.x * scale;
-      out[2 * hh + 1] = f.y * scale;
-    }
-  } else {
-    const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) out[e] = (__uint_as_float(0x4B000000u | ((r.w[0] >> (4 * e)) & 15u)) - 8388616.0f) * s;
-  }
-}
-
-// Rows are read 16 bytes at a time (8 elements of bf16, 16 of fp8, 32 of q4) and
-// dequantised four elements at a time with conv4: fp8 codes through the hardware E4M3 -> fp16
-// conversion (exact) and one fp32 product with the row scale, the value of fp8_value for
-// every code (a NaN code gives a NaN); q4 as (2^23 + nibble) - (2^23 + 8), exact, times the
-// group scale, a scale that is not finite making every element NaN (q4_elem's values).
-template <Format F>
-constexpr int bytes_per4() { return F == Format::bf16 ? 8 : (F == Format::fp8 ? 4 : 2); }
-// The c-th group of four elements inside a 16-byte word.
-template <Format F>
-__device__ __forceinline__ Raw4<F> raw4_of(const uint4& t, int c) {
-  const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-  Raw4<F> r;
-  if constexpr (F == Format::bf16) r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
-  else if constexpr (F == Format::fp8) r.w[0] = w[c];
-  else r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
-  return r;
-}
-
-// Scale of the elements [e0, ..) of a row from its scale row (fp8: the row scale; q4:
-// the group scale); 1 for bf16.
-template <Format F>
-__device__ __forceinline__ float elem_scale(const uint8_t* srow, int e0) {
-  if constexpr (F == Format::fp8) return __ldg(reinterpret_cast<const float*>(srow));
-  else if constexpr (F == Format::q4) return q4_load_scale(srow, e0 / 32);
-  else return 1.0f;
-}
+// Rows are read 16 bytes at a time (8 elements of bf16, 16 of fp8, 32 of q4 and mxfp4)
+// and dequantised four elements at a time by the format's traits (Codec<F>, codecs/):
+// load_raw4 / raw4_of give four elements' raw bits (so that several keys' raw words can be
+// in flight before any is dequantised: fewer live registers than four floats per key),
+// elem_scale the scale of the elements [e0, ..) from the scale row (fp8: the row scale;
+// q4 and mxfp4: their group's), conv4 the four fp32 values attention reads (each format
+// states the values it gives: the twin's Codec<F>::attn_row's, exactly).
 
 // Float offset of the partial kernel's per-key row-pointer arrays in shared memory
 // (after queries, scores and the reduction buffer; rounded up to 16 bytes).
@@ -98,12 +38,9 @@ __host__ __device__ constexpr size_t attn_ptr_offset_floats(int G, int W, int D)
   return (size_t(G) * D + size_t(G) * W + size_t(attn_key_groups(D) / 2) * G * D + 3) / 4 * 4;
 }
 
-// Resident partial blocks per SM asked of the register allocator: 4 for bf16 (64
-// registers; measured 7 % faster at 32K x b8 on the H200), 3 for fp8 and q4
-// (their dequantisation needs ~80 registers; at 4 they spill and run 20 % slower).
-template <Format F>
-constexpr int attn_min_blocks() { return F == Format::bf16 ? 4 : 3; }
-
+// Resident partial blocks per SM asked of the register allocator: Codec<F>::kAttnMinBlocks,
+// 4 for bf16 (64 registers; measured 7 % faster at 32K x b8 on the H200), 3 for the others
+// (their dequantisation needs ~80 registers; at 4 fp8 and q4 spill and run 20 % slower).
 // Block (chunk, kv head x head sub-group, row), kAttnThreads threads; the order of every
 // sum is the one attention/rows.h fixes. Phases:
 //  1. queries of the block's heads to shared memory;
@@ -113,12 +50,13 @@ constexpr int attn_min_blocks() { return F == Format::bf16 ? 4 : 3; }
 //  4. p.v: thread (key group g, elements [4t, 4t+4)) accumulates every head over the
 //     keys of its group, V read once for all heads; then the halving tree over groups.
 template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_partial_kernel(
+__global__ void __launch_bounds__(kAttnThreads, Codec<F>::kAttnMinBlocks) attention_partial_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
+  using C = Codec<F>;
   extern __shared__ __align__(16) float sm[];
   constexpr int H = kAttnHeadsPerBlock;
-  constexpr int VEC = 64 / bytes_per4<F>();  // elements of one 16-byte load
+  constexpr int VEC = 64 / C::kBytesPer4;  // elements of one 16-byte load
   constexpr int NV = D / VEC;           // 16-byte loads of a K row
   constexpr int TPR = D / kAttnElems;   // threads per V row
   constexpr int KG = kAttnThreads / TPR;  // key groups (attn_key_groups(D))
@@ -138,13 +76,13 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 
   for (int i = tid; i < G * D; i += kAttnThreads) qs[i] = q[(size_t(r) * p.q_heads + qh0) * D + i];
   __syncthreads();
-  if constexpr (F == Format::q4) {  // attention in rotated space: the query rotated once
-    for (int t = tid; t < G * D / 32; t += kAttnThreads) hadamard32_inv(qs + 32 * t);
+  if constexpr (C::kRotated) {  // attention in rotated space (q4): the query rotated once
+    for (int t = tid; t < G * D / 32; t += kAttnThreads) C::rotate_query(qs + 32 * t, 32);
     __syncthreads();
   }
 
   const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
-  constexpr bool kScales = F != Format::bf16;
+  constexpr bool kScales = C::kScales;
   const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kScales), vsp = kv_plane(v, p.layer, 1, kvh, kScales);
 
   for (int i = tid; i < n; i += kAttnThreads) {
@@ -157,10 +95,10 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 #pragma unroll
     for (int h = 0; h < H; ++h) acc[h] = 0.0f;
     // Raw 16-byte words in flight per thread, dequantised four elements at a time as they
-    // are used: 4 (64 B) for bf16 and fp8, 1 for q4 (32 elements a word; more spilled and
-    // ran slower on the H200).
-    constexpr int R4 = bytes_per4<F>();
-    constexpr int RBMAX = F == Format::q4 ? 1 : 4;
+    // are used (Codec<F>::kAttnRawWords): 4 (64 B) for bf16 and fp8, 1 for q4 and mxfp4 (32
+    // elements a word; more spilled and ran slower on the H200 for q4).
+    constexpr int R4 = C::kBytesPer4;
+    constexpr int RBMAX = C::kAttnRawWords;
     constexpr int RB = NV < RBMAX ? NV : RBMAX;
 #pragma unroll 1
     for (int b = 0; b < NV; b += RB) {
@@ -169,14 +107,14 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
 #pragma unroll
       for (int u = 0; u < RB; ++u) {
         raw[u] = __ldg(reinterpret_cast<const uint4*>(kr + (b + u) * 16));
-        sc[u] = elem_scale<F>(ksr, (b + u) * VEC);
+        sc[u] = C::elem_scale(ksr, (b + u) * VEC);
       }
 #pragma unroll
       for (int u = 0; u < RB; ++u)
 #pragma unroll
         for (int c = 0; c < 16 / R4; ++c) {
           float x[4];
-          conv4<F>(raw4_of<F>(raw[u], c), sc[u], x);
+          C::conv4(C::raw4_of(raw[u], c), sc[u], x);
           const int e = (b + u) * VEC + 4 * c;
 #pragma unroll
           for (int h = 0; h < H; ++h)
@@ -214,17 +152,17 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   constexpr int KF = 8;  // keys of a group whose V elements are loaded before use
   int i = g;
   for (; i + (KF - 1) * KG < n; i += KF * KG) {
-    Raw4<F> raw[KF];
+    typename C::Raw4 raw[KF];
     float sc[KF];
 #pragma unroll
     for (int u = 0; u < KF; ++u) {
-      raw[u] = load_raw4<F>(vrows[i + u * KG], e0);
-      sc[u] = elem_scale<F>(vscales[i + u * KG], e0);
+      raw[u] = C::load_raw4(vrows[i + u * KG], e0);
+      sc[u] = C::elem_scale(vscales[i + u * KG], e0);
     }
 #pragma unroll
     for (int u = 0; u < KF; ++u) {
       float x[kAttnElems];
-      conv4<F>(raw[u], sc[u], x);
+      C::conv4(raw[u], sc[u], x);
 #pragma unroll
       for (int h = 0; h < H; ++h)
         if (h < G) {
@@ -236,7 +174,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks<F>()) attention_
   }
   for (; i < n; i += KG) {
     float x[kAttnElems];
-    conv4<F>(load_raw4<F>(vrows[i], e0), elem_scale<F>(vscales[i], e0), x);
+    C::conv4(C::load_raw4(vrows[i], e0), C::elem_scale(vscales[i], e0), x);
 #pragma unroll
     for (int h = 0; h < H; ++h)
       if (h < G) {
@@ -281,25 +219,23 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
   const int G = std::min(group, kAttnHeadsPerBlock);
   const size_t smem = attn_ptr_offset_floats(G, p.chunk, d) * sizeof(float) + size_t(2) * p.chunk * sizeof(void*);
   const dim3 grid(max_chunks, hkv * nsub, n);
-  const bool bf = fmt == Format::bf16;
-#define KC_PARTIAL(D)                                                                                          \
-  do {                                                                                                         \
-    auto* kern = bf ? attention_partial_kernel<D, Format::bf16>                                                 \
-                    : (fmt == Format::fp8 ? attention_partial_kernel<D, Format::fp8>                              \
-                                          : attention_partial_kernel<D, Format::q4>);                             \
-    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));           \
-    kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);                \
-  } while (0)
-  switch (d) {
-    case 32: KC_PARTIAL(32); break;
-    case 64: KC_PARTIAL(64); break;
-    case 128: KC_PARTIAL(128); break;
-    case 256: KC_PARTIAL(256); break;
-    default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
-  }
-#undef KC_PARTIAL
-  KC_LAUNCH_CHECK("attention_partial_kernel");
-  return Status::Ok();
+  // The one dispatch: the format's kernel for the head_dim (every format takes this path).
+  return with_format(fmt, [&](auto codec) -> Status {
+    constexpr Format F = decltype(codec)::kFormat;
+    void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
+                 float*);
+    switch (d) {
+      case 32: kern = attention_partial_kernel<32, F>; break;
+      case 64: kern = attention_partial_kernel<64, F>; break;
+      case 128: kern = attention_partial_kernel<128, F>; break;
+      case 256: kern = attention_partial_kernel<256, F>; break;
+      default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
+    }
+    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
+    KC_LAUNCH_CHECK("attention_partial_kernel");
+    return Status::Ok();
+  });
 }
 
 }  // namespace kc

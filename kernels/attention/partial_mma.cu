@@ -451,10 +451,20 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const size_t smem = mma_smem(p.chunk, d, fmt).total;
   const dim3 grid(max_chunks, hkv * nsub, n);
-  auto* kern = d == 128 ? (fmt == Format::bf16 ? attention_partial_mma_kernel<128, Format::bf16>
-                                                : attention_partial_mma_kernel<128, Format::fp8>)
-                        : (fmt == Format::bf16 ? attention_partial_mma_kernel<256, Format::bf16>
-                                                : attention_partial_mma_kernel<256, Format::fp8>);
+  // The one dispatch: formats with a tensor-core path (Codec<F>::kAttnMma), head_dim 128
+  // or 256; launch_attention sends every other case to the fma partial.
+  void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
+               float*) = nullptr;
+  with_format(fmt, [&](auto codec) {
+    using C = decltype(codec);
+    if constexpr (C::kAttnMma) {
+      if (d == 128) kern = attention_partial_mma_kernel<128, C::kFormat>;
+      if (d == 256) kern = attention_partial_mma_kernel<256, C::kFormat>;
+    }
+  });
+  if (!kern)
+    return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
+                         std::to_string(d) + " has no tensor-core partial");
   KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES

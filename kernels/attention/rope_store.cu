@@ -4,8 +4,8 @@
 //   then its kv heads' K, then their V. q and k are rotated (neox pairing over the first
 //   rot_dims dims, angles in float64 from the row's logical pos, rounded once to fp32);
 //   q goes to q_out [n][Hq][d] fp32, K and V (V unrotated) are stored at the row's slot
-//   through kv_row in the cache format (fp8: the row helpers of codecs/fp8.h over the
-//   rotated values; q4: codecs/q4.h's group encoder).
+//   through kv_row in the cache format by its Codec<F>::store_warp (codecs/: bf16 RNE; the
+//   fp8, q4 and mxfp4 row rules over the rotated values, the bytes of their encode_row).
 // Every address comes from kv_row / kv_scale; no stride arithmetic here.
 #include <cuda_runtime.h>
 
@@ -13,43 +13,6 @@
 #include "kernels/attention/rows.h"
 
 namespace kc {
-
-__device__ void store_row_dev(const KvView& v, int layer, int kv, int head, int32_t slot, const float* y, int nt,
-                              int lane, float* wbuf) {
-  const int d = v.lay.head_dim;
-  uint8_t* row = kv_row(v, layer, kv, head, slot);
-  if (v.lay.format == Format::q4) {
-    // The row through the warp's shared buffer; lane g encodes group g (codecs/q4.h).
-    for (int t = 0; t < nt; ++t) wbuf[lane + 32 * t] = y[t];
-    __syncwarp();
-    if (lane < d / 32) q4_encode_group(wbuf + 32 * lane, row + 16 * lane, kv_scale(v, layer, kv, head, slot) + 2 * lane);
-    __syncwarp();
-    return;
-  }
-  if (v.lay.format == Format::bf16) {
-    for (int t = 0; t < nt; ++t) {
-      const uint16_t b = bf16_from_float(y[t]);
-      memcpy(row + 2 * (lane + 32 * t), &b, 2);
-    }
-    return;
-  }
-  float amax = 0.0f;
-#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
-  for (int t = 0; t < nt; ++t)
-    if (lane + 32 * t != d - 1) amax = amax_step(amax, y[t]);
-#else
-  for (int t = 0; t < nt; ++t) amax = amax_step(amax, y[t]);
-#endif
-  for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-  const float scale = fp8_row_scale(amax);
-  for (int t = 0; t < nt; ++t) row[lane + 32 * t] = fp8_code(y[t], scale);
-  if (lane == 0) memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
-#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scales
-  for (int t = 0; t < nt; ++t) row[lane + 32 * t] = 0;
-  if (lane == 0) memset(kv_scale(v, layer, kv, head, slot), 0, 4);
-#endif
-  (void)d;
-}
 
 __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeRow* rows, int n, const float* q,
                                   const float* k, const float* vin, float* q_out) {
@@ -86,7 +49,12 @@ __global__ void rope_store_kernel(const KvView* views, RopeParams p, const RopeR
   } else {
     const int kv = hs < p.q_heads + hkv ? 0 : 1;
     const int head = hs - p.q_heads - kv * hkv;
-    store_row_dev(v, p.layer, kv, head, row.slot, y, nt, lane, wbufs[threadIdx.x / 32]);
+    // The format's store (Codec<F>::store_warp), through the one switch: the twin's
+    // encode_row bytes.
+    float* wbuf = wbufs[threadIdx.x / 32];
+    with_format(v.lay.format, [&](auto codec) {
+      decltype(codec)::store_warp(v, RowRef{row.lane, p.layer, kv, head, row.slot}, y, nt, lane, wbuf);
+    });
   }
 }
 

@@ -1,56 +1,22 @@
 // Row helpers shared by the rope store, split-K attention and compaction kernels and
-// their host twins: bf16 conversion, dequantised element loads, RoPE angles, and the
-// fixed reduction order of a 32-lane dot product.
+// their host twins: RoPE angles, key slots and the fixed reduction order of a 32-lane dot
+// product. What differs by cache format (store, dequantised loads, rotation) is the
+// format's Codec<F> traits (codecs/codec.h), chosen once by with_format (codecs/rows.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/codecs/fp8.h"
+#include "kernels/codecs/rows.h"
 #include "kernels/layout/kc_hd.h"
 #include "kernels/layout/kv_layout.h"
-#include "kernels/codecs/q4.h"
 
 namespace kc {
 
-// fp32 -> bf16, round to nearest even; NaN -> 0x7FC0 (sign kept), Inf stays Inf.
-KC_HD uint16_t bf16_from_float(float x) {
-  const uint32_t u = float_bits(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t(((u >> 16) & 0x8000u) | 0x7FC0u);
-#ifdef KC_PLANT_BF16_TRUNCATE
-  return uint16_t(u >> 16);  // planted bug (test builds only): truncates instead of RNE
-#else
-  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-#endif
-}
-KC_HD float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
-
-// Element j of a cache row, dequantised to fp32 (bf16 exact; fp8 code * row scale).
-KC_HD float load_elem(const KvView& v, const uint8_t* row, float scale, int j) {
-  if (v.lay.format == Format::bf16) {
-    uint16_t b;
-    memcpy(&b, row + 2 * j, 2);
-    return bf16_to_float(b);
-  }
-  return fp8_value(row[j], scale);
-}
-// A q4 element in rotated space: its nibble times the group scale; a group whose scale
-// is not finite reads as NaN (q4_decode_group_rotated's rule).
-KC_HD float q4_elem(uint8_t nibble, float scale) {
-  return q4_finite(scale) ? q4_value(nibble, scale) : bits_float(0x7FC00000u);
-}
-// A whole cache row dequantised to fp32 as attention reads it (q4: rotated space).
+// A cache row as attention reads it (dequantised; q4 in rotated space): the format's
+// Codec<F>::attn_row (codecs/), for callers that hold a runtime format.
 inline void dequant_row(const KvView& v, int layer, int kv, int head, int64_t pos, float* out) {
-  const int d = v.lay.head_dim;
-  const uint8_t* row = kv_row(v, layer, kv, head, pos);
-  if (v.lay.format == Format::q4) {
-    const uint8_t* sc = kv_scale(v, layer, kv, head, pos);
-    for (int j = 0; j < d; ++j) out[j] = q4_elem(q4_nibble(row + 16 * (j / 32), j % 32), q4_load_scale(sc, j / 32));
-    return;
-  }
-  float scale = 1.0f;
-  if (v.lay.format == Format::fp8) memcpy(&scale, kv_scale(v, layer, kv, head, pos), 4);
-  for (int j = 0; j < d; ++j) out[j] = load_elem(v, row, scale, j);
+  with_format(v.lay.format, [&](auto c) { decltype(c)::attn_row(v, RowRef{0, layer, kv, head, int32_t(pos)}, out); });
 }
 
 // RoPE (neox pairing) angle of pair i at position pos: theta_i = base^(-2i/r), the
@@ -151,7 +117,9 @@ KC_HD int attn_f16_shift(float amax) {
   (void)frexpf(amax, &e);  // amax in [2^(e-1), 2^e)
   return 15 - e;
 }
-KC_HD constexpr bool attn_uses_mma(Format f, int d) { return (f == Format::bf16 || f == Format::fp8) && d >= 128; }
+inline bool attn_uses_mma(Format f, int d) {
+  return with_format(f, [](auto c) { return decltype(c)::kAttnMma; }) && d >= 128;
+}
 constexpr int kMmaStepDepth = 37;
 // Key groups of the p.v: two for head_dim 128, one for 256 (measured on the H200 at 32K x
 // b8: 128 went from 315 / 308 to 298 / 239 us bf16 / fp8 with two; 256 was slower with

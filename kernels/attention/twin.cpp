@@ -12,36 +12,6 @@
 
 namespace kc {
 
-// Stores one rotated (or, for V, plain) fp32 row into the cache format.
-static void store_row_host(const KvView& v, int layer, int kv, int head, int32_t slot, const float* y) {
-  const int d = v.lay.head_dim;
-  uint8_t* row = kv_row(v, layer, kv, head, slot);
-  if (v.lay.format == Format::bf16) {
-    for (int j = 0; j < d; ++j) {
-      const uint16_t b = bf16_from_float(y[j]);
-      memcpy(row + 2 * j, &b, 2);
-    }
-    return;
-  }
-  if (v.lay.format == Format::q4) {
-    q4_encode_row(y, d, row, kv_scale(v, layer, kv, head, slot));
-    return;
-  }
-  float amax = 0.0f;
-#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE
-  for (int j = 0; j < d - 1; ++j) amax = amax_step(amax, y[j]);  // planted bug (test builds only): last element missed
-#else
-  for (int j = 0; j < d; ++j) amax = amax_step(amax, y[j]);
-#endif
-  const float scale = fp8_row_scale(amax);
-  for (int j = 0; j < d; ++j) row[j] = fp8_code(y[j], scale);
-  memcpy(kv_scale(v, layer, kv, head, slot), &scale, 4);
-#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): the fp8 store writes zero codes and scales
-  memset(row, 0, size_t(d));
-  memset(kv_scale(v, layer, kv, head, slot), 0, 4);
-#endif
-}
-
 static void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
   const int h = rot / 2;
   for (int j = rot; j < d; ++j) y[j] = x[j];
@@ -53,26 +23,34 @@ static void rope_row_host(const float* x, float* y, int d, int rot, double base,
   }
 }
 
+// The rotated K row (fp32) and the plain V row are stored with the format's encode_row
+// (codecs/: bf16 RNE, fp8 / q4 / mxfp4 row codecs), the bytes the device's store_warp
+// writes. q4 rotates the stored values by its Hadamard transform inside encode_row; mxfp4
+// stores the RoPE-rotated row as is.
 void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* rows, int n, const float* q,
                      const float* k, const float* v, float* q_out) {
   const int d = cache.lay.head_dim, hkv = cache.lay.kv_heads;
   std::vector<float> y(d);
-  for (int r = 0; r < n; ++r) {
-    const KvView view = cache.view(rows[r].lane);
-    for (int h = 0; q && h < p.q_heads; ++h)
-      rope_row_host(q + (size_t(r) * p.q_heads + h) * d, q_out + (size_t(r) * p.q_heads + h) * d, d, p.rot_dims,
-                    p.base, rows[r].pos);
-    for (int h = 0; h < hkv; ++h) {
-      rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, p.base, rows[r].pos);
-      store_row_host(view, p.layer, 0, h, rows[r].slot, y.data());
-      store_row_host(view, p.layer, 1, h, rows[r].slot, v + (size_t(r) * hkv + h) * d);
+  with_format(cache.lay.format, [&](auto codec) {
+    using C = decltype(codec);
+    for (int r = 0; r < n; ++r) {
+      const KvView view = cache.view(rows[r].lane);
+      for (int h = 0; q && h < p.q_heads; ++h)
+        rope_row_host(q + (size_t(r) * p.q_heads + h) * d, q_out + (size_t(r) * p.q_heads + h) * d, d, p.rot_dims,
+                      p.base, rows[r].pos);
+      for (int h = 0; h < hkv; ++h) {
+        rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, p.base, rows[r].pos);
+        C::encode_row(view, y.data(), RowRef{rows[r].lane, p.layer, 0, h, rows[r].slot});
+        C::encode_row(view, v + (size_t(r) * hkv + h) * d, RowRef{rows[r].lane, p.layer, 1, h, rows[r].slot});
+      }
     }
-  }
+  });
 }
 
 // Partial state of one (row, q head, chunk), written to m, l, o[d], in the kernel's
 // order (attention/rows.h): dot in element order with fmaf, l over lanes then the
 // butterfly, p.v per key group with fmaf then the halving tree.
+template <class C>
 static void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
                                    const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
   const int d = view.lay.head_dim;
@@ -86,7 +64,7 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   float m = -std::numeric_limits<float>::infinity();
 #endif
   for (int i = 0; i < n; ++i) {
-    dequant_row(view, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail), x.data());
+    C::attn_row(view, RowRef{row.lane, p.layer, 0, kvh, key_slot(k0 + i, row.len, tail)}, x.data());
     float acc = 0.0f;
     for (int j = 0; j < d; ++j) acc = std::fmaf(q[j], x[j], acc);
 #ifdef KC_PLANT_ATTN_FIXED_SCALE  // planted bug (test builds only): the scale hard-coded to 1/sqrt(d)
@@ -109,7 +87,7 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
   std::vector<float> og(size_t(groups) * d, 0.0f);
   for (int g = 0; g < groups; ++g)
     for (int i = g; i < n; i += groups) {
-      dequant_row(view, p.layer, 1, kvh, key_slot(k0 + i, row.len, tail), x.data());
+      C::attn_row(view, RowRef{row.lane, p.layer, 1, kvh, key_slot(k0 + i, row.len, tail)}, x.data());
       for (int j = 0; j < d; ++j) og[size_t(g) * d + j] = std::fmaf(s[i], x[j], og[size_t(g) * d + j]);
     }
   for (int st = groups / 2; st >= 1; st >>= 1)
@@ -153,8 +131,9 @@ static void attention_merge_host(const float* m, const float* l, const float* o,
 
 static int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tail_len + chunk - 1) / chunk; }
 
-void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n, const int32_t* tails,
-                    const float* q, float* out) {
+template <class C>
+static void attention_host_fmt(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
+                               const int32_t* tails, const float* q, float* out) {
   const int d = cache.lay.head_dim;
   [[maybe_unused]] const int group = p.q_heads / cache.lay.kv_heads;  // unused by the GQA_MODULO plant
   for (int r = 0; r < n; ++r) {
@@ -163,9 +142,9 @@ void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows
     std::vector<float> m(nc), l(nc), o(size_t(nc) * d);
     for (int h = 0; h < p.q_heads; ++h) {
       // q4: attention runs in rotated space; the query is rotated once, the output
-      // rotated back once (codecs/q4.h).
+      // rotated back once (codecs/q4.h). Other formats: no-ops.
       std::vector<float> qrot(q + (size_t(r) * p.q_heads + h) * d, q + (size_t(r) * p.q_heads + h + 1) * d);
-      if (cache.lay.format == Format::q4) q4_rotate_query(qrot.data(), d);
+      C::rotate_query(qrot.data(), d);
       const float* qr = qrot.data();
 #ifdef KC_PLANT_GQA_MODULO
       const int kvh = h % cache.lay.kv_heads;  // planted bug (test builds only): modulo, not division
@@ -174,11 +153,11 @@ void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows
 #endif
       for (int c = 0; c < nc; ++c)
 #ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
-        attention_partial_host(view, p, rows[r], tails + rows[0].tail_off, qr, kvh, c, &m[c], &l[c],  // planted bug
-                               &o[size_t(c) * d]);
+        attention_partial_host<C>(view, p, rows[r], tails + rows[0].tail_off, qr, kvh, c, &m[c], &l[c],  // planted bug
+                                  &o[size_t(c) * d]);
 #else
-        attention_partial_host(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
-                               &o[size_t(c) * d]);
+        attention_partial_host<C>(view, p, rows[r], tails + rows[r].tail_off, qr, kvh, c, &m[c], &l[c],
+                                  &o[size_t(c) * d]);
 #endif
 #ifdef KC_PLANT_MERGE_ARRIVAL_ORDER
       // Planted bug (test builds only): rows after the first merge in another order, as
@@ -188,9 +167,16 @@ void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows
       const bool reverse = false;
 #endif
       attention_merge_host(m.data(), l.data(), o.data(), nc, d, out + (size_t(r) * p.q_heads + h) * d, reverse);
-      if (cache.lay.format == Format::q4) q4_unrotate_out(out + (size_t(r) * p.q_heads + h) * d, d);
+      C::unrotate_out(out + (size_t(r) * p.q_heads + h) * d, d);
     }
   }
+}
+
+void attention_host(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n, const int32_t* tails,
+                    const float* q, float* out) {
+  with_format(cache.lay.format, [&](auto codec) {
+    attention_host_fmt<decltype(codec)>(cache, p, rows, n, tails, q, out);
+  });
 }
 
 void keep_host(Cache& cache, const KeepMove* moves, int n) {

@@ -34,8 +34,9 @@ namespace {
 Status check_shape(const Cache& c, int q_heads, const char* who) {
   const KvLayout& L = c.lay;
   const std::string w = std::string(who) + ": ";
-  if (L.format != Format::bf16 && L.format != Format::fp8 && L.format != Format::q4)
-    return Status::Error(w + "cache format " + format_name(L.format) + " is not supported (bf16, fp8, q4)");
+  // Every cache format (codecs/: Codec<F> traits) has a rope store and attention.
+  if (uint8_t(L.format) > uint8_t(kLastFormat))
+    return Status::Error(w + "cache format " + std::to_string(int(L.format)) + " is not a known format");
   if (L.head_dim != 32 && L.head_dim != 64 && L.head_dim != 128 && L.head_dim != 256)
     return Status::Error(w + "head_dim must be 32, 64, 128 or 256");
   if (q_heads <= 0 || q_heads % L.kv_heads != 0 || q_heads / L.kv_heads > 32)

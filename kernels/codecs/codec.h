@@ -1,8 +1,22 @@
-// The row codec of a cache format as a type: Codec<F>, specialised by the format's header
-// (codecs/fp8.h, q4.h, mxfp4.h). codecs/rows.h holds the one switch that turns a runtime
-// Format into the template argument; the host twins (rows_twin.cpp) and the kernels
-// (rows.cu) are written once over these members:
+// A cache format as a type: Codec<F>, specialised by the format's header (codecs/bf16.h,
+// fp8.h, q4.h, mxfp4.h). codecs/rows.h holds the one switch (with_format) that turns a
+// runtime Format into the template argument; the row codec kernels (rows.cu) and their
+// twins (rows_twin.cpp), the rope store, attention and their twins (attention/) are
+// written once over these members. The bytes of a row's code and scale entries are the
+// layout declaration's (layout/kv_layout.h: format_code_bytes / format_scale_bytes).
 //   kName                       the format's name in messages ("<kName>_encode_rows: ...")
+//   kFormat                     F
+//   kRowCodec                   Backend::encode_rows / decode_rows take the format (bf16: no)
+//   kScales                     the format has scale planes (attention resolves them)
+//   kRotated                    attention runs in a rotated space (q4): rotate_query(q, d)
+//                               before, unrotate_out(o, d) after (no-ops otherwise)
+//   kAttnMma                    the cuda backend's tensor-core partial takes the format (at
+//                               head_dim 128 / 256; attention/rows.h attn_uses_mma)
+//   attn_row(view, r, out)      host: row r as attention reads it (dequantised; q4 rotated)
+//   store_warp(view, r, y, nt, lane, wbuf)  (nvcc) the rope store of one row by one warp,
+//                               element lane + 32 t in y[t]: encode_row's bytes
+//   kBytesPer4, Raw4, load_raw4, raw4_of, conv4, elem_scale, kAttnMinBlocks, kAttnRawWords
+//                               (nvcc) the fma partial's element access (partial_fma.cu)
 //   check(cache, rows, n, op)   host-side preconditions of a row batch (format, head_dim,
 //                               every row inside its lane); `op` names the operation
 //   encode_row(view, x, r)      host twin: row r of the cache from x[head_dim]

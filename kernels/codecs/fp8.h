@@ -31,6 +31,7 @@
 #include "kernels/layout/kc_hd.h"
 
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #endif
 
@@ -111,6 +112,11 @@ KC_HD float fp8_value(uint8_t code, float scale) {
 template <>
 struct Codec<Format::fp8> : WarpPerRowCodec {
   static constexpr const char* kName = "fp8";
+  static constexpr Format kFormat = Format::fp8;
+  static constexpr bool kRowCodec = true;
+  static constexpr bool kScales = true;
+  static constexpr bool kRotated = false;
+  static constexpr bool kAttnMma = true;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     if (c.lay.format != Format::fp8) return Status::Error(std::string(op) + ": cache format is not fp8");
     return validate_rows(c, rows, n);
@@ -118,11 +124,19 @@ struct Codec<Format::fp8> : WarpPerRowCodec {
   static void encode_row(const KvView& v, const float* x, const RowRef& r) {
     const int d = v.lay.head_dim;
     float amax = 0.0f;
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): the last element missed
+    for (int i = 0; i < d - 1; ++i) amax = amax_step(amax, x[i]);
+#else
     for (int i = 0; i < d; ++i) amax = amax_step(amax, x[i]);
+#endif
     const float scale = fp8_row_scale(amax);
     uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
     for (int i = 0; i < d; ++i) codes[i] = fp8_code(x[i], scale);
     memcpy(kv_scale(v, r.layer, r.kv, r.head, r.pos), &scale, sizeof(float));
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
+    memset(codes, 0, size_t(d));
+    memset(kv_scale(v, r.layer, r.kv, r.head, r.pos), 0, sizeof(float));
+#endif
   }
   static void decode_row(const KvView& v, const RowRef& r, float* out) {
     const int d = v.lay.head_dim;
@@ -131,8 +145,64 @@ struct Codec<Format::fp8> : WarpPerRowCodec {
     const uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
     for (int i = 0; i < d; ++i) out[i] = fp8_value(codes[i], scale);
   }
+  static void attn_row(const KvView& v, const RowRef& r, float* out) { decode_row(v, r, out); }
+  KC_HD static void rotate_query(float*, int) {}
+  KC_HD static void unrotate_out(float*, int) {}
   // One warp per row: the row's amax reduced over the warp (exact in any order).
 #if defined(__CUDACC__)
+  // Rope store: the warp's row, element lane + 32 t in y[t]; encode_row's bytes.
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
+    uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    float amax = 0.0f;
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
+    for (int t = 0; t < nt; ++t)
+      if (lane + 32 * t != v.lay.head_dim - 1) amax = amax_step(amax, y[t]);
+#else
+    for (int t = 0; t < nt; ++t) amax = amax_step(amax, y[t]);
+#endif
+    for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    const float scale = fp8_row_scale(amax);
+    for (int t = 0; t < nt; ++t) row[lane + 32 * t] = fp8_code(y[t], scale);
+    if (lane == 0) memcpy(kv_scale(v, r.layer, r.kv, r.head, r.pos), &scale, 4);
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
+    for (int t = 0; t < nt; ++t) row[lane + 32 * t] = 0;
+    if (lane == 0) memset(kv_scale(v, r.layer, r.kv, r.head, r.pos), 0, 4);
+#endif
+  }
+  // Attention's element access (partial_fma.cu): four codes are one 32-bit word, converted
+  // by the hardware E4M3 -> fp16 conversion (exact) and one fp32 product with the row
+  // scale: fp8_value's value for every code (a NaN code gives a NaN).
+  static constexpr int kBytesPer4 = 4;
+  static constexpr int kAttnMinBlocks = 3;
+  static constexpr int kAttnRawWords = 4;
+  struct Raw4 {
+    uint32_t w[1];
+  };
+  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
+    Raw4 r;
+    r.w[0] = __ldg(reinterpret_cast<const uint32_t*>(row + e0));
+    return r;
+  }
+  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+    Raw4 r;
+    r.w[0] = w[c];
+    return r;
+  }
+  __device__ __forceinline__ static void conv4(const Raw4& r, float scale, float* out) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(r.w[0] >> (16 * hh)), __NV_E4M3);
+      __half2 h2;
+      memcpy(&h2, &hr, sizeof(h2));
+      const float2 f = __half22float2(h2);
+      out[2 * hh] = f.x * scale;
+      out[2 * hh + 1] = f.y * scale;
+    }
+  }
+  __device__ __forceinline__ static float elem_scale(const uint8_t* srow, int) {
+    return __ldg(reinterpret_cast<const float*>(srow));
+  }
   __device__ static void encode_thread(const KvView* views, const float* x, const RowRef* rows, int n, int, int64_t t) {
     WarpRow w;
     if (!warp_row(views, rows, n, t, &w)) return;

@@ -36,6 +36,7 @@
 // Bound (derived in reference/mxfp4_ref.h): |decode(encode(x)) - x| <= half the E2M1
 // gap at |x| / 2^e, times 2^e: 0.25 * 2^e below 2, 0.5 * 2^e up to 4, 2^e up to 6.
 #pragma once
+#include <cfloat>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -141,6 +142,23 @@ KC_HD float mx_value(uint8_t nibble, uint8_t ebyte) {
   return v;
 }
 
+// Attention's reading of an element (the fma partial's conv4, codec below): half the
+// group's scale, 2^(e-1) (exact: 2^-128 at e = -127 is an fp32 subnormal; NaN for 0xFF),
+// times 2 |E2M1| (an integer 0..12, exact in fp32), with the nibble's sign: the exact
+// E2M1 * 2^e of mx_value; an overflow (only e = 126) saturates to +-FLT_MAX as mx_value
+// does. A NaN group gives NaNs (not necessarily the canonical one). Equal to mx_value for
+// all 16 x 256 (nibble, exponent byte) pairs (tests/kernels/codecs/mxfp4_test.cpp).
+KC_HD float mx_half_scale(uint8_t ebyte) {
+  if (ebyte == kE8M0NaN) return bits_float(0x7FC00000u);
+  return ebyte >= 2 ? bits_float(uint32_t(ebyte - 1) << 23) : bits_float(0x00200000u << ebyte);
+}
+KC_HD float mx_attn_value(uint32_t nibble, float half_scale) {
+  const uint32_t mag2 = (0xC8643210u >> (4 * (nibble & 7u))) & 15u;  // 2 |E2M1|: 0 1 2 3 4 6 8 12
+  float v = (bits_float(0x4B000000u | mag2) - 8388608.0f) * half_scale;
+  v = (float_bits(v) & 0x7FFFFFFFu) == 0x7F800000u ? FLT_MAX : v;
+  return bits_float(float_bits(v) | ((nibble & 8u) << 28));
+}
+
 // A whole group (the host twin's unit): 32 values -> 16 code bytes and one exponent.
 KC_HD void mx_encode_group(const float* x, uint8_t* codes, uint8_t* ebyte) {
   float amax = 0.0f;
@@ -163,6 +181,14 @@ KC_HD void mx_decode_group(const uint8_t* codes, uint8_t ebyte, float* out) {
 template <>
 struct Codec<Format::mxfp4> : WarpPerRowCodec {
   static constexpr const char* kName = "mxfp4";
+  static constexpr Format kFormat = Format::mxfp4;
+  static constexpr bool kRowCodec = true;
+  static constexpr bool kScales = true;
+  // As a KV-cache format mxfp4 is not rotated: the rope store encodes the RoPE-rotated
+  // fp32 K row (the values bf16 and fp8 store) and the plain V row with encode_row's rule,
+  // and attention reads the decoded values (mx_value, exact) in original space.
+  static constexpr bool kRotated = false;
+  static constexpr bool kAttnMma = false;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     const std::string who = std::string(op) + ": ";
     if (c.lay.format != Format::mxfp4)
@@ -188,6 +214,21 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
     for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g)
       mx_decode_group(codes + g * (kMxGroup / 2), exps[g], out + g * kMxGroup);
   }
+  // A row as attention reads it, the device's conv4 values (mx_value's, NaN payloads aside).
+  static void attn_row(const KvView& v, const RowRef& r, float* out) {
+    const uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    const uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int g = 0; g < v.lay.head_dim / kMxGroup; ++g) {
+      const float half = mx_half_scale(exps[g]);
+      for (int i = 0; i < kMxGroup / 2; ++i) {
+        const uint8_t b = codes[g * (kMxGroup / 2) + i];
+        out[g * kMxGroup + 2 * i] = mx_attn_value(b & 0xFu, half);
+        out[g * kMxGroup + 2 * i + 1] = mx_attn_value(b >> 4, half);
+      }
+    }
+  }
+  KC_HD static void rotate_query(float*, int) {}
+  KC_HD static void unrotate_out(float*, int) {}
   // One warp per row. Each lane owns one code byte (an element pair) per step; the 16 lanes
   // of a half-warp hold one group of 32, whose amax is reduced with amax_step over xor
   // distances 8, 4, 2, 1 (exact and order-free: equal to the twin's loop bit for bit).
@@ -226,6 +267,50 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
       o[2 * j] = mx_value(uint8_t(b & 0xFu), e);
       o[2 * j + 1] = mx_value(uint8_t(b >> 4), e);
     }
+  }
+  // Rope store: the warp's row, element lane + 32 t in y[t], so group t is the whole warp
+  // at step t: amax over the warp (amax_step, exact and order-free), the exponent and each
+  // lane's code as mx_encode_group computes them; even lanes write the byte of their pair
+  // (own code low, the odd neighbour's high), lane 0 the exponent: encode_row's bytes.
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
+    uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int t = 0; t < nt; ++t) {
+      float amax = amax_step(0.0f, y[t]);
+      for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+      const uint8_t e = mx_group_exponent(amax);
+      const uint32_t code = mx_code(y[t], e);
+      const uint32_t odd = __shfl_xor_sync(0xFFFFFFFFu, code, 1);
+      if ((lane & 1) == 0) codes[16 * t + lane / 2] = uint8_t(code | (odd << 4));
+      if (lane == 0) exps[t] = e;
+    }
+  }
+  // Attention's element access (partial_fma.cu; the tensor-core partial does not take
+  // mxfp4): four nibbles are 16 bits; elem_scale is mx_half_scale of the group's exponent
+  // byte and conv4 mx_attn_value of each nibble (mx_value's values).
+  static constexpr int kBytesPer4 = 2;
+  static constexpr int kAttnMinBlocks = 3;
+  static constexpr int kAttnRawWords = 1;
+  struct Raw4 {
+    uint32_t w[1];
+  };
+  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
+    Raw4 r;
+    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
+    return r;
+  }
+  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+    Raw4 r;
+    r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+    return r;
+  }
+  __device__ __forceinline__ static void conv4(const Raw4& r, float half_scale, float* out) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[e] = mx_attn_value((r.w[0] >> (4 * e)) & 15u, half_scale);
+  }
+  __device__ __forceinline__ static float elem_scale(const uint8_t* srow, int e0) {
+    return mx_half_scale(__ldg(srow + e0 / 32));
   }
 #endif
 };

@@ -251,6 +251,13 @@ KC_HD void q4_decode_row_rotated(const uint8_t* codes, const uint8_t* scales, in
 template <>
 struct Codec<Format::q4> {
   static constexpr const char* kName = "q4";
+  static constexpr Format kFormat = Format::q4;
+  static constexpr bool kRowCodec = true;
+  static constexpr bool kScales = true;
+  // Attention runs in rotated space: the query rotated once by 2^-2 H32, K and V read as
+  // their dequantised rotated values, the output rotated back once (see the file comment).
+  static constexpr bool kRotated = true;
+  static constexpr bool kAttnMma = false;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     const std::string w = std::string(op) + ": ";
     if (c.lay.format != Format::q4)
@@ -267,6 +274,13 @@ struct Codec<Format::q4> {
     q4_decode_row(kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos), v.lay.head_dim,
                   out);
   }
+  // A row as attention reads it: dequantised, in rotated space (no inverse rotation).
+  static void attn_row(const KvView& v, const RowRef& r, float* out) {
+    q4_decode_row_rotated(kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos),
+                          v.lay.head_dim, out);
+  }
+  KC_HD static void rotate_query(float* q, int d) { q4_rotate_query(q, d); }
+  KC_HD static void unrotate_out(float* o, int d) { q4_unrotate_out(o, d); }
   // One thread per (row, group): thread t handles row t / G, group t % G (G = d / 32); the
   // group's helpers are the twin's (adds, subtracts, one power-of-two scaling, IEEE
   // division, rintf and a software fp16 conversion), so device bytes == twin bytes.
@@ -292,6 +306,42 @@ struct Codec<Format::q4> {
     q4_decode_group(kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g,
                     out + size_t(row) * d + kQ4Group * g);
   }
+  // Rope store: the warp's row (element lane + 32 t in y[t]) through the warp's shared
+  // buffer wbuf[head_dim]; lane g encodes group g with the twin's group encoder.
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float* wbuf) {
+    const int d = v.lay.head_dim;
+    uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    for (int t = 0; t < nt; ++t) wbuf[lane + 32 * t] = y[t];
+    __syncwarp();
+    if (lane < d / 32) q4_encode_group(wbuf + 32 * lane, row + 16 * lane, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * lane);
+    __syncwarp();
+  }
+  // Attention's element access (partial_fma.cu): four nibbles are 16 bits, converted as
+  // (2^23 + nibble) - (2^23 + 8), exact, times the group scale; a scale that is not finite
+  // makes every element NaN (q4_decode_group_rotated's values).
+  static constexpr int kBytesPer4 = 2;
+  static constexpr int kAttnMinBlocks = 3;
+  static constexpr int kAttnRawWords = 1;  // 16-byte words in flight per K row (more spilled on the H200)
+  struct Raw4 {
+    uint32_t w[1];
+  };
+  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
+    Raw4 r;
+    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
+    return r;
+  }
+  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+    Raw4 r;
+    r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+    return r;
+  }
+  __device__ __forceinline__ static void conv4(const Raw4& r, float scale, float* out) {
+    const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[e] = (__uint_as_float(0x4B000000u | ((r.w[0] >> (4 * e)) & 15u)) - 8388616.0f) * s;
+  }
+  __device__ __forceinline__ static float elem_scale(const uint8_t* srow, int e0) { return q4_load_scale(srow, e0 / 32); }
 #endif
 };
 

@@ -12,23 +12,38 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "kernels/codecs/bf16.h"
 #include "kernels/codecs/fp8.h"
 #include "kernels/codecs/mxfp4.h"
 #include "kernels/codecs/q4.h"
 
 namespace kc {
 
-// fn(Codec<F>{}) for the cache format f; a format without a row codec is an error that
-// names `op`. A new format is one line here.
+// fn(Codec<F>{}) for the cache format f: the one switch from a runtime Format to its codec
+// traits (codec.h), on the host and on the device. A new format is one line here. Callers
+// pass a checked format (Cache::validate, the blob parser); any other value runs bf16's.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
 template <class Fn>
-Status with_row_codec(Format f, const char* op, Fn&& fn) {
+KC_HD decltype(auto) with_format(Format f, Fn&& fn) {
   switch (f) {
     case Format::fp8: return fn(Codec<Format::fp8>{});
     case Format::q4: return fn(Codec<Format::q4>{});
     case Format::mxfp4: return fn(Codec<Format::mxfp4>{});
     case Format::bf16: break;
   }
-  return Status::Error(std::string(op) + ": format " + format_name(f) + " has no row codec");
+  return fn(Codec<Format::bf16>{});
+}
+
+// fn(Codec<F>{}) for a format with a row codec (kRowCodec); any other format is an error
+// that names `op`.
+template <class Fn>
+Status with_row_codec(Format f, const char* op, Fn&& fn) {
+  return with_format(f, [&](auto codec) -> Status {
+    if constexpr (decltype(codec)::kRowCodec) return fn(codec);
+    else return Status::Error(std::string(op) + ": format " + format_name(f) + " has no row codec");
+  });
 }
 
 // The operation's name in messages: "<format>_encode_rows" / "<format>_decode_rows".

@@ -57,10 +57,10 @@ TEST(QwenPagesContract, ReceiptRecordsCoverageAndTheNonFiniteGate) {
 
 // The cuda backend's choice of order (it decides the bound's depths) and its forwarding
 // through the fault decorator; no device needed.
-TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {
+TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {  // q4 and mxfp4: the fma chain
   for (int d : {32, 64, 128, 256})
-    for (Format f : {Format::bf16, Format::fp8, Format::q4})
-      EXPECT_EQ(attn_uses_mma(f, d), f != Format::q4 && d >= 128) << format_name(f) << " d" << d;
+    for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
+      EXPECT_EQ(attn_uses_mma(f, d), (f == Format::bf16 || f == Format::fp8) && d >= 128) << format_name(f) << " d" << d;
   auto cpu = make_cpu_backend();
   FaultyBackend fb(*cpu, Fault::input_write);
   EXPECT_EQ(cpu->attention_arith(Format::bf16, 256), AttnArith::fma_chain);

@@ -4,6 +4,7 @@
 // bad input refused with exit 2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -99,6 +100,51 @@ TEST(EngineGenerate, AloneEqualsInsideABatchOfEightAndPagedEqualsWindow) {
   EXPECT_FALSE(same_bytes(window, bad[3])) << "control: a batch-dependent split-K stayed byte-equal";
 }
 
+// The engine decodes with an mxfp4 KV cache (E2M1 codes and an E8M0 exponent per 32
+// elements of every rotated k and v row): the continuation is the same bytes on a window,
+// on pages of 7 and with the prompt prefilled in chunks of 5; the cache is mxfp4's size
+// (d/2 + d/32 bytes a row against bf16's 2d); the first token (same prompt, no generated
+// keys yet) equals the bf16 cache's. Control: the bf16 cache's logits are not the same
+// bytes (the format is in effect, not silently bf16).
+TEST(EngineGenerate, Mxfp4CacheDecodes) {
+  auto cpu = make_cpu_backend();
+  ModelOptions mo;
+  mo.kv_format = Format::mxfp4;
+  const Model mx = load_fixture(mo);
+  ASSERT_EQ(mx.kv_layout().format, Format::mxfp4);
+  constexpr int kTokens = 12;
+  const std::vector<int32_t> target = encode_prompt(text_at(0, 21));
+  auto gen = [&](const Model& m, int32_t page, int chunk, GenerateStats* stats) {
+    std::vector<GenerateResult> out;
+    GenerateOptions o;
+    o.keep_logits = true;
+    o.prefill_chunk = chunk;
+    const Status st = generate(m, *cpu, {{target, kTokens, page}}, o, &out, stats);
+    EXPECT_TRUE(st.ok) << st.message;
+    return out.empty() ? GenerateResult{} : out[0];
+  };
+  GenerateStats mstats, bstats;
+  const GenerateResult window = gen(mx, 0, 64, &mstats);
+  ASSERT_EQ(window.tokens.size(), size_t(kTokens));
+  for (const auto& row : window.logits)
+    for (float x : row) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_TRUE(same_bytes(window, gen(mx, 7, 64, nullptr))) << "mxfp4: pages of 7 != window";
+  EXPECT_TRUE(same_bytes(window, gen(mx, 0, 5, nullptr))) << "mxfp4: prefill in chunks of 5 != one chunk";
+  const GenerateResult bf = gen(fixture_model(), 0, 64, &bstats);
+  const KvLayout lay = mx.kv_layout();
+  EXPECT_EQ(lay.code_bytes, uint32_t(lay.head_dim / 2));
+  EXPECT_EQ(lay.scale_bytes, uint32_t(lay.head_dim / 32));
+  EXPECT_LT(mstats.cache_bytes * 3, bstats.cache_bytes) << "the mxfp4 cache is not smaller than a third of bf16's";
+  ASSERT_FALSE(bf.tokens.empty());
+  EXPECT_EQ(window.tokens[0], bf.tokens[0]);
+  EXPECT_FALSE(same_bytes(window, bf)) << "control: the mxfp4 cache gave bf16's bytes";
+  size_t agree = 0;
+  while (agree < std::min(window.tokens.size(), bf.tokens.size()) && window.tokens[agree] == bf.tokens[agree]) ++agree;
+  std::cout << "mxfp4 cache: '" << decode_bytes(window.tokens) << "' (bf16: '" << decode_bytes(bf.tokens) << "', "
+            << agree << " leading tokens equal); cache " << mstats.cache_bytes << " bytes (bf16 " << bstats.cache_bytes
+            << ")\n";
+}
+
 TEST(EngineGenerate, GreedyDefMainIsDeterministic) {
   auto cpu = make_cpu_backend();
   const GenerateRequest r{encode_prompt("def main("), 32, 0};
@@ -140,7 +186,7 @@ TEST(EngineGenerate, BadInputExits2NamingIt) {
   const std::vector<Bad> cases = {
       {dir.file("missing"), "", "bf16", true, 4, 0, "missing"},
       {dir.str(), "", "bf16", true, 4, 0, "config.json"},
-      {kFixture, "", "mxfp4", true, 4, 0, "--kv-cache mxfp4"},
+      {kFixture, "", "int4", true, 4, 0, "--kv-cache int4"},
       {kFixture, "", "bf16", true, 0, 0, "--max-tokens"},
       {kFixture, "", "bf16", false, 4, 0, "exactly one of --prompt"},
       {kFixture, dir.file("nope.txt"), "bf16", false, 4, 0, "nope.txt"},

@@ -284,10 +284,12 @@ TEST(EngineModel, ChunkingAndPagingDoNotChangeLogitsBytes) {
   EXPECT_FALSE(same(whole, engine_logits(w, small_chunk, tokens))) << "control: another merge order stayed byte-equal";
 }
 
-// The fp8 and q4 caches on the fixture model: informative numbers for the report (their
-// gate is the KV gate's, not this test's); only sanity is asserted here (finite logits,
-// argmax agreement with the float64 forward at most positions).
-TEST(EngineModel, Fp8AndQ4CachesOnTheFixtureModel) {
+// The fp8, q4 and mxfp4 caches on the fixture model: informative numbers for the report
+// (their gate is the KV gate's, not this test's); only sanity is asserted here (finite
+// logits, argmax agreement with the float64 forward at most positions: 90 % for fp8 and
+// q4, 80 % for mxfp4, which stores K unrotated: its outlier channels set the group
+// exponents. Measured on these 97 positions: fp8 1, q4 6, mxfp4 13 mismatches).
+TEST(EngineModel, QuantisedCachesOnTheFixtureModel) {
   Qwen3Weights w;
   ASSERT_TRUE(load_qwen3_checkpoint(kFixture, &w).ok);
   std::ifstream f(std::string(KC_SOURCE_DIR) + "/fixtures/text/sched.py.head", std::ios::binary);
@@ -297,7 +299,7 @@ TEST(EngineModel, Fp8AndQ4CachesOnTheFixtureModel) {
   for (unsigned char ch : s) tokens.push_back(ch);
   MatrixXd ref;
   ASSERT_EQ(ref::qwen3_ref_logits(test::to_reference(w), tokens, &ref), "");
-  for (Format fmt : {Format::fp8, Format::q4}) {
+  for (Format fmt : {Format::fp8, Format::q4, Format::mxfp4}) {
     ModelOptions mo;
     mo.kv_format = fmt;
     const MatrixXd eng = engine_logits(w, mo, tokens, 16);
@@ -305,7 +307,7 @@ TEST(EngineModel, Fp8AndQ4CachesOnTheFixtureModel) {
     const int mism = argmax_mismatches(eng, ref);
     std::cout << format_name(fmt) << " cache: worst |engine - ref| " << (eng - ref).cwiseAbs().maxCoeff()
               << ", argmax mismatches " << mism << " of " << tokens.size() << "\n";
-    EXPECT_LE(mism, int(tokens.size()) / 10) << format_name(fmt);
+    EXPECT_LE(mism, int(tokens.size()) / (fmt == Format::mxfp4 ? 5 : 10)) << format_name(fmt);
   }
 }
 
@@ -318,10 +320,10 @@ TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
   ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
   Model model;
   ASSERT_TRUE(Model::create(w, {}, &model).ok);
-  ModelOptions mx;
-  mx.kv_format = Format::mxfp4;
+  ModelOptions unknown;
+  unknown.kv_format = Format(uint8_t(kLastFormat) + 1);
   Model refused;
-  EXPECT_FALSE(Model::create(w, mx, &refused).ok);
+  EXPECT_FALSE(Model::create(w, unknown, &refused).ok);
   Cache cache;
   ASSERT_TRUE(make_engine_cache(model.kv_layout(), {{8, 0}, {8, 3}}, &cache).ok);
   const std::vector<uint8_t> before = cache.mem;

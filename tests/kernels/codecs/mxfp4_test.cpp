@@ -41,6 +41,33 @@ TEST(E2M1, DecodeMatchesReferenceOnAllNibbles) {
   }
 }
 
+// Attention's reading of an mxfp4 element (the fma partial's conv4 / elem_scale, which
+// avoid mx_value's branches) against mx_value and the float64 reference on every nibble
+// and exponent byte: the same bits (NaN for 0xFF), saturation at e = 126 included.
+TEST(MxAttention, ElementReadEqualsMxValueOnAllPairs) {
+  int nan = 0, saturated = 0, subnormal = 0;
+  for (int b = 0; b < 256; ++b)
+    for (uint32_t nib = 0; nib < 16; ++nib) {
+      const float got = mx_attn_value(nib, mx_half_scale(uint8_t(b)));
+      const float want = mx_value(uint8_t(nib), uint8_t(b));
+      if (b == kE8M0NaN) {
+        EXPECT_TRUE(std::isnan(got)) << "nibble " << nib;
+        ++nan;
+        continue;
+      }
+      EXPECT_EQ(float_bits(got), float_bits(want)) << "nibble " << nib << " byte " << b;
+      const double exact = ref::e2m1_value(uint8_t(nib)) * ref::e8m0_value(uint8_t(b));
+      const double sat = std::fabs(exact) > double(FLT_MAX) ? std::copysign(double(FLT_MAX), exact) : exact;
+      EXPECT_EQ(double(got), sat) << "nibble " << nib << " byte " << b;
+      EXPECT_EQ(std::signbit(got), (nib & 8u) != 0) << "nibble " << nib << " byte " << b;
+      saturated += std::fabs(exact) > double(FLT_MAX);
+      subnormal += got != 0 && std::fabs(got) < FLT_MIN;
+    }
+  EXPECT_EQ(nan, 16);
+  EXPECT_EQ(saturated, 12);  // e = 126: 4 and 6; e = 127 (byte 254, hand-made): 2, 3, 4, 6; either sign
+  EXPECT_GT(subnormal, 0);
+}
+
 TEST(MxExponent, BinadeEdgesFromBits) {
   for (int e = -126; e <= 125; ++e) {
     const float six = std::ldexp(6.0f, e);
