@@ -289,6 +289,35 @@ std::string store_bytes_error(const Cache& cc, int lane, int layer, int kv, int 
     }
     return "";
   }
+  if (cc.lay.format == Format::mxfp4) {
+    // Exact input: the reference codec's nibbles and E8M0 bytes. Otherwise per group of 32:
+    // the exponent between those of the interval's extreme amax values (the rule is
+    // monotone in amax) and each element's E2M1 value between those of its ends at the
+    // stored exponent (round to nearest is monotone).
+    if (exact) {
+      const ref::Mxfp4RowRef r = ref::mxfp4_row(x32.data(), d);
+      if (std::memcmp(sc, r.exponents.data(), size_t(d / 32)) != 0) return "mxfp4 exponents differ from the reference";
+      if (std::memcmp(row, r.codes.data(), size_t(d / 2)) != 0) return "mxfp4 codes differ from the reference";
+      return "";
+    }
+    auto expo = [](double amax) { return amax > 0 ? std::clamp(ref::mx_exponent_unclamped(amax), -127, 127) : -127; };
+    for (int g0 = 0; g0 < d / 32; ++g0) {
+      double alo, ahi;
+      amax_range(&lo[32 * g0], &hi[32 * g0], 32, &alo, &ahi);
+      const int e = int(sc[g0]) - 127, elo = expo(alo), ehi = expo(ahi);
+      if (!(elo <= e && e <= ehi)) return (o << "mxfp4 group " << g0 << " exponent " << e << " not in [" << elo << ", " << ehi << "]", o.str());
+      for (int i = 0; i < 32; ++i) {
+        const int j = 32 * g0 + i;
+        const uint8_t nib = uint8_t((row[j / 2] >> (4 * (j % 2))) & 15);
+        const double got = ref::e2m1_value(nib);
+        const double vlo = ref::e2m1_value(ref::e2m1_from_double(std::ldexp(lo[j], -e)));
+        const double vhi = ref::e2m1_value(ref::e2m1_from_double(std::ldexp(hi[j], -e)));
+        if (!(vlo <= got && got <= vhi))
+          return (o << "mxfp4 [" << j << "] " << got << " not in [" << vlo << ", " << vhi << "] at exponent " << e, o.str());
+      }
+    }
+    return "";
+  }
   if (cc.lay.format != Format::q4) return std::string("no byte prediction for format ") + format_name(cc.lay.format);
   const std::vector<ref::Q4GroupRef> r = exact ? ref::q4_row(x32.data(), d) : std::vector<ref::Q4GroupRef>();
   for (int g0 = 0; g0 < d / 32; ++g0) {
@@ -988,6 +1017,17 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
                       : (std::memcmp(got + 16 * g0, ref + 16 * g0, 16) != 0 || std::memcmp(sg + 2 * g0, sr + 2 * g0, 2) != 0))
                 fail("stored q4 " + where + " group " + std::to_string(g0) + (hit ? " is not poisoned" : " changed"));
             }
+          } else if (nc.fmt == Format::mxfp4) {  // the group poisoned: exponent 0xFF, codes 0
+            const uint8_t* eg = kv_scale(wv, 0, kv, h, kKey);
+            const uint8_t* er = kv_scale(cvw, 0, kv, h, kKey);
+            for (int g0 = 0; g0 < d / 32; ++g0) {
+              bool hit = false;
+              for (int e = 32 * g0; e < 32 * g0 + 32; ++e) hit = hit || reached(e, kv == 0);
+              bool poisoned = eg[g0] == 0xFF;
+              for (int b = 0; b < 16; ++b) poisoned = poisoned && got[16 * g0 + b] == 0;
+              if (hit ? !poisoned : (std::memcmp(got + 16 * g0, ref + 16 * g0, 16) != 0 || eg[g0] != er[g0]))
+                fail("stored mxfp4 " + where + " group " + std::to_string(g0) + (hit ? " is not poisoned" : " changed"));
+            }
           } else if (nc.fmt != Format::bf16) {
             fail(std::string("no non-finite rule for format ") + format_name(nc.fmt));
           } else {
@@ -1012,7 +1052,10 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
           // (never Inf: a key whose score is -Inf may get weight 0), 3 not finite.
           std::vector<int> want(d, 0);
           if (reads) {
-            if (target == 0 || nc.fmt != Format::bf16 || target == 1) {
+            if (target == 2 && nc.fmt == Format::mxfp4) {
+              // V in mxfp4 (unrotated): the poisoned group's elements, NaN; the rest unchanged.
+              for (int e = 32 * (kElem / 32); e < 32 * (kElem / 32) + 32; ++e) want[e] = 1;
+            } else if (target == 0 || nc.fmt != Format::bf16 || target == 1) {
               // q (any format), K (any format), V in fp8 / q4 (the poisoned row or group).
               for (int e = 0; e < d; ++e) want[e] = 1;
               if (target == 1 && !is_nan && nc.fmt == Format::bf16 && r == 0) {
@@ -1125,7 +1168,7 @@ void qwen_pages_body(Run& run) {
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
   // Non-finite inputs: every format, a head_dim on the fma chain (64) and one the cuda
   // backend runs on the tensor cores (128, a GQA group of 6).
-  for (Format f : {Format::bf16, Format::fp8, Format::q4})
+  for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
     for (int shape : {3, 2}) {
       const NonFiniteCase nc{shape, f};
       if (run.selected(nc.vars())) run_nonfinite(run, run.be, nc);
