@@ -622,7 +622,10 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
                bool reference) {
   int done = 0;
   int64_t swiglu_twin_diff = 0, swiglu_values = 0;
-  for (int i = 0; i < run.cases && done < max_cases; ++i) {
+  // A control draws from the same generator but not from --cases: it must find its batched
+  // cases (of its operation) however few cases the run asked for.
+  const int limit = run.in_control ? std::max(run.cases, 512) : run.cases;
+  for (int i = 0; i < limit && done < max_cases; ++i) {
     const Case c = make_case(run.seed, i);
     if (!only.empty() && std::find(only.begin(), only.end(), c.op) == only.end()) continue;
     if (c.n < 2 && run.in_control) continue;  // a control needs a batch

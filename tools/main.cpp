@@ -254,8 +254,8 @@ int main(int argc, char** argv) {
       "Verdict: the fixture's bar (default mean KL <= 0.01, worst token <= 0.1) at every depth, no recall lost, "
       "every control red (q4 query not rotated, fp8 scales from the neighbouring row, one planted bad depth). "
       "The bf16 arm is stored in --bf16-cache, keyed by fixture, checkpoint hash, engine commit and backend, and "
-      "reused. Exit 0 pass, 1 fail, 2 bad fixture (the field is named), an unknown or unsupported format "
-      "(mxfp4 until the engine stores it) or bad options, with nothing written");
+      "reused. Exit 0 pass, 1 fail, 2 bad fixture (the field is named), an unknown format or bad options, with "
+      "nothing written");
   kv_gate->add_option("fixture", kg.fixture, "Fixture JSON file (fixtures/schema/kv-fixture.schema.json)")->required();
   kv_gate->add_option("--format", kg.format, "Quantized cache format: fp8, q4 or mxfp4 (required unless --bf16-only)");
   kv_gate->add_option("--backend", kg.backend, "cpu (default), cuda or auto")

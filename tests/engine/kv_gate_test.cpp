@@ -183,10 +183,7 @@ TEST(KvFixture, UnsupportedFormatsExit2WithAClearMessage) {
   test::TempDir dir;
   const std::string out = dir.file("receipt.json"), cache = dir.file("cache");
   std::string err;
-  // mxfp4: refused while Model::create has no mxfp4 rope store; the day it accepts mxfp4
-  // this test is to be changed (the gate itself is format-generic).
-  EXPECT_EQ(run_kv(kSrc + "/fixtures/kv/ci.json", "mxfp4", out, cache, nullptr, &err), 2);
-  EXPECT_NE(err.find("--format mxfp4: the engine refuses this cache format"), std::string::npos) << err;
+  // (mxfp4 is a cache format the engine stores since the mxfp4 KV-cache change: it runs.)
   EXPECT_EQ(run_kv(kSrc + "/fixtures/kv/ci.json", "int3", out, cache, nullptr, &err), 2);
   EXPECT_NE(err.find("--format int3: expected fp8, q4 or mxfp4"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(out));
