@@ -359,7 +359,10 @@ void run_probes(Run& run, Backend& be, const std::vector<RefusalOp>& ops, const 
       for (const Probe& pr : probes_of(op, f)) {
         const std::string cv = std::string("refusals(op=") + op_name(op) + ",fmt=" + format_name(f) + ",arg=" + pr.arg +
                                ",value=" + pr.value + (pr.valid ? ",valid" : "") + ")";
-        if (!run.selected(cv)) continue;
+        if (!run.selected(cv)) {
+          --run.cases_filtered;  // a probe left out by a selection is not a generated case either
+          continue;
+        }
         // A probe is a case of this gate (its line replays with --case), but only counts as a
         // generated case when a selection picked it.
         if (!run.narrowed()) --run.cases_run;

@@ -18,7 +18,7 @@ RunResult run_qwen(const std::string& backend, int cases) { return test::run_con
 TEST(QwenPagesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_qwen("cpu", 4);
   test::expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 10u);  // 4 planted setups + 6 backend-boundary faults
+  EXPECT_EQ(r.receipt["controls"].size(), 13u);  // 4 planted setups + 6 backend-boundary faults + 3 refusals
 }
 
 TEST(QwenPagesContract, ReceiptNamesTheAttentionArithmetic) {
@@ -43,14 +43,14 @@ TEST(QwenPagesContract, ReceiptRecordsCoverageAndTheNonFiniteGate) {
   EXPECT_EQ(cov["format"].size(), 3u);  // cases 0, 1, 2: bf16, fp8, q4
   EXPECT_EQ(cov["scores"]["near -200"], 1);
   EXPECT_EQ(cov["scores"]["near +200"], 1);
-  for (const char* k : {"bf16/d64", "bf16/d128", "fp8/d64", "fp8/d128", "q4/d64", "q4/d128"})
+  for (const char* k : {"bf16/d64", "bf16/d128", "fp8/d64", "fp8/d128", "q4/d64", "q4/d128", "mxfp4/d64", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 6) << k;  // NaN and +Inf in q, K and V
   bool found = false;
   for (const auto& g : r.receipt["gates"])
     if (g["name"] == "non-finite") {
       found = true;
       EXPECT_EQ(g["status"], "ok");
-      EXPECT_EQ(g["passed"], 36);
+      EXPECT_EQ(g["passed"], 48);  // 4 formats x 2 head_dims x NaN/+Inf x q, K, V
     }
   EXPECT_TRUE(found);
 }

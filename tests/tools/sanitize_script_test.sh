@@ -38,7 +38,7 @@ field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eva
 
 rc=$(run clean); [ "$rc" = 0 ] || { cat "$t/clean.out"; fail "clean run: exit $rc, expected 0"; }
 [ "$(field "$t/clean.json" "d['verdict']")" = pass ] || fail "clean run: verdict not pass"
-[ "$(field "$t/clean.json" "sum(g['status']=='ok' for g in d['gates'])")" = 4 ] || fail "clean run: 4 gates ok expected"
+[ "$(field "$t/clean.json" "sum(g['status']=='ok' for g in d['gates'])")" = 6 ] || fail "clean run: 6 gates ok expected (2 tools x 3 runs)"
 [ "$(field "$t/clean.json" "[c['red'] for c in d['controls']]")" = "[True, True]" ] || fail "clean run: controls not red"
 "$bin" report "$t/clean.json" > "$t/report.md" 2>&1 || { cat "$t/report.md"; fail "report refused or failed the clean receipt"; }
 grep -q 'memcheck:fp8-rows' "$t/report.md" || fail "report does not list memcheck:fp8-rows"
