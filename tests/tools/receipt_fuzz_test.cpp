@@ -73,8 +73,8 @@ void mutate_tree(json& r, std::mt19937_64& rng) {
       else if (v.is_number_integer()) v = v.get<int64_t>() + 1;
       else if (v.is_string()) v = v.get<std::string>() == "pass" ? "fail" : "pass";
       break;
-    case 3:  // verdict pass over whatever the gates say
-      r["verdict"] = "pass";
+    case 3:  // verdict pass over whatever the gates say (the root may itself be retyped)
+      if (r.is_object()) r["verdict"] = "pass";
       break;
     default:  // a worst ratio as text
       if (r.contains("gates") && r["gates"].is_array() && !r["gates"].empty() && r["gates"][0].is_object())
