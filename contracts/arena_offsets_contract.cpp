@@ -167,10 +167,7 @@ void arena_offsets_body(Run& run) {
     const OffsetCase oc{formats[i % 3], mix_seed(run.seed, uint64_t(i))};
     if (!run.selected(oc.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + oc.vars());
-    nlohmann::json& cov = run.numbers["coverage"];  // what ran (numbers.coverage)
-    cov["cases"] = (cov.contains("cases") ? cov["cases"].get<int>() : 0) + 1;
-    nlohmann::json& nf = cov["format"][format_name(oc.fmt)];
-    nf = (nf.is_null() ? 0 : nf.get<int>()) + 1;
+    run.cover_case({{"format", format_name(oc.fmt)}});  // what ran (numbers.coverage)
     run_case(run, oc, false);
   }
 }

@@ -248,23 +248,13 @@ void run_codec_contract(Run& run, const RowCodec& codec) {
     const CodecCase c = draw_codec_case(codec, run.seed, i);
     if (!run.selected(c.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
-    // What ran, per dimension (numbers.coverage), so a reviewer sees the reach of the cases.
-    nlohmann::json& cov = run.numbers["coverage"];
-    auto count = [&cov](const char* dim, const std::string& v) {
-      nlohmann::json& n = cov[dim][v];
-      n = (n.is_null() ? 0 : n.get<int>()) + 1;
-    };
-    cov["cases"] = (cov.contains("cases") ? cov["cases"].get<int>() : 0) + 1;
-    count("page_size", std::to_string(c.ptok));
-    count("head_dim", std::to_string(c.head_dim));
-    count("layers", std::to_string(c.layers));
-    count("kv_heads", std::to_string(c.kv_heads));
-    count("dist", c.dist);
     auto rel = [&c](int len) {
       return std::string(len < c.ptok ? "under a page" : len == c.ptok ? "one page" : len % c.ptok == 0 ? "whole pages" : "pages and a part");
     };
-    count("lane_length", rel(c.len0));  // both lanes, pages interleaved in one arena
-    count("lane_length", rel(c.len1));
+    // What ran, per dimension (numbers.coverage); both lanes' lengths (pages interleaved).
+    run.cover_case({{"page_size", std::to_string(c.ptok)}, {"head_dim", std::to_string(c.head_dim)},
+                    {"layers", std::to_string(c.layers)}, {"kv_heads", std::to_string(c.kv_heads)},
+                    {"dist", c.dist}, {"lane_length", rel(c.len0)}, {"lane_length", rel(c.len1)}});
     run_case(run, run.be, codec, c, RowPlant::none, codec.checks);
   }
   refusal_gate(run, {RefusalOp::encode_rows, RefusalOp::decode_rows}, {codec.format});

@@ -150,6 +150,20 @@ void Run::control(const std::string& name, const std::string& description,
   controls_.push_back(std::move(c));
 }
 
+void Run::cover_value(const std::string& dim, const std::string& value) {
+  nlohmann::json& cov = numbers["coverage"];
+  if (!cov.is_object()) cov = nlohmann::json{{"cases", 0}};
+  nlohmann::json& n = cov[dim][value];
+  n = n.is_null() ? 1 : n.get<int>() + 1;
+}
+
+void Run::cover_case(const std::vector<std::pair<std::string, std::string>>& values) {
+  nlohmann::json& cov = numbers["coverage"];
+  if (!cov.is_object()) cov = nlohmann::json{{"cases", 0}};
+  cov["cases"] = cov.value("cases", 0) + 1;
+  for (const auto& [dim, value] : values) cover_value(dim, value);
+}
+
 uint64_t mix_seed(uint64_t seed, uint64_t i) {
   uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -108,6 +108,10 @@ class Run {
                const std::function<void(Run&)>& body);
 
   nlohmann::json numbers = nlohmann::json::object();
+  // numbers.coverage, what ran per dimension: cover_case counts one case and its value along
+  // each dimension; cover_value counts one value alone (e.g. a planted value).
+  void cover_case(const std::vector<std::pair<std::string, std::string>>& values);
+  void cover_value(const std::string& dim, const std::string& value);
   int64_t cases_run = 0;
   int64_t cases_filtered = 0;
 

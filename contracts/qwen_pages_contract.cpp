@@ -391,21 +391,14 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   if (plant == Plant::none && !run.in_control) {
     // Coverage in the receipt (numbers.coverage): cases per format, shape, page size,
     // chunk, scale, score regime and lane mix, so a reviewer sees what ran.
-    nlohmann::json& cov = run.numbers["coverage"];
-    auto bump = [&](const char* key, const std::string& v) {
-      nlohmann::json& x = cov[key][v];
-      x = x.is_null() ? 1 : x.get<int>() + 1;
-    };
-    if (!cov.is_object()) cov = nlohmann::json::object();
-    cov["cases"] = cov.value("cases", 0) + 1;
-    bump("format", format_name(c.fmt));
-    bump("shape", S.name);
-    bump("page_tokens", std::to_string(c.ptok));
-    bump("chunk", std::to_string(c.chunk));
-    bump("scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)");
-    bump("scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn");
-    bump("lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) + " + lane1 " +
-                         std::to_string(tail1) + " at 0; keep lanes 0+1 in one call");
+    run.cover_case({{"format", format_name(c.fmt)},
+                    {"shape", S.name},
+                    {"page_tokens", std::to_string(c.ptok)},
+                    {"chunk", std::to_string(c.chunk)},
+                    {"scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)"},
+                    {"scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn"},
+                    {"lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) +
+                                     " + lane1 " + std::to_string(tail1) + " at 0; keep lanes 0+1 in one call"}});
   }
   Setup su{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
   const Cache paged0 = su.paged, window0 = su.window;
@@ -1087,12 +1080,7 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
           }
         }
       run.check("non-finite", ok, cv, why);
-      if (!run.in_control) {
-        nlohmann::json& cov = run.numbers["coverage"];
-        if (!cov.is_object()) cov = nlohmann::json{{"cases", 0}};
-        nlohmann::json& x = cov["non_finite"][std::string(format_name(nc.fmt)) + "/d" + std::to_string(d)];
-        x = x.is_null() ? 1 : x.get<int>() + 1;
-      }
+      if (!run.in_control) run.cover_value("non_finite", std::string(format_name(nc.fmt)) + "/d" + std::to_string(d));
     }
 }
 

@@ -632,17 +632,10 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
     const std::string line = c.line();
     if (!run.selected(line)) continue;
     ++done;
-    if (!run.in_control) {  // what ran, per dimension (numbers.coverage)
-      nlohmann::json& cov = run.numbers["coverage"];
-      auto count = [&cov](const char* dim, const std::string& v) {
-        nlohmann::json& n = cov[dim][v];
-        n = (n.is_null() ? 0 : n.get<int>()) + 1;
-      };
-      cov["cases"] = (cov.contains("cases") ? cov["cases"].get<int>() : 0) + 1;
-      count("op", op_name(c.op));
-      count("batch", c.n == 1 ? "1" : c.n <= 8 ? "2..8" : c.n <= 32 ? "9..32" : "33..64");
-      count("width", c.a % 32 == 0 ? "multiple of 32" : "not a multiple of 32");
-    }
+    if (!run.in_control)  // what ran, per dimension (numbers.coverage)
+      run.cover_case({{"op", op_name(c.op)},
+                      {"batch", c.n == 1 ? "1" : c.n <= 8 ? "2..8" : c.n <= 32 ? "9..32" : "33..64"},
+                      {"width", c.a % 32 == 0 ? "multiple of 32" : "not a multiple of 32"}});
     const Data d = make_data(c);
     Out batched, again;
     Status st = launch(eb, c, d, 0, c.n, &batched);

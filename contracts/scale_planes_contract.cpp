@@ -449,19 +449,10 @@ void scale_planes_body(Run& run) {
     const PackCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
-    // What ran, per dimension (numbers.coverage).
-    nlohmann::json& cov = run.numbers["coverage"];
-    auto count = [&cov](const char* dim, const std::string& v) {
-      nlohmann::json& n = cov[dim][v];
-      n = (n.is_null() ? 0 : n.get<int>()) + 1;
-    };
-    cov["cases"] = (cov.contains("cases") ? cov["cases"].get<int>() : 0) + 1;
     auto mode = [](int p) { return p ? "pages of " + std::to_string(p) : std::string("window"); };
-    count("format", format_name(c.fmt));
-    count("head_dim", std::to_string(c.head_dim));
-    count("source", mode(c.src_ptok));
-    count("destination", mode(c.dst_ptok));
-    count("count", c.count == 0 ? "0" : c.count == 1 ? "1" : c.count < 64 ? "2..63" : "64+");
+    run.cover_case({{"format", format_name(c.fmt)}, {"head_dim", std::to_string(c.head_dim)},
+                    {"source", mode(c.src_ptok)}, {"destination", mode(c.dst_ptok)},
+                    {"count", c.count == 0 ? "0" : c.count == 1 ? "1" : c.count < 64 ? "2..63" : "64+"}});
     run_case(run, c);
   }
   refusal_gate(run, {RefusalOp::unpack, RefusalOp::pack}, {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
