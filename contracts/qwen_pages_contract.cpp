@@ -1167,7 +1167,8 @@ void qwen_pages_body(Run& run) {
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
     run_case(run, run.be, c, Plant::none);
   }
-  refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep}, {Format::bf16, Format::fp8, Format::q4});
+  refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep},
+               {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ bool op_supports(RefusalOp op, Format f) {
     case RefusalOp::decode_rows: return f != Format::bf16;
     case RefusalOp::rope_store:
     case RefusalOp::attention:
-    case RefusalOp::keep: return f != Format::mxfp4;  // no mxfp4 attention cache yet
+    case RefusalOp::keep: return true;  // every cache format, mxfp4 included
     case RefusalOp::pack:
     case RefusalOp::unpack: return true;
   }
