@@ -133,35 +133,81 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
 
   if (j.contains("recall")) {
     if (!j["recall"].is_array()) return fail("recall", "must be an array of probes");
+    std::vector<std::string> groups;
     for (size_t i = 0; i < j["recall"].size(); ++i) {
       const std::string pre = "recall[" + std::to_string(i) + "]";
       const auto& p = j["recall"][i];
-      if (!p.is_object()) return fail(pre, "must be an object {name, passphrase, plant, ask, depths}");
+      if (!p.is_object())
+        return fail(pre, "must be an object {name, passphrase or passphrases, plant, ask, depths}");
       for (auto it = p.begin(); it != p.end(); ++it)
-        if (it.key() != "name" && it.key() != "passphrase" && it.key() != "plant" && it.key() != "ask" &&
-            it.key() != "depths")
+        if (it.key() != "name" && it.key() != "passphrase" && it.key() != "passphrases" && it.key() != "plant" &&
+            it.key() != "ask" && it.key() != "depths")
           return fail(pre + "." + it.key(), "unknown field");
-      KvProbe pr;
-      if (!nonempty_string(p, "name", pre + ".name", &pr.name)) return false;
-      if (!nonempty_string(p, "passphrase", pre + ".passphrase", &pr.passphrase)) return false;
-      if (!nonempty_string(p, "plant", pre + ".plant", &pr.plant)) return false;
-      if (pr.plant.find(pr.passphrase) == std::string::npos) return fail(pre + ".plant", "must contain the passphrase");
-      if (!nonempty_string(p, "ask", pre + ".ask", &pr.ask)) return false;
+      std::string name, plant, ask;
+      if (!nonempty_string(p, "name", pre + ".name", &name)) return false;
+      if (std::find(groups.begin(), groups.end(), name) != groups.end()) return fail(pre + ".name", "repeats " + name);
+      if (name.find_first_of("#@") != std::string::npos) return fail(pre + ".name", "must not contain '#' or '@'");
+      groups.push_back(name);
+      // One passphrase (the plant holds it literally or as {passphrase}) or a list of them
+      // (the plant holds {passphrase}): one probe per passphrase, named NAME#k.
+      std::vector<std::string> phrases;
+      const bool list = p.contains("passphrases");
+      if (list == p.contains("passphrase")) return fail(pre + ".passphrase", "give either passphrase or passphrases");
+      if (list) {
+        const auto& a = p["passphrases"];
+        if (!a.is_array() || a.empty() || a.size() > 1024)
+          return fail(pre + ".passphrases", "must be an array of 1..1024 passphrases");
+        for (size_t k = 0; k < a.size(); ++k) {
+          const std::string fld = pre + ".passphrases[" + std::to_string(k) + "]";
+          if (!a[k].is_string() || a[k].get<std::string>().empty()) return fail(fld, "must be a non-empty string");
+          const std::string x = a[k].get<std::string>();
+          if (std::find(phrases.begin(), phrases.end(), x) != phrases.end()) return fail(fld, "repeats " + x);
+          phrases.push_back(x);
+        }
+      } else {
+        std::string x;
+        if (!nonempty_string(p, "passphrase", pre + ".passphrase", &x)) return false;
+        phrases.push_back(x);
+      }
+      if (!nonempty_string(p, "plant", pre + ".plant", &plant)) return false;
+      static const std::string kSlot = "{passphrase}";
+      const size_t slot = plant.find(kSlot);
+      if (slot != std::string::npos && plant.find(kSlot, slot + 1) != std::string::npos)
+        return fail(pre + ".plant", "must hold {passphrase} once");
+      if (slot == std::string::npos && (list || plant.find(phrases[0]) == std::string::npos))
+        return fail(pre + ".plant", list ? "must contain {passphrase} (the place of each passphrase)"
+                                         : "must contain the passphrase (or {passphrase})");
+      if (!nonempty_string(p, "ask", pre + ".ask", &ask)) return false;
+      if (ask.find(kSlot) != std::string::npos) return fail(pre + ".ask", "must not contain {passphrase}");
+      for (const std::string& x : phrases)
+        if (ask.find(x) != std::string::npos) return fail(pre + ".ask", "must not contain the passphrase " + x);
       if (!p.contains("depths")) return fail(pre + ".depths", "missing");
       if (!p["depths"].is_array() || p["depths"].empty()) return fail(pre + ".depths", "must be a non-empty array");
-      const int need = 2 * int(pr.plant.size() + pr.ask.size() + pr.passphrase.size()) + 2;
+      std::vector<KvProbe> expanded;
+      for (size_t k = 0; k < phrases.size(); ++k) {
+        KvProbe pr;
+        pr.group = name;
+        pr.source = int(i);
+        pr.name = list ? name + "#" + std::to_string(k) : name;
+        pr.passphrase = phrases[k];
+        pr.plant = slot == std::string::npos ? plant
+                                             : plant.substr(0, slot) + phrases[k] + plant.substr(slot + kSlot.size());
+        pr.ask = ask;
+        expanded.push_back(std::move(pr));
+      }
       for (size_t k = 0; k < p["depths"].size(); ++k) {
         const std::string fld = pre + ".depths[" + std::to_string(k) + "]";
         int d = 0;
         if (!int_in(p["depths"][k], fld, 1, (1 << 30), &d)) return false;
-        if (d < need)
-          return fail(fld, "must be at least " + std::to_string(need) +
-                               " (twice the plant, ask and passphrase bytes, so the plant sits at half the depth)");
-        pr.depths.push_back(d);
+        for (KvProbe& pr : expanded) {
+          const int need = 2 * int(pr.plant.size() + pr.ask.size() + pr.passphrase.size()) + 2;
+          if (d < need)
+            return fail(fld, "must be at least " + std::to_string(need) +
+                                 " (twice the plant, ask and passphrase bytes, so the plant sits at half the depth)");
+          pr.depths.push_back(d);
+        }
       }
-      for (const KvProbe& q : f.recall)
-        if (q.name == pr.name) return fail(pre + ".name", "repeats " + pr.name);
-      f.recall.push_back(std::move(pr));
+      for (KvProbe& pr : expanded) f.recall.push_back(std::move(pr));
     }
   }
   if (j.contains("control_depths")) {
@@ -193,11 +239,11 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
   for (size_t i = 0; i < f.recall.size(); ++i)
     for (size_t k = 0; k < f.recall[i].depths.size(); ++k) {
       if (f.recall[i].depths[k] / 2 > need)
-        return fail("recall[" + std::to_string(i) + "].depths[" + std::to_string(k) + "]",
+        return fail("recall[" + std::to_string(f.recall[i].source) + "].depths[" + std::to_string(k) + "]",
                     "at most twice the main stream's end (" + std::to_string(need) +
                         "): the probe is forked from the main lane at half its depth");
       if (f.recall[i].depths[k] > int64_t(f.tokens.size()))
-        return fail("recall[" + std::to_string(i) + "].depths[" + std::to_string(k) + "]",
+        return fail("recall[" + std::to_string(f.recall[i].source) + "].depths[" + std::to_string(k) + "]",
                     "deeper than the token file (" + std::to_string(f.tokens.size()) + " tokens)");
     }
   *out = std::move(f);
@@ -582,7 +628,7 @@ void check_bar(Run& run, const std::vector<KvDepthStats>& stats, const KvBar& ba
   }
 }
 
-nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int max_pos, double ref_tok_s, double q_tok_s) {
+nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train_ctx, double ref_tok_s, double q_tok_s) {
   nlohmann::json diffs = nlohmann::json::array();
   for (const KvTopDiff& d : s.diffs)
     diffs.push_back({{"pos", d.pos},
@@ -595,7 +641,7 @@ nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int max_pos, 
   return {{"depth", s.depth},
           {"rows", s.rows},
           {"positions", {s.depth, s.depth + s.rows - 1}},
-          {"beyond_training", int64_t(s.depth) + s.rows > max_pos},
+          {"beyond_training", int64_t(s.depth) + s.rows > train_ctx},
           {"mean_kl", s.mean_kl},
           {"worst_kl", s.worst_kl},
           {"worst_pos", s.worst_pos},
@@ -627,6 +673,67 @@ std::string checkpoint_sha256(const std::string& dir) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- training context
+
+bool kv_training_context(const std::string& model_dir, int64_t max_position_embeddings, int64_t* positions,
+                         std::string* source, std::string* err) {
+  const std::string file = (fs::path(model_dir) / "fixture.json").string();
+  if (!fs::exists(file)) {
+    *positions = max_position_embeddings;
+    *source = "config.json max_position_embeddings (the model folder has no fixture.json)";
+    return true;
+  }
+  std::string text;
+  if (!read_file(file, &text)) {
+    *err = file + ": cannot be read";
+    return false;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    *err = file + ": not JSON: " + e.what();
+    return false;
+  }
+  if (!j.is_object() || !j.contains("training") || !j["training"].is_object() || !j["training"].contains("seq")) {
+    *err = file + ": field training.seq: missing (the sequence length the model trained at)";
+    return false;
+  }
+  const auto& v = j["training"]["seq"];
+  if (!is_int(v) || v.get<long long>() < 1 || v.get<long long>() > (1LL << 40)) {
+    *err = file + ": field training.seq: must be a positive integer";
+    return false;
+  }
+  *positions = v.get<int64_t>();
+  *source = "fixture.json training.seq (the longest sequence the model trained on)";
+  return true;
+}
+
+nlohmann::json kv_recall_summary(const nlohmann::json& recall) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& x : recall) {
+    const std::string g = x.contains("group") ? x["group"].get<std::string>() : x["probe"].get<std::string>();
+    const int d = x["depth"].get<int>();
+    auto it = std::find_if(out.begin(), out.end(), [&](const nlohmann::json& e) { return e["group"] == g && e["depth"] == d; });
+    if (it == out.end()) {
+      out.push_back({{"group", g}, {"depth", d}, {"beyond_training", x.value("beyond_training", false)}, {"probes", 0},
+                     {"bf16_recalled", 0}, {"quant_recalled", 0}, {"informative", 0}, {"kept", 0}, {"lost", 0},
+                     {"gained", 0}});
+      it = out.end() - 1;
+    }
+    const bool b = x["bf16"]["recalled"].get<bool>(), q = x["quant"]["recalled"].get<bool>();
+    auto& e = *it;
+    e["probes"] = e["probes"].get<int>() + 1;
+    e["bf16_recalled"] = e["bf16_recalled"].get<int>() + b;
+    e["quant_recalled"] = e["quant_recalled"].get<int>() + q;
+    e["informative"] = e["informative"].get<int>() + b;
+    e["kept"] = e["kept"].get<int>() + (b && q);
+    e["lost"] = e["lost"].get<int>() + (b && !q);
+    e["gained"] = e["gained"].get<int>() + (!b && q);
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------- command
 
@@ -675,6 +782,10 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   if (w.config.vocab_size < 258) return bad(cmd.fixture + ": field model: not a byte-level model");
   const int V = int(w.config.vocab_size);
   const int max_pos = int(w.config.max_position_embeddings);
+  int64_t train_ctx = 0;
+  std::string ctx_source;
+  if (!kv_training_context(fx.model_dir, max_pos, &train_ctx, &ctx_source, &why))
+    return bad(cmd.fixture + ": field model: " + why);
   auto make = [&](Format f, Model* m) {
     ModelOptions mo;
     mo.kv_format = f;
@@ -773,7 +884,8 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       }
       recall.push_back({{"probe", p.name},
                         {"depth", d},
-                        {"beyond_training", d > max_pos},
+                        {"group", p.group},
+                        {"beyond_training", d > train_ctx},
                         {"passphrase", p.passphrase},
                         {"bf16", {{"recalled", rb.recalled}, {"first_miss", rb.first_miss}, {"got", rb.got}}},
                         {"quant", {{"recalled", rq.recalled}, {"first_miss", rq.first_miss}, {"got", rq.got}}},
@@ -884,7 +996,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
 
   nlohmann::json depths = nlohmann::json::array();
   for (size_t i = 0; i < stats.size(); ++i)
-    depths.push_back(depth_json(stats[i], fx.bar, max_pos, b16.arm.decode_tok_s[i], qa.decode_tok_s[i]));
+    depths.push_back(depth_json(stats[i], fx.bar, train_ctx, b16.arm.decode_tok_s[i], qa.decode_tok_s[i]));
   nlohmann::json bpp = nlohmann::json::object();
   const auto& c = w.config;
   for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
@@ -894,12 +1006,14 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       {"bar", {{"mean_kl", fx.bar.mean_kl}, {"worst_token_kl", fx.bar.worst_token_kl}}},
       {"kl", "KL(bf16 || quantized) per scored row, float64 from the fp32 logits; percentiles by nearest rank"},
       {"model_max_position_embeddings", max_pos},
+      {"training_context", {{"positions", train_ctx}, {"source", ctx_source}}},
       {"tokens", {{"file", fx.tokens_file}, {"sha256", fx.tokens_sha256}, {"source", fx.tokens_source},
                   {"licence", fx.tokens_licence}, {"count", fx.tokens.size()}}},
       {"rows_per_depth", fx.rows},
       {"decode_steps", fx.decode_steps},
       {"depths", depths},
       {"recall", recall},
+      {"recall_summary", kv_recall_summary(recall)},
       {"memory",
        {{"bytes_per_position", bpp},
         {"lane_bytes_at_deepest", {{"bf16", b16.arm.lane_bytes}, {cmd.format, qa.lane_bytes}}},

@@ -33,8 +33,12 @@ struct KvBar {
   double worst_token_kl = 0.1;
 };
 
+// One probe per passphrase: a fixture probe with a list of passphrases ("passphrases", the
+// plant holding "{passphrase}") becomes one KvProbe for each, named GROUP#k.
 struct KvProbe {
-  std::string name;
+  std::string name;        // unique: the fixture probe's name, or GROUP#k for a list's k-th passphrase
+  std::string group;       // the fixture probe's name
+  int source = 0;          // its index in the fixture's recall array
   std::string passphrase;  // the answer: its bytes are scored teacher-forced at the end
   std::string plant;       // planted at half the depth; contains the passphrase
   std::string ask;         // right before the answer at the end
@@ -106,6 +110,18 @@ std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar);
 // that both are the same bytes.
 Status kv_probe_logits(const Model& m, Backend& be, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
                        int chunk, bool forked, std::vector<float>* logits);
+
+// The sequence length the model trained at: `training.seq` of the model folder's
+// fixture.json (what tools/train_fixture_model.py writes), else config.json's
+// max_position_embeddings when the folder has no fixture.json. A fixture.json without a
+// positive integer training.seq is an error ("FILE: field training.seq: ...").
+bool kv_training_context(const std::string& model_dir, int64_t max_position_embeddings, int64_t* positions,
+                         std::string* source, std::string* err);
+
+// The receipt's recall entries counted per (probe group, depth), in the order first seen:
+// probes, bf16_recalled, quant_recalled, informative (= bf16_recalled), kept (both arms),
+// lost (bf16 only), gained (quantized only), beyond_training.
+nlohmann::json kv_recall_summary(const nlohmann::json& recall);
 
 struct KvGateCommand {
   std::string fixture;

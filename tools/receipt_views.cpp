@@ -240,6 +240,23 @@ bool check_receipt(const json& r, Checker& c) {
         return false;
     }
     if (!c.field(kv["memory"], "kv.memory", "bytes_per_position", Want::object)) return false;
+    if (kv.contains("training_context")) {  // receipts since the long-context fixture model
+      if (!c.field(kv, "kv", "training_context", Want::object) ||
+          !c.field(kv["training_context"], "kv.training_context", "positions", Want::integer) ||
+          !c.field(kv["training_context"], "kv.training_context", "source", Want::string))
+        return false;
+    }
+    if (kv.contains("recall_summary")) {
+      if (!c.field(kv, "kv", "recall_summary", Want::array)) return false;
+      for (size_t i = 0; i < kv["recall_summary"].size(); ++i) {
+        const json& x = kv["recall_summary"][i];
+        const std::string at = "kv.recall_summary[" + std::to_string(i) + "]";
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!c.field(x, at, "group", Want::string) || !c.field(x, at, "beyond_training", Want::boolean)) return false;
+        for (const char* k : {"depth", "probes", "bf16_recalled", "quant_recalled", "lost", "gained"})
+          if (!c.field(x, at, k, Want::integer)) return false;
+      }
+    }
   }
   // The verdict must follow from the receipt's own gates, controls, errors and targets.
   if (r["verdict"] == "pass") {
@@ -516,6 +533,9 @@ static std::string render_kv(const json& r, ViewFormat f) {
   const json& kv = r["kv"];
   const std::string q = kv["format"].get<std::string>();
   o << subheading("per depth: KL(bf16 || " + q + "), float64", f);
+  if (kv.contains("training_context"))
+    o << "beyond training: depth + rows > " << scalar(kv["training_context"]["positions"]) << " positions ("
+      << kv["training_context"]["source"].get<std::string>() << ")\n\n";
   Table t{{"depth", "rows", "beyond training", "mean KL", "worst KL (pos)", "p99.9", "p99", "p95", "p90", "p50",
            "top-1 agree", "top-1 diffs", "ppl bf16", "ppl " + q, "decode tok/s bf16", "decode tok/s " + q, "verdict"},
           {}};
@@ -552,6 +572,18 @@ static std::string render_kv(const json& r, ViewFormat f) {
       rt.rows.push_back({x["probe"].get<std::string>(), scalar(x["depth"]), said(x["bf16"]), said(x["quant"]),
                          x["outcome"].get<std::string>()});
     o << subheading("recall", f) << rt.render(f) << "\n";
+  }
+  if (kv.contains("recall_summary") && !kv["recall_summary"].empty()) {
+    Table st{{"probe", "depth", "beyond training", "probes", "bf16 recalled", q + " recalled", "lost", "gained"}, {}};
+    for (const auto& x : kv["recall_summary"]) {
+      const int n = x["probes"].get<int>();
+      auto frac = [&](const json& v) { return scalar(v) + "/" + std::to_string(n); };
+      st.rows.push_back({x["group"].get<std::string>(), scalar(x["depth"]), x["beyond_training"].get<bool>() ? "yes" : "no",
+                         std::to_string(n), frac(x["bf16_recalled"]), frac(x["quant_recalled"]), scalar(x["lost"]),
+                         scalar(x["gained"])});
+    }
+    o << subheading("recall per depth (lost: bf16 recalls, " + q + " does not; a probe bf16 misses is uninformative)", f)
+      << st.render(f) << "\n";
   }
   Table mt{{"format", "bytes per position (all layers)"}, {}};
   for (auto it = kv["memory"]["bytes_per_position"].begin(); it != kv["memory"]["bytes_per_position"].end(); ++it)

@@ -162,6 +162,43 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field recall[0].depths[0]: must be at least", [](nlohmann::json& j) { j["recall"][0]["depths"][0] = 10; }},
       {"field recall[0].ask: missing", [](nlohmann::json& j) { j["recall"][0].erase("ask"); }},
       {"field control_depths[0]: must be one of depths", [](nlohmann::json& j) { j["control_depths"] = {7}; }},
+      // passphrase lists (the long-context fixture's probes)
+      {"field recall[0].passphrase: give either passphrase or passphrases",
+       [](nlohmann::json& j) { j["recall"][0]["passphrases"] = {"AB-12"}; }},
+      {"field recall[0].passphrase: give either passphrase or passphrases",
+       [](nlohmann::json& j) { j["recall"][0].erase("passphrase"); }},
+      {"field recall[0].plant: must contain {passphrase}",
+       [](nlohmann::json& j) {
+         j["recall"][0].erase("passphrase");
+         j["recall"][0]["passphrases"] = {"copper-lantern-17"};  // a list needs the slot, even where the plant names it
+       }},
+      {"field recall[0].passphrases[1]: repeats AB-12",
+       [](nlohmann::json& j) {
+         j["recall"][0].erase("passphrase");
+         j["recall"][0]["passphrases"] = {"AB-12", "AB-12"};
+         j["recall"][0]["plant"] = "# the passphrase is {passphrase}.";
+       }},
+      {"field recall[0].passphrases: must be an array of 1..1024",
+       [](nlohmann::json& j) {
+         j["recall"][0].erase("passphrase");
+         j["recall"][0]["passphrases"] = nlohmann::json::array();
+       }},
+      {"field recall[0].plant: must hold {passphrase} once",
+       [](nlohmann::json& j) { j["recall"][0]["plant"] = "{passphrase} {passphrase}"; }},
+      {"field recall[0].ask: must not contain the passphrase copper-lantern-17",
+       [](nlohmann::json& j) { j["recall"][0]["ask"] = "\n# was it copper-lantern-17? "; }},
+      {"field recall[0].ask: must not contain {passphrase}",
+       [](nlohmann::json& j) { j["recall"][0]["ask"] = "\n# {passphrase}? "; }},
+      {"field recall[0].name: must not contain '#'", [](nlohmann::json& j) { j["recall"][0]["name"] = "a#1"; }},
+      {"field recall[1].name: repeats passphrase",
+       [](nlohmann::json& j) { j["recall"].push_back(j["recall"][0]); }},
+      {"field recall[0].depths[0]: must be at least",  // the longest passphrase of a list decides
+       [](nlohmann::json& j) {
+         j["recall"][0].erase("passphrase");
+         j["recall"][0]["passphrases"] = {"QZ", std::string(100, 'Z')};
+         j["recall"][0]["plant"] = "{passphrase}";
+         j["recall"][0]["depths"] = {210};
+       }},
       {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
   };
   for (const Bad& b : bad) {
@@ -177,6 +214,101 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(out)) << b.field;
     EXPECT_FALSE(std::filesystem::exists(cache)) << b.field;
   }
+}
+
+// A probe with a list of passphrases is one probe per passphrase (NAME#k, the plant's
+// {passphrase} replaced), each at every depth; a single passphrase may use the slot too.
+TEST(KvFixture, PassphraseListsExpandToOneProbePerPassphrase) {
+  nlohmann::json j = ci_fixture();
+  j["recall"] = {{{"name", "pp"},
+                  {"passphrases", {"MH6X-RN99", "LXNK-QKGY", "28X4-6XCD"}},
+                  {"plant", "\nThe passphrase is {passphrase}.\n"},
+                  {"ask", "\nWhat is the passphrase? The passphrase is "},
+                  {"depths", {200, 256}}},
+                 {{"name", "one"}, {"passphrase", "ab-12"}, {"plant", "# {passphrase} #"}, {"ask", "\n# "},
+                  {"depths", {64}}}};
+  KvFixture f;
+  std::string err;
+  ASSERT_TRUE(parse_kv_fixture(j, kSrc + "/fixtures/kv", &f, &err)) << err;
+  ASSERT_EQ(f.recall.size(), 4u);
+  for (int k = 0; k < 3; ++k) {
+    const KvProbe& p = f.recall[size_t(k)];
+    EXPECT_EQ(p.name, "pp#" + std::to_string(k));
+    EXPECT_EQ(p.group, "pp");
+    EXPECT_EQ(p.source, 0);
+    EXPECT_EQ(p.plant, "\nThe passphrase is " + p.passphrase + ".\n");
+    EXPECT_EQ(p.ask, "\nWhat is the passphrase? The passphrase is ");
+    EXPECT_EQ(p.depths, (std::vector<int>{200, 256}));
+  }
+  EXPECT_EQ(f.recall[1].passphrase, "LXNK-QKGY");
+  EXPECT_EQ(f.recall[3].name, "one");
+  EXPECT_EQ(f.recall[3].group, "one");
+  EXPECT_EQ(f.recall[3].source, 1);
+  EXPECT_EQ(f.recall[3].plant, "# ab-12 #");
+  // The probe's tokens hold the expanded plant at half the depth and the answer last.
+  auto be = make_cpu_backend();
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &w).ok);
+  Model m;
+  ASSERT_TRUE(Model::create(w, ModelOptions(), &m).ok);
+  std::vector<float> lg;
+  ASSERT_TRUE(kv_probe_logits(m, *be, f.recall[1], 200, f.tokens, 64, true, &lg).ok);
+  EXPECT_EQ(lg.size(), 9u * 260);
+  // The shipped long fixture's probes: 8 passphrases at 3 depths, 2 at 3 deeper ones.
+  const auto jl = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/h200-long.json"));
+  ASSERT_EQ(jl["recall"].size(), 2u);
+  EXPECT_EQ(jl["recall"][0]["passphrases"].size(), 8u);
+  EXPECT_EQ(jl["recall"][1]["passphrases"].size(), 2u);
+}
+
+// Beyond training: training.seq of the model's fixture.json, else max_position_embeddings.
+TEST(KvFixture, TrainingContextComesFromTheModelsFixtureJson) {
+  int64_t n = 0;
+  std::string src, err;
+  ASSERT_TRUE(kv_training_context(kSrc + "/fixtures/models/stdlib-bytes-3m", 4096, &n, &src, &err)) << err;
+  EXPECT_EQ(n, 512);  // trained at 512 although config.json says 4096
+  EXPECT_NE(src.find("fixture.json training.seq"), std::string::npos);
+  test::TempDir dir;
+  ASSERT_TRUE(kv_training_context(dir.str(), 4096, &n, &src, &err)) << err;
+  EXPECT_EQ(n, 4096);
+  EXPECT_NE(src.find("max_position_embeddings"), std::string::npos);
+  for (const char* bad : {"{\"training\": {}}", "{\"training\": {\"seq\": 0}}", "{\"training\": {\"seq\": \"8K\"}}", "[1]"}) {
+    std::ofstream(dir.file("fixture.json")) << bad;
+    err.clear();
+    EXPECT_FALSE(kv_training_context(dir.str(), 4096, &n, &src, &err)) << bad;
+    EXPECT_NE(err.find("fixture.json: field training.seq: "), std::string::npos) << err;
+  }
+  std::ofstream(dir.file("fixture.json")) << "{not json";
+  EXPECT_FALSE(kv_training_context(dir.str(), 4096, &n, &src, &err));
+  EXPECT_NE(err.find("not JSON"), std::string::npos) << err;
+}
+
+TEST(KvGateMath, RecallSummaryCountsPerGroupAndDepth) {
+  auto e = [](const char* group, int depth, bool b, bool q) {
+    return nlohmann::json{{"probe", std::string(group) + "#x"}, {"group", group}, {"depth", depth},
+                          {"beyond_training", depth > 100}, {"bf16", {{"recalled", b}}}, {"quant", {{"recalled", q}}}};
+  };
+  const nlohmann::json recall = {e("a", 50, true, true),  e("a", 50, true, false), e("a", 50, false, true),
+                                 e("a", 50, false, false), e("a", 200, true, true), e("b", 50, true, true)};
+  const nlohmann::json s = kv_recall_summary(recall);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0]["group"], "a");
+  EXPECT_EQ(s[0]["depth"], 50);
+  EXPECT_EQ(s[0]["probes"], 4);
+  EXPECT_EQ(s[0]["bf16_recalled"], 2);
+  EXPECT_EQ(s[0]["quant_recalled"], 2);
+  EXPECT_EQ(s[0]["informative"], 2);
+  EXPECT_EQ(s[0]["kept"], 1);
+  EXPECT_EQ(s[0]["lost"], 1);
+  EXPECT_EQ(s[0]["gained"], 1);
+  EXPECT_FALSE(s[0]["beyond_training"].get<bool>());
+  EXPECT_EQ(s[1]["depth"], 200);
+  EXPECT_TRUE(s[1]["beyond_training"].get<bool>());
+  EXPECT_EQ(s[2]["group"], "b");
+  // Entries without a group (receipts before passphrase lists) count under the probe name.
+  const nlohmann::json old = kv_recall_summary({{{"probe", "passphrase"}, {"depth", 8}, {"bf16", {{"recalled", false}}},
+                                                 {"quant", {{"recalled", false}}}}});
+  EXPECT_EQ(old[0]["group"], "passphrase");
 }
 
 TEST(KvFixture, UnsupportedFormatsExit2WithAClearMessage) {
@@ -204,7 +336,9 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   j["decode_steps"] = 2;
   j["prefill_chunk"] = 16;
   j["recall"] = {{{"name", "short"}, {"passphrase", "ab-12"}, {"plant", "# pass ab-12\n"}, {"ask", "\n# pass "},
-                  {"depths", {64}}}};
+                  {"depths", {64}}},
+                 {{"name", "list"}, {"passphrases", {"cd-34", "ef-56"}}, {"plant", "# pass {passphrase}\n"},
+                  {"ask", "\n# pass "}, {"depths", {64}}}};
   const std::string fx = dir.file("small.json"), cache = dir.file("cache");
   std::ofstream(fx) << j.dump(2);
   std::string text, err;
@@ -227,7 +361,15 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
     EXPECT_GT(d["mean_kl"].get<double>(), 0.0);  // fp8 changes the bits
     EXPECT_EQ(d["rows"], 16);
   }
-  ASSERT_EQ(r1["kv"]["recall"].size(), 1u);
+  ASSERT_EQ(r1["kv"]["recall"].size(), 3u);
+  EXPECT_EQ(r1["kv"]["recall"][1]["probe"], "list#0");
+  EXPECT_EQ(r1["kv"]["recall"][2]["probe"], "list#1");
+  EXPECT_EQ(r1["kv"]["recall"][2]["group"], "list");
+  EXPECT_EQ(r1["kv"]["recall"][2]["passphrase"], "ef-56");
+  ASSERT_EQ(r1["kv"]["recall_summary"].size(), 2u);
+  EXPECT_EQ(r1["kv"]["recall_summary"][1]["group"], "list");
+  EXPECT_EQ(r1["kv"]["recall_summary"][1]["probes"], 2);
+  EXPECT_EQ(r1["kv"]["training_context"]["positions"], 512);
   EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["bf16"], 4 * 2 * 2 * 128);
   EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["fp8"], 4 * 2 * 2 * (64 + 4));
   EXPECT_EQ(r1["kv"]["memory"]["bytes_per_position"]["q4"], 4 * 2 * 2 * (32 + 4));
