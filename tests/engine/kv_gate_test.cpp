@@ -125,7 +125,7 @@ int run_kv(const std::string& fixture, const std::string& format, const std::str
 }
 
 TEST(KvFixture, ShippedFixturesParse) {
-  for (const char* name : {"ci.json", "h200.json"}) {
+  for (const char* name : {"ci.json", "h200.json", "h200-long.json"}) {
     KvFixture f;
     std::string err;
     const auto j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/" + name));
@@ -268,6 +268,8 @@ TEST(KvFixture, TrainingContextComesFromTheModelsFixtureJson) {
   ASSERT_TRUE(kv_training_context(kSrc + "/fixtures/models/stdlib-bytes-3m", 4096, &n, &src, &err)) << err;
   EXPECT_EQ(n, 512);  // trained at 512 although config.json says 4096
   EXPECT_NE(src.find("fixture.json training.seq"), std::string::npos);
+  ASSERT_TRUE(kv_training_context(kSrc + "/fixtures/models/stdlib-bytes-long", 8192, &n, &src, &err)) << err;
+  EXPECT_EQ(n, 8192);  // the long-context model's schedule ends at 8192
   test::TempDir dir;
   ASSERT_TRUE(kv_training_context(dir.str(), 4096, &n, &src, &err)) << err;
   EXPECT_EQ(n, 4096);
