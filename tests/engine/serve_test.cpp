@@ -329,7 +329,7 @@ TEST(ServeFixture, ShippedFixturesParse) {
   EXPECT_TRUE(parse_serve_fixture(good_fixture(), kSrc + "/fixtures/serve", &f, &err)) << err;
   ASSERT_EQ(f.parallel.size(), 1u);
   EXPECT_GT(int(f.prompts.size()), f.parallel[0]);
-  for (const char* name : {"ci-q4.json", "suite12.json"}) {
+  for (const char* name : {"suite12.json"}) {
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/serve/" + name));
     ServeFixture g;
     EXPECT_TRUE(parse_serve_fixture(j, kSrc + "/fixtures/serve", &g, &err)) << name << ": " << err;
