@@ -70,7 +70,10 @@ def build(old):
                  "a fixed LCG; no third-party text). Positions past the model's 4,096 (the 6,003-token log) are "
                  "beyond its training: the gates compare exactness, not quality. Goldens are per backend: the cuda "
                  "engine's SwiGLU uses CUDA's expf (rows-invariant holds it to its float64 bound, not to the twin's "
-                 "bytes), so after enough tokens a near tie can resolve differently on cpu and cuda."),
+                 "bytes), so after enough tokens a near tie can resolve differently on cpu and cuda. golden.*.cuda: "
+                 "the solo arm's token hashes recorded by serve-gate --backend cuda on an H200 at commit c3946fe "
+                 "(2026-12-01; reports/h200/serve-suite12-c3946fe.json); no cpu goldens yet (the cpu backend takes "
+                 "long on the 6,003-token log: see engine/README.md)."),
         "model": "../models/stdlib-bytes-3m",
         "prompts": prompts,
         "new_tokens": 96,
