@@ -846,6 +846,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   // ---- the quantized arm ----
   err << "kv-gate: " << cmd.format << " arm\n";
   ArmOut qa;
+  be->reset_peak_memory();  // the peak below is the quantized arm's (process-wide counters)
   {
     const Status st = run_arm(quant, *be, fx, fx.depths, fx.decode_steps, fx.recall, &qa);
     if (!st.ok) {
@@ -853,6 +854,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       return 1;
     }
   }
+  const MemoryStats qmem = be->memory_stats();
   std::vector<KvDepthStats> stats;
   for (size_t i = 0; i < fx.depths.size(); ++i)
     stats.push_back(kv_depth_stats(fx.depths[i], fx.rows, V, b16.arm.logits[i].data(), qa.logits[i].data(), fx.tokens));
@@ -1017,8 +1019,12 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       {"memory",
        {{"bytes_per_position", bpp},
         {"lane_bytes_at_deepest", {{"bf16", b16.arm.lane_bytes}, {cmd.format, qa.lane_bytes}}},
-        {"peak_device_memory", nullptr},
-        {"peak_device_memory_note", "not measured: the Backend interface exposes no device memory query"}}},
+        {"peak_device_memory", qmem.applicable ? nlohmann::json(qmem.peak_bytes) : nlohmann::json(nullptr)},
+        {"peak_device_memory_note",
+         qmem.applicable ? "bytes: the process's peak of device memory allocated during the " + cmd.format +
+                               " arm (Backend::memory_stats: weights, scratch, the held cache; what the bf16 arm "
+                               "left allocated counts too)"
+                         : std::string("null: the backend has no device memory (cpu)")}}},
       {"bf16_arm",
        {{"from_cache", b16.from_cache}, {"file", b16.file}, {"key", key}, {"checkpoint_sha256", ckpt_sha},
         {"engine_commit", engine_commit}, {"wall_s", b16.arm.wall_s}}},

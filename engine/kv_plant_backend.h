@@ -41,6 +41,8 @@ class KvPlantBackend final : public Backend {
   }
   Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override { return real_.unpack(c, lane, p0, b); }
   Status keep(Cache& c, const KeepMove* m, int n) override { return real_.keep(c, m, n); }
+  MemoryStats memory_stats() const override { return real_.memory_stats(); }
+  void reset_peak_memory() override { real_.reset_peak_memory(); }
 
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {

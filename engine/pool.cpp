@@ -116,6 +116,19 @@ void Pool::release_run(int lane, uint64_t fence) {
     }
 }
 
+void Pool::unclaim_run(int lane) {
+  runs_.erase(std::remove_if(runs_.begin(), runs_.end(), [&](const Run& r) { return r.lane == lane && !r.pending; }),
+              runs_.end());
+}
+
+bool Pool::has_pending() const {
+  for (int64_t p : pending_)
+    if (p) return true;
+  for (const Run& r : runs_)
+    if (r.pending) return true;
+  return false;
+}
+
 bool Pool::has_run(int lane) const {
   for (const Run& r : runs_)
     if (r.lane == lane && !r.pending) return true;

@@ -6,8 +6,9 @@
 //
 // Release is fenced: release_* marks pages / a run as pending with the fence (the step
 // number) of the last work that used them; retire(done) frees what is pending up to
-// `done`. On cpu the engine retires a step as soon as its forward returned; a stream
-// backend records an event per step and retires when the event completed.
+// `done`. The engine records a fence per step (Backend::fence) and retires up to the
+// highest step the backend says finished (Backend::fences_done): on cpu the step just
+// run; on cuda the last step whose event completed on the stream.
 //
 // check() is the pool's own check: every page a lane is about to read is owned by it;
 // a violation names the page, the lane and what the page is (free, pending, another
@@ -55,6 +56,10 @@ class Pool {
   // short is refused here, before any byte is placed). *offset: the run's first byte.
   Status claim_run(int lane, std::vector<RunPart> parts, uint64_t run_bytes, uint64_t* offset);
   void release_run(int lane, uint64_t fence);
+  // A run claimed but never used (admission backed out): gone at once, no fence.
+  void unclaim_run(int lane);
+  // Pages or runs released and not yet retired (their fence not reached).
+  bool has_pending() const;
   // A part of `lane`'s run: its absolute offset and bytes; refuses an unknown lane or part,
   // or `need` bytes past the part's end.
   Status find_run(int lane, const std::string& part, uint64_t need, uint64_t* offset) const;

@@ -6,6 +6,7 @@
 
 #include "contracts/framework.h"  // fnv1a
 #include "engine/generate.h"     // kTokEos
+#include "kernels/engine/engine_backend.h"
 
 namespace kc::engine {
 
@@ -74,6 +75,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
   ServeStats st;
   st.arena_bytes = arena;
   st.fixed_bytes_per_lane = max_run;
+  const auto t0 = Clock::now();
 
   Cache cache;
   cache.lay = lay;
@@ -84,6 +86,26 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
   if (drafting) {
     dcache.lay = dlay;
     dcache.views.assign(L, kIdle);
+  }
+  // The arena on the device for the whole call (cuda; nothing on cpu), the drafter's
+  // cache an alias of it; brought back (released) when serve returns, error or not.
+  struct Held {
+    EngineBackend* eb = nullptr;
+    Cache* target = nullptr;
+    Cache* draft = nullptr;
+    ~Held() {
+      if (draft) (void)eb->release(*draft);
+      if (target) (void)eb->release(*target);
+    }
+  } held;
+  if (EngineBackend* eb = be.engine()) {
+    held.eb = eb;
+    KC_RETURN_IF_ERROR(eb->hold(cache));
+    held.target = &cache;
+    if (drafting) {
+      KC_RETURN_IF_ERROR(eb->hold_alias(dcache, cache));
+      held.draft = &dcache;
+    }
   }
 
   std::vector<ServeResult> res(reqs.size());
@@ -109,11 +131,21 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
   }
 
   uint64_t step = 0;
-  const auto t0 = Clock::now();
   bool first_token_seen = false;
   std::vector<float> logits;
+  // Freed pages poisoned where the cache lives (the held device copy on cuda), ordered
+  // after the work that used them.
   auto poison = [&](const std::vector<int32_t>& pages) {
-    for (int32_t p : pages) std::memset(cache.mem.data() + uint64_t(p) * ps, Pool::kPoison, ps);
+    std::vector<ByteRange> r;
+    for (int32_t p : pages) r.push_back({uint64_t(p) * ps, ps});
+    return r.empty() ? Status::Ok() : be.fill(cache, r.data(), int(r.size()), Pool::kPoison);
+  };
+  // Retires what the finished steps used: up to the highest step the backend has done.
+  auto retire_done = [&]() {
+    uint64_t done = 0;
+    KC_RETURN_IF_ERROR(be.fences_done(&done));
+    pool.retire(std::min(done, step));
+    return poison(pool.take_freed());
   };
   auto take = [&](int l, int32_t tok, const float* row) {
     Lane& ln = lanes[l];
@@ -179,8 +211,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
           cache.views[l] = {off, -1, 0, cfg.context, 0};
         } else {
           if (!pool.take_pages(l, (need + P - 1) / P, &ln.pages)) {
-            pool.release_run(l, step);
-            pool.retire(step);
+            pool.unclaim_run(l);  // never used: no fence to wait for
             continue;
           }
           std::copy(ln.pages.begin(), ln.pages.end(), cache.pts.begin() + size_t(l) * maxp);
@@ -198,11 +229,16 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
           const int64_t n1 = int64_t(q.prompt.size()) - 1;
           KC_RETURN_IF_ERROR(be.unpack(cache, l, 0, *q.restore));
           if (cfg.plant_restore_without_scales && lay.scale_bytes) {
+            // The restored positions' scale planes zeroed where the cache lives (offsets
+            // from the host image's addressing, which the device copy shares).
             const KvView v = cache.view(l);
+            std::vector<ByteRange> r;
             for (int64_t p = 0; p < n1; ++p)
               for (int li = 0; li < lay.layers; ++li)
                 for (int kv = 0; kv < 2; ++kv)
-                  for (int h = 0; h < lay.kv_heads; ++h) std::memset(kv_scale(v, li, kv, h, p), 0, lay.scale_bytes);
+                  for (int h = 0; h < lay.kv_heads; ++h)
+                    r.push_back({uint64_t(kv_scale(v, li, kv, h, p) - cache.mem.data()), lay.scale_bytes});
+            KC_RETURN_IF_ERROR(be.fill(cache, r.data(), int(r.size()), 0));
           }
           ln.fed = size_t(n1);
         }
@@ -214,6 +250,12 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
     bool any = false, free_lane = false;
     for (const Lane& ln : lanes) any = any || ln.req >= 0, free_lane = free_lane || ln.req < 0;
     if (free_lane && !queue.empty() && any) ++st.admission_waits;
+    if (!any && !queue.empty() && pool.has_pending()) {
+      // Idle, requests queued, room still fenced: wait for the steps that hold it.
+      KC_RETURN_IF_ERROR(be.wait_fence(step));
+      KC_RETURN_IF_ERROR(retire_done());
+      if (!pool.has_pending()) continue;
+    }
     if (!any) {
       for (size_t r : queue) res[r].refused = "request " + std::to_string(r) + " refused: it fits in no lane of an idle pool";
       break;
@@ -355,8 +397,9 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
       if (drafting) dcache.views[l] = kIdle;
       ln = Lane();
     }
-    pool.retire(step);  // cpu: the step's work has finished when forward returned
-    poison(pool.take_freed());
+    KC_RETURN_IF_ERROR(be.fence(step));
+    KC_RETURN_IF_ERROR(retire_done());
+    if (cfg.stop_after_first_token && first_token_seen) break;
   }
   st.wall_s = since(t0);
   st.peak_pages = pool.peak_pages();

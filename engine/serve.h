@@ -24,6 +24,13 @@
 // Prompt cache: a request with `save` packs positions [0, n-1) of its prompt (all but the
 // last token) once its prefill finished; one with `restore` unpacks such a blob into its
 // lane (any lane kind, page size) and prefills only the last prompt token.
+//
+// Residency: the arena is held on the backend's device for the whole call
+// (EngineBackend::hold; the drafter's cache an alias of it, hold_alias), so no round
+// copies the cache; the pool's page moves are page-table updates, its poison of freed
+// pages and the controls' erasures are Backend::fill on the held memory. Each round ends
+// with Backend::fence(step); released pages and runs are retired only up to the step the
+// backend says finished (cpu: the step just run; cuda: the last whose event completed).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,6 +51,7 @@ struct ServeConfig {
   int pool_pages = 0;        // pages of the arena's page region
   int prefill_chunk = 16;
   int draft_tokens = 0;      // 0: drafting off
+  bool stop_after_first_token = false;  // end after the round that gave the first token (time-to-first-token runs)
   // Test-only planted bugs (the serve gate's controls).
   bool plant_paged_batch_chunk = false;        // a batch holding a paged lane: attention chunk 4 for every row
   bool plant_skip_keep = false;                // verify does not compact the kept rows
@@ -73,7 +81,7 @@ struct ServeResult {
 
 struct ServeStats {
   double wall_s = 0;
-  double first_token_s = 0;  // run start to the first token of any request (first round)
+  double first_token_s = 0;  // run start (before the cache goes to the device) to the first token of any request
   int64_t tokens = 0;
   int64_t rounds = 0;
   int peak_pages = 0;

@@ -55,6 +55,13 @@ bool is_int(const nlohmann::json& v) { return v.is_number_integer() || v.is_numb
 
 }  // namespace
 
+nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend) {
+  if (!f.golden.is_object() || !f.golden.contains(format)) return nullptr;
+  const nlohmann::json& g = f.golden[format];
+  if (g.is_array()) return g;
+  return g.contains(backend) ? g[backend] : nlohmann::json(nullptr);
+}
+
 std::string sha256_hex(const std::string& bytes) {
   Sha256 s;
   std::string m = bytes;
@@ -119,10 +126,28 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     f.prompts.push_back(p);
   }
   if (!get_int("new_tokens", 1, 4096, &f.new_tokens)) return false;
-  if (!get_int("parallel", 1, 64, &f.parallel)) return false;
-  if (f.parallel >= int(f.prompts.size()))
-    return fail("parallel", "must be smaller than the number of prompts (" + std::to_string(f.prompts.size()) +
-                                ") so that requests queue");
+  if (!need("parallel")) return fail("parallel", "missing");
+  {
+    // One lane count, or a list of them (one set of concurrent arms per value).
+    const auto& pj = j["parallel"];
+    std::vector<std::pair<std::string, const nlohmann::json*>> vals;
+    if (pj.is_array()) {
+      if (pj.empty() || pj.size() > 8) return fail("parallel", "must be an integer or an array of 1 to 8 integers");
+      for (size_t i = 0; i < pj.size(); ++i) vals.push_back({"parallel[" + std::to_string(i) + "]", &pj[i]});
+    } else {
+      vals.push_back({"parallel", &pj});
+    }
+    for (const auto& [fld, v] : vals) {
+      if (!is_int(*v)) return fail(fld, "must be an integer");
+      const long long x = v->get<long long>();
+      if (x < 1 || x > 64) return fail(fld, "must be in 1..64");
+      if (x >= int(f.prompts.size()))
+        return fail(fld, "must be smaller than the number of prompts (" + std::to_string(f.prompts.size()) +
+                             ") so that requests queue");
+      if (std::find(f.parallel.begin(), f.parallel.end(), int(x)) != f.parallel.end()) return fail(fld, "repeats " + std::to_string(x));
+      f.parallel.push_back(int(x));
+    }
+  }
   if (!need("pages")) return fail("pages", "missing");
   if (!j["pages"].is_array() || j["pages"].empty() || j["pages"].size() > 2)
     return fail("pages", "must be an array of one or two page sizes");
@@ -145,7 +170,8 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   for (size_t i = 0; i < j["cache_formats"].size(); ++i) {
     const auto& c = j["cache_formats"][i];
     const std::string fld = "cache_formats[" + std::to_string(i) + "]";
-    if (!c.is_string() || (c != "bf16" && c != "fp8" && c != "q4")) return fail(fld, "must be bf16, fp8 or q4");
+    if (!c.is_string() || (c != "bf16" && c != "fp8" && c != "q4" && c != "mxfp4"))
+      return fail(fld, "must be bf16, fp8, q4 or mxfp4");
     if (std::find(f.formats.begin(), f.formats.end(), c.get<std::string>()) != f.formats.end())
       return fail(fld, "repeats " + c.get<std::string>());
     f.formats.push_back(c);
@@ -166,19 +192,33 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     f.draft_tokens = d["tokens"];
   }
   if (need("golden")) {
+    // Per format (any the engine serves: a golden may cover a format that only
+    // --kv-cache selects): [hash per prompt] for every backend, or {cpu: [...], cuda: [...]}.
     const auto& g = j["golden"];
-    if (!g.is_object()) return fail("golden", "must be an object {format: [hash per prompt]}");
-    for (auto it = g.begin(); it != g.end(); ++it) {
-      const std::string fld = "golden." + it.key();
-      if (std::find(f.formats.begin(), f.formats.end(), it.key()) == f.formats.end())
-        return fail(fld, "not one of cache_formats");
-      if (!it->is_array() || it->size() != f.prompts.size())
+    if (!g.is_object()) return fail("golden", "must be an object {format: [hash per prompt] or {backend: [hash per prompt]}}");
+    auto hashes = [&](const std::string& fld, const nlohmann::json& a) {
+      if (!a.is_array() || a.size() != f.prompts.size())
         return fail(fld, "must be an array of " + std::to_string(f.prompts.size()) + " hashes (one per prompt)");
-      for (size_t i = 0; i < it->size(); ++i) {
-        const auto& h = (*it)[i];
+      for (size_t i = 0; i < a.size(); ++i) {
+        const auto& h = a[i];
         if (!h.is_string() || h.get<std::string>().size() != 16 ||
             h.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
           return fail(fld + "[" + std::to_string(i) + "]", "must be 16 lowercase hex digits");
+      }
+      return true;
+    };
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      const std::string fld = "golden." + it.key();
+      if (it.key() != "bf16" && it.key() != "fp8" && it.key() != "q4" && it.key() != "mxfp4")
+        return fail(fld, "not a cache format (bf16, fp8, q4, mxfp4)");
+      if (it->is_object()) {
+        if (it->empty()) return fail(fld, "must name at least one backend (cpu, cuda)");
+        for (auto b = it->begin(); b != it->end(); ++b) {
+          if (b.key() != "cpu" && b.key() != "cuda") return fail(fld + "." + b.key(), "not a backend (cpu, cuda)");
+          if (!hashes(fld + "." + b.key(), *b)) return false;
+        }
+      } else if (!hashes(fld, *it)) {
+        return false;
       }
     }
     f.golden = g;
@@ -199,9 +239,15 @@ namespace {
 struct Arm {
   std::string name;
   std::string format;
+  int parallel = 1;
   std::vector<ServeResult> res;  // by prompt index
   ServeStats stats;
   double wall_s = 0;
+  // Time to first token of the arm's own config and requests, stopped after the round that
+  // gave it: on the arm's fresh engine (unwarmed), then again on it (warmed). -1: not run.
+  double ttft_unwarmed_s = -1, ttft_warmed_s = -1;
+  nlohmann::json peak_device_bytes;   // process-wide peak during the arm's run; null on cpu
+  nlohmann::json device_bytes_at_start;
 };
 
 nlohmann::json arm_json(const Arm& a) {
@@ -216,6 +262,7 @@ nlohmann::json arm_json(const Arm& a) {
   }
   nlohmann::json j = {{"arm", a.name},
                       {"format", a.format},
+                      {"parallel", a.parallel},
                       {"tokens", toks},
                       {"tokens_total", n},
                       {"wall_s", a.wall_s},
@@ -226,7 +273,11 @@ nlohmann::json arm_json(const Arm& a) {
                                            ? double(n - int64_t(a.res.size())) / (a.wall_s - a.stats.first_token_s)
                                            : 0.0},
                       {"time_to_first_token_s", a.stats.first_token_s},
+                      {"time_to_first_token_unwarmed_s", a.ttft_unwarmed_s >= 0 ? nlohmann::json(a.ttft_unwarmed_s) : nlohmann::json(nullptr)},
+                      {"time_to_first_token_warmed_s", a.ttft_warmed_s >= 0 ? nlohmann::json(a.ttft_warmed_s) : nlohmann::json(nullptr)},
                       {"time_to_first_token_per_request_s", ttft},
+                      {"peak_device_memory_bytes", a.peak_device_bytes},
+                      {"device_memory_at_start_bytes", a.device_bytes_at_start},
                       {"rounds", a.stats.rounds},
                       {"pages_taken", a.stats.peak_pages},
                       {"arena_bytes", a.stats.arena_bytes},
@@ -287,7 +338,21 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   std::string why;
   const std::string dir = std::filesystem::path(cmd.fixture).parent_path().string();
   if (!parse_serve_fixture(fj, dir.empty() ? "." : dir, &fx, &why)) return bad(cmd.fixture + ": " + why);
-  if (cmd.backend != "cpu" && cmd.backend != "cuda") return bad("--backend " + cmd.backend + ": expected cpu or cuda");
+  if (cmd.backend != "cpu" && cmd.backend != "cuda" && cmd.backend != "auto")
+    return bad("--backend " + cmd.backend + ": expected cpu, cuda or auto");
+  if (!cmd.kv_cache.empty()) {
+    // --kv-cache: the cache formats to run instead of the fixture's (its goldens still apply).
+    std::vector<std::string> fs;
+    std::stringstream ss(cmd.kv_cache);
+    for (std::string f; std::getline(ss, f, ',');) {
+      if (f != "bf16" && f != "fp8" && f != "q4" && f != "mxfp4")
+        return bad("--kv-cache " + cmd.kv_cache + ": '" + f + "' is not bf16, fp8, q4 or mxfp4");
+      if (std::find(fs.begin(), fs.end(), f) != fs.end()) return bad("--kv-cache " + cmd.kv_cache + ": repeats " + f);
+      fs.push_back(f);
+    }
+    if (fs.empty()) return bad("--kv-cache: empty");
+    fx.formats = fs;
+  }
   std::string target;
   if (!cmd.out_file.empty()) {
     const Status st = prepare_output(cmd.out_file, &target);
@@ -312,12 +377,24 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   if (!be) return bad(bst.message);
 
   const auto t_all = Clock::now();
+  const auto has_format = [&](const std::string& f) {
+    return std::find(fx.formats.begin(), fx.formats.end(), f) != fx.formats.end();
+  };
+  // The controls' formats: bf16 when run, else the first; the restore control needs scale
+  // planes: fp8 when run, else the first run format that has them, else fp8.
+  const std::string cf = has_format("bf16") ? "bf16" : fx.formats[0];
+  std::string rf = "fp8";
+  if (!has_format("fp8"))
+    for (const std::string& f : fx.formats)
+      if (f != "bf16") {
+        rf = f;
+        break;
+      }
   std::map<std::string, Model> targets, drafts;
-  for (const std::string& fmt : std::vector<std::string>{"bf16", "fp8", "q4"}) {
-    if (std::find(fx.formats.begin(), fx.formats.end(), fmt) == fx.formats.end() && fmt != "fp8" && fmt != "bf16")
-      continue;
+  for (const std::string& fmt : std::vector<std::string>{"bf16", "fp8", "q4", "mxfp4"}) {
+    if (!has_format(fmt) && fmt != cf && fmt != rf) continue;
     ModelOptions mo;
-    mo.kv_format = fmt == "bf16" ? Format::bf16 : fmt == "fp8" ? Format::fp8 : Format::q4;
+    mo.kv_format = fmt == "bf16" ? Format::bf16 : fmt == "fp8" ? Format::fp8 : fmt == "q4" ? Format::q4 : Format::mxfp4;
     Model m, d;
     Status st = Model::create(w, mo, &m);
     if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
@@ -332,56 +409,125 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
 
   nlohmann::json arms = nlohmann::json::array();
   std::vector<std::string> errors;
-  // Runs one arm: the prompts in `order`, results stored by prompt index.
+  // Each arm runs on a fresh engine (a backend of its own: stream, uploaded weights,
+  // scratch, arena), so its unwarmed time to first token is a fresh engine's and the device
+  // memory it reports is its own (the counters are process-wide; the previous arm's engine
+  // is gone by then).
+  const std::string backend_name = be->name();
+  auto fresh_backend = [&](const std::string& who) -> std::unique_ptr<Backend> {
+    Status s;
+    std::unique_ptr<Backend> b = select_backend(backend_name, &s);
+    if (!b) errors.push_back(who + ": a fresh backend: " + s.message);
+    return b;
+  };
+  auto requests = [&](const std::vector<int>& order, bool save, const std::vector<std::vector<uint8_t>>* restore) {
+    std::vector<ServeRequest> reqs;
+    for (int i : order) reqs.push_back(ServeRequest{prompts[i], fx.new_tokens, restore ? &(*restore)[i] : nullptr, save});
+    return reqs;
+  };
+  auto full_config = [&](ServeConfig cfg) {
+    cfg.context = fx.context;
+    cfg.pool_pages = fx.pool_pages;
+    cfg.prefill_chunk = fx.prefill_chunk;
+    return cfg;
+  };
+  // Time to first token: the arm's config and requests, stopped after the round that gave
+  // the first token, on the fresh engine (unwarmed) and again (warmed).
+  auto time_first_token = [&](Backend& b, const std::string& name, const std::string& fmt, ServeConfig cfg,
+                              const std::vector<ServeRequest>& reqs, Arm* a) {
+    cfg.stop_after_first_token = true;
+    for (int k = 0; k < 2; ++k) {
+      std::vector<ServeResult> res;
+      ServeStats st;
+      const Status s = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, b, cfg, reqs, &res, &st);
+      if (!s.ok) {
+        errors.push_back(name + " (" + fmt + ") time to first token: " + s.message);
+        return;
+      }
+      (k == 0 ? a->ttft_unwarmed_s : a->ttft_warmed_s) = st.first_token_s;
+    }
+  };
+  auto memory_before = [&](Backend& b, Arm* a) {
+    b.reset_peak_memory();
+    const MemoryStats m = b.memory_stats();
+    a->device_bytes_at_start = m.applicable ? nlohmann::json(m.current_bytes) : nlohmann::json(nullptr);
+  };
+  auto memory_after = [&](Backend& b, Arm* a) {
+    const MemoryStats m = b.memory_stats();
+    a->peak_device_bytes = m.applicable ? nlohmann::json(m.peak_bytes) : nlohmann::json(nullptr);
+  };
+  // Runs one arm: the prompts in `order`, results stored by prompt index. A recorded arm
+  // also times its first token (unwarmed, warmed) and goes into the receipt.
   auto run_arm = [&](const std::string& name, const std::string& fmt, ServeConfig cfg, const std::vector<int>& order,
                      bool save, const std::vector<std::vector<uint8_t>>* restore, bool record, Arm* a) {
     a->name = name;
     a->format = fmt;
+    a->parallel = cfg.parallel;
     a->res.assign(np, ServeResult());
-    cfg.context = fx.context;
-    cfg.pool_pages = fx.pool_pages;
-    cfg.prefill_chunk = fx.prefill_chunk;
-    std::vector<ServeRequest> reqs;
-    for (int i : order) {
-      ServeRequest r{prompts[i], fx.new_tokens, restore ? &(*restore)[i] : nullptr, save};
-      reqs.push_back(r);
+    cfg = full_config(cfg);
+    const std::vector<ServeRequest> reqs = requests(order, save, restore);
+    std::unique_ptr<Backend> b = fresh_backend(name + " (" + fmt + ")");
+    if (!b) {
+      for (ServeResult& r : a->res) r.refused = "engine error: no backend";
+      return;
     }
+    if (record) time_first_token(*b, name, fmt, cfg, reqs, a);
+    memory_before(*b, a);
     std::vector<ServeResult> res;
     const auto t0 = Clock::now();
-    const Status st = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, *be, cfg, reqs, &res, &a->stats);
+    const Status st = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, *b, cfg, reqs, &res, &a->stats);
     a->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    memory_after(*b, a);
     if (!st.ok) {
       errors.push_back(name + " (" + fmt + "): " + st.message);
       for (ServeResult& r : a->res) r.refused = "engine error: " + st.message;
-      return st;
+      return;
     }
     for (size_t k = 0; k < order.size(); ++k) a->res[order[k]] = std::move(res[k]);
     if (record) arms.push_back(arm_json(*a));
-    return st;
   };
-  // Solo: each prompt alone on a window lane (the reference of every gate).
+  // Solo: each prompt alone on a window lane (the reference of every gate), one engine for
+  // the arm; its first token timed on the first prompt.
   auto run_solo = [&](const std::string& fmt, bool record, Arm* a) {
     a->name = "solo";
     a->format = fmt;
+    a->parallel = 1;
     a->res.assign(np, ServeResult());
+    ServeConfig cfg;
+    cfg.parallel = 1;
+    cfg.page = fx.pages[0];
+    cfg = full_config(cfg);
+    std::unique_ptr<Backend> b = fresh_backend("solo (" + fmt + ")");
+    if (!b) {
+      for (ServeResult& r : a->res) r.refused = "engine error: no backend";
+      return;
+    }
+    if (record) time_first_token(*b, "solo", fmt, cfg, requests({0}, true, nullptr), a);
+    memory_before(*b, a);
     ServeStats total;
     double wall = 0;
     for (int i = 0; i < np; ++i) {
-      Arm one;
-      ServeConfig cfg;
-      cfg.parallel = 1;
-      cfg.page = fx.pages[0];
-      run_arm("solo", fmt, cfg, {i}, true, nullptr, false, &one);
-      a->res[i] = std::move(one.res[i]);
-      wall += one.wall_s;
-      total.rounds += one.stats.rounds;
-      total.peak_pages = std::max(total.peak_pages, one.stats.peak_pages);
-      total.arena_bytes = one.stats.arena_bytes;
-      total.fixed_bytes_per_lane = one.stats.fixed_bytes_per_lane;
-      if (i == 0) total.first_token_s = one.stats.first_token_s;
-      for (auto& v : one.stats.pool_violations) total.pool_violations.push_back(v);
-      for (auto& v : one.stats.planning_errors) total.planning_errors.push_back(v);
+      std::vector<ServeResult> res;
+      ServeStats one;
+      const auto t0 = Clock::now();
+      const Status st = serve(targets.at(fmt), nullptr, *b, cfg, requests({i}, true, nullptr), &res, &one);
+      wall += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!st.ok) {
+        errors.push_back("solo (" + fmt + ") prompt " + std::to_string(i) + ": " + st.message);
+        a->res[i].refused = "engine error: " + st.message;
+        continue;
+      }
+      a->res[i] = std::move(res[0]);
+      total.tokens += one.tokens;
+      total.rounds += one.rounds;
+      total.peak_pages = std::max(total.peak_pages, one.peak_pages);
+      total.arena_bytes = one.arena_bytes;
+      total.fixed_bytes_per_lane = one.fixed_bytes_per_lane;
+      if (i == 0) total.first_token_s = one.first_token_s;
+      for (auto& v : one.pool_violations) total.pool_violations.push_back(v);
+      for (auto& v : one.planning_errors) total.planning_errors.push_back(v);
     }
+    memory_after(*b, a);
     a->stats = total;
     a->wall_s = wall;
     if (record) arms.push_back(arm_json(*a));
@@ -422,85 +568,79 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   run.declare("run planning", "every lane's run held its parts (no run refused at planning)");
   run.declare("admitted", "every request was admitted and served");
 
-  // Time to first token of one request on a fresh engine: the first serve call of the
-  // process (unwarmed) and the same call again (warmed).
-  nlohmann::json ttft = nlohmann::json::object();
-  for (const char* which : {"unwarmed", "warmed"}) {
-    Arm a;
-    ServeConfig c;
-    c.parallel = 1;
-    c.page = Pfirst;
-    run_arm("ttft", fx.formats[0], c, {0}, false, nullptr, false, &a);
-    ttft[which] = a.stats.first_token_s;
-  }
   std::map<std::string, Arm> solo;
   std::map<std::string, std::vector<std::vector<uint8_t>>> saved;
+  const bool many = fx.parallel.size() > 1;
   for (const std::string& fmt : fx.formats) {
     err << "serve-gate: " << fmt << ": solo\n";
     Arm& s = solo[fmt];
     run_solo(fmt, true, &s);
     for (const ServeResult& r : s.res) saved[fmt].push_back(r.saved);
     gate_pool(run, s);
-    if (fx.golden.is_object() && fx.golden.contains(fmt)) {
+    const nlohmann::json g = golden_for(fx, fmt, backend_name);
+    if (g.is_array()) {
       for (int i = 0; i < np; ++i) {
         const std::string h = token_hash(s.res[i].tokens);
-        const std::string g = fx.golden[fmt][i];
-        run.check("golden", h == g, "prompt=" + std::to_string(i) + " format=" + fmt,
-                  h == g ? "" : "hash " + h + ", golden " + g);
+        const std::string want = g[i];
+        run.check("golden", h == want, "prompt=" + std::to_string(i) + " format=" + fmt,
+                  h == want ? "" : "hash " + h + ", golden " + want);
       }
     } else {
-      run.skip("golden", "the fixture gives no golden hashes for " + fmt, np);
+      run.skip("golden", "the fixture gives no golden hashes for " + fmt + " on " + backend_name, np);
     }
-    ServeConfig c;
-    c.parallel = fx.parallel;
-    Arm a;
-    err << "serve-gate: " << fmt << ": concurrent forward, reverse\n";
-    c.page = Pfirst;
-    run_arm("concurrent-forward", fmt, c, fwd, false, nullptr, true, &a);
-    gate_pairs(run, "concurrent == solo", s, a, true);
-    gate_pool(run, a);
-    c.page = Plast;
-    run_arm("concurrent-reverse", fmt, c, rev, false, nullptr, true, &a);
-    gate_pairs(run, "concurrent == solo", s, a, true);
-    gate_pool(run, a);
-    err << "serve-gate: " << fmt << ": windows, pages-all\n";
-    ServeConfig wc = c;
-    wc.all_windows = true;
-    Arm win;
-    run_arm("windows", fmt, wc, fwd, false, nullptr, true, &win);
-    gate_pool(run, win);
-    gate_pairs(run, "concurrent == solo", s, win, true);
-    if (fx.pages_all) {
-      for (int P : fx.pages) {
-        ServeConfig pc = c;
-        pc.pages_all = true;
-        pc.page = P;
-        run_arm("pages-all-" + std::to_string(P), fmt, pc, fwd, false, nullptr, true, &a);
+    for (int par : fx.parallel) {
+      // With several lane counts, each arm's name says its own.
+      const std::string sfx = many ? "-p" + std::to_string(par) : "";
+      ServeConfig c;
+      c.parallel = par;
+      Arm a;
+      err << "serve-gate: " << fmt << ": parallel " << par << ": concurrent forward, reverse\n";
+      c.page = Pfirst;
+      run_arm("concurrent-forward" + sfx, fmt, c, fwd, false, nullptr, true, &a);
+      gate_pairs(run, "concurrent == solo", s, a, true);
+      gate_pool(run, a);
+      c.page = Plast;
+      run_arm("concurrent-reverse" + sfx, fmt, c, rev, false, nullptr, true, &a);
+      gate_pairs(run, "concurrent == solo", s, a, true);
+      gate_pool(run, a);
+      err << "serve-gate: " << fmt << ": parallel " << par << ": windows, pages-all\n";
+      ServeConfig wc = c;
+      wc.all_windows = true;
+      Arm win;
+      run_arm("windows" + sfx, fmt, wc, fwd, false, nullptr, true, &win);
+      gate_pool(run, win);
+      gate_pairs(run, "concurrent == solo", s, win, true);
+      if (fx.pages_all) {
+        for (int P : fx.pages) {
+          ServeConfig pc = c;
+          pc.pages_all = true;
+          pc.page = P;
+          run_arm("pages-all-" + std::to_string(P) + sfx, fmt, pc, fwd, false, nullptr, true, &a);
+          gate_pairs(run, "paged == contiguous", win, a, true);
+          gate_pool(run, a);
+        }
+      } else {
+        run_arm("concurrent-forward" + sfx, fmt, c, fwd, false, nullptr, false, &a);
         gate_pairs(run, "paged == contiguous", win, a, true);
-        gate_pool(run, a);
       }
-    } else {
-      run_arm("concurrent-forward", fmt, c, fwd, false, nullptr, false, &a);
-      gate_pairs(run, "paged == contiguous", win, a, true);
+      err << "serve-gate: " << fmt << ": parallel " << par << ": drafted\n";
+      ServeConfig dc = c;
+      dc.page = Pfirst;
+      dc.draft_tokens = fx.draft_tokens;
+      run_arm("drafted" + sfx, fmt, dc, fwd, false, nullptr, true, &a);
+      gate_pairs(run, "drafted == plain", s, a, true);
+      gate_pool(run, a);
+      err << "serve-gate: " << fmt << ": parallel " << par << ": resumed\n";
+      ServeConfig rc = c;
+      rc.pages_all = fx.pages_all;
+      rc.page = Plast;
+      run_arm("resumed" + sfx, fmt, rc, rev, false, &saved[fmt], true, &a);
+      gate_pairs(run, "resumed == fresh", s, a, true);
+      gate_pool(run, a);
     }
-    err << "serve-gate: " << fmt << ": drafted\n";
-    ServeConfig dc = c;
-    dc.page = Pfirst;
-    dc.draft_tokens = fx.draft_tokens;
-    run_arm("drafted", fmt, dc, fwd, false, nullptr, true, &a);
-    gate_pairs(run, "drafted == plain", s, a, true);
-    gate_pool(run, a);
-    err << "serve-gate: " << fmt << ": resumed\n";
-    ServeConfig rc = c;
-    rc.pages_all = fx.pages_all;
-    rc.page = Plast;
-    run_arm("resumed", fmt, rc, rev, false, &saved[fmt], true, &a);
-    gate_pairs(run, "resumed == fresh", s, a, true);
-    gate_pool(run, a);
   }
 
   // Controls: each plants one engine bug; its gate must turn red.
-  const std::string cf = std::find(fx.formats.begin(), fx.formats.end(), "bf16") != fx.formats.end() ? "bf16" : fx.formats[0];
   auto solo_of = [&](const std::string& fmt) -> Arm& {
     if (!solo.count(fmt)) {
       run_solo(fmt, false, &solo[fmt]);
@@ -508,7 +648,6 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     }
     return solo[fmt];
   };
-  std::vector<int> order_mixed = fwd;
   nlohmann::json control_notes = nlohmann::json::object();
   // What the control's gates saw: n/m and the first miss of each gate that caught it.
   auto note_misses = [&](const std::string& name, const Run& sub) {
@@ -522,7 +661,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
               "a batch holding a paged lane routes every lane through attention chunk 4 (another split-K path)",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.page = Pfirst;
                 c.plant_paged_batch_chunk = true;
                 Arm a;
@@ -530,23 +669,25 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
                 note_misses("paged-batch-other-path", sub);
               });
-  run.control("restore-without-scale-planes", "restore (fp8) leaves every scale plane of the restored positions zero",
+  run.control("restore-without-scale-planes",
+              "restore (" + rf + ": fp8 when run, else the first run format with scale planes) leaves every scale "
+              "plane of the restored positions zero",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.pages_all = fx.pages_all;
                 c.page = Plast;
                 c.plant_restore_without_scales = true;
-                Arm& s = solo_of("fp8");
+                Arm& s = solo_of(rf);
                 Arm a;
-                run_arm("control-restore", "fp8", c, rev, false, &saved["fp8"], false, &a);
+                run_arm("control-restore", rf, c, rev, false, &saved[rf], false, &a);
                 gate_pairs(sub, "resumed == fresh", s, a, true);
                 note_misses("restore-without-scale-planes", sub);
               });
   run.control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.page = Pfirst;
                 c.draft_tokens = fx.draft_tokens;
                 c.plant_skip_keep = true;
@@ -559,7 +700,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
               "a paged lane's pages go back to the pool (and are poisoned) one step before its last decode step",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.page = Pfirst;
                 c.pages_all = true;
                 c.plant_early_release = true;
@@ -572,7 +713,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   run.control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.page = Pfirst;
                 c.draft_tokens = fx.draft_tokens;
                 c.plant_run_short = true;
@@ -622,11 +763,29 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     for (const ServeResult& x : s.res) golden[fmt].push_back(token_hash(x.tokens));
   }
   r["arms"] = arms;
-  nlohmann::json nums = {{"token_hashes", golden},
-                         {"time_to_first_token_unwarmed_s", ttft["unwarmed"]},
-                         {"time_to_first_token_warmed_s", ttft["warmed"]}};
-  for (const auto& a : arms)
-    nums[a["format"].get<std::string>() + "." + a["arm"].get<std::string>() + ".decode_tok_s"] = a["decode_tok_s"];
+  r["arm_fields"] = {
+      {"time_to_first_token_unwarmed_s",
+       "the arm's config and requests on a fresh engine (a backend of its own: stream, weights, scratch, arena), "
+       "stopped after the round that gave the first token; the process (CUDA context) is already up"},
+      {"time_to_first_token_warmed_s", "the same, again on that engine"},
+      {"time_to_first_token_s", "the recorded run (warmed), run start to its first token"},
+      {"peak_device_memory_bytes",
+       "peak of the process's device bytes allocated (every cudaMalloc: weights, scratch, the held arena) during "
+       "the arm's recorded run, the peak reset at its start; null on cpu (no device)"},
+      {"device_memory_at_start_bytes", "device bytes allocated when the recorded run started (null on cpu)"}};
+  nlohmann::json nums = {{"token_hashes", golden}};
+  if (!arms.empty()) {
+    // The first arm's (the first format's solo arm): the receipt's headline numbers.
+    nums["time_to_first_token_unwarmed_s"] = arms[0]["time_to_first_token_unwarmed_s"];
+    nums["time_to_first_token_warmed_s"] = arms[0]["time_to_first_token_warmed_s"];
+  }
+  for (const auto& a : arms) {
+    const std::string k = a["format"].get<std::string>() + "." + a["arm"].get<std::string>();
+    nums[k + ".decode_tok_s"] = a["decode_tok_s"];
+    nums[k + ".time_to_first_token_unwarmed_s"] = a["time_to_first_token_unwarmed_s"];
+    nums[k + ".time_to_first_token_warmed_s"] = a["time_to_first_token_warmed_s"];
+    nums[k + ".peak_device_memory_bytes"] = a["peak_device_memory_bytes"];
+  }
   r["numbers"] = nums;
   r["timings"] = {{"total_s", secs}};
   out << summary_table(r);

@@ -1,4 +1,4 @@
-// `tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda] [--out FILE]`: replays a serve
+// `tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]`: replays a serve
 // fixture (fixtures/schema/serve-fixture.schema.json) through engine/serve.h and writes a
 // receipt of kind "serve-gate". Exit 0 pass, 1 fail (a gate, a control left green, an
 // engine error), 2 bad input (a fixture field named on stderr; nothing written).
@@ -16,7 +16,7 @@ struct ServeFixture {
   std::string model_dir;  // resolved against the fixture's folder
   std::vector<std::string> prompts;
   int new_tokens = 0;
-  int parallel = 0;
+  std::vector<int> parallel;  // lanes of the concurrent arms: one value, or one set of arms per value
   std::vector<int> pages;
   bool pages_all = true;
   int pool_pages = 0;
@@ -25,7 +25,9 @@ struct ServeFixture {
   std::vector<std::string> formats;
   int draft_layers = 0;
   int draft_tokens = 0;
-  nlohmann::json golden;  // null or {format: [hex per prompt]}
+  // null, or per format either [hex per prompt] (every backend) or {backend: [hex per prompt]}
+  // (cpu and cuda may differ: the cuda engine's SwiGLU uses CUDA's expf).
+  nlohmann::json golden;
 };
 
 // Validates field by field; the error names the field ("prompts[2]: must be a non-empty string").
@@ -34,9 +36,13 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& fixture_dir
 std::string token_hash(const std::vector<int32_t>& tokens);
 std::string sha256_hex(const std::string& bytes);
 
+// The golden hashes of `format` on `backend` (null when the fixture gives none).
+nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend);
+
 struct ServeGateCommand {
   std::string fixture;
   std::string backend = "cpu";
+  std::string kv_cache;  // non-empty: the cache formats to run (comma-separated), instead of the fixture's
   std::string out_file;
   std::vector<std::string> argv;
 };

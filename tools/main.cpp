@@ -1,12 +1,12 @@
 // tf-cuda-test: the command line of kernel-contracts.
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
-//   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
+//   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE]
 //   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
-//   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda] [--out FILE]
+//   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
 //   tf-cuda-test kv-gate FIXTURE --format fp8|q4|mxfp4 [--backend cpu|cuda|auto] [--out FILE] [--bf16-cache DIR] [--bf16-only]
 //   tf-cuda-test export qwen-pages --out DIR [--backend ...] [--cases N] [--seed N]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
@@ -48,8 +48,23 @@ struct Common {
   std::string case_line;
   std::string out;
   std::string out_dir = "receipts";
+  std::string serve_fixture;  // kernel-contract: the serve fixture replayed after the contracts
   bool quiet = false;
 };
+
+#ifndef KC_SOURCE_DIR
+#define KC_SOURCE_DIR ""
+#endif
+// kernel-contract's serve fixture: --serve-fixture, else fixtures/serve/ci.json from the
+// working directory, else from the source tree this binary was built from.
+std::string find_serve_fixture(const std::string& given) {
+  if (!given.empty()) return given;
+  const std::string rel = "fixtures/serve/ci.json";
+  if (std::filesystem::is_regular_file(rel)) return rel;
+  const std::string src = std::string(KC_SOURCE_DIR);
+  if (!src.empty() && std::filesystem::is_regular_file(src + "/" + rel)) return src + "/" + rel;
+  return "";
+}
 
 // The commands besides the contracts (each contract is a command of its own name).
 constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "kv-gate", "export"};
@@ -161,6 +176,10 @@ int main(int argc, char** argv) {
   all->add_option("--out-dir", o.out_dir,
                   "Folder for the receipts, <contract>.json each (default ./receipts; created with its parents if "
                   "missing; each receipt is written as --out writes one)");
+  all->add_option("--serve-fixture", o.serve_fixture,
+                  "After the contracts, replay this serve fixture as serve-gate does (receipt serve-gate.json in "
+                  "--out-dir); default fixtures/serve/ci.json, from the working directory or else from the source "
+                  "tree the binary was built from");
 
   std::string bench_what;
   kc::BenchOptions bo;
@@ -240,7 +259,10 @@ int main(int argc, char** argv) {
       "concurrent == solo, paged == contiguous, drafted == plain, resumed == fresh, golden; engine controls must be "
       "red. Exit 2 for a bad fixture (the field is named) with nothing written");
   serve_gate->add_option("fixture", sg.fixture, "Fixture JSON file")->required();
-  serve_gate->add_option("--backend", sg.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  serve_gate->add_option("--backend", sg.backend, "cpu (default), cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  serve_gate->add_option("--kv-cache", sg.kv_cache,
+                         "Cache formats to run instead of the fixture's cache_formats: bf16, fp8, q4 or mxfp4, or a "
+                         "comma-separated list (the fixture's goldens for those formats apply)");
   serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
   // kv-gate (issue 18): a quantized KV cache teacher-forced against the bf16 cache, per depth.
   kc::engine::KvGateCommand kg;
@@ -421,12 +443,24 @@ int main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
       return kUsage;
     }
-  if (all->parsed())
+  std::string serve_fixture;
+  if (all->parsed()) {
     for (auto& [c, s] : subs)
       if (!output_writable((std::filesystem::path(o.out_dir) / (c->name + ".json")).string(), &why)) {
         std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
         return kUsage;
       }
+    if (!output_writable((std::filesystem::path(o.out_dir) / "serve-gate.json").string(), &why)) {
+      std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+      return kUsage;
+    }
+    serve_fixture = find_serve_fixture(o.serve_fixture);
+    if (serve_fixture.empty()) {
+      std::cerr << "tf-cuda-test: error: kernel-contract: the serve fixture fixtures/serve/ci.json is neither in the "
+                   "working directory nor in the source tree " << KC_SOURCE_DIR << ": pass --serve-fixture FILE\n";
+      return kUsage;
+    }
+  }
   const std::string command = app.get_subcommands().front()->get_name();
   kc::Status st;
   auto be = kc::select_backend(o.backend, &st);
@@ -445,6 +479,18 @@ int main(int argc, char** argv) {
     const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();
     const int rc = run_one(*c, *be, o, *all, args, out);
     results.push_back({c->name, rc});
+    worst = std::max(worst, rc);
+  }
+  {
+    // The serving gates (issue 17) on the same backend: the ci fixture's arms and controls.
+    kc::engine::ServeGateCommand sgc;
+    sgc.fixture = serve_fixture;
+    sgc.backend = be->name();
+    sgc.out_file = (std::filesystem::path(o.out_dir) / "serve-gate.json").string();
+    sgc.argv = args;
+    std::cout << "\nserve-gate " << serve_fixture << " on " << be->name() << ":\n";
+    const int rc = kc::engine::serve_gate_command(sgc, std::cout, std::cerr);
+    results.push_back({"serve-gate (" + std::filesystem::path(serve_fixture).filename().string() + ")", rc});
     worst = std::max(worst, rc);
   }
   std::cout << "\nkernel-contract on " << be->name() << ":\n";

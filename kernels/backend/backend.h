@@ -17,6 +17,21 @@ namespace kc {
 
 class EngineBackend;  // kernels/engine/engine_backend.h
 
+// Device memory of the process (kernels/backend/device_memory.h): bytes allocated now and
+// the peak since the last reset. `applicable` is false where the backend has no device
+// memory (cpu): the numbers are then meaningless, and a receipt says null, never 0.
+struct MemoryStats {
+  bool applicable = false;
+  uint64_t current_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
+
+// A byte range of a cache's memory (offsets into Cache::mem).
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
 struct DeviceInfo {
   std::string name;      // GPU name or CPU model
   std::string compute;   // compute capability, or "" on cpu
@@ -66,6 +81,38 @@ class Backend {
   // or null (a decorator: the engine then runs the host twins and calls this backend for
   // the KV steps). Owned by the backend.
   virtual EngineBackend* engine() { return nullptr; }
+
+  // Fills `n` byte ranges of the cache's memory with `value` (the serving pool's poison of
+  // freed pages, a control's erased scale planes). Where the cache lives: the host image,
+  // or the device copy of a held cache (EngineBackend::hold), so a held cache stays
+  // valid. Refuses a range outside the memory, writing nothing. The default fills the
+  // host image (right for every backend that holds nothing).
+  virtual Status fill(Cache& cache, const ByteRange* ranges, int n, uint8_t value);
+
+  // Fences of the work enqueued so far: fence(step) marks everything issued before it as
+  // step `step` (increasing); fences_done gives the highest step whose work has finished
+  // on the device (non-blocking); wait_fence(step) returns once step `step` finished. The
+  // default (and cpu): work is done when its call returned, so every recorded step is done.
+  virtual Status fence(uint64_t step) {
+    fenced_ = step;
+    return Status::Ok();
+  }
+  virtual Status fences_done(uint64_t* done) {
+    *done = fenced_;
+    return Status::Ok();
+  }
+  virtual Status wait_fence(uint64_t step) {
+    (void)step;
+    return Status::Ok();
+  }
+
+  // Device memory (see MemoryStats): not applicable unless the backend has a device.
+  virtual MemoryStats memory_stats() const { return MemoryStats{}; }
+  // Restarts the peak at the bytes allocated now (process-wide); no-op without a device.
+  virtual void reset_peak_memory() {}
+
+ private:
+  uint64_t fenced_ = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
@@ -80,5 +127,6 @@ Status validate_rope(const Cache& cache, const RopeParams& p, const RopeRow* row
 Status validate_attention(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
                           const std::vector<int32_t>& tails);
 Status validate_keep(const Cache& cache, const KeepMove* moves, int n);
+Status validate_fill(const Cache& cache, const ByteRange* ranges, int n);
 
 }  // namespace kc

@@ -9,6 +9,7 @@
 // stream with their buffers on the device. Every CUDA call is checked; failures come back
 // as Status.
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -28,11 +29,19 @@ namespace {
 
 class CudaEngine;
 
+// One block per range, its threads striding the range's bytes.
+__global__ void fill_ranges_kernel(uint8_t* mem, const ByteRange* ranges, uint8_t value) {
+  const ByteRange r = ranges[blockIdx.x];
+  for (uint64_t i = threadIdx.x; i < r.bytes; i += blockDim.x) mem[r.offset + i] = value;
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(DeviceInfo info, cudaStream_t stream, bool own_stream)
       : info_(std::move(info)), s_(stream), own_stream_(own_stream) {}
   ~CudaBackend() override {
+    for (const Fence& f : fences_) cudaEventDestroy(f.event);
+    for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
     if (own_stream_) cudaStreamDestroy(s_);
   }
   std::string name() const override { return "cuda"; }
@@ -126,18 +135,21 @@ class CudaBackend final : public Backend {
                                         dout, s_));
     return copy_out(out, dout, size_t(n) * p.q_heads * d);
   }
-  // A held cache is brought to the host image first (pack reads the image through the
-  // per-call arena); unpack then puts the changed image back on the device.
+  // A held cache (or an alias of it) is packed from / unpacked into its device copy (its
+  // tables refreshed first); no cache bytes cross to the host.
   Status pack(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob) override {
-    if (held_ == &c) KC_RETURN_IF_ERROR(sync_held());
+    if (DeviceArena* a = held_arena_of(c)) {
+      KC_RETURN_IF_ERROR(a->refresh_tables(c, s_));
+      return pack_cuda(c, lane, pos0, count, blob, *a, scratch_, s_, true);
+    }
     return pack_cuda(c, lane, pos0, count, blob, arena_, scratch_, s_);
   }
   Status unpack(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob) override {
-    if (held_ != &c) return unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_);
-    KC_RETURN_IF_ERROR(sync_held());
-    KC_RETURN_IF_ERROR(unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_));
-    KC_RETURN_IF_ERROR(held_arena_.load(c, s_));
-    return finish_stream(s_);
+    if (DeviceArena* a = held_arena_of(c)) {
+      KC_RETURN_IF_ERROR(a->refresh_tables(c, s_));
+      return unpack_cuda(c, lane, pos0, blob, *a, scratch_, s_, true);
+    }
+    return unpack_cuda(c, lane, pos0, blob, arena_, scratch_, s_);
   }
   Status keep(Cache& c, const KeepMove* moves, int n) override {
     KC_RETURN_IF_ERROR(validate_keep(c, moves, n));
@@ -155,10 +167,72 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(scratch_.put(0, sorted.data(), size_t(n), s_, &dm));
     KC_RETURN_IF_ERROR(scratch_.put(1, off.data(), off.size(), s_, &doff));
     KC_RETURN_IF_ERROR(launch_keep(a->views(), c.lay.field_count(), dm, doff, int(off.size()) - 1, s_));
+    if (is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
     KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);
   }
   EngineBackend* engine() override;
+
+  // A held cache (or alias) is filled on the device, enqueued on the stream (ordered after
+  // the work that read the bytes before); a cache that is not held is its host image.
+  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
+    DeviceArena* a = held_arena_of(c);
+    if (!a) return Backend::fill(c, ranges, n, value);
+    KC_RETURN_IF_ERROR(validate_fill(c, ranges, n));
+    for (int i = 0; i < n; ++i)
+      if (ranges[i].offset + ranges[i].bytes > a->mem_bytes())
+        return Status::Error("fill: range " + std::to_string(i) + " outside the held memory");
+    if (n == 0) return Status::Ok();
+    ByteRange* dr;
+    KC_RETURN_IF_ERROR(scratch_.put(7, ranges, size_t(n), s_, &dr));
+    fill_ranges_kernel<<<n, 256, 0, s_>>>(a->mem(), dr, value);
+    KC_LAUNCH_CHECK("fill_ranges_kernel");
+    return Status::Ok();
+  }
+
+  // Fences: one event per step, recorded on the stream; a step is done when its event is.
+  Status fence(uint64_t step) override {
+    cudaEvent_t e;
+    if (!spare_events_.empty()) {
+      e = spare_events_.back();
+      spare_events_.pop_back();
+    } else {
+      KC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    const cudaError_t r = cudaEventRecord(e, s_);
+    if (r != cudaSuccess) {
+      spare_events_.push_back(e);
+      return cuda_error("cudaEventRecord(fence)", __FILE__, __LINE__, r);
+    }
+    fences_.push_back({step, e});
+    return Status::Ok();
+  }
+  Status fences_done(uint64_t* done) override {
+    while (!fences_.empty()) {
+      const cudaError_t q = cudaEventQuery(fences_.front().event);
+      if (q == cudaErrorNotReady) {
+        cudaGetLastError();  // not an error: the step is still running
+        break;
+      }
+      if (q != cudaSuccess) return cuda_error("cudaEventQuery(fence)", __FILE__, __LINE__, q);
+      pop_fence();
+    }
+    *done = fence_done_;
+    return Status::Ok();
+  }
+  Status wait_fence(uint64_t step) override {
+    while (!fences_.empty() && fences_.front().step <= step) {
+      KC_CUDA_TRY(cudaEventSynchronize(fences_.front().event));
+      pop_fence();
+    }
+    return Status::Ok();
+  }
+
+  MemoryStats memory_stats() const override {
+    const DeviceMemoryCounters& m = device_memory_counters();
+    return MemoryStats{true, m.current.load(), m.peak.load()};
+  }
+  void reset_peak_memory() override { reset_device_peak(); }
 
  private:
   // count elements of a device result out to the host, then the stream finished.
@@ -169,12 +243,27 @@ class CudaBackend final : public Backend {
   }
 
   friend class CudaEngine;
-  // The arena that holds c on the device: the held one (its page tables refreshed if the
-  // image's changed; the memory not copied), else the per-call arena loaded from the image.
+  // The device arena of a held cache or of an alias of it, else null.
+  DeviceArena* held_arena_of(const Cache& c) {
+    if (!held_) return nullptr;
+    if (held_ == &c) return &held_arena_;
+    for (Alias& x : aliases_)
+      if (x.cache == &c) return x.arena.get();
+    return nullptr;
+  }
+  bool is_held(const DeviceArena* a) const {
+    if (a == &held_arena_) return true;
+    for (const Alias& x : aliases_)
+      if (x.arena.get() == a) return true;
+    return false;
+  }
+  // The arena that holds c on the device: the held one or an alias of it (its page tables
+  // refreshed if the image's changed; the memory not copied), else the per-call arena
+  // loaded from the image.
   Status attach(const Cache& c, DeviceArena** a) {
-    if (held_ == &c) {
-      KC_RETURN_IF_ERROR(held_arena_.refresh_tables(c, s_));
-      *a = &held_arena_;
+    if (DeviceArena* h = held_arena_of(c)) {
+      KC_RETURN_IF_ERROR(h->refresh_tables(c, s_));
+      *a = h;
       return Status::Ok();
     }
     KC_RETURN_IF_ERROR(arena_.load(c, s_));
@@ -183,8 +272,13 @@ class CudaBackend final : public Backend {
   }
   // After a write: the per-call arena back to the image; a held cache stays on the device.
   Status detach(Cache& c, const DeviceArena& a) {
-    if (&a == &held_arena_) return Status::Ok();
+    if (is_held(&a)) return Status::Ok();
     return a.store(c, s_);
+  }
+  void pop_fence() {
+    fence_done_ = fences_.front().step;
+    spare_events_.push_back(fences_.front().event);
+    fences_.pop_front();
   }
   // The held cache's device memory out to its host image, the stream finished.
   Status sync_held() {
@@ -199,6 +293,18 @@ class CudaBackend final : public Backend {
   DeviceScratch scratch_;
   Cache* held_ = nullptr;     // the cache held on the device (EngineBackend::hold), or null
   DeviceArena held_arena_;
+  struct Alias {
+    Cache* cache;
+    std::unique_ptr<DeviceArena> arena;  // tables only, over held_arena_'s memory
+  };
+  std::vector<Alias> aliases_;
+  struct Fence {
+    uint64_t step;
+    cudaEvent_t event;
+  };
+  std::deque<Fence> fences_;
+  std::vector<cudaEvent_t> spare_events_;
+  uint64_t fence_done_ = 0;
   std::unique_ptr<EngineBackend> engine_;
 };
 
@@ -216,11 +322,11 @@ class CudaEngine final : public EngineBackend {
     if (bytes > g.cap) {
       // Grown keeping its contents (a forward may grow a buffer it has filled).
       void* q = nullptr;
-      KC_CUDA_TRY(cudaMalloc(&q, bytes));
+      KC_RETURN_IF_ERROR(device_alloc(&q, bytes));
       if (g.cap) {
         KC_CUDA_TRY(cudaMemcpyAsync(q, g.p, g.cap, cudaMemcpyDeviceToDevice, b_.s_));
         KC_RETURN_IF_ERROR(finish_stream(b_.s_));
-        cudaFree(g.p);
+        device_free(g.p, g.cap);
       }
       g.p = q;
       g.cap = bytes;
@@ -297,7 +403,7 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
     KC_RETURN_IF_ERROR(internal_.put(2, rows, size_t(n), b_.s_, &dr));
     KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.kv_heads, p, dr, n, q, k, v, q_out, b_.s_));
-    if (a == &b_.held_arena_) return Status::Ok();  // nothing waits: the next download finds any error
+    if (b_.is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
     KC_RETURN_IF_ERROR(b_.detach(c, *a));
     return finish_stream(b_.s_);
   }
@@ -324,7 +430,7 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(internal_.get(7, np * d, &po));
     KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, max_chunks, pm, pl,
                                         po, out, b_.s_));
-    if (a == &b_.held_arena_) return Status::Ok();
+    if (b_.is_held(a)) return Status::Ok();
     return finish_stream(b_.s_);
   }
   Status hold(Cache& c) override {
@@ -337,10 +443,25 @@ class CudaEngine final : public EngineBackend {
     return Status::Ok();
   }
   Status release(Cache& c) override {
+    for (size_t i = 0; i < b_.aliases_.size(); ++i)
+      if (b_.aliases_[i].cache == &c) {
+        KC_RETURN_IF_ERROR(finish_stream(b_.s_));  // nothing still reads its tables
+        b_.aliases_.erase(b_.aliases_.begin() + i);
+        return Status::Ok();
+      }
     if (b_.held_ != &c) return Status::Error("engine release: this cache is not held");
     const Status st = b_.sync_held();
     b_.held_ = nullptr;
+    b_.aliases_.clear();
     return st;
+  }
+  Status hold_alias(Cache& c, Cache& base) override {
+    if (!b_.held_ || b_.held_ != &base) return Status::Error("engine hold_alias: the base cache is not held");
+    if (&c == &base || b_.held_arena_of(c)) return Status::Error("engine hold_alias: this cache is already held");
+    auto a = std::make_unique<DeviceArena>();
+    KC_RETURN_IF_ERROR(a->alias(c, b_.held_arena_.mem(), b_.held_arena_.mem_bytes(), b_.s_));
+    b_.aliases_.push_back({&c, std::move(a)});
+    return Status::Ok();
   }
 
  private:
@@ -348,9 +469,7 @@ class CudaEngine final : public EngineBackend {
   struct Grow {
     void* p = nullptr;
     size_t cap = 0;
-    ~Grow() {
-      if (p) cudaFree(p);
-    }
+    ~Grow() { device_free(p, cap); }
   };
   Grow bufs_[kScratchSlots];
   DeviceScratch internal_;  // the engine's own row tables and attention partials

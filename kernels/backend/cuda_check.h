@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "kernels/backend/device_memory.h"
 #include "kernels/layout/status.h"
 
 namespace kc {
@@ -41,6 +42,21 @@ inline Status finish_stream(cudaStream_t s) {
   return Status::Ok();
 }
 
+// Every device allocation goes through these two (the process-wide accounting of
+// kernels/backend/device_memory.h): cudaMalloc / cudaFree with the bytes counted.
+inline Status device_alloc(void** p, size_t bytes) {
+  *p = nullptr;
+  if (bytes == 0) return Status::Ok();
+  KC_CUDA_TRY(cudaMalloc(p, bytes));
+  note_device_alloc(bytes);
+  return Status::Ok();
+}
+inline void device_free(void* p, size_t bytes) {
+  if (!p) return;
+  cudaFree(p);
+  note_device_free(bytes);
+}
+
 // Device buffer owned by the host scope that made it.
 template <class T>
 class DevBuf {
@@ -48,13 +64,14 @@ class DevBuf {
   DevBuf() = default;
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() { if (p_) cudaFree(p_); }
+  ~DevBuf() { drop(); }
   Status alloc(size_t n) {
-    if (p_) { cudaFree(p_); p_ = nullptr; }
+    drop();
     n_ = n;
-    cap_ = 0;
     if (n == 0) return Status::Ok();
-    KC_CUDA_TRY(cudaMalloc(&p_, n * sizeof(T)));
+    void* q = nullptr;
+    KC_RETURN_IF_ERROR(device_alloc(&q, n * sizeof(T)));
+    p_ = static_cast<T*>(q);
     cap_ = n;
     return Status::Ok();
   }
@@ -70,9 +87,10 @@ class DevBuf {
   // Grow-only storage for n elements (kept across calls): reallocated only when too small.
   Status reserve(size_t n) {
     if (n <= cap_) return Status::Ok();
-    if (p_) { cudaFree(p_); p_ = nullptr; }
-    cap_ = 0;
-    KC_CUDA_TRY(cudaMalloc(&p_, n * sizeof(T)));
+    drop();
+    void* q = nullptr;
+    KC_RETURN_IF_ERROR(device_alloc(&q, n * sizeof(T)));
+    p_ = static_cast<T*>(q);
     cap_ = n;
     return Status::Ok();
   }
@@ -92,6 +110,11 @@ class DevBuf {
   size_t size() const { return n_; }
 
  private:
+  void drop() {
+    device_free(p_, cap_ * sizeof(T));
+    p_ = nullptr;
+    cap_ = 0;
+  }
   T* p_ = nullptr;
   size_t n_ = 0;
   size_t cap_ = 0;

@@ -8,6 +8,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <string>
 #include <vector>
 
 #include "kernels/backend/cuda_check.h"
@@ -21,39 +22,74 @@ class DeviceArena {
   // arena's memory. Enqueued on s (the host image may change once this returns).
   Status load(const Cache& c, cudaStream_t s) {
     lay_ = c.lay;
+    alias_ = nullptr;
     mem_bytes_ = c.mem.size();
     KC_RETURN_IF_ERROR(mem_.upload_async(c.mem.data(), c.mem.size(), s));
-    KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
-    host_pts_ = c.pts;
-    host_descs_ = c.views;
-    host_views_.clear();
-    for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem_.get(), pts_.get(), c.lay));
-    return views_.upload_async(host_views_.data(), host_views_.size(), s);
+    return upload_tables(c, s);
+  }
+  // c's page tables and lane views over another arena's memory (`mem`, `bytes` long; that
+  // arena must outlive this one's use): nothing of c's memory is copied. A draft cache that
+  // lives in runs of the held target arena.
+  Status alias(const Cache& c, uint8_t* mem, size_t bytes, cudaStream_t s) {
+    KC_RETURN_IF_ERROR(check_views(c, bytes));
+    lay_ = c.lay;
+    alias_ = mem;
+    mem_bytes_ = bytes;
+    return upload_tables(c, s);
   }
   // The page tables and lane views of c (its memory left as it is on the device), when
-  // they differ from the ones last loaded: a held cache whose pool moved pages.
+  // they differ from the ones last loaded: a held cache whose pool moved pages. An alias
+  // checks c's views against the aliased bytes (c's own image may be empty).
   Status refresh_tables(const Cache& c, cudaStream_t s) {
-    if (c.mem.size() != mem_bytes_) return Status::Error("DeviceArena::refresh_tables: image size differs from the loaded one");
+    if (!alias_ && c.mem.size() != mem_bytes_)
+      return Status::Error("DeviceArena::refresh_tables: image size differs from the loaded one");
     if (c.pts == host_pts_ && same_descs(c.views)) return Status::Ok();
-    KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
-    host_pts_ = c.pts;
-    host_descs_ = c.views;
-    host_views_.clear();
-    for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem_.get(), pts_.get(), c.lay));
-    return views_.upload_async(host_views_.data(), host_views_.size(), s);
+    if (alias_) KC_RETURN_IF_ERROR(check_views(c, mem_bytes_));
+    return upload_tables(c, s);
   }
   // The arena's memory out to the image (same size as loaded), enqueued on s.
   Status store(Cache& c, cudaStream_t s) const {
+    if (alias_) return Status::Error("DeviceArena::store: an alias holds no memory of its own");
     if (c.mem.size() != mem_bytes_) return Status::Error("DeviceArena::store: image size differs from the loaded one");
     return mem_.download_async(c.mem.data(), mem_bytes_, s);
   }
   const KvView* views() const { return views_.get(); }    // device array, one per lane
   const KvView& view(int lane) const { return host_views_[lane]; }  // device addresses
-  uint8_t* mem() const { return mem_.get(); }
+  uint8_t* mem() const { return alias_ ? alias_ : mem_.get(); }
+  size_t mem_bytes() const { return mem_bytes_; }
   const KvLayout& layout() const { return lay_; }
 
  private:
+  Status upload_tables(const Cache& c, cudaStream_t s) {
+    KC_RETURN_IF_ERROR(pts_.upload_async(c.pts.data(), c.pts.size(), s));
+    host_pts_ = c.pts;
+    host_descs_ = c.views;
+    host_views_.clear();
+    for (const ViewDesc& d : c.views) host_views_.push_back(resolve_view(d, mem(), pts_.get(), c.lay));
+    return views_.upload_async(host_views_.data(), host_views_.size(), s);
+  }
+  // Every byte c's views address lies inside `bytes` (Cache::validate's rule, against a
+  // size instead of c's own image).
+  static Status check_views(const Cache& c, size_t bytes) {
+    for (size_t l = 0; l < c.views.size(); ++l) {
+      const ViewDesc& d = c.views[l];
+      const std::string who = "alias lane " + std::to_string(l) + ": ";
+      if (d.ptok <= 0) return Status::Error(who + "ptok must be positive");
+      if (d.paged()) {
+        if (uint64_t(d.pt_off) + uint64_t(d.n_pages) > c.pts.size()) return Status::Error(who + "page table outside pts");
+        for (int32_t i = 0; i < d.n_pages; ++i) {
+          const int32_t p = c.pts[d.pt_off + i];
+          if (p < 0 || d.base_off + (uint64_t(p) + 1) * d.ps > bytes)
+            return Status::Error(who + "page " + std::to_string(p) + " outside the arena");
+        }
+      } else if (d.base_off + c.lay.kv_bytes(d.ptok) > bytes) {
+        return Status::Error(who + "window outside the aliased memory");
+      }
+    }
+    return Status::Ok();
+  }
   KvLayout lay_;
+  uint8_t* alias_ = nullptr;  // alias(): the other arena's memory
   size_t mem_bytes_ = 0;
   DevBuf<uint8_t> mem_;
   DevBuf<int32_t> pts_;

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "kernels/backend/backend.h"
@@ -107,6 +108,24 @@ Status validate_keep(const Cache& c, const KeepMove* moves, int n) {
         break;
       }
   }
+  return Status::Ok();
+}
+
+Status validate_fill(const Cache& c, const ByteRange* ranges, int n) {
+  if (n < 0) return Status::Error("fill: n " + std::to_string(n) + " must be at least 0");
+  if (n > 0 && !ranges) return Status::Error("fill: ranges is null");
+  for (int i = 0; i < n; ++i)
+    if (ranges[i].offset > c.mem.size() || ranges[i].bytes > c.mem.size() - ranges[i].offset)
+      return Status::Error("fill: range " + std::to_string(i) + " [" + std::to_string(ranges[i].offset) + ", +" +
+                           std::to_string(ranges[i].bytes) + ") outside the cache memory (" +
+                           std::to_string(c.mem.size()) + " bytes)");
+  return Status::Ok();
+}
+
+Status Backend::fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) {
+  KC_RETURN_IF_ERROR(validate_fill(c, ranges, n));
+  for (int i = 0; i < n; ++i)
+    if (ranges[i].bytes) std::memset(c.mem.data() + ranges[i].offset, value, ranges[i].bytes);
   return Status::Ok();
 }
 

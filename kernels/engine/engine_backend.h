@@ -14,7 +14,8 @@
 // puts it on the device once; while held, every operation of the owning Backend on `c`
 // (rope_store, attention, encode/decode_rows, keep, pack, unpack) works on the device copy
 // without copying the cache, and the host image is stale; release(c) copies it back and
-// ends the hold. The cpu backend holds nothing (its image is the cache).
+// ends the hold. The cpu backend holds nothing (its image is the cache). hold_alias lets
+// a second Cache (another layout) address the held memory.
 //
 // Batch invariance: every kernel computes each output row from its own input row in the
 // order of kernels/engine/rows.h; nothing splits a reduction by the batch.
@@ -76,6 +77,16 @@ class EngineBackend {
   // Residency (see above). hold refuses a second cache while one is held.
   virtual Status hold(Cache& c) = 0;
   virtual Status release(Cache& c) = 0;
+  // A second cache over the held cache's memory: `c` has its own layout, page tables and
+  // views, and its views address the same arena bytes as `base` (serving: the drafter's
+  // cache lives in runs of the target's arena). While `base` is held, every operation on
+  // `c` works on base's device memory (c's tables follow its image as a held cache's do);
+  // release(c) ends the alias, release(base) ends both. Refused when `base` is not held.
+  // Default: nothing to alias where nothing is held (host memory); refused on a device.
+  virtual Status hold_alias(Cache& c, Cache& base) {
+    (void)c, (void)base;
+    return on_device() ? Status::Error("engine hold_alias: not supported by " + name()) : Status::Ok();
+  }
 };
 
 // The host twins over host memory, the KV steps through `kv` (which must outlive it).

@@ -21,10 +21,12 @@ Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const Pack
                         uint8_t* data, bool scatter, cudaStream_t s);
 
 // The cuda backend's pack / unpack of a host image: the image into the arena, the blob's
-// data through scratch, on s; finished (the stream waited for) before they return.
+// data through scratch, on s; finished (the stream waited for) before they return. With
+// `held`, the arena already holds c on the device (EngineBackend::hold, tables current):
+// nothing of the image is copied in or out.
 Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob,
-                 DeviceArena& arena, DeviceScratch& scratch, cudaStream_t s);
+                 DeviceArena& arena, DeviceScratch& scratch, cudaStream_t s, bool held = false);
 Status unpack_cuda(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob, DeviceArena& arena,
-                   DeviceScratch& scratch, cudaStream_t s);
+                   DeviceScratch& scratch, cudaStream_t s, bool held = false);
 
 }  // namespace kc

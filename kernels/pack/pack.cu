@@ -139,7 +139,7 @@ Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const Pack
 }
 
 Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vector<uint8_t>* blob,
-                 DeviceArena& arena, DeviceScratch& scratch, cudaStream_t s) {
+                 DeviceArena& arena, DeviceScratch& scratch, cudaStream_t s, bool held) {
   KC_RETURN_IF_ERROR(pack_check_range(c, lane, pos0, count, "pack"));
   const PackPlan plan = pack_plan(c.lay, uint64_t(count));
   const std::vector<PackCopy> copies = pack_copies(plan, PackDirection::pack);
@@ -147,7 +147,7 @@ Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vec
   pack_write_header(plan, blob->data());
   uint8_t* data;
   PackCopy* dcopies;
-  KC_RETURN_IF_ERROR(arena.load(c, s));
+  if (!held) KC_RETURN_IF_ERROR(arena.load(c, s));
   KC_RETURN_IF_ERROR(scratch.get(0, plan.data_bytes(), &data));
   if (plan.data_bytes()) KC_CUDA_TRY(cudaMemsetAsync(data, 0, plan.data_bytes(), s));  // padding, dropped fields
   KC_RETURN_IF_ERROR(scratch.put(1, copies.data(), copies.size(), s, &dcopies));
@@ -160,7 +160,7 @@ Status pack_cuda(const Cache& c, int lane, int64_t pos0, int64_t count, std::vec
 }
 
 Status unpack_cuda(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>& blob, DeviceArena& arena,
-                   DeviceScratch& scratch, cudaStream_t s) {
+                   DeviceScratch& scratch, cudaStream_t s, bool held) {
   KC_RETURN_IF_ERROR(pack_check_range(c, lane, pos0, 0, "unpack"));
   PackOpened o;
   KC_RETURN_IF_ERROR(pack_open(blob, c.lay, &o));
@@ -168,12 +168,12 @@ Status unpack_cuda(Cache& c, int lane, int64_t pos0, const std::vector<uint8_t>&
   const std::vector<PackCopy> copies = pack_copies(o.plan, PackDirection::unpack);
   uint8_t* data;
   PackCopy* dcopies;
-  KC_RETURN_IF_ERROR(arena.load(c, s));
+  if (!held) KC_RETURN_IF_ERROR(arena.load(c, s));
   KC_RETURN_IF_ERROR(scratch.put(0, o.data, o.plan.data_bytes(), s, &data));
   KC_RETURN_IF_ERROR(scratch.put(1, copies.data(), copies.size(), s, &dcopies));
   KC_RETURN_IF_ERROR(
       launch_pack_rows(arena.view(lane), pos0, int64_t(o.plan.count), dcopies, int(copies.size()), data, true, s));
-  KC_RETURN_IF_ERROR(arena.store(c, s));
+  if (!held) KC_RETURN_IF_ERROR(arena.store(c, s));
   return finish_stream(s);
 }
 

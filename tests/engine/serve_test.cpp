@@ -5,6 +5,7 @@
 // written).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -195,6 +196,115 @@ TEST(Serve, ResumedEqualsFreshAcrossLaneKinds) {
   }
 }
 
+// A cpu backend whose steps finish late: fences_done reports `lag` steps behind the last
+// fence (never, with a huge lag, until wait_fence); fills are recorded.
+class LateFences final : public Backend {
+ public:
+  explicit LateFences(uint64_t lag) : lag_(lag) {}
+  std::string name() const override { return "late-fences"; }
+  DeviceInfo device() const override { return real_->device(); }
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override { return real_->encode_rows(f, c, x, r, n); }
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override { return real_->decode_rows(f, c, r, n, o); }
+  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_->e4m3_encode_bits(a, n, o); }
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k, const float* v,
+                    float* qo) override {
+    return real_->rope_store(c, p, r, n, q, k, v, qo);
+  }
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
+                   const float* q, float* o) override {
+    return real_->attention(c, p, r, n, t, q, o);
+  }
+  Status pack(const Cache& c, int l, int64_t p0, int64_t n, std::vector<uint8_t>* b) override { return real_->pack(c, l, p0, n, b); }
+  Status unpack(Cache& c, int l, int64_t p0, const std::vector<uint8_t>& b) override { return real_->unpack(c, l, p0, b); }
+  Status keep(Cache& c, const KeepMove* m, int n) override { return real_->keep(c, m, n); }
+  Status fill(Cache& c, const ByteRange* r, int n, uint8_t v) override {
+    for (int i = 0; i < n; ++i) filled_.push_back({r[i].offset, r[i].bytes, v});
+    return real_->fill(c, r, n, v);
+  }
+  Status fence(uint64_t step) override {
+    last_ = step;
+    return Status::Ok();
+  }
+  Status fences_done(uint64_t* done) override {
+    const uint64_t lagged = last_ > lag_ ? last_ - lag_ : 0;
+    *done = std::max(lagged, waited_);
+    return Status::Ok();
+  }
+  Status wait_fence(uint64_t step) override {
+    waited_ = std::max(waited_, std::min(step, last_));
+    ++waits_;
+    return Status::Ok();
+  }
+  struct Fill {
+    uint64_t offset, bytes;
+    uint8_t value;
+  };
+  std::vector<Fill> filled_;
+  int waits_ = 0;
+
+ private:
+  std::unique_ptr<Backend> real_ = make_cpu_backend();
+  uint64_t lag_, last_ = 0, waited_ = 0;
+};
+
+TEST(Serve, PagesGoBackOnlyAfterTheirStepFinishedAndArePoisonedThroughTheBackend) {
+  const Tiny& t = tiny(Format::bf16);
+  ServeConfig c;
+  c.parallel = 3;
+  c.page = 4;
+  c.pages_all = true;
+  c.context = 40;
+  c.pool_pages = 12;  // two requests of ~20 positions (5 pages) at a time: the third waits for room
+  const auto reqs = requests({"import os", "def f(x):", "class A:", "x = 1"}, 8);
+  std::vector<ServeResult> ref;
+  ServeStats st_ref;
+  LateFences now(0);
+  ASSERT_TRUE(serve(t.m, nullptr, now, c, reqs, &ref, &st_ref).ok);
+  EXPECT_EQ(now.waits_, 0);
+  // Every freed page poisoned through Backend::fill, a whole page each.
+  int poisoned = 0;
+  for (const auto& f : now.filled_)
+    if (f.value == Pool::kPoison) {
+      ++poisoned;
+      EXPECT_EQ(f.bytes, t.m.kv_layout().page_stride(4));
+    }
+  int pages = 0;
+  for (const ServeRequest& r : reqs) pages += (int(r.prompt.size()) + r.max_tokens + 3) / 4;
+  EXPECT_EQ(poisoned, pages);  // each request's pages, once, when its last step finished
+  for (uint64_t lag : {uint64_t(3), uint64_t(1) << 40}) {
+    LateFences late(lag);
+    std::vector<ServeResult> res;
+    ServeStats st;
+    ASSERT_TRUE(serve(t.m, nullptr, late, c, reqs, &res, &st).ok) << lag;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_TRUE(res[i].refused.empty()) << lag << ": " << res[i].refused;
+      EXPECT_EQ(res[i].tokens, ref[i].tokens) << lag;
+      EXPECT_EQ(res[i].digests, ref[i].digests) << lag;
+    }
+    EXPECT_TRUE(st.pool_violations.empty());
+    // Room comes back later: at least as many rounds with requests waiting for it.
+    EXPECT_GE(st.admission_waits, st_ref.admission_waits) << lag;
+    if (lag > 100) EXPECT_GT(late.waits_, 0);  // idle with the room fenced: serve waited for the step
+  }
+}
+
+TEST(Backend, FillRefusesARangeOutsideTheCacheAndCpuHasNoDeviceMemory) {
+  auto be = make_cpu_backend();
+  Cache c;
+  c.mem.assign(64, 1);
+  ByteRange bad{60, 8};
+  const Status st = be->fill(c, &bad, 1, 0);
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("fill: range 0"), std::string::npos) << st.message;
+  for (uint8_t b : c.mem) EXPECT_EQ(b, 1);  // nothing written
+  ByteRange ok[2] = {{0, 4}, {60, 4}};
+  ASSERT_TRUE(be->fill(c, ok, 2, 0x7f).ok);
+  EXPECT_EQ(c.mem[3], 0x7f);
+  EXPECT_EQ(c.mem[4], 1);
+  EXPECT_EQ(c.mem[63], 0x7f);
+  EXPECT_FALSE(be->memory_stats().applicable);  // cpu: not applicable, never a fake 0
+}
+
 // --- the fixture validator and the command's exit 2 ---
 
 nlohmann::json good_fixture() {
@@ -217,7 +327,37 @@ TEST(ServeFixture, ShippedFixturesParse) {
   ServeFixture f;
   std::string err;
   EXPECT_TRUE(parse_serve_fixture(good_fixture(), kSrc + "/fixtures/serve", &f, &err)) << err;
-  EXPECT_GT(int(f.prompts.size()), f.parallel);
+  ASSERT_EQ(f.parallel.size(), 1u);
+  EXPECT_GT(int(f.prompts.size()), f.parallel[0]);
+  for (const char* name : {"suite12.json"}) {
+    const nlohmann::json j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/serve/" + name));
+    ServeFixture g;
+    EXPECT_TRUE(parse_serve_fixture(j, kSrc + "/fixtures/serve", &g, &err)) << name << ": " << err;
+  }
+}
+
+TEST(ServeFixture, Suite12IsTheSuiteItNames) {
+  // 12 prompts: 8 short questions of 11-15 tokens and filler logs of 1,201 / 2,804 /
+  // 4,413 / 6,003 tokens (tokens = the prompt's bytes + the leading <|eos|>), 96 new
+  // tokens, --parallel 8 and 4, pages of 256 with and without pages-all, bf16 and fp8.
+  ServeFixture f;
+  std::string err;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/serve/suite12.json"));
+  ASSERT_TRUE(parse_serve_fixture(j, kSrc + "/fixtures/serve", &f, &err)) << err;
+  ASSERT_EQ(f.prompts.size(), 12u);
+  std::vector<size_t> tokens;
+  for (const std::string& p : f.prompts) tokens.push_back(encode_prompt(p).size());
+  std::vector<size_t> shorts, longs;
+  for (size_t t : tokens) (t <= 15 ? shorts : longs).push_back(t);
+  ASSERT_EQ(shorts.size(), 8u);
+  for (size_t t : shorts) EXPECT_GE(t, 11u);
+  std::sort(longs.begin(), longs.end());
+  EXPECT_EQ(longs, (std::vector<size_t>{1201, 2804, 4413, 6003}));
+  EXPECT_EQ(f.new_tokens, 96);
+  EXPECT_EQ(f.parallel, (std::vector<int>{8, 4}));
+  EXPECT_EQ(f.pages, (std::vector<int>{256}));
+  EXPECT_TRUE(f.pages_all);
+  EXPECT_EQ(f.formats, (std::vector<std::string>{"bf16", "fp8"}));
 }
 
 TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
@@ -239,15 +379,24 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field pages_all: must be true or false", [](nlohmann::json& j) { j["pages_all"] = 1; }},
       {"field pool_pages: missing", [](nlohmann::json& j) { j.erase("pool_pages"); }},
       {"field context: must hold the longest prompt", [](nlohmann::json& j) { j["context"] = 20; }},
-      {"field cache_formats[1]: must be bf16, fp8 or q4", [](nlohmann::json& j) { j["cache_formats"][1] = "mxfp4"; }},
+      {"field cache_formats[1]: must be bf16, fp8, q4 or mxfp4", [](nlohmann::json& j) { j["cache_formats"][1] = "fp16"; }},
+      {"field parallel[1]: repeats 2", [](nlohmann::json& j) { j["parallel"] = {2, 2}; }},
+      {"field parallel[0]: must be an integer", [](nlohmann::json& j) { j["parallel"] = {"2"}; }},
+      {"field parallel: must be an integer or an array of 1 to 8 integers",
+       [](nlohmann::json& j) { j["parallel"] = nlohmann::json::array(); }},
+      {"field parallel[1]: must be smaller than the number of prompts", [](nlohmann::json& j) { j["parallel"] = {2, 5}; }},
       {"field cache_formats[1]: repeats bf16", [](nlohmann::json& j) { j["cache_formats"][1] = "bf16"; }},
       {"field draft.tokens: missing", [](nlohmann::json& j) { j["draft"].erase("tokens"); }},
       {"field draft.layers: must be below the model's 4 layers", [](nlohmann::json& j) { j["draft"]["layers"] = 4; }},
       {"field golden.bf16: must be an array of 5 hashes", [](nlohmann::json& j) { j["golden"]["bf16"] = {"0000000000000000"}; }},
       {"field golden.bf16[0]: must be 16 lowercase hex digits",
        [](nlohmann::json& j) { j["golden"]["bf16"][0] = "XYZ"; }},
-      {"field golden.q4: not one of cache_formats",
-       [](nlohmann::json& j) { j["golden"]["q4"] = j["golden"]["bf16"]; }},
+      {"field golden.fp16: not a cache format (bf16, fp8, q4, mxfp4)",
+       [](nlohmann::json& j) { j["golden"]["fp16"] = j["golden"]["bf16"]; }},
+      {"field golden.bf16.gpu: not a backend (cpu, cuda)",
+       [](nlohmann::json& j) { j["golden"]["bf16"] = {{"gpu", j["golden"]["bf16"]}}; }},
+      {"field golden.bf16.cuda[0]: must be 16 lowercase hex digits",
+       [](nlohmann::json& j) { j["golden"]["bf16"] = {{"cuda", std::vector<std::string>(5, "XYZ")}}; }},
       {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
   };
   for (const Bad& b : bad) {
