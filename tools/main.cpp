@@ -240,9 +240,10 @@ int main(int argc, char** argv) {
   auto* serve_gate = app.add_subcommand(
       "serve-gate",
       "Replay a serve fixture (fixtures/serve/*.json): every prompt alone, all at once forward and reverse with "
-      "queued requests, pages vs windows, drafted, resumed from a packed prompt state, per cache format; gates "
-      "concurrent == solo, paged == contiguous, drafted == plain, resumed == fresh, golden; engine controls must be "
-      "red. Exit 2 for a bad fixture (the field is named) with nothing written");
+      "queued requests, pages vs windows, chain- and tree-drafted, resumed from a packed prompt state, per cache "
+      "format; gates concurrent == solo, paged == contiguous, drafted == plain, tree-drafted == plain, resumed == "
+      "fresh, golden; engine controls must be red. Exit 2 for a bad fixture (the field is named) with nothing "
+      "written");
   serve_gate->add_option("fixture", sg.fixture, "Fixture JSON file")->required();
   serve_gate->add_option("--backend", sg.backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
