@@ -129,7 +129,8 @@ struct ServeStats {
 // final norm and head kept).
 Status make_draft_weights(const Qwen3Weights& target, int layers, Qwen3Weights* out);
 
-// Serves `reqs` (queued in order). `draft` is required when cfg.draft_tokens > 0.
+// Serves `reqs` (queued in order). `draft` is required when drafting (draft_tokens > 0 or a
+// draft_tree); its vocabulary must be the target's.
 // Returns an error for a bad config or a backend failure; per-request refusals are in
 // the results.
 Status serve(const Model& target, const Model* draft, Backend& be, const ServeConfig& cfg,
