@@ -162,7 +162,7 @@ struct RunResult {
 // The fields every receipt opens with (the contract runner and the benches build on it);
 // git provenance is this build's.
 struct ReceiptHead {
-  std::string kind;   // contract, serve-gate, kv-gate, bench
+  std::string kind;   // contract, serve-gate, serve-memory, kv-gate, bench
   std::string name;
   std::string backend;
   nlohmann::json device;  // name, compute_capability, driver

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "contracts/framework.h"  // fnv1a
@@ -29,6 +30,28 @@ struct Lane {
 };
 
 const ViewDesc kIdle{0, -1, 0, 1, 0};
+
+// A draft tree node: its parent (-1: the root, the lane's last committed token), its token
+// and its depth (1 = the first draft position). Nodes are numbered breadth first.
+struct DraftNode {
+  int parent;
+  int32_t token;
+  int depth;
+};
+
+// The k largest of x[0..n) by value, ties to the lower index (the first is argmax's
+// choice); NaN never chosen (all NaN: argmax's 0).
+std::vector<int32_t> top_k(const float* x, int64_t n, int k) {
+  std::vector<int32_t> idx;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isnan(x[i])) idx.push_back(int32_t(i));
+  if (idx.empty()) return {argmax(x, n)};
+  const size_t m = std::min(idx.size(), size_t(k));
+  std::partial_sort(idx.begin(), idx.begin() + m, idx.end(),
+                    [&](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
+  idx.resize(m);
+  return idx;
+}
 }  // namespace
 
 Status make_draft_weights(const Qwen3Weights& target, int layers, Qwen3Weights* out) {
@@ -46,31 +69,68 @@ Status make_draft_weights(const Qwen3Weights& target, int layers, Qwen3Weights* 
   return Status::Ok();
 }
 
+std::vector<int> draft_shape(const ServeConfig& cfg) {
+  if (!cfg.draft_tree.empty()) return cfg.draft_tree;
+  return std::vector<int>(size_t(std::max(cfg.draft_tokens, 0)), 1);
+}
+
+int draft_nodes(const std::vector<int>& shape, int depth) {
+  int64_t n = 0, level = 1;
+  for (int t = 0; t < depth && t < int(shape.size()); ++t) {
+    level *= shape[t];
+    n += level;
+  }
+  return int(n);
+}
+
+int64_t serve_positions(const ServeConfig& cfg, int64_t prompt, int64_t max_tokens) {
+  const std::vector<int> shape = draft_shape(cfg);
+  return prompt + max_tokens + (shape.empty() ? 0 : draft_nodes(shape, int(shape.size())) + 1);
+}
+
+ServeArena plan_serve_arena(const ServeConfig& cfg, const KvLayout& lay, const KvLayout* dlay) {
+  ServeArena a;
+  const int L = std::max(cfg.parallel, 0);
+  for (int l = 0; l < L; ++l) {
+    const bool win = cfg.all_windows || (l == 0 && cfg.window_first && !cfg.pages_all);
+    std::vector<RunPart> parts;
+    if (win) parts.push_back({"window", lay.kv_bytes(uint64_t(cfg.context)), 0});
+    if (dlay) parts.push_back({"draft", dlay->kv_bytes(uint64_t(cfg.context)), 0});
+    a.run_bytes = std::max(a.run_bytes, run_bytes_for(parts));
+    a.parts.push_back(std::move(parts));
+    a.window.push_back(win);
+  }
+  a.page_stride = lay.page_stride(cfg.page);
+  a.arena_bytes = uint64_t(cfg.pool_pages) * a.page_stride + uint64_t(L) * a.run_bytes;
+  return a;
+}
+
 Status serve(const Model& target, const Model* draft, Backend& be, const ServeConfig& cfg,
              const std::vector<ServeRequest>& reqs, std::vector<ServeResult>* out, ServeStats* stats) {
   if (cfg.parallel < 1) return Status::Error("serve: parallel must be at least 1");
   if (cfg.page < 1) return Status::Error("serve: page size must be positive");
   if (cfg.context < 2) return Status::Error("serve: context must be at least 2");
   if (cfg.prefill_chunk < 1) return Status::Error("serve: prefill chunk must be positive");
-  const bool drafting = cfg.draft_tokens > 0;
+  const std::vector<int> shape = draft_shape(cfg);
+  for (int b : shape)
+    if (b < 1) return Status::Error("serve: every draft tree branching must be at least 1");
+  const bool drafting = !shape.empty();
   if (drafting && !draft) return Status::Error("serve: drafting needs a draft model");
   const int64_t V = target.config().vocab_size;
+  if (drafting && draft->config().vocab_size != V)
+    return Status::Error("serve: the draft model's vocabulary (" + std::to_string(draft->config().vocab_size) +
+                         ") is not the target's (" + std::to_string(V) + ")");
   const KvLayout lay = target.kv_layout();
   const KvLayout dlay = drafting ? draft->kv_layout() : KvLayout();
   const int P = cfg.page;
   const int maxp = (cfg.context + P - 1) / P;
   const int L = cfg.parallel;
-  auto is_window = [&](int l) { return cfg.all_windows || (l == 0 && cfg.window_first && !cfg.pages_all); };
-  auto parts_for = [&](int l) {
-    std::vector<RunPart> parts;
-    if (is_window(l)) parts.push_back({"window", lay.kv_bytes(uint64_t(cfg.context)), 0});
-    if (drafting) parts.push_back({"draft", dlay.kv_bytes(uint64_t(cfg.context)), 0});
-    return parts;
-  };
-  uint64_t max_run = 0;
-  for (int l = 0; l < L; ++l) max_run = std::max(max_run, run_bytes_for(parts_for(l)));
-  const uint64_t ps = lay.page_stride(P);
-  const uint64_t arena = uint64_t(cfg.pool_pages) * ps + uint64_t(L) * max_run;
+  const ServeArena plan = plan_serve_arena(cfg, lay, drafting ? &dlay : nullptr);
+  auto is_window = [&](int l) { return bool(plan.window[l]); };
+  auto parts_for = [&](int l) { return plan.parts[l]; };
+  const uint64_t max_run = plan.run_bytes;
+  const uint64_t ps = plan.page_stride;
+  const uint64_t arena = plan.arena_bytes;
   Pool pool(arena, ps);
   ServeStats st;
   st.arena_bytes = arena;
@@ -111,10 +171,10 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
   std::vector<ServeResult> res(reqs.size());
   std::vector<Lane> lanes(L);
   std::vector<size_t> queue;
-  const int scratch = drafting ? cfg.draft_tokens + 1 : 0;
+  const int scratch = drafting ? draft_nodes(shape, int(shape.size())) + 1 : 0;
   for (size_t r = 0; r < reqs.size(); ++r) {
     const ServeRequest& q = reqs[r];
-    const int64_t need = int64_t(q.prompt.size()) + q.max_tokens + scratch;
+    const int64_t need = serve_positions(cfg, int64_t(q.prompt.size()), q.max_tokens);
     std::string why;
     if (q.prompt.size() < 2) why = "a prompt holds at least two tokens";
     else if (q.max_tokens < 1) why = "max_tokens must be at least 1";
@@ -176,7 +236,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
       for (size_t qi = 0; qi < queue.size(); ++qi) {
         const size_t r = queue[qi];
         const ServeRequest& q = reqs[r];
-        const int32_t need = int32_t(q.prompt.size()) + q.max_tokens + scratch;
+        const int32_t need = int32_t(serve_positions(cfg, int64_t(q.prompt.size()), q.max_tokens));
         const bool win = is_window(l);
         if (!win && pool.free_pages() < (need + P - 1) / P) continue;
         std::vector<RunPart> parts = parts_for(l);
@@ -261,38 +321,60 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
       break;
     }
 
-    // Draft phase: catch up and propose up to d tokens per decoding lane, batched.
-    std::vector<std::vector<int32_t>> drafts(L);
-    std::vector<int> dn(L, 0);
+    // Draft phase: catch up and propose each decoding lane's tree, level by level, batched.
+    std::vector<std::vector<DraftNode>> tree(L);
+    std::vector<int> dn(L, 0);  // levels proposed this round (0: the lane decodes plainly)
     if (drafting) {
       std::vector<int> who;
       for (int l = 0; l < L; ++l) {
         const Lane& ln = lanes[l];
         if (ln.req < 0 || ln.done || ln.fed < reqs[ln.req].prompt.size()) continue;
-        dn[l] = std::min(cfg.draft_tokens, reqs[ln.req].max_tokens - ln.gen - 1);
+        dn[l] = std::min(int(shape.size()), reqs[ln.req].max_tokens - ln.gen - 1);
         if (dn[l] > 0) who.push_back(l);
       }
       if (!who.empty()) {
         std::swap(cache.mem, dcache.mem);
         Status ds = Status::Ok();
-        for (int j = 0; j < cfg.draft_tokens && ds.ok; ++j) {
+        std::vector<std::vector<int>> frontier(L, std::vector<int>{-1});  // the last level's nodes (-1: the root)
+        for (int t = 0; t < int(shape.size()) && ds.ok; ++t) {
           std::vector<ForwardRow> rows;
-          std::vector<int> owners;
+          std::vector<int32_t> slots, tails;
+          std::vector<AttnRow> attn;
+          std::vector<std::pair<int, int>> owners;  // (lane, node) of each logits row
           for (int l : who) {
-            if (j >= dn[l]) continue;
+            if (t >= dn[l]) continue;
             Lane& ln = lanes[l];
             const int32_t Lc = int32_t(ln.seq.size()) - 1;
-            if (j == 0) {
-              for (int32_t p = ln.dfed; p <= Lc; ++p) rows.push_back({l, ln.seq[p], p, p == Lc});
-            } else {
-              rows.push_back({l, drafts[l].back(), Lc + j, true});
+            if (t == 0) {  // catch up on the committed tokens; the last row's logits give depth 1
+              for (int32_t p = ln.dfed; p <= Lc; ++p) {
+                rows.push_back({l, ln.seq[p], p, p == Lc});
+                slots.push_back(p);
+                attn.push_back({l, p + 1, 0, 0});
+              }
+              owners.push_back({l, -1});
+              continue;
             }
-            owners.push_back(l);
+            for (int i : frontier[l]) {  // a node at depth t: committed 0..Lc and its ancestors (depth 1..t)
+              rows.push_back({l, tree[l][i].token, Lc + t, true});
+              slots.push_back(ln.C + 1 + i);
+              attn.push_back({l, Lc + 1, int32_t(tails.size()), t});
+              const size_t at = tails.size();
+              for (int x = i; x >= 0; x = tree[l][x].parent) tails.push_back(ln.C + 1 + x);
+              std::reverse(tails.begin() + at, tails.end());
+              owners.push_back({l, i});
+            }
           }
           if (rows.empty()) break;
-          ds = draft->forward(be, dcache, rows, &logits);
+          ds = draft->forward_rows(be, dcache, rows, slots, attn, tails, 0, &logits);
           if (!ds.ok) break;
-          for (size_t i = 0; i < owners.size(); ++i) drafts[owners[i]].push_back(argmax(logits.data() + i * V, V));
+          for (int l : who) frontier[l].clear();
+          for (size_t o = 0; o < owners.size(); ++o) {
+            const auto [l, parent] = owners[o];
+            for (int32_t tok : top_k(logits.data() + o * V, V, shape[t])) {
+              frontier[l].push_back(int(tree[l].size()));
+              tree[l].push_back({parent, tok, t + 1});
+            }
+          }
         }
         std::swap(cache.mem, dcache.mem);
         KC_RETURN_IF_ERROR(ds);
@@ -334,14 +416,26 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
         owners.push_back({l, 0, 1});
         continue;
       }
-      for (int i = 0; i <= dn[l]; ++i) {
-        const int32_t tok = i == 0 ? ln.seq.back() : drafts[l][i - 1];
-        rows.push_back({l, tok, Lc + i, true});
-        slots.push_back(ln.C + i);
-        attn.push_back({l, Lc, int32_t(tails.size()), i + 1});
-        for (int t = 0; t <= i; ++t) tails.push_back(ln.C + t);
+      // Verify: the root (slot C) and every draft node i (slot C+1+i) as tail rows.
+      rows.push_back({l, ln.seq.back(), Lc, true});
+      slots.push_back(ln.C);
+      attn.push_back({l, Lc, int32_t(tails.size()), 1});
+      tails.push_back(ln.C);
+      const std::vector<DraftNode>& nodes = tree[l];
+      for (int i = 0; i < int(nodes.size()); ++i) {
+        rows.push_back({l, nodes[i].token, Lc + nodes[i].depth, true});
+        slots.push_back(ln.C + 1 + i);
+        const size_t at = tails.size();
+        tails.push_back(ln.C);
+        if (cfg.plant_tree_chain_tails) {
+          for (int x = 0; x <= i; ++x) tails.push_back(ln.C + 1 + x);
+        } else {
+          for (int x = i; x >= 0; x = nodes[x].parent) tails.push_back(ln.C + 1 + x);
+          std::reverse(tails.begin() + at + 1, tails.end());
+        }
+        attn.push_back({l, Lc, int32_t(at), int32_t(tails.size() - at)});
       }
-      owners.push_back({l, 1, dn[l] + 1});
+      owners.push_back({l, 1, int(nodes.size()) + 1});
     }
     if (has_prefill && has_decode) ++st.prefill_decode_rounds;
     if (has_window && has_paged) ++st.mixed_rounds;
@@ -363,16 +457,31 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
           ++at;
           continue;
         }
+        // From the root, follow the child whose token is the target's argmax of the current row.
         const int32_t Lc = int32_t(ln.seq.size()) - 1;
-        const std::vector<int32_t>& d = drafts[o.lane];
-        int a = 0;
-        std::vector<int32_t> g(o.count);
-        for (int i = 0; i < o.count; ++i) g[i] = argmax(logits.data() + (at + i) * V, V);
-        while (a < o.count - 1 && d[a] == g[a]) ++a;
-        st.drafted += o.count - 1;
-        st.accepted += a;
-        for (int i = 0; i <= a; ++i) moves.push_back({o.lane, ln.C + i, Lc + i});
-        for (int i = 0; i <= a; ++i) take(o.lane, g[i], logits.data() + (at + i) * V);
+        const std::vector<DraftNode>& nodes = tree[o.lane];
+        std::vector<int> path;
+        std::vector<int32_t> g;
+        for (int cur = -1;;) {
+          const float* row = logits.data() + (at + size_t(cur + 1)) * V;
+          g.push_back(argmax(row, V));
+          int next = -1;
+          for (int i = cur + 1; i < int(nodes.size()) && next < 0; ++i)
+            if (nodes[i].parent == cur && nodes[i].token == g.back()) next = i;
+          if (next < 0) break;
+          path.push_back(next);
+          cur = next;
+        }
+        st.drafted += int64_t(nodes.size());
+        st.accepted += int64_t(path.size());
+        st.verifies += 1;
+        st.draft_depth += dn[o.lane];
+        moves.push_back({o.lane, ln.C, Lc});
+        for (size_t k = 0; k < path.size(); ++k) moves.push_back({o.lane, ln.C + 1 + path[k], Lc + 1 + int32_t(k)});
+        for (size_t k = 0; k < g.size(); ++k) {
+          const int row = k == 0 ? 0 : path[k - 1] + 1;
+          take(o.lane, g[k], logits.data() + (at + size_t(row)) * V);
+        }
         at += size_t(o.count);
       }
       if (!moves.empty() && !cfg.plant_skip_keep) KC_RETURN_IF_ERROR(be.keep(cache, moves.data(), int(moves.size())));

@@ -179,17 +179,42 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   if (!need("draft")) return fail("draft", "missing");
   {
     const auto& d = j["draft"];
-    if (!d.is_object()) return fail("draft", "must be an object {layers, tokens}");
+    if (!d.is_object()) return fail("draft", "must be an object {layers or model, tokens, tree}");
     for (auto it = d.begin(); it != d.end(); ++it)
-      if (it.key() != "layers" && it.key() != "tokens") return fail("draft." + it.key(), "unknown field");
-    if (!d.contains("layers")) return fail("draft.layers", "missing");
-    if (!is_int(d["layers"]) || d["layers"].get<long long>() < 1 || d["layers"].get<long long>() > 1024)
-      return fail("draft.layers", "must be an integer in 1..1024");
+      if (it.key() != "layers" && it.key() != "model" && it.key() != "tokens" && it.key() != "tree")
+        return fail("draft." + it.key(), "unknown field");
+    if (d.contains("layers") == d.contains("model"))
+      return fail("draft", "give exactly one of layers (the target's first layers) and model (a draft checkpoint)");
+    if (d.contains("layers")) {
+      if (!is_int(d["layers"]) || d["layers"].get<long long>() < 1 || d["layers"].get<long long>() > 1024)
+        return fail("draft.layers", "must be an integer in 1..1024");
+      f.draft_layers = d["layers"];
+    } else {
+      if (!d["model"].is_string() || d["model"].get<std::string>().empty())
+        return fail("draft.model", "must be a non-empty string");
+      std::filesystem::path p(d["model"].get<std::string>());
+      if (p.is_relative()) p = std::filesystem::path(dir) / p;
+      f.draft_model_dir = p.lexically_normal().string();
+    }
     if (!d.contains("tokens")) return fail("draft.tokens", "missing");
     if (!is_int(d["tokens"]) || d["tokens"].get<long long>() < 1 || d["tokens"].get<long long>() > 64)
       return fail("draft.tokens", "must be an integer in 1..64");
-    f.draft_layers = d["layers"];
     f.draft_tokens = d["tokens"];
+    if (d.contains("tree")) {
+      const auto& t = d["tree"];
+      if (!t.is_array() || t.empty() || t.size() > 16) return fail("draft.tree", "must be an array of 1..16 branchings");
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!is_int(t[i]) || t[i].get<long long>() < 1 || t[i].get<long long>() > 8)
+          return fail("draft.tree[" + std::to_string(i) + "]", "must be an integer in 1..8");
+        f.draft_tree.push_back(t[i].get<int>());
+      }
+      if (draft_nodes(f.draft_tree, int(f.draft_tree.size())) > 64)
+        return fail("draft.tree", "holds " + std::to_string(draft_nodes(f.draft_tree, int(f.draft_tree.size()))) +
+                                      " nodes, at most 64");
+    } else {
+      f.draft_tree.assign(size_t(f.draft_tokens), 1);
+      f.draft_tree[0] = 2;
+    }
   }
   if (need("golden")) {
     // Per format (any the engine serves: a golden may cover a format that only
@@ -226,10 +251,14 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   const int longest = int(std::max_element(f.prompts.begin(), f.prompts.end(),
                                            [](const std::string& a, const std::string& b) { return a.size() < b.size(); })
                               ->size()) + 1;
-  if (longest + f.new_tokens + f.draft_tokens + 1 > f.context)
-    return fail("context", "must hold the longest prompt (" + std::to_string(longest) + " tokens) + new_tokens + draft.tokens + 1 = " +
-                               std::to_string(longest + f.new_tokens + f.draft_tokens + 1));
+  const int window = std::max(f.draft_tokens, draft_nodes(f.draft_tree, int(f.draft_tree.size())));
+  if (longest + f.new_tokens + window + 1 > f.context)
+    return fail("context", "must hold the longest prompt (" + std::to_string(longest) +
+                               " tokens) + new_tokens + the larger draft (draft.tokens, draft.tree's nodes) + 1 = " +
+                               std::to_string(longest + f.new_tokens + window + 1));
   if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
+  if (!f.draft_model_dir.empty() && !std::filesystem::is_directory(f.draft_model_dir))
+    return fail("draft.model", f.draft_model_dir + " is not a folder");
   *out = std::move(f);
   return true;
 }
@@ -285,7 +314,15 @@ nlohmann::json arm_json(const Arm& a) {
                       {"rounds_mixing_window_and_paged_lanes", a.stats.mixed_rounds},
                       {"rounds_with_requests_waiting_for_room", a.stats.admission_waits},
                       {"rounds_mixing_prefill_and_decode", a.stats.prefill_decode_rounds}};
-  if (a.stats.drafted) j["draft"] = {{"drafted", a.stats.drafted}, {"accepted", a.stats.accepted}};
+  if (a.stats.drafted)
+    j["draft"] = {{"drafted", a.stats.drafted},
+                  {"accepted", a.stats.accepted},
+                  {"verifies", a.stats.verifies},
+                  {"draft_positions", a.stats.draft_depth},
+                  // accepted draft tokens over draft positions proposed (a tree proposes one per depth per verify)
+                  {"acceptance_rate", a.stats.draft_depth ? double(a.stats.accepted) / double(a.stats.draft_depth) : 0.0},
+                  {"tokens_per_verify",
+                   a.stats.verifies ? double(a.stats.accepted + a.stats.verifies) / double(a.stats.verifies) : 0.0}};
   return j;
 }
 
@@ -364,13 +401,23 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
   }
   if (w.config.vocab_size < 258) return bad(cmd.fixture + ": field model: not a byte-level model");
-  if (fx.draft_layers >= int(w.layers.size()))
-    return bad(cmd.fixture + ": field draft.layers: must be below the model's " + std::to_string(w.layers.size()) +
-               " layers");
   Qwen3Weights dw;
-  {
+  std::string draft_source;
+  if (fx.draft_model_dir.empty()) {
+    if (fx.draft_layers >= int(w.layers.size()))
+      return bad(cmd.fixture + ": field draft.layers: must be below the model's " + std::to_string(w.layers.size()) +
+                 " layers");
     const Status st = make_draft_weights(w, fx.draft_layers, &dw);
     if (!st.ok) return bad(cmd.fixture + ": field draft.layers: " + st.message);
+    draft_source = "the target's first " + std::to_string(fx.draft_layers) + (fx.draft_layers == 1 ? " layer" : " layers");
+  } else {
+    const Status st = load_qwen3_checkpoint(fx.draft_model_dir, &dw);
+    if (!st.ok) return bad(cmd.fixture + ": field draft.model: " + st.message);
+    if (dw.config.vocab_size != w.config.vocab_size)
+      return bad(cmd.fixture + ": field draft.model: vocab_size " + std::to_string(dw.config.vocab_size) +
+                 " is not the target's " + std::to_string(w.config.vocab_size));
+    draft_source = "checkpoint " + fx.draft_model_dir + " (" + std::to_string(dw.layers.size()) +
+                   (dw.layers.size() == 1 ? " layer)" : " layers)");
   }
   Status bst;
   std::unique_ptr<Backend> be = select_backend(cmd.backend, &bst);
@@ -399,7 +446,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     Status st = Model::create(w, mo, &m);
     if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
     st = Model::create(dw, mo, &d);
-    if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
+    if (!st.ok)
+      return bad(cmd.fixture + ": field " + (fx.draft_model_dir.empty() ? "cache_formats" : "draft.model") + ": " +
+                 st.message);
     targets.emplace(fmt, std::move(m));
     drafts.emplace(fmt, std::move(d));
   }
@@ -439,7 +488,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     for (int k = 0; k < 2; ++k) {
       std::vector<ServeResult> res;
       ServeStats st;
-      const Status s = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, b, cfg, reqs, &res, &st);
+      const Status s = serve(targets.at(fmt), (cfg.draft_tokens > 0 || !cfg.draft_tree.empty()) ? &drafts.at(fmt) : nullptr, b, cfg, reqs, &res, &st);
       if (!s.ok) {
         errors.push_back(name + " (" + fmt + ") time to first token: " + s.message);
         return;
@@ -475,7 +524,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     memory_before(*b, a);
     std::vector<ServeResult> res;
     const auto t0 = Clock::now();
-    const Status st = serve(targets.at(fmt), cfg.draft_tokens ? &drafts.at(fmt) : nullptr, *b, cfg, reqs, &res, &a->stats);
+    const bool drafting = cfg.draft_tokens > 0 || !cfg.draft_tree.empty();
+    const Status st = serve(targets.at(fmt), drafting ? &drafts.at(fmt) : nullptr, *b, cfg, reqs, &res, &a->stats);
     a->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     memory_after(*b, a);
     if (!st.ok) {
@@ -561,7 +611,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   Run run(*be, nullptr, 0, np, sel, false);
   run.declare("concurrent == solo", "every prompt's tokens and logits bytes in the forward and reverse concurrent arms (queued, window and paged lanes mixed) equal the prompt alone");
   run.declare("paged == contiguous", "pages-all arm equals the all-windows (pool off) arm, token and logits bytes");
-  run.declare("drafted == plain", "chain-drafted decoding (draft = the target's first layers, verify over tails, keep) equals plain greedy, token and logits bytes");
+  run.declare("drafted == plain", "chain-drafted decoding (verify over tails, keep) equals plain greedy, token and logits bytes");
+  run.declare("tree-drafted == plain", "tree-drafted decoding (top-k per depth; verify of every node as a tail row attending its ancestors, keep of the accepted path) equals plain greedy, token and logits bytes");
   run.declare("resumed == fresh", "restored from a packed prompt state (Backend::unpack into paged lanes of another page size) equals the fresh run");
   run.declare("golden", "each prompt's token hash equals the fixture's golden hash");
   run.declare("pool check", "no lane read a page it did not own (the pool's own check before every round)");
@@ -630,6 +681,12 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       run_arm("drafted" + sfx, fmt, dc, fwd, false, nullptr, true, &a);
       gate_pairs(run, "drafted == plain", s, a, true);
       gate_pool(run, a);
+      err << "serve-gate: " << fmt << ": parallel " << par << ": drafted-tree\n";
+      ServeConfig tc = dc;
+      tc.draft_tree = fx.draft_tree;
+      run_arm("drafted-tree" + sfx, fmt, tc, fwd, false, nullptr, true, &a);
+      gate_pairs(run, "tree-drafted == plain", s, a, true);
+      gate_pool(run, a);
       err << "serve-gate: " << fmt << ": parallel " << par << ": resumed\n";
       ServeConfig rc = c;
       rc.pages_all = fx.pages_all;
@@ -696,6 +753,21 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "drafted == plain", solo_of(cf), a, true);
                 note_misses("verify-skips-compaction", sub);
               });
+  run.control("tree-tails-all-nodes",
+              "tree verify: every draft node attends all nodes numbered before it (the chain's tail rule), not only "
+              "its ancestors",
+              [&](Run& sub) {
+                ServeConfig c;
+                c.parallel = fx.parallel;
+                c.page = Pfirst;
+                c.draft_tokens = fx.draft_tokens;
+                c.draft_tree = fx.draft_tree;
+                c.plant_tree_chain_tails = true;
+                Arm a;
+                run_arm("control-tree-tails", cf, c, fwd, false, nullptr, false, &a);
+                gate_pairs(sub, "tree-drafted == plain", solo_of(cf), a, true);
+                note_misses("tree-tails-all-nodes", sub);
+              });
   run.control("pages-released-before-drained",
               "a paged lane's pages go back to the pool (and are poisoned) one step before its last decode step",
               [&](Run& sub) {
@@ -748,6 +820,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   r["fixture"] = cmd.fixture;
   r["fixture_sha256"] = sha256_hex(text);
   r["model"] = fx.model_dir;
+  r["draft"] = {{"source", draft_source}, {"chain_tokens", fx.draft_tokens}, {"tree", fx.draft_tree},
+                {"tree_nodes", draft_nodes(fx.draft_tree, int(fx.draft_tree.size()))}};
   for (const GateStat& g : run.gates()) r["gates"].push_back(gate_receipt_json(g));
   for (const ControlStat& k : run.controls()) {
     nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
@@ -785,6 +859,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     nums[k + ".time_to_first_token_unwarmed_s"] = a["time_to_first_token_unwarmed_s"];
     nums[k + ".time_to_first_token_warmed_s"] = a["time_to_first_token_warmed_s"];
     nums[k + ".peak_device_memory_bytes"] = a["peak_device_memory_bytes"];
+    if (a.contains("draft"))
+      nums[k + ".acceptance_rate"] = a["draft"]["acceptance_rate"];
   }
   r["numbers"] = nums;
   r["timings"] = {{"total_s", secs}};

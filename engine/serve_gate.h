@@ -23,8 +23,10 @@ struct ServeFixture {
   int context = 0;
   int prefill_chunk = 16;
   std::vector<std::string> formats;
-  int draft_layers = 0;
-  int draft_tokens = 0;
+  int draft_layers = 0;          // the draft is the target's first layers (0: draft_model instead)
+  std::string draft_model_dir;   // or a checkpoint of its own (resolved against the fixture's folder)
+  int draft_tokens = 0;          // the chain arm's draft length
+  std::vector<int> draft_tree;   // the tree arm's branching per depth (default {2, 1 x (tokens - 1)})
   // null, or per format either [hex per prompt] (every backend) or {backend: [hex per prompt]}
   // (cpu and cuda may differ: the cuda engine's SwiGLU uses CUDA's expf).
   nlohmann::json golden;

@@ -7,6 +7,8 @@
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
+//   tf-cuda-test serve-memory --preset P [--parallel L] [--context C] [--page P] [--prompts N,...] [--out FILE]
+//   tf-cuda-test make-draft --from DIR --layers N --out DIR
 //   tf-cuda-test kv-gate FIXTURE --format fp8|q4|mxfp4 [--backend cpu|cuda|auto] [--out FILE] [--bf16-cache DIR] [--bf16-only]
 //   tf-cuda-test export qwen-pages --out DIR [--backend ...] [--cases N] [--seed N]
 // Exit codes: 0 every gate held and every control was red; 1 a gate failed, a control
@@ -30,7 +32,9 @@
 #include "engine/kv_gate.h"
 #include "engine/serve_gate.h"
 #include "tools/export.h"
+#include "engine/make_draft.h"
 #include "engine/make_model.h"
+#include "engine/serve_memory.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_pack.h"
 #include "tools/receipt_views.h"
@@ -67,7 +71,7 @@ std::string find_serve_fixture(const std::string& given) {
 }
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "kv-gate", "export"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "kv-gate", "export", "make-draft", "serve-memory"};
 
 std::string known_commands() {
   std::string s;
@@ -255,15 +259,52 @@ int main(int argc, char** argv) {
   auto* serve_gate = app.add_subcommand(
       "serve-gate",
       "Replay a serve fixture (fixtures/serve/*.json): every prompt alone, all at once forward and reverse with "
-      "queued requests, pages vs windows, drafted, resumed from a packed prompt state, per cache format; gates "
-      "concurrent == solo, paged == contiguous, drafted == plain, resumed == fresh, golden; engine controls must be "
-      "red. Exit 2 for a bad fixture (the field is named) with nothing written");
+      "queued requests, pages vs windows, chain- and tree-drafted, resumed from a packed prompt state, per cache "
+      "format; gates concurrent == solo, paged == contiguous, drafted == plain, tree-drafted == plain, resumed == "
+      "fresh, golden; engine controls must be red. Exit 2 for a bad fixture (the field is named) with nothing "
+      "written");
   serve_gate->add_option("fixture", sg.fixture, "Fixture JSON file")->required();
   serve_gate->add_option("--backend", sg.backend, "cpu (default), cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   serve_gate->add_option("--kv-cache", sg.kv_cache,
                          "Cache formats to run instead of the fixture's cache_formats: bf16, fp8, q4 or mxfp4, or a "
                          "comma-separated list (the fixture's goldens for those formats apply)");
   serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
+  // serve-memory (issue 17): the serving arena planned and admitted in three arms, a receipt.
+  kc::engine::ServeMemoryCommand sm;
+  auto* serve_memory = app.add_subcommand(
+      "serve-memory",
+      "The memory receipt of serving (kind serve-memory): for a make-model preset's shape (no weights), windows for "
+      "every lane vs the pool (pages-all) vs the pool with runs (lane 0's window and every lane's drafter cache), "
+      "planned as serve plans and admitted into a real pool: bytes fixed per lane, pages taken, bytes in use, arena "
+      "bytes. Gates admitted and run planning; controls run-one-part-short, pool-one-page-short. No forward runs. "
+      "Exit 2 for bad options with nothing written");
+  serve_memory->add_option("--preset", sm.preset, "tiny or qwen35-27b-attn")->required();
+  serve_memory->add_option("--layers", sm.layers, "Layers (default: the preset's, 2)")->check(CLI::Range(1, 64));
+  serve_memory->add_option("--parallel", sm.parallel, "Lanes (default 4)");
+  serve_memory->add_option("--context", sm.context, "Positions a lane holds at most (default 32768)");
+  serve_memory->add_option("--page", sm.page, "Page size in positions (default 256)");
+  serve_memory->add_option("--kv-cache", sm.kv_cache, "bf16 (default), fp8 or q4");
+  serve_memory->add_option("--prompts", sm.prompts,
+                           "Prompt lengths in tokens, one request per lane (default 1201,2804,4413,6003: suite12's "
+                           "filler logs)")
+      ->delimiter(',');
+  serve_memory->add_option("--max-tokens", sm.max_tokens, "New tokens per request (default 96)");
+  serve_memory->add_option("--draft-layers", sm.draft_layers, "Drafter: the target's first K layers (default 1)");
+  serve_memory->add_option("--draft-tokens", sm.draft_tokens, "Draft tokens per round (default 4)");
+  serve_memory->add_option("--pool-pages", sm.pool_pages, "Pages of the pool (default parallel x ceil(context / page))");
+  serve_memory->add_option("--out", sm.out_file, "Write the receipt (kind serve-memory) here, atomically");
+  // make-draft (issue 17): a draft checkpoint of its own from a target's first layers.
+  std::string md_from, md_out;
+  int md_layers = 0;
+  auto* make_draft = app.add_subcommand(
+      "make-draft",
+      "Write a draft checkpoint made from a target checkpoint: its embedding, first --layers layers, final norm and "
+      "head, same dtype and tensor bytes, config.json with num_hidden_layers = --layers; read back and compared "
+      "value for value. Reproducible (no time stamp or absolute path in the files). Exit 2 for an unreadable "
+      "source, --layers not below the source's layers, or an --out that exists and is not an empty folder");
+  make_draft->add_option("--from", md_from, "Target checkpoint folder")->required();
+  make_draft->add_option("--layers", md_layers, "Layers to keep")->required();
+  make_draft->add_option("--out", md_out, "Folder to write (created; must not hold files)")->required();
   // kv-gate (issue 18): a quantized KV cache teacher-forced against the bf16 cache, per depth.
   kc::engine::KvGateCommand kg;
   auto* kv_gate = app.add_subcommand(
@@ -344,6 +385,13 @@ int main(int argc, char** argv) {
     gen.argv = args;
     return kc::engine::generate_command(gen, std::cout, std::cerr);
   }
+
+  if (serve_memory->parsed()) {
+    sm.argv = args;
+    return kc::engine::serve_memory_command(sm, std::cout, std::cerr);
+  }
+
+  if (make_draft->parsed()) return kc::engine::make_draft_command(md_from, md_layers, md_out, std::cout, std::cerr);
 
   if (serve_gate->parsed()) {
     sg.argv = args;

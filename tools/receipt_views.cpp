@@ -98,7 +98,7 @@ bool check_receipt(const json& r, Checker& c) {
   if (!c.field(r, "", "schema", Want::string)) return false;
   if (r["schema"] != kSchema)
     return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kSchema);
-  if (!c.one_of(r, "kind", {"contract", "serve-gate", "kv-gate", "bench"})) return false;
+  if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench"})) return false;
   if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
       !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
@@ -256,6 +256,26 @@ bool check_receipt(const json& r, Checker& c) {
         for (const char* k : {"depth", "probes", "bf16_recalled", "quant_recalled", "lost", "gained"})
           if (!c.field(x, at, k, Want::integer)) return false;
       }
+    }
+  }
+  if (r["kind"] == "serve-memory") {  // what the arms table reads
+    if (!c.field(r, "", "memory", Want::object)) return false;
+    const json& m = r["memory"];
+    for (const char* k : {"parallel", "context", "page"})
+      if (!c.field(m, "memory", k, Want::integer)) return false;
+    if (!c.field(m, "memory", "preset", Want::string) || !c.field(m, "memory", "bytes_per_position", Want::object) ||
+        !c.field(m, "memory", "arms", Want::array))
+      return false;
+    for (size_t i = 0; i < m["arms"].size(); ++i) {
+      const json& a = m["arms"][i];
+      const std::string at = "memory.arms[" + std::to_string(i) + "]";
+      if (!a.is_object()) return c.fail(at, "expected an object, got " + type_name(a));
+      if (!c.field(a, at, "arm", Want::string) || !c.field(a, at, "lanes", Want::array)) return false;
+      for (const char* k : {"page_stride", "arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use",
+                            "free_pages_after", "admitted"})
+        if (!c.field(a, at, k, Want::integer)) return false;
+      if (a["bytes_in_use"].get<int64_t>() > a["arena_bytes"].get<int64_t>())
+        return c.fail(at + ".bytes_in_use", a["bytes_in_use"].dump() + " is more than arena_bytes " + a["arena_bytes"].dump());
     }
   }
   // The verdict must follow from the receipt's own gates, controls, errors and targets.
@@ -592,6 +612,42 @@ static std::string render_kv(const json& r, ViewFormat f) {
   return o.str();
 }
 
+// A serve-memory receipt's arms side by side, then each arm's lanes (fields checked by
+// check_receipt; lanes' inner fields are optional and read with defaults).
+static std::string render_memory(const json& r, ViewFormat f) {
+  std::ostringstream o;
+  const json& m = r["memory"];
+  auto mib = [](const json& v) { return num(double(v.get<int64_t>()) / (1024.0 * 1024.0)) + " MiB"; };
+  std::string shape = m.value("preset", std::string());
+  if (m.contains("model") && m["model"].is_object()) shape += ", " + scalar(m["model"].value("layers", json())) + " layers";
+  o << subheading("memory: " + shape + ", " + m.value("kv_cache", std::string()) + " cache, --parallel " +
+                      scalar(m["parallel"]) + ", context " + scalar(m["context"]) + ", pages of " + scalar(m["page"]),
+                  f);
+  Table t{{"arm", "arena", "fixed per lane", "pages taken", "bytes in use", "free pages after", "admitted", "what"}, {}};
+  for (const auto& a : m["arms"])
+    t.rows.push_back({a["arm"].get<std::string>(), mib(a["arena_bytes"]), mib(a["bytes_fixed_per_lane"]),
+                      scalar(a["pages_taken"]) + " x " + scalar(a["page_stride"]) + " B", mib(a["bytes_in_use"]),
+                      scalar(a["free_pages_after"]), scalar(a["admitted"]), a.value("what", std::string())});
+  o << t.render(f) << "\n";
+  Table lt{{"arm", "lane", "kind", "request positions", "pages", "run parts (bytes at offset)"}, {}};
+  for (const auto& a : m["arms"])
+    for (const auto& l : a["lanes"]) {
+      if (!l.is_object()) continue;
+      std::string parts;
+      if (l.contains("run") && l["run"].is_object() && l["run"].contains("parts"))
+        for (const auto& p : l["run"]["parts"])
+          parts += (parts.empty() ? "" : ", ") + p.value("name", std::string()) + " " + scalar(p.value("bytes", json())) +
+                   " at " + scalar(p.value("offset", json()));
+      const json req = l.value("request", json());
+      const json pages = l.value("pages", json());
+      lt.rows.push_back({a["arm"].get<std::string>(), scalar(l.value("lane", json())), l.value("kind", std::string()),
+                         req.is_object() ? scalar(req.value("positions", json())) : "idle",
+                         pages.is_object() ? scalar(pages.value("count", json())) : "", parts});
+    }
+  o << lt.render(f) << "\n";
+  return o.str();
+}
+
 std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
   std::ostringstream o;
   const bool bench = r["kind"] == "bench";
@@ -685,6 +741,7 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
     }
   }
   if (r["kind"] == "kv-gate") o << render_kv(r, f);
+  if (r["kind"] == "serve-memory") o << render_memory(r, f);
   if (r.contains("numbers") && !r["numbers"].empty()) {
     std::vector<std::pair<std::string, json>> flat;
     flatten(r["numbers"], "", &flat);

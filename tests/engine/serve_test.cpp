@@ -387,7 +387,16 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field parallel[1]: must be smaller than the number of prompts", [](nlohmann::json& j) { j["parallel"] = {2, 5}; }},
       {"field cache_formats[1]: repeats bf16", [](nlohmann::json& j) { j["cache_formats"][1] = "bf16"; }},
       {"field draft.tokens: missing", [](nlohmann::json& j) { j["draft"].erase("tokens"); }},
-      {"field draft.layers: must be below the model's 4 layers", [](nlohmann::json& j) { j["draft"]["layers"] = 4; }},
+      {"field draft.layers: must be below the model's 4 layers",
+       [](nlohmann::json& j) {
+         j["draft"].erase("model");
+         j["draft"]["layers"] = 4;
+       }},
+      {"field draft: give exactly one of layers", [](nlohmann::json& j) { j["draft"]["layers"] = 1; }},
+      {"field draft.model: ", [](nlohmann::json& j) { j["draft"]["model"] = "/no/such/draft"; }},
+      {"field draft.tree[1]: must be an integer in 1..8", [](nlohmann::json& j) { j["draft"]["tree"] = {2, 0}; }},
+      {"field draft.tree: holds 84 nodes, at most 64", [](nlohmann::json& j) { j["draft"]["tree"] = {4, 4, 4}; }},
+      {"field context: must hold the longest prompt", [](nlohmann::json& j) { j["draft"]["tree"] = {2, 2, 2, 2, 2}; }},
       {"field golden.bf16: must be an array of 5 hashes", [](nlohmann::json& j) { j["golden"]["bf16"] = {"0000000000000000"}; }},
       {"field golden.bf16[0]: must be 16 lowercase hex digits",
        [](nlohmann::json& j) { j["golden"]["bf16"][0] = "XYZ"; }},

@@ -1,0 +1,274 @@
+// Drafting beyond the chain (engine/serve.h, engine/make_draft.h) and the memory receipt
+// (engine/serve_memory.h), on the cpu backend: tree drafts equal plain decoding (tokens and
+// logits bytes) and each planted tree bug breaks that; a chain is the tree of ones; a draft
+// checkpoint of its own (make-draft) is reproducible, loads as any checkpoint and equals
+// the target truncated in memory; serve-memory's numbers follow from the layout and its
+// controls turn its gates red; bad options exit 2 with nothing written.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "engine/make_draft.h"
+#include "engine/serve.h"
+#include "engine/serve_memory.h"
+#include "tests/engine/temp_dir.h"
+#include "tools/receipt_views.h"
+
+namespace kc::engine {
+namespace {
+
+const std::string kSrc = KC_SOURCE_DIR;
+const std::string kTarget = kSrc + "/fixtures/models/stdlib-bytes-3m";
+const std::string kDraft = kSrc + "/fixtures/models/stdlib-bytes-3m-draft1";
+
+struct Models {
+  Qwen3Weights w, dw;
+  Model m, d;
+};
+const Models& models() {
+  static Models* t = [] {
+    auto* x = new Models;
+    EXPECT_TRUE(load_qwen3_checkpoint(kTarget, &x->w).ok);
+    EXPECT_TRUE(make_draft_weights(x->w, 1, &x->dw).ok);
+    EXPECT_TRUE(Model::create(x->w, ModelOptions{}, &x->m).ok);
+    EXPECT_TRUE(Model::create(x->dw, ModelOptions{}, &x->d).ok);
+    return x;
+  }();
+  return *t;
+}
+
+std::vector<ServeRequest> requests(const std::vector<std::string>& texts, int max_tokens) {
+  std::vector<ServeRequest> r;
+  for (const std::string& t : texts) r.push_back({encode_prompt(t), max_tokens, nullptr, false});
+  return r;
+}
+
+bool same(const std::vector<ServeResult>& a, const std::vector<ServeResult>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].tokens != b[i].tokens || a[i].digests != b[i].digests || !a[i].refused.empty() || !b[i].refused.empty())
+      return false;
+  return true;
+}
+
+TEST(DraftTree, ShapeNodesAndPositions) {
+  EXPECT_EQ(draft_nodes({2, 2, 1}, 3), 2 + 4 + 4);
+  EXPECT_EQ(draft_nodes({2, 2, 1}, 1), 2);
+  EXPECT_EQ(draft_nodes({3, 2}, 5), 3 + 6);
+  ServeConfig c;
+  EXPECT_TRUE(draft_shape(c).empty());
+  EXPECT_EQ(serve_positions(c, 10, 5), 15);
+  c.draft_tokens = 3;
+  EXPECT_EQ(draft_shape(c), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(serve_positions(c, 10, 5), 15 + 3 + 1);  // chain: d tail slots plus the root
+  c.draft_tree = {2, 2};
+  EXPECT_EQ(draft_shape(c), (std::vector<int>{2, 2}));
+  EXPECT_EQ(serve_positions(c, 10, 5), 15 + 6 + 1);
+}
+
+// Paged and window lanes mixed, a page size that splits the verify window across pages.
+ServeConfig mixed() {
+  ServeConfig c;
+  c.parallel = 2;
+  c.page = 7;
+  c.context = 64;
+  c.pool_pages = 32;
+  return c;
+}
+
+TEST(DraftTree, TreeDraftedEqualsPlainAndEachPlantedBugBreaksIt) {
+  const Models& t = models();
+  auto be = make_cpu_backend();
+  const auto reqs = requests({"import os\n", "    def __init__(self"}, 8);
+  ServeConfig c = mixed();
+  std::vector<ServeResult> plain, tree, broken;
+  ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &plain, nullptr).ok);
+  c.draft_tree = {2, 2};
+  ServeStats st;
+  ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &tree, &st).ok);
+  EXPECT_TRUE(same(plain, tree));
+  // Every verify proposed 6 nodes over 2 depths (fewer near a request's end).
+  EXPECT_GT(st.verifies, 0);
+  EXPECT_LE(st.drafted, 6 * st.verifies);
+  EXPECT_GT(st.drafted, st.draft_depth);  // more nodes than depths: branches
+  EXPECT_GT(st.accepted, 0);
+  ServeConfig p = c;
+  p.plant_tree_chain_tails = true;
+  ASSERT_TRUE(serve(t.m, &t.d, *be, p, reqs, &broken, nullptr).ok);
+  EXPECT_FALSE(same(plain, broken)) << "a node attending its cousins went unnoticed";
+  p = c;
+  p.plant_skip_keep = true;
+  ASSERT_TRUE(serve(t.m, &t.d, *be, p, reqs, &broken, nullptr).ok);
+  EXPECT_FALSE(same(plain, broken)) << "a tree verify without keep went unnoticed";
+}
+
+TEST(DraftTree, AChainIsTheTreeOfOnes) {
+  const Models& t = models();
+  auto be = make_cpu_backend();
+  const auto reqs = requests({"class A:\n", "def f(x):"}, 8);
+  ServeConfig c = mixed();
+  c.draft_tokens = 3;
+  std::vector<ServeResult> chain, ones;
+  ServeStats a, b;
+  ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &chain, &a).ok);
+  c.draft_tokens = 0;
+  c.draft_tree = {1, 1, 1};
+  c.plant_tree_chain_tails = true;  // on a chain the chain's tail rule is the ancestors' rule
+  ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &ones, &b).ok);
+  EXPECT_TRUE(same(chain, ones));
+  EXPECT_EQ(a.drafted, b.drafted);
+  EXPECT_EQ(a.accepted, b.accepted);
+  EXPECT_EQ(a.rounds, b.rounds);
+  EXPECT_EQ(a.drafted, a.draft_depth);
+}
+
+TEST(DraftTree, ADraftOfAnotherVocabularyIsRefused) {
+  const Models& t = models();
+  Qwen3Weights other = t.dw;
+  other.config.vocab_size = 300;
+  other.embed_tokens.shape[0] = 300;
+  other.embed_tokens.data.resize(size_t(300) * other.config.hidden_size, 0.f);
+  Model d;
+  ASSERT_TRUE(Model::create(other, ModelOptions{}, &d).ok);
+  auto be = make_cpu_backend();
+  ServeConfig c = mixed();
+  c.draft_tokens = 2;
+  std::vector<ServeResult> res;
+  const Status st = serve(t.m, &d, *be, c, requests({"ab"}, 2), &res, nullptr);
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("vocabulary (300) is not the target's (260)"), std::string::npos) << st.message;
+}
+
+// --- make-draft ---
+
+TEST(MakeDraft, ShippedDraftIsReproducibleAndEqualsTheTruncatedTarget) {
+  test::TempDir dir;
+  const std::string out = dir.file("d");
+  std::ostringstream o, e;
+  ASSERT_EQ(make_draft_command(kTarget, 1, out, o, e), 0) << e.str();
+  for (const char* f : {"config.json", "model.safetensors"})
+    EXPECT_TRUE(test::read_bytes(out + "/" + f) == test::read_bytes(kDraft + "/" + f)) << f << " differs from the shipped draft";
+  Qwen3Weights shipped;
+  ASSERT_TRUE(load_qwen3_checkpoint(kDraft, &shipped).ok);
+  const Qwen3Weights& mem = models().dw;
+  ASSERT_EQ(shipped.layers.size(), 1u);
+  EXPECT_EQ(shipped.config.vocab_size, mem.config.vocab_size);
+  EXPECT_TRUE(shipped.config.tie_word_embeddings);
+  auto eq = [](const HostTensor& a, const HostTensor& b) {
+    return a.shape == b.shape && a.data.size() == b.data.size() &&
+           std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(eq(shipped.embed_tokens, mem.embed_tokens));
+  EXPECT_TRUE(eq(shipped.norm, mem.norm));
+  const Qwen3LayerWeights &a = shipped.layers[0], &b = mem.layers[0];
+  for (auto f : {&Qwen3LayerWeights::input_layernorm, &Qwen3LayerWeights::q_proj, &Qwen3LayerWeights::k_proj,
+                 &Qwen3LayerWeights::v_proj, &Qwen3LayerWeights::o_proj, &Qwen3LayerWeights::q_norm,
+                 &Qwen3LayerWeights::k_norm, &Qwen3LayerWeights::post_attention_layernorm,
+                 &Qwen3LayerWeights::gate_proj, &Qwen3LayerWeights::up_proj, &Qwen3LayerWeights::down_proj})
+    EXPECT_TRUE(eq(a.*f, b.*f));
+}
+
+TEST(MakeDraft, BadInputExits2AndWritesNothing) {
+  test::TempDir dir;
+  struct Bad {
+    std::string from;
+    int layers;
+    std::string out, want;
+  };
+  const std::string fresh = dir.file("fresh");
+  std::filesystem::create_directories(dir.file("full"));  // a folder that holds a file
+  test::write_bytes(dir.file("full/keep.txt"), "x");
+  const std::vector<Bad> bad = {
+      {kTarget, 0, fresh, "--layers: 0 is not in 1..3"},
+      {kTarget, 4, fresh, "--layers: 4 is not in 1..3 (below the source's 4 layers)"},
+      {"/no/such/model", 1, fresh, "--from: /no/such/model"},
+      {kTarget, 1, dir.file("full"), "exists and is not empty"},
+      {kTarget, 1, "", "--out: a folder is required"},
+  };
+  for (const Bad& b : bad) {
+    std::ostringstream o, e;
+    EXPECT_EQ(make_draft_command(b.from, b.layers, b.out, o, e), 2) << b.want;
+    EXPECT_NE(e.str().find(b.want), std::string::npos) << "want '" << b.want << "' in: " << e.str();
+    EXPECT_FALSE(std::filesystem::exists(fresh)) << b.want;
+  }
+  EXPECT_EQ(test::read_bytes(dir.file("full/keep.txt")), "x");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("full/config.json")));
+}
+
+// --- serve-memory ---
+
+TEST(ServeMemory, NumbersFollowFromTheLayoutAndTheControlsAreRed) {
+  test::TempDir dir;
+  ServeMemoryCommand cmd;
+  cmd.preset = "qwen35-27b-attn";
+  cmd.out_file = dir.file("mem.json");
+  std::ostringstream o, e;
+  ASSERT_EQ(serve_memory_command(cmd, o, e), 0) << o.str() << e.str();
+  nlohmann::json r;
+  const Status ls = load_receipt(cmd.out_file, &r);
+  ASSERT_TRUE(ls.ok) << ls.message;
+  EXPECT_EQ(r["kind"], "serve-memory");
+  EXPECT_EQ(r["verdict"], "pass");
+  // 2 layers x 4 kv heads x (k + v) x 256 dims x 2 bytes (bf16, no scale planes) per position.
+  const uint64_t pos = 2ull * 4 * 2 * 256 * 2;
+  const nlohmann::json& m = r["memory"];
+  EXPECT_EQ(m["bytes_per_position"]["target"].get<uint64_t>(), pos);
+  EXPECT_EQ(m["bytes_per_position"]["draft"].get<uint64_t>(), pos / 2);
+  std::map<std::string, nlohmann::json> arm;
+  for (const auto& a : m["arms"]) arm[a["arm"]] = a;
+  ASSERT_EQ(arm.size(), 3u);
+  const uint64_t window = 32768 * pos, page = 256 * pos;
+  EXPECT_EQ(arm["windows"]["arena_bytes"].get<uint64_t>(), 4 * window);
+  EXPECT_EQ(arm["windows"]["bytes_fixed_per_lane"].get<uint64_t>(), window);
+  EXPECT_EQ(arm["windows"]["bytes_in_use"].get<uint64_t>(), 4 * window);
+  EXPECT_EQ(arm["windows"]["pages_taken"], 0);
+  // Prompts 1201, 2804, 4413, 6003 + 96 new tokens on pages of 256: 6 + 12 + 18 + 24 pages.
+  EXPECT_EQ(arm["pool"]["pages_taken"], 60);
+  EXPECT_EQ(arm["pool"]["bytes_in_use"].get<uint64_t>(), 60 * page);
+  EXPECT_EQ(arm["pool"]["bytes_fixed_per_lane"], 0);
+  EXPECT_EQ(arm["pool"]["arena_bytes"].get<uint64_t>(), 4 * 128 * page);
+  // Lane 0 a window (its run: window + drafter cache); lanes 1-3 paged with a draft window
+  // of 5 more positions each (12 + 18 + 24 pages) and a run of the drafter's cache.
+  const uint64_t draft = 32768 * pos / 2;
+  EXPECT_EQ(arm["pool-with-runs"]["pages_taken"], 54);
+  EXPECT_EQ(arm["pool-with-runs"]["bytes_fixed_per_lane"].get<uint64_t>(), window + draft);
+  EXPECT_EQ(arm["pool-with-runs"]["bytes_in_use"].get<uint64_t>(), 54 * page + (window + draft) + 3 * draft);
+  EXPECT_EQ(arm["pool-with-runs"]["arena_bytes"].get<uint64_t>(), 4 * 128 * page + 4 * (window + draft));
+  for (const auto& k : r["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k["name"];
+  const std::string text = render_receipt(r, cmd.out_file, ViewFormat::text);
+  EXPECT_NE(text.find("pool-with-runs"), std::string::npos);
+  EXPECT_NE(text.find("54 x " + std::to_string(page) + " B"), std::string::npos) << text;
+}
+
+TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
+  test::TempDir dir;
+  const std::vector<std::pair<std::function<void(ServeMemoryCommand&)>, std::string>> bad = {
+      {[](ServeMemoryCommand& c) { c.preset = "nope"; }, "--preset: 'nope' is not a preset"},
+      {[](ServeMemoryCommand& c) { c.kv_cache = "mxfp4"; }, "--kv-cache mxfp4"},
+      {[](ServeMemoryCommand& c) { c.parallel = 0; }, "--parallel 0"},
+      {[](ServeMemoryCommand& c) { c.page = 0; }, "--page 0"},
+      {[](ServeMemoryCommand& c) { c.draft_layers = 2; }, "--draft-layers 2: must be in 1..1"},
+      {[](ServeMemoryCommand& c) { c.prompts = {10, 10, 10, 10, 10}; }, "--prompts: give 1..4 prompt lengths"},
+      {[](ServeMemoryCommand& c) { c.prompts = {40000}; }, "--prompts[0]: prompt 40000"},
+      {[](ServeMemoryCommand& c) { c.prompts = {1}; }, "--prompts[0]: a prompt holds at least 2 tokens"},
+  };
+  for (const auto& [edit, want] : bad) {
+    ServeMemoryCommand cmd;
+    cmd.preset = "qwen35-27b-attn";
+    cmd.out_file = dir.file("mem.json");
+    edit(cmd);
+    std::ostringstream o, e;
+    EXPECT_EQ(serve_memory_command(cmd, o, e), 2) << want;
+    EXPECT_NE(e.str().find(want), std::string::npos) << "want '" << want << "' in: " << e.str();
+    EXPECT_FALSE(std::filesystem::exists(cmd.out_file)) << want;
+  }
+}
+
+}  // namespace
+}  // namespace kc::engine
