@@ -758,7 +758,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
               "its ancestors",
               [&](Run& sub) {
                 ServeConfig c;
-                c.parallel = fx.parallel;
+                c.parallel = fx.parallel.front();
                 c.page = Pfirst;
                 c.draft_tokens = fx.draft_tokens;
                 c.draft_tree = fx.draft_tree;
