@@ -608,7 +608,8 @@ nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int max_pos, 
           {"why", why}};
 }
 
-// The checkpoint's hash: sha256 over the sorted names and sha256 of its *.json and *.safetensors files.
+}  // namespace
+
 std::string checkpoint_sha256(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -626,7 +627,6 @@ std::string checkpoint_sha256(const std::string& dir) {
   return sha256_hex(all);
 }
 
-}  // namespace
 
 // ---------------------------------------------------------------- command
 

@@ -107,6 +107,11 @@ std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar);
 Status kv_probe_logits(const Model& m, Backend& be, const KvProbe& p, int depth, const std::vector<int32_t>& stream,
                        int chunk, bool forked, std::vector<float>* logits);
 
+// The checkpoint's hash: sha256 over the sorted names and sha256 of its config.json,
+// *.index.json and *.safetensors files (one line "name sha256" each); also in generate's
+// and bench engine's receipts.
+std::string checkpoint_sha256(const std::string& dir);
+
 struct KvGateCommand {
   std::string fixture;
   std::string format;            // fp8, q4, mxfp4 (may be empty with bf16_only)
