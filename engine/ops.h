@@ -15,9 +15,8 @@
 // whether it is computed alone, first or last in a batch of 64. Concretely:
 //   dot(w, x) of the matrix product over K elements: the elements in octets of 8; 128
 //     fp32 partials, partial p takes the octets p, p + 128, p + 256, ... (each octet's
-//     elements in ascending k) with std::fmaf, then a halving tree within each group of 32
-//     partials (h = 16 .. 1) and (t_0 + t_2) + (t_1 + t_3) over the four groups' sums (the
-//     device runs one partial per thread of a 128-thread block, a group per warp).
+//     elements in ascending k) with std::fmaf, then the halving tree s_p += s_{p+h} for
+//     h = 64, 32, ..., 1 (the device runs one partial per thread of a 128-thread block).
 //   RMSNorm sum of squares: 8 accumulators a_j over k = j (mod 8), then the fixed tree
 //     ((a_0 + a_4) + (a_2 + a_6)) + ((a_1 + a_5) + (a_3 + a_7)).
 // Nothing here splits a reduction by batch size or thread count.

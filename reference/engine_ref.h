@@ -3,7 +3,7 @@
 // kernels/: weights decode through reference/bf16_ref (ldexp on the fields), every sum is
 // a plain float64 loop. u = 2^-24. The matrix product's dot of length K (kernels/engine/
 // rows.h: 128 partials, partial p takes the octets p, p + 128, ... with fused
-// multiply-adds, then a 7-level tree) rounds at most min(K, 8 ceil(K/1024)) + 7
+// multiply-adds, then a 7-level halving tree) rounds at most min(K, 8 ceil(K/1024)) + 7
 // times on any path, so
 //   |dot - exact| <= gamma_{min(K, 8 ceil(K/1024)) + 7} * sum_k |w_k x_k|   (product_depth)
 // RMSNorm's sum of squares (8 chains of fused multiply-adds, ceil(K/8) roundings each,

@@ -1,8 +1,8 @@
 // The engine kernels on the device, in the order kernels/engine/rows.h fixes, so every
 // output element has the bytes of the host twin (twin.cpp) except SwiGLU (CUDA's expf).
 //
-// Matrix product: one block of 4 warps per 1, 4 or 8 output elements and tile of up to 8
-// batch rows; thread t holds partial t of rows.h's order for each of its (output, row) pairs
+// Matrix product: one block of 4 warps per few output elements and tile of up to 8 batch
+// rows; thread t holds partial t of rows.h's order for each of its (output, row) pairs
 // (16-byte loads of 8 weights when K is a multiple of 8 and the pointers are aligned, one
 // element at a time otherwise: the same operations). The batch only decides how many
 // tiles there are, never the order of a reduction: a row's bytes do not depend on the
@@ -59,16 +59,14 @@ __global__ void gather_norm_kernel(const float* __restrict__ h, const int32_t* _
   for (int k = threadIdx.x & 31; k < dim; k += 32) yi[k] = eng::rms_apply(xi[k], r, w[k]);
 }
 
-// Matrix product (the order of rows.h): one block of 4 warps per OPW output elements and
-// tile of up to R batch rows. Warp g, lane l holds partial p = 32g + l of each (output,
-// row) pair and walks the octets b = p, p + 128, ... of the weight rows: a warp reads 512
-// contiguous bytes of a row per step (16 bytes per lane); a thread reads each activation
-// octet of its batch rows once and uses it for all OPW outputs, so activations are read
-// rows / OPW times per launch (from L1 or L2) instead of once per output. Then the tree:
-// each group's levels h = 16 .. 1 by xor shuffles within its warp, the last two levels
-// (t_0 + t_2) + (t_1 + t_3) through shared memory.
+// Matrix product (the order of rows.h): one block of 4 warps per OPW output elements and tile
+// of up to R batch rows. Warp w, lane l holds partial p = 32w + l of each (output, row) pair
+// and walks the octets b = p, p + 128, ... of the weight row: a warp reads 512 contiguous
+// bytes of a row per step (16 bytes per lane), the batch rows' activations are read once
+// per octet and used for all OPW outputs. Then the tree: levels h = 64, 32 across the warps
+// through shared memory, h = 16 .. 1 by xor shuffles.
 constexpr int kMatWarps = eng::kDotParts / 32;
-static_assert(kMatWarps == 4, "rows.h: four groups of 32 partials, one warp each");
+static_assert(kMatWarps * 32 == eng::kDotParts, "one partial per thread of the block");
 
 template <bool VEC>
 __device__ __forceinline__ void load_w8(const uint16_t* w, float* f) {
@@ -114,6 +112,7 @@ __global__ void __launch_bounds__(eng::kDotParts) matmul_kernel(const uint16_t* 
   const int64_t full = cols / eng::kDotOctet;  // whole octets
   const uint16_t* wrow = W + o0 * cols;
   const float* xrow = x + int64_t(r0) * cols;
+#pragma unroll 2
   for (int64_t b = part; b < full; b += eng::kDotParts) {
     const int64_t k = b * eng::kDotOctet;
     float wf[OPW][8];
@@ -144,23 +143,21 @@ __global__ void __launch_bounds__(eng::kDotParts) matmul_kernel(const uint16_t* 
             if (r < nr) acc[o][r] = eng::fma_rn(wv, xrow[r * cols + k], acc[o][r]);
         }
   }
-  // Each group's tree (h = 16 .. 1) within its warp; lane 0 holds t_g.
-  __shared__ float sp[kMatWarps][OPW * R];
+  // Levels h = 64 and 32: s_l + s_{l+64} (warps 0 and 2), s_{l+32} + s_{l+96} (warps 1 and 3),
+  // then their sum; levels 16 .. 1 within the warp.
+  __shared__ float sp[kMatWarps][OPW * R][32];
 #pragma unroll
   for (int o = 0; o < OPW; ++o)
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float v = acc[o][r];
-#pragma unroll
-      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
-      if (lane == 0) sp[warp][o * R + r] = v;
-    }
+    for (int r = 0; r < R; ++r) sp[warp][o * R + r][lane] = acc[o][r];
   __syncthreads();
-  for (int j = threadIdx.x; j < OPW * R; j += eng::kDotParts) {
+  for (int j = warp; j < OPW * R; j += kMatWarps) {
     const int o = j / R, r = j % R;
-    if (o < no && r < nr)
-      y[int64_t(r0 + r) * rows + o0 + o] =
-          eng::add_rn(eng::add_rn(sp[0][j], sp[2][j]), eng::add_rn(sp[1][j], sp[3][j]));
+    if (o >= no || r >= nr) continue;  // whole warps skip together
+    float v = eng::add_rn(eng::add_rn(sp[0][j][lane], sp[2][j][lane]), eng::add_rn(sp[1][j][lane], sp[3][j][lane]));
+#pragma unroll
+    for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
+    if (lane == 0) y[int64_t(r0 + r) * rows + o0 + o] = v;
   }
 }
 
@@ -245,10 +242,9 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
                             cudaStream_t s) {
   if (n == 0) return Status::Ok();
   // Batch tile R and outputs per block OPW decide only which thread computes what; every
-  // element is reduced in the order of rows.h whatever they are. OPW: the most outputs per
-  // block (8, 4) that still leaves at least 256 blocks (about two per SM on an H200).
+  // element is reduced in the order of rows.h whatever they are.
   const int R = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
-  const int OPW = rows >= 8 * 256 ? 8 : rows >= 4 * 256 ? 4 : 1;
+  const int OPW = R < 4 ? 1 : rows >= 8192 ? 4 : rows >= 2048 ? 2 : 1;
   const int64_t tiles = (n + R - 1) / R;
   const int64_t blocks = (rows + OPW - 1) / OPW;
   if (tiles > 65535 || blocks > 0x7fffffff) return Status::Error("engine matmul: launch too large");
@@ -256,17 +252,13 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
   const dim3 grid{unsigned(blocks), unsigned(tiles), 1u};
   switch (R * 10 + OPW) {
     case 11: launch_matmul_shape<1, 1>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 14: launch_matmul_shape<1, 4>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 18: launch_matmul_shape<1, 8>(vec, grid, W, rows, cols, x, n, y, s); break;
     case 21: launch_matmul_shape<2, 1>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 24: launch_matmul_shape<2, 4>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 28: launch_matmul_shape<2, 8>(vec, grid, W, rows, cols, x, n, y, s); break;
     case 41: launch_matmul_shape<4, 1>(vec, grid, W, rows, cols, x, n, y, s); break;
+    case 42: launch_matmul_shape<4, 2>(vec, grid, W, rows, cols, x, n, y, s); break;
     case 44: launch_matmul_shape<4, 4>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 48: launch_matmul_shape<4, 8>(vec, grid, W, rows, cols, x, n, y, s); break;
     case 81: launch_matmul_shape<8, 1>(vec, grid, W, rows, cols, x, n, y, s); break;
-    case 84: launch_matmul_shape<8, 4>(vec, grid, W, rows, cols, x, n, y, s); break;
-    default: launch_matmul_shape<8, 8>(vec, grid, W, rows, cols, x, n, y, s); break;
+    case 82: launch_matmul_shape<8, 2>(vec, grid, W, rows, cols, x, n, y, s); break;
+    default: launch_matmul_shape<8, 4>(vec, grid, W, rows, cols, x, n, y, s); break;
   }
   KC_LAUNCH_CHECK("matmul_kernel");
   return Status::Ok();

@@ -6,17 +6,15 @@
 //     b = 0 .. ceil(K/8)-1 (elements 8b .. min(8b+8, K)-1; only the last may be short).
 //     kDotParts = 128 fp32 partials s_0..s_127 start at 0; partial p takes the octets
 //     b = p (mod 128) in ascending b, and within an octet its elements in ascending k, each
-//     with one fused multiply-add (fmaf / __fmaf_rn). Then the fixed tree: within each
-//     group of 32 partials (g = 0..3, s_{32g} .. s_{32g+31}) the halving tree for
-//     h = 16, 8, 4, 2, 1: s_{32g+i} = s_{32g+i} + s_{32g+i+h} for i < h, giving t_g =
-//     s_{32g}; then the result (t_0 + t_2) + (t_1 + t_3).
+//     with one fused multiply-add (fmaf / __fmaf_rn). Then the fixed halving tree: for
+//     h = 64, 32, 16, 8, 4, 2, 1: s_p = s_p + s_{p+h} for p < h; the result is s_0.
 //     Rounding depth: min(K, 8 ceil(K / 1024)) fused multiply-adds plus 7 additions
 //     (matmul_dot_depth; reference/engine_ref.h derives the bound from it).
-//     On the device one block of 4 warps reads a few weight rows: warp g holds the
-//     partials of group g (lane l: partial 32g + l), so a warp reads 512 contiguous bytes
-//     of a row per step; a group's tree is the butterfly xor 16 .. 1 within the warp (IEEE
-//     addition is commutative, so the lane that adds s_{p+h} + s_p gets the same bytes),
-//     the last two levels go through shared memory.
+//     On the device one block of 4 warps reads a weight row: warp w holds the partials
+//     32w .. 32w+31 (lane l: partial 32w + l), so a warp reads 512 contiguous bytes of the
+//     row per step; levels h = 64 and 32 are added across warps, h = 16 .. 1 by the
+//     butterfly xor 16 .. 1 within a warp (IEEE addition is commutative, so the lane that
+//     adds s_{p+h} + s_p gets the same bytes).
 //   dot over K elements of RMSNorm's sum of squares: 8 fp32 accumulators a_0..a_7; a_j
 //     takes the products of the elements k = j (mod 8) in ascending k, each with one fused
 //     multiply-add; then the fixed tree ((a_0 + a_4) + (a_2 + a_6)) + ((a_1 + a_5) + (a_3 + a_7)).

@@ -10,7 +10,7 @@ namespace kc {
 
 float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
   // The product's order (rows.h): 128 partials, partial p takes the octets b = p (mod 128)
-  // in ascending b; a halving tree within each group of 32, then (t_0 + t_2) + (t_1 + t_3).
+  // in ascending b, then the halving tree.
   float s[eng::kDotParts] = {};
   const int64_t octets = (k + eng::kDotOctet - 1) / eng::kDotOctet;
   for (int64_t b = 0; b < octets; ++b) {
@@ -18,10 +18,9 @@ float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
     const int64_t end = std::min<int64_t>(k, (b + 1) * eng::kDotOctet);
     for (int64_t i = b * eng::kDotOctet; i < end; ++i) a = eng::fma_rn(eng::bf16_to_f32(w[i]), x[i], a);
   }
-  for (int g = 0; g < eng::kDotParts; g += 32)
-    for (int h = 16; h >= 1; h /= 2)
-      for (int i = 0; i < h; ++i) s[g + i] = eng::add_rn(s[g + i], s[g + i + h]);
-  return eng::add_rn(eng::add_rn(s[0], s[64]), eng::add_rn(s[32], s[96]));
+  for (int h = eng::kDotParts / 2; h >= 1; h /= 2)
+    for (int p = 0; p < h; ++p) s[p] = eng::add_rn(s[p], s[p + h]);
+  return s[0];
 }
 
 float engine_dot_f32(const float* p, const float* q, int64_t k) {
