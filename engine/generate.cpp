@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/framework.h"
+#include "engine/kv_gate.h"  // checkpoint_sha256
 #include "kernels/engine/engine_backend.h"
 
 namespace kc::engine {
@@ -74,7 +75,7 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
   auto take = [&](int l, const float* row) {
     const int32_t t = argmax(row, V);
     if (opts.keep_logits) res[l].logits.emplace_back(row, row + V);
-    if (t == kTokEos) {
+    if (t == kTokEos && opts.stop_at_eos) {
       res[l].stopped_at_eos = true;
       done[l] = true;
       return;
@@ -126,6 +127,7 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
 }
 
 int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream& err) {
+  const auto t_all = Clock::now();
   const auto bad = [&](const std::string& why) {
     err << "tf-cuda-test: error: generate: " << why << "\n";
     return 2;
@@ -191,29 +193,35 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
       << stats.decode_tok_s() << " tok/s, kv cache " << cmd.kv_cache << " " << stats.cache_bytes << " bytes on "
       << be->name() << "\n";
   if (!cmd.out_file.empty()) {
-    nlohmann::json j;
-    j["kind"] = "generate";
-    j["note"] = "plain result file (not a schema receipt: the receipt schema has no generate kind yet)";
-    j["model"] = cmd.model_dir;
-    j["backend"] = be->name();
-    j["device"] = device_json(be->device());
-    j["argv"] = cmd.argv;
-    j["kv_cache"] = cmd.kv_cache;
-    j["pages"] = cmd.pages;
-    j["prompt_tokens"] = req.prompt;
-    j["tokens"] = res[0].tokens;
+    // The receipt (reports/schema/receipt.schema.json, kind generate): nothing is random
+    // (seed 0), no gates or controls; verdict pass once the tokens are out.
+    nlohmann::json j = new_receipt({"generate", std::filesystem::path(cmd.model_dir).lexically_normal().filename().string(),
+                                    be->name(), device_json(be->device()), cmd.argv, uint64_t(0)});
+    if (j["name"] == "" || j["name"] == ".") j["name"] = cmd.model_dir;
+    j["verdict"] = "pass";
+    j["verdict_reasons"] = nlohmann::json::array();
+    nlohmann::json g;
+    g["model"] = cmd.model_dir;
+    g["checkpoint_sha256"] = checkpoint_sha256(cmd.model_dir);
+    g["kv_cache"] = cmd.kv_cache;
+    g["pages"] = cmd.pages;
+    g["prompt_tokens"] = req.prompt;
+    g["tokens"] = res[0].tokens;
     // The continuation may end inside a UTF-8 sequence: invalid bytes become U+FFFD here
     // (the exact bytes are in "tokens").
-    j["text"] = nlohmann::json::parse(nlohmann::json(cont).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    j["stopped_at_eos"] = res[0].stopped_at_eos;
-    j["time_to_first_token_s"] = stats.prefill_s;
-    j["decode_s"] = stats.decode_s;
-    j["decode_tokens"] = stats.decode_tokens;
-    j["decode_tok_s"] = stats.decode_tok_s();
-    j["cache_bytes"] = stats.cache_bytes;
+    g["text"] = nlohmann::json::parse(nlohmann::json(cont).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    g["stopped_at_eos"] = res[0].stopped_at_eos;
+    g["time_to_first_token_s"] = stats.prefill_s;
+    g["decode_s"] = stats.decode_s;
+    g["decode_tokens"] = stats.decode_tokens;
+    g["decode_steps"] = stats.decode_steps;
+    g["decode_tok_s"] = stats.decode_tok_s();
+    g["cache_bytes"] = stats.cache_bytes;
+    j["generate"] = g;
+    j["timings"] = {{"total_s", seconds_since(t_all)}};
     const Status ws = write_json_atomic(cmd.out_file, j);
     if (!ws.ok) return bad("--out " + ws.message);
-    out << "result: " << cmd.out_file << "\n";
+    out << "receipt: " << cmd.out_file << "\n";
   }
   return 0;
 }

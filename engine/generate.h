@@ -33,6 +33,8 @@ struct GenerateRequest {
 struct GenerateOptions {
   int prefill_chunk = 64;      // prompt rows per lane per prefill step
   bool keep_logits = false;    // record the logits row behind every generated token
+  bool stop_at_eos = true;     // false: <|eos|> is a token like any other (benchmarks: every lane
+                               // decodes exactly max_tokens)
 };
 
 struct GenerateResult {
@@ -57,7 +59,8 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
                 std::vector<GenerateResult>* out, GenerateStats* stats = nullptr);
 
 // `tf-cuda-test generate`: loads the model, decodes `prompt` greedily, prints the
-// continuation on `out`, writes a JSON result to `out_file` when given. 0 on success,
+// continuation on `out`, writes a receipt (kind generate: tokens, time to first token,
+// decode tok/s, cache bytes, the checkpoint's hash) to `out_file` when given. 0 on success,
 // 1 on a backend failure, 2 on bad input (named on `err`).
 struct GenerateCommand {
   std::string model_dir;

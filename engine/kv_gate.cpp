@@ -654,7 +654,8 @@ nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train
           {"why", why}};
 }
 
-// The checkpoint's hash: sha256 over the sorted names and sha256 of its *.json and *.safetensors files.
+}  // namespace
+
 std::string checkpoint_sha256(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -672,7 +673,6 @@ std::string checkpoint_sha256(const std::string& dir) {
   return sha256_hex(all);
 }
 
-}  // namespace
 
 // ---------------------------------------------------------------- training context
 

@@ -123,6 +123,11 @@ bool kv_training_context(const std::string& model_dir, int64_t max_position_embe
 // lost (bf16 only), gained (quantized only), beyond_training.
 nlohmann::json kv_recall_summary(const nlohmann::json& recall);
 
+// The checkpoint's hash: sha256 over the sorted names and sha256 of its config.json,
+// *.index.json and *.safetensors files (one line "name sha256" each); also in generate's
+// and bench engine's receipts.
+std::string checkpoint_sha256(const std::string& dir);
+
 struct KvGateCommand {
   std::string fixture;
   std::string format;            // fp8, q4, mxfp4 (may be empty with bf16_only)

@@ -13,16 +13,17 @@
 // only on input row r and the weights, and every output element is reduced in one fixed
 // order that depends on nothing but the reduction length. So a row's bytes are the same
 // whether it is computed alone, first or last in a batch of 64. Concretely:
-//   dot(w, x) over K elements: 8 fp32 accumulators a_0..a_7, a_j takes the products of
-//     elements k = j (mod 8) in ascending k with std::fmaf, then the fixed tree
+//   dot(w, x) of the matrix product over K elements: the elements in octets of 8; 128
+//     fp32 partials, partial p takes the octets p, p + 128, p + 256, ... (each octet's
+//     elements in ascending k) with std::fmaf, then the halving tree s_p += s_{p+h} for
+//     h = 64, 32, ..., 1 (the device runs one partial per thread of a 128-thread block).
+//   RMSNorm sum of squares: 8 accumulators a_j over k = j (mod 8), then the fixed tree
 //     ((a_0 + a_4) + (a_2 + a_6)) + ((a_1 + a_5) + (a_3 + a_7)).
-//   RMSNorm sum of squares: the same 8-way order.
-// Nothing here splits a reduction by batch size or thread count; a future threaded or
-// CUDA version may parallelise over output rows and output elements only.
+// Nothing here splits a reduction by batch size or thread count.
 //
-// Bound (float64 reference): a dot of length K in this order has relative error at most
-// gamma_{K/8 + 3} (u = 2^-24) of sum |w_k x_k|; weights are exact, so the matrix product
-// adds nothing else.
+// Bound (float64 reference): the product's dot of length K has relative error at most
+// gamma_{min(K, 8 ceil(K/1024)) + 7} (u = 2^-24) of sum |w_k x_k|; weights are exact, so
+// the matrix product adds nothing else.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,6 @@
 #include "reference/engine_ref.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "reference/bf16_ref.h"
@@ -18,11 +19,18 @@ double rms_rel(int dim) { return 0.5 * bound::gamma(dot_depth(dim) + 2) + bound:
 
 int dot_depth(int64_t k) { return int((k + 7) / 8) + 3; }
 
+int product_depth(int64_t k) {
+  // 128 partials over the octets of the row: partial p holds octets p, p + 128, ..., so at
+  // most ceil(k / 1024) octets of 8 (and never more than k elements); then 7 tree levels.
+  const int64_t octets_per_partial = (k + 1023) / 1024;
+  return int(std::min<int64_t>(k, 8 * octets_per_partial)) + 7;
+}
+
 EngineRef matmul_ref(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n) {
   EngineRef r;
   r.value.resize(size_t(n) * rows);
   r.bound.resize(size_t(n) * rows);
-  const double g = bound::gamma(dot_depth(cols)) + bound::gamma(double(cols), kU64);
+  const double g = bound::gamma(product_depth(cols)) + bound::gamma(double(cols), kU64);
   std::vector<double> wd(size_t(rows * cols));
   for (size_t i = 0; i < wd.size(); ++i) wd[i] = bf16_value(W[i]);
   for (int i = 0; i < n; ++i)
@@ -34,7 +42,7 @@ EngineRef matmul_ref(const uint16_t* W, int64_t rows, int64_t cols, const float*
         a += std::fabs(p);
       }
       r.value[size_t(i) * rows + o] = s;
-      r.bound[size_t(i) * rows + o] = g * a * kSecondOrder + kTiny * double(dot_depth(cols));
+      r.bound[size_t(i) * rows + o] = g * a * kSecondOrder + kTiny * double(product_depth(cols));
     }
   return r;
 }
@@ -79,7 +87,7 @@ EngineRef logits_ref(const float* h, const std::vector<int32_t>& sel, int dim, c
   r.value.resize(size_t(m) * vocab);
   r.bound.resize(size_t(m) * vocab);
   const double rho = rms_rel(dim);
-  const double g = bound::gamma(dot_depth(dim));
+  const double g = bound::gamma(product_depth(dim));
   const double coef = g * (1.0 + rho) + rho + bound::gamma(double(dim) + 2, kU64);
   std::vector<double> wd(static_cast<size_t>(vocab * dim));
   std::vector<double> y(static_cast<size_t>(dim));
@@ -98,7 +106,7 @@ EngineRef logits_ref(const float* h, const std::vector<int32_t>& sel, int dim, c
         a += std::fabs(p);
       }
       r.value[size_t(j) * vocab + o] = s;
-      r.bound[size_t(j) * vocab + o] = coef * a * kSecondOrder + kTiny * double(dot_depth(dim) + 8);
+      r.bound[size_t(j) * vocab + o] = coef * a * kSecondOrder + kTiny * double(product_depth(dim) + 8);
     }
   }
   return r;

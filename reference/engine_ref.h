@@ -1,10 +1,14 @@
 // float64 references of the engine kernels (embedding, RMSNorm, bf16-weight matrix
 // product, SwiGLU, logits, greedy argmax) with their derived bounds. Shares no code with
 // kernels/: weights decode through reference/bf16_ref (ldexp on the fields), every sum is
-// a plain float64 loop. u = 2^-24; a dot of length K in the kernels' order (8 chains of
-// fused multiply-adds, ceil(K/8) roundings each, then a 3-level tree) has
-//   |dot - exact| <= gamma_{ceil(K/8)+3} * sum_k |w_k x_k|          (dot_depth)
-// and the float64 sum itself adds gamma_K(2^-53) of the same sum.
+// a plain float64 loop. u = 2^-24. The matrix product's dot of length K (kernels/engine/
+// rows.h: 128 partials, partial p takes the octets p, p + 128, ... with fused
+// multiply-adds, then a 7-level halving tree) rounds at most min(K, 8 ceil(K/1024)) + 7
+// times on any path, so
+//   |dot - exact| <= gamma_{min(K, 8 ceil(K/1024)) + 7} * sum_k |w_k x_k|   (product_depth)
+// RMSNorm's sum of squares (8 chains of fused multiply-adds, ceil(K/8) roundings each,
+// then a 3-level tree) has depth ceil(K/8) + 3 (dot_depth). The float64 sum itself adds
+// gamma_K(2^-53) of the same sum.
 //   RMSNorm  y_j = x_j w_j / sqrt(ss/dim + eps): ss carries gamma_m (all terms positive),
 //            /dim and +eps two roundings (gamma_{m+2} relative), sqrt halves it and adds u,
 //            1/ adds u, two products 2u: relative 0.5 gamma_{m+2} + gamma_4 per element.
@@ -26,8 +30,10 @@ struct EngineRef {
   std::vector<double> bound;  // the derived bound on |fp32 result - value|
 };
 
-// Rounding depth of the kernels' dot of length k.
+// Rounding depth of RMSNorm's sum of squares of length k.
 int dot_depth(int64_t k);
+// Rounding depth of the matrix product's (and the logits') dot of length k.
+int product_depth(int64_t k);
 
 // y[i][o] = sum_k W[o][k] x[i][k]; W as bf16 patterns [rows][cols].
 EngineRef matmul_ref(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n);

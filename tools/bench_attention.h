@@ -9,8 +9,14 @@ struct BenchOptions {
   bool quick = false;
   int reps = 30;
   int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
-  std::string script_dir = "tools";
+  std::string script_dir = "tools";  // bench_sdpa.py, transformers_decode_bench.py
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)
+  // engine: the trained model's folder, the synthetic preset's layers, the python that runs
+  // tools/transformers_decode_bench.py ("none": transformers not measured), tokens per lane
+  std::string engine_model = "fixtures/models/stdlib-bytes-3m";
+  int engine_layers = 4;
+  std::string transformers = "python3";
+  int engine_tokens = 0;  // 0: 128 (quick: 64)
   std::vector<std::string> argv;
   nlohmann::json device;
 };

@@ -32,7 +32,8 @@ def main():
             cmd = [a.bin, "generate", "--model", g["model"], "--prompt-file", pf, "--max-tokens", str(len(pr["tokens"])),
                    "--kv-cache", a.kv_cache, "--backend", a.backend, "--out", rf]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            ours = json.load(open(rf))["tokens"]
+            rec = json.load(open(rf))
+            ours = rec["generate"]["tokens"] if "generate" in rec else rec["tokens"]  # a generate receipt (kind generate)
             theirs = pr["tokens"]
             first = next((k for k in range(min(len(ours), len(theirs))) if ours[k] != theirs[k]),
                          None if len(ours) == len(theirs) else min(len(ours), len(theirs)))

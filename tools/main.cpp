@@ -2,7 +2,7 @@
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE]
-//   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
+//   tf-cuda-test bench {attention|pack|engine} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
@@ -36,6 +36,7 @@
 #include "engine/make_model.h"
 #include "engine/serve_memory.h"
 #include "tools/bench_attention.h"
+#include "tools/bench_engine.h"
 #include "tools/bench_pack.h"
 #include "tools/receipt_views.h"
 
@@ -188,17 +189,33 @@ int main(int argc, char** argv) {
   std::string bench_what;
   kc::BenchOptions bo;
   std::string bench_out;
-  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack");
+  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack, engine");
   bench->add_option("what", bench_what,
-                    "What to time: attention (split-K partial + merge) or pack (scale-plane pack / unpack kernels); "
-                    "rope-store, compact: not built yet")
+                    "What to time: attention (split-K partial + merge), pack (scale-plane pack / unpack kernels) or "
+                    "engine (greedy decode of the trained fixture model and the synthetic qwen35-27b-attn preset at "
+                    "--parallel 1, 4, 8, bf16 and fp8 caches, window and pages of 256 and 16, against transformers' "
+                    "generate in the same run; attention's share of a step at 32K); rope-store, compact: not built yet")
       ->required();
-  bench->add_flag("--quick", bo.quick, "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only");
-  bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(kAtLeastOne);
+  bench->add_flag("--quick", bo.quick,
+                  "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only; engine: 64 "
+                  "tokens per lane, 3 runs");
+  auto* bench_reps =
+      bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported; default 30, engine 7)")
+          ->check(kAtLeastOne);
+  bench->add_option("--transformers", bo.transformers,
+                    "engine: the python that runs tools/transformers_decode_bench.py (default python3; 'none': "
+                    "transformers not measured, its targets read 'not measured')");
+  bench->add_option("--engine-model", bo.engine_model,
+                    "engine: the trained checkpoint's folder (default fixtures/models/stdlib-bytes-3m)");
+  bench->add_option("--layers", bo.engine_layers, "engine: layers of the synthetic qwen35-27b-attn preset (default 4)")
+      ->check(CLI::Range(1, 64));
+  bench->add_option("--tokens", bo.engine_tokens, "engine: tokens decoded per lane (default 128, --quick 64)")
+      ->check(CLI::Range(2, 4000));
   bench->add_option("--out", bench_out,
                     "Write the bench receipt here, atomically; missing folders are created, an existing path that is "
                     "not a regular file is refused, a symlink is followed");
-  bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
+  bench->add_option("--script-dir", bo.script_dir,
+                    "Folder of bench_sdpa.py and transformers_decode_bench.py (default tools)");
   bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
   bench->add_option("--filter", bo.filter,
@@ -253,7 +270,8 @@ int main(int argc, char** argv) {
   generate->add_option("--backend", gen.backend, "cpu (host twins, default) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   generate->add_option("--out", gen.out_file,
-                       "Write a JSON result (tokens, time to first token, decode tok/s, cache bytes) here, atomically");
+                       "Write the receipt (kind generate: tokens, time to first token, decode tok/s, cache bytes, the "
+                       "checkpoint's sha256) here, atomically");
   // serve-gate (issue 17): replays a serve fixture's gates and controls, writes a receipt.
   kc::engine::ServeGateCommand sg;
   auto* serve_gate = app.add_subcommand(
@@ -430,10 +448,11 @@ int main(int argc, char** argv) {
   if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 
   if (bench->parsed()) {
-    if (bench_what != "attention" && bench_what != "pack") {
-      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack)\n";
+    if (bench_what != "attention" && bench_what != "pack" && bench_what != "engine") {
+      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack, engine)\n";
       return kUsage;
     }
+    if (bench_what == "engine" && bench_reps->count() == 0) bo.reps = bo.quick ? 3 : 7;
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
@@ -455,7 +474,9 @@ int main(int argc, char** argv) {
     bo.device = kc::device_json(cuda->device());
     bo.argv = args;
     nlohmann::json rec;
-    const int rc = bench_what == "pack" ? kc::bench_pack_main(bo, &rec) : kc::bench_attention_main(bo, &rec);
+    const int rc = bench_what == "pack"     ? kc::bench_pack_main(bo, &rec)
+                   : bench_what == "engine" ? kc::bench_engine_main(bo, *cuda, &rec)
+                                            : kc::bench_attention_main(bo, &rec);
     if (!bench_out.empty() && !rec.is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {

@@ -87,6 +87,9 @@ struct Checker {
   }
 };
 
+// Benches: kind bench (attention, pack) and bench-engine; both carry rows and targets.
+bool is_bench(const json& r) { return r["kind"] == "bench" || r["kind"] == "bench-engine"; }
+
 std::string num_text(double x) {
   std::ostringstream o;
   o << std::setprecision(6) << x;
@@ -98,7 +101,7 @@ bool check_receipt(const json& r, Checker& c) {
   if (!c.field(r, "", "schema", Want::string)) return false;
   if (r["schema"] != kSchema)
     return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kSchema);
-  if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench"})) return false;
+  if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench", "bench-engine", "generate"})) return false;
   if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
       !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
@@ -110,10 +113,10 @@ bool check_receipt(const json& r, Checker& c) {
     return false;
   // seed: an unsigned integer; null only for a bench (no generator).
   if (!r.contains("seed")) return c.fail("seed", "missing");
-  if (r["seed"].is_null() ? r["kind"] != "bench" : !r["seed"].is_number_unsigned())
+  if (r["seed"].is_null() ? !is_bench(r) : !r["seed"].is_number_unsigned())
     return c.fail("seed", r["seed"].is_number_integer() ? "expected an integer from 0 to 2^64 - 1, got " + r["seed"].dump()
                                                         : std::string("expected an integer") +
-                                                              (r["kind"] == "bench" ? " or null" : "") + ", got " +
+                                                              (is_bench(r) ? " or null" : "") + ", got " +
                                                               type_name(r["seed"]));
   if (r.contains("cases")) {
     for (const char* k : {"requested", "run", "filtered_out"})
@@ -171,7 +174,7 @@ bool check_receipt(const json& r, Checker& c) {
     if (k["red"].get<bool>() && k["caught_by"].empty())
       return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
   }
-  if (r["kind"] == "bench") {
+  if (is_bench(r)) {
     if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
     for (size_t i = 0; i < r["rows"].size(); ++i) {
       const json& row = r["rows"][i];
@@ -278,6 +281,40 @@ bool check_receipt(const json& r, Checker& c) {
         return c.fail(at + ".bytes_in_use", a["bytes_in_use"].dump() + " is more than arena_bytes " + a["arena_bytes"].dump());
     }
   }
+  if (r["kind"] == "generate") {  // what the generate view reads
+    if (!c.field(r, "", "generate", Want::object)) return false;
+    const json& g = r["generate"];
+    for (const char* k : {"model", "checkpoint_sha256", "kv_cache", "text"})
+      if (!c.field(g, "generate", k, Want::string)) return false;
+    for (const char* k : {"pages", "decode_tokens", "cache_bytes"})
+      if (!c.field(g, "generate", k, Want::integer)) return false;
+    for (const char* k : {"time_to_first_token_s", "decode_s", "decode_tok_s"})
+      if (!c.field(g, "generate", k, Want::number)) return false;
+    if (!c.field(g, "generate", "stopped_at_eos", Want::boolean) || !c.field(g, "generate", "tokens", Want::array) ||
+        !c.field(g, "generate", "prompt_tokens", Want::array))
+      return false;
+    for (const char* k : {"tokens", "prompt_tokens"})
+      for (size_t i = 0; i < g[k].size(); ++i)
+        if (!g[k][i].is_number_integer())
+          return c.fail(std::string("generate.") + k + "[" + std::to_string(i) + "]",
+                        "expected an integer, got " + type_name(g[k][i]));
+  }
+  if (r["kind"] == "bench-engine") {  // what the engine bench's extra tables read
+    if (!c.field(r, "", "transformers", Want::object) || !c.field(r, "", "attention_share", Want::object, true))
+      return false;
+    if (r.contains("attention_share")) {
+      const json& a = r["attention_share"];
+      if (!c.field(a, "attention_share", "rows", Want::array)) return false;
+      for (size_t i = 0; i < a["rows"].size(); ++i) {
+        const json& x = a["rows"][i];
+        const std::string at = "attention_share.rows[" + std::to_string(i) + "]";
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!c.field(x, at, "parallel", Want::integer) || !c.field(x, at, "step_us", Want::number) ||
+            !c.field(x, at, "attention_us_per_layer", Want::number) || !c.field(x, at, "share", Want::number))
+          return false;
+      }
+    }
+  }
   // The verdict must follow from the receipt's own gates, controls, errors and targets.
   if (r["verdict"] == "pass") {
     for (size_t i = 0; i < r["gates"].size(); ++i)
@@ -290,7 +327,7 @@ bool check_receipt(const json& r, Checker& c) {
                                      r["controls"][i]["name"].get<std::string>() + ") green");
     if (r.contains("errors") && !r["errors"].empty())
       return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
-    if (r["kind"] == "bench")
+    if (is_bench(r))
       for (size_t i = 0; i < r["targets"].size(); ++i)
         if (!r["targets"][i]["met"].get<bool>())
           return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +
@@ -321,7 +358,7 @@ std::string ratio_of(const json& g) {
   return x.is_number() ? format_ratio(x.get<double>()) : scalar(x);
 }
 std::string seed_of(const json& r) {
-  return r["kind"] == "bench" ? "none (a bench generates no cases)" : receipt_seed_text(r);
+  return is_bench(r) ? "none (a bench generates no cases)" : receipt_seed_text(r);
 }
 std::string short_commit(const json& r) {
   const std::string c = r["git"]["commit"].get<std::string>();
@@ -421,7 +458,7 @@ bool shown_bench_field(const std::string& k, const json& v) {
   if (v.is_string()) return true;
   if (k == "verified") return true;
   auto ends = [&](const std::string& suf) { return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0; };
-  return v.is_number() && (ends("_us") || ends("of_ceiling") || k.find("_over_") != std::string::npos);
+  return v.is_number() && (ends("_us") || ends("of_ceiling") || ends("tok_s") || k.find("_over_") != std::string::npos);
 }
 // Row names in the order the bench prints them: config, format, addressing, then the rest.
 int name_rank(const std::string& k) { return k == "config" ? 0 : k == "format" ? 1 : k == "addressing" ? 2 : 3; }
@@ -648,9 +685,51 @@ static std::string render_memory(const json& r, ViewFormat f) {
   return o.str();
 }
 
+// A generate receipt: what was decoded and how fast (fields checked by check_receipt).
+static std::string render_generate(const json& r, ViewFormat f) {
+  const json& g = r["generate"];
+  Table t{{"generate", "value"}, {}};
+  t.rows.push_back({"model", g["model"].get<std::string>()});
+  t.rows.push_back({"checkpoint sha256", g["checkpoint_sha256"].get<std::string>()});
+  t.rows.push_back({"kv cache", g["kv_cache"].get<std::string>() + ", " +
+                                    (g["pages"].get<int64_t>() ? "pages of " + scalar(g["pages"]) : std::string("window"))});
+  t.rows.push_back({"prompt tokens", std::to_string(g["prompt_tokens"].size())});
+  t.rows.push_back({"tokens", std::to_string(g["tokens"].size()) + (g["stopped_at_eos"].get<bool>() ? " (stopped at <|eos|>)" : "")});
+  t.rows.push_back({"time to first token", num(g["time_to_first_token_s"].get<double>() * 1e3) + " ms"});
+  t.rows.push_back({"decode", num(g["decode_tok_s"].get<double>()) + " tok/s (" + scalar(g["decode_tokens"]) + " tokens in " +
+                                  num(g["decode_s"].get<double>() * 1e3) + " ms)"});
+  t.rows.push_back({"cache bytes", scalar(g["cache_bytes"])});
+  t.rows.push_back({"text", g["text"].get<std::string>()});
+  return t.render(f) + "\n";
+}
+
+// The engine bench's transformers line and attention share at 32K (checked by check_receipt).
+static std::string render_engine_bench(const json& r, ViewFormat f) {
+  std::ostringstream o;
+  Table t{{"transformers", "value"}, {}};
+  std::vector<std::pair<std::string, json>> flat;
+  flatten(r["transformers"], "", &flat);
+  for (const auto& [k, v] : flat) t.rows.push_back({k, scalar(v)});
+  o << t.render(f) << "\n";
+  if (r.contains("attention_share")) {
+    const json& a = r["attention_share"];
+    o << subheading("attention's share of a decode step" +
+                        (a.contains("what") && a["what"].is_string() ? ": " + a["what"].get<std::string>() : std::string()),
+                    f);
+    Table s{{"parallel", "context", "step us", "attention us per layer", "layers", "share"}, {}};
+    for (const auto& x : a["rows"])
+      s.rows.push_back({scalar(x["parallel"]), x.contains("context") ? scalar(x["context"]) : "",
+                        num(x["step_us"].get<double>()), num(x["attention_us_per_layer"].get<double>()),
+                        x.contains("layers") ? scalar(x["layers"]) : "", num(x["share"].get<double>())});
+    o << s.render(f) << "\n";
+    if (a.contains("error") && a["error"].is_string()) o << "- not measured: " << a["error"].get<std::string>() << "\n\n";
+  }
+  return o.str();
+}
+
 std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
   std::ostringstream o;
-  const bool bench = r["kind"] == "bench";
+  const bool bench = is_bench(r);
   o << heading(r["name"].get<std::string>() + " (" + r["kind"].get<std::string>() + "): " + r["verdict"].get<std::string>(), f);
   Table info{{"run", "value"}, {}};
   info.rows.push_back({"receipt", path});
@@ -742,6 +821,8 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
   }
   if (r["kind"] == "kv-gate") o << render_kv(r, f);
   if (r["kind"] == "serve-memory") o << render_memory(r, f);
+  if (r["kind"] == "generate") o << render_generate(r, f);
+  if (r["kind"] == "bench-engine") o << render_engine_bench(r, f);
   if (r.contains("numbers") && !r["numbers"].empty()) {
     std::vector<std::pair<std::string, json>> flat;
     flatten(r["numbers"], "", &flat);
@@ -770,7 +851,7 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   o << "- base: " << base_path << ", " << device_line(base) << ", seed " << seed_of(base) << "\n";
   o << "- head: " << head_path << ", " << device_line(head) << ", seed " << seed_of(head) << "\n";
   if (device_line(base) != device_line(head)) notes.push_back("the two ran on different backends or devices");
-  if (head["kind"] != "bench" && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
+  if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
   const std::string bv = base["verdict"].get<std::string>(), hv = head["verdict"].get<std::string>();
   if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
@@ -810,7 +891,7 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   Table targets{{"target", "base", "head", "limit", "change"}, {}};
   Table rows{{"row", "field", "base", "head", "head / base"}, {}};
   int faster = 0, slower = 0, same = 0, only_one = 0;
-  if (head["kind"] == "bench") {
+  if (is_bench(head)) {
     each_by_name(base["targets"], head["targets"], [&](const std::string& n, const json* b, const json* h) {
       auto val = [](const json* x) {
         return x ? ((*x)["measured"].get<bool>() ? num((*x)["value"].get<double>()) : "not measured") : "-";
@@ -889,7 +970,7 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   if (!gates.rows.empty()) o << gates.render(ViewFormat::md) << "\n";
   if (!controls.rows.empty()) o << controls.render(ViewFormat::md) << "\n";
   if (!targets.rows.empty()) o << targets.render(ViewFormat::md) << "\n";
-  if (head["kind"] == "bench") {
+  if (is_bench(head)) {
     o << "Rows: " << faster << " faster, " << slower << " slower (beyond 3 %), " << same << " within 3 %, " << only_one
       << " in one receipt only (their own times; baselines such as sdpa_* and ceiling_* left out). Largest "
          "changes:\n\n";

@@ -385,7 +385,7 @@ class CudaEngine final : public EngineBackend {
     if (m == 0) return Status::Ok();
     int32_t* dsel;
     float* tmp;
-    KC_RETURN_IF_ERROR(internal_.put(0, sel, size_t(m), b_.s_, &dsel));
+    KC_RETURN_IF_ERROR(put_table(3, sel, size_t(m), &dsel));
     KC_RETURN_IF_ERROR(internal_.get(1, size_t(m) * dim, &tmp));
     KC_RETURN_IF_ERROR(launch_engine_gather_norm(h, dsel, m, dim, norm, eps, tmp, b_.s_));
     return launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_);
@@ -401,7 +401,7 @@ class CudaEngine final : public EngineBackend {
     RopeRow* dr;
     DeviceArena* a;
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
-    KC_RETURN_IF_ERROR(internal_.put(2, rows, size_t(n), b_.s_, &dr));
+    KC_RETURN_IF_ERROR(put_table(0, rows, size_t(n), &dr));
     KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.kv_heads, p, dr, n, q, k, v, q_out, b_.s_));
     if (b_.is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
     KC_RETURN_IF_ERROR(b_.detach(c, *a));
@@ -423,8 +423,8 @@ class CudaEngine final : public EngineBackend {
     float *pm, *pl, *po;
     DeviceArena* a;
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
-    KC_RETURN_IF_ERROR(internal_.put(3, rows, size_t(n), b_.s_, &dr));
-    KC_RETURN_IF_ERROR(internal_.put(4, t.data(), t.size(), b_.s_, &dt));
+    KC_RETURN_IF_ERROR(put_table(1, rows, size_t(n), &dr));
+    KC_RETURN_IF_ERROR(put_table(2, t.data(), t.size(), &dt));
     KC_RETURN_IF_ERROR(internal_.get(5, np, &pm));
     KC_RETURN_IF_ERROR(internal_.get(6, np, &pl));
     KC_RETURN_IF_ERROR(internal_.get(7, np * d, &po));
@@ -465,6 +465,28 @@ class CudaEngine final : public EngineBackend {
   }
 
  private:
+  // A small host table (rope rows, attention rows, tails, selected rows) on the device: copied
+  // only when its bytes differ from the last copy of the same table, so the layers of one
+  // forward (the same rows in every layer) copy it once. The device buffer is written by
+  // nothing else, and the stream keeps the copy before every kernel that reads it.
+  template <class T>
+  Status put_table(int i, const T* src, size_t n, T** p) {
+    Table& t = tables_[i];
+    const size_t bytes = n * sizeof(T);
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(src);
+    if (!(t.dev.get() && t.host.size() == bytes && std::equal(b, b + bytes, t.host.begin()))) {
+      KC_RETURN_IF_ERROR(t.dev.upload_async(b, bytes, b_.s_));
+      t.host.assign(b, b + bytes);
+    }
+    *p = reinterpret_cast<T*>(t.dev.get());
+    return Status::Ok();
+  }
+  struct Table {
+    DevBuf<uint8_t> dev;
+    std::vector<uint8_t> host;
+  };
+  Table tables_[4];
+
   CudaBackend& b_;
   struct Grow {
     void* p = nullptr;

@@ -1,10 +1,23 @@
 // The engine kernels' arithmetic, shared by the host twins (twin.cpp) and the CUDA kernels
 // (kernels.cu) so both sides perform the same IEEE operations in the same order:
 //
-//   dot over K elements (matrix product, logits, RMSNorm's sum of squares): 8 fp32
-//     accumulators a_0..a_7; a_j takes the products of the elements k = j (mod 8) in
-//     ascending k, each with one fused multiply-add (fmaf / __fmaf_rn); then the fixed tree
-//     ((a_0 + a_4) + (a_2 + a_6)) + ((a_1 + a_5) + (a_3 + a_7)).
+//   matrix product (and the logits' product): the dot of a weight row w (bf16) and an
+//     activation row x (fp32) over K elements. The elements are cut into octets
+//     b = 0 .. ceil(K/8)-1 (elements 8b .. min(8b+8, K)-1; only the last may be short).
+//     kDotParts = 128 fp32 partials s_0..s_127 start at 0; partial p takes the octets
+//     b = p (mod 128) in ascending b, and within an octet its elements in ascending k, each
+//     with one fused multiply-add (fmaf / __fmaf_rn). Then the fixed halving tree: for
+//     h = 64, 32, 16, 8, 4, 2, 1: s_p = s_p + s_{p+h} for p < h; the result is s_0.
+//     Rounding depth: min(K, 8 ceil(K / 1024)) fused multiply-adds plus 7 additions
+//     (matmul_dot_depth; reference/engine_ref.h derives the bound from it).
+//     On the device one block of 4 warps reads a weight row: warp w holds the partials
+//     32w .. 32w+31 (lane l: partial 32w + l), so a warp reads 512 contiguous bytes of the
+//     row per step; levels h = 64 and 32 are added across warps, h = 16 .. 1 by the
+//     butterfly xor 16 .. 1 within a warp (IEEE addition is commutative, so the lane that
+//     adds s_{p+h} + s_p gets the same bytes).
+//   dot over K elements of RMSNorm's sum of squares: 8 fp32 accumulators a_0..a_7; a_j
+//     takes the products of the elements k = j (mod 8) in ascending k, each with one fused
+//     multiply-add; then the fixed tree ((a_0 + a_4) + (a_2 + a_6)) + ((a_1 + a_5) + (a_3 + a_7)).
 //   RMSNorm: r = 1 / sqrt(ss / dim + eps), y_j = (x_j * r) * w_j, every operation rounded
 //     once (no contraction: the device spells them __fdiv_rn, __fsqrt_rn, __fmul_rn).
 //   SwiGLU: silu(g) * u = (g / (1 + exp(-g))) * u. The host twin calls the C library's
@@ -67,6 +80,16 @@ KC_HD float bf16_to_f32(uint16_t b) {
   __builtin_memcpy(&f, &u, 4);
   return f;
 #endif
+}
+
+// The matrix product's order (see above).
+constexpr int kDotParts = 128;    // partials of a product's dot
+constexpr int kDotOctet = 8;      // elements per octet
+// Fused multiply-adds of the longest partial (at most min(K, 8 ceil(K / 1024))) plus the
+// 7 levels of the tree.
+KC_HD constexpr int64_t matmul_dot_depth(int64_t k) {
+  const int64_t per = int64_t(kDotOctet) * ((k + int64_t(kDotOctet) * kDotParts - 1) / (int64_t(kDotOctet) * kDotParts));
+  return (k < per ? k : per) + 7;
 }
 
 // The fixed tree over the 8 accumulators.

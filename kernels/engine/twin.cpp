@@ -1,6 +1,7 @@
 // Host twins of the engine kernels: one output element at a time, in the order of rows.h.
 #include "kernels/engine/twin.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/engine/rows.h"
@@ -8,12 +9,18 @@
 namespace kc {
 
 float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
-  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= k; i += 8)
-    for (int j = 0; j < 8; ++j) a[j] = eng::fma_rn(eng::bf16_to_f32(w[i + j]), x[i + j], a[j]);
-  for (; i < k; ++i) a[i % 8] = eng::fma_rn(eng::bf16_to_f32(w[i]), x[i], a[i % 8]);
-  return eng::tree8(a);
+  // The product's order (rows.h): 128 partials, partial p takes the octets b = p (mod 128)
+  // in ascending b, then the halving tree.
+  float s[eng::kDotParts] = {};
+  const int64_t octets = (k + eng::kDotOctet - 1) / eng::kDotOctet;
+  for (int64_t b = 0; b < octets; ++b) {
+    float& a = s[b % eng::kDotParts];
+    const int64_t end = std::min<int64_t>(k, (b + 1) * eng::kDotOctet);
+    for (int64_t i = b * eng::kDotOctet; i < end; ++i) a = eng::fma_rn(eng::bf16_to_f32(w[i]), x[i], a);
+  }
+  for (int h = eng::kDotParts / 2; h >= 1; h /= 2)
+    for (int p = 0; p < h; ++p) s[p] = eng::add_rn(s[p], s[p + h]);
+  return s[0];
 }
 
 float engine_dot_f32(const float* p, const float* q, int64_t k) {

@@ -1,6 +1,10 @@
 // The rows-invariant contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "kernels/engine/rows.h"
+#include "reference/engine_ref.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -28,6 +32,22 @@ TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
     const std::string name = g["name"];
     if (name == "device==host-twin") continue;
     EXPECT_GT(g["passed"].get<int>(), 0) << name;
+  }
+}
+
+// The bound's depth (reference/engine_ref.cpp, written apart from the kernels) covers the
+// longest path of rows.h's product order, counted here by walking the order itself, and
+// is that path when K is a multiple of 1024 or at most 8.
+TEST(RowsInvariantContract, ProductDepthIsTheLongestPathOfTheOrder) {
+  for (int64_t k = 1; k <= 5000; ++k) {
+    int64_t chain[eng::kDotParts] = {};
+    for (int64_t b = 0; b * eng::kDotOctet < k; ++b)
+      chain[b % eng::kDotParts] += std::min<int64_t>(eng::kDotOctet, k - b * eng::kDotOctet);
+    const int64_t longest = *std::max_element(chain, chain + eng::kDotParts) + 7;  // + the 7 tree levels
+    ASSERT_GE(ref::product_depth(k), longest) << k;
+    ASSERT_LE(ref::product_depth(k), longest + 7) << k;
+    if (k % 1024 == 0 || k <= 8) ASSERT_EQ(ref::product_depth(k), longest) << k;
+    ASSERT_EQ(eng::matmul_dot_depth(k), ref::product_depth(k)) << k;
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
+#include "tools/receipt_views.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
@@ -169,9 +170,22 @@ TEST(EngineGenerate, CommandPrintsAndWritesItsResult) {
   cmd.out_file = dir.file("sub/result.json");
   std::ostringstream out, err;
   ASSERT_EQ(generate_command(cmd, out, err), 0) << err.str();
-  const std::string json = test::read_bytes(cmd.out_file);
-  for (const char* key : {"\"tokens\"", "\"time_to_first_token_s\"", "\"decode_tok_s\"", "\"cache_bytes\""})
-    EXPECT_NE(json.find(key), std::string::npos) << key;
+  // A receipt of kind generate that report reads back and renders.
+  nlohmann::json r;
+  const Status st = load_receipt(cmd.out_file, &r);
+  ASSERT_TRUE(st.ok) << st.message;
+  EXPECT_EQ(r["kind"], "generate");
+  EXPECT_EQ(r["verdict"], "pass");
+  const nlohmann::json& g = r["generate"];
+  EXPECT_EQ(g["kv_cache"], "fp8");
+  EXPECT_EQ(g["pages"], 3);
+  EXPECT_TRUE(g["stopped_at_eos"].get<bool>() || g["tokens"].size() == 4u);
+  EXPECT_EQ(g["prompt_tokens"].size(), 10u);  // <|eos|> + "def main("
+  EXPECT_EQ(g["checkpoint_sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(g["cache_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(g["time_to_first_token_s"].get<double>(), 0.0);
+  const std::string md = render_receipt(r, cmd.out_file, ViewFormat::md);
+  EXPECT_NE(md.find("| kv cache | fp8, pages of 3 |"), std::string::npos) << md;
 }
 
 TEST(EngineGenerate, BadInputExits2NamingIt) {

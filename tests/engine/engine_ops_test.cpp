@@ -5,6 +5,7 @@
 // can fail.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -75,22 +76,27 @@ TEST(EngineOps, MatmulIsBatchInvariantAndTheSplitByBatchControlIsNot) {
 }
 
 TEST(EngineOps, MatmulWithinItsFloat64Bound) {
-  const Bf16Matrix W = random_matrix(48, 771, 5);
-  const std::vector<float> x = random_rows(3, 771, 6);
-  std::vector<float> y(3 * 48);
-  matmul_rows(W, x.data(), 3, y.data());
-  // gamma_{K/8 + 3} of sum |w x| (engine/ops.h: 8 fma chains of K/8 then a depth-3 tree).
-  const double u = std::ldexp(1.0, -24), n = 771.0 / 8 + 3, gamma = n * u / (1 - n * u);
-  for (int i = 0; i < 3; ++i)
-    for (int o = 0; o < 48; ++o) {
-      double exact = 0, mag = 0;
-      for (int k = 0; k < 771; ++k) {
-        const double p = double(bf16_bits_to_float(W.row(o)[k])) * x[i * 771 + k];
-        exact += p;
-        mag += std::fabs(p);
+  // gamma_{min(K, 8 ceil(K/1024)) + 7} of sum |w x| (engine/ops.h: 128 fma partials over
+  // octets, then a 7-level tree); K = 771 (one octet per partial, the last short) and
+  // K = 2571 (three octets on the first partials).
+  for (int64_t K : {771, 2571}) {
+    const Bf16Matrix W = random_matrix(48, K, 5);
+    const std::vector<float> x = random_rows(3, K, 6);
+    std::vector<float> y(3 * 48);
+    matmul_rows(W, x.data(), 3, y.data());
+    const double u = std::ldexp(1.0, -24), n = double(std::min<int64_t>(K, 8 * ((K + 1023) / 1024)) + 7),
+                 gamma = n * u / (1 - n * u);
+    for (int i = 0; i < 3; ++i)
+      for (int o = 0; o < 48; ++o) {
+        double exact = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = double(bf16_bits_to_float(W.row(o)[k])) * x[i * K + k];
+          exact += p;
+          mag += std::fabs(p);
+        }
+        EXPECT_LE(std::fabs(y[i * 48 + o] - exact), gamma * mag) << K << ": " << i << "," << o;
       }
-      EXPECT_LE(std::fabs(y[i * 48 + o] - exact), gamma * mag) << i << "," << o;
-    }
+  }
 }
 
 TEST(EngineOps, RmsNormSwigluEmbedArgmax) {

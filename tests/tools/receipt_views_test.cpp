@@ -51,6 +51,44 @@ json bench_receipt() {
   return r;
 }
 
+json generate_receipt() {
+  json r = contract_receipt();
+  r["kind"] = "generate";
+  r["name"] = "stdlib-bytes-3m";
+  r["seed"] = 0;
+  r["gates"] = json::array();
+  r["controls"] = json::array();
+  r.erase("cases");
+  r.erase("numbers");
+  r["generate"] = {{"model", "fixtures/models/stdlib-bytes-3m"}, {"checkpoint_sha256", std::string(64, 'a')},
+                   {"kv_cache", "bf16"}, {"pages", 16}, {"prompt_tokens", {257, 100}}, {"tokens", {40, 41}},
+                   {"text", "()"}, {"stopped_at_eos", false}, {"time_to_first_token_s", 0.0125}, {"decode_s", 0.001},
+                   {"decode_tokens", 1}, {"decode_steps", 1}, {"decode_tok_s", 1000.0}, {"cache_bytes", 4096}};
+  return r;
+}
+
+json engine_bench_receipt() {
+  json r = bench_receipt();
+  r["kind"] = "bench-engine";
+  r["name"] = "engine";
+  r["seed"] = nullptr;
+  r["rows"] = {{{"config", "m/p8"}, {"format", "bf16"}, {"addressing", "window"}, {"engine", "ours"}, {"step_us", 400.0},
+                {"decode_tok_s", 20000.0}, {"ours_over_transformers", 8.0}},
+               {{"config", "m/p8"}, {"format", "bf16"}, {"addressing", "p16"}, {"engine", "ours"}, {"step_us", 404.0},
+                {"decode_tok_s", 19801.0}, {"paged_over_window", 1.01}},
+               {{"config", "m/p8"}, {"format", "bf16"}, {"addressing", "static"}, {"engine", "transformers"},
+                {"step_us", 3200.0}, {"decode_tok_s", 2500.0}}};
+  r["targets"] = {{{"name", "m bf16 p8: paged(16) / window decode time"}, {"value", 1.01}, {"limit", 1.05}, {"met", true},
+                   {"measured", true}, {"at_least", false}},
+                  {{"name", "m p8: ours (bf16 window) / transformers tok/s"}, {"value", 8.0}, {"limit", 2.0}, {"met", true},
+                   {"measured", true}, {"at_least", true}}};
+  r["transformers"] = {{"torch", "2.11"}, {"transformers", "5.17.0"}, {"precision", "bf16 weights, bf16 compute"}};
+  r["attention_share"] = {{"what", "preset, 32K"},
+                          {"rows", {{{"parallel", 8}, {"context", 32768}, {"layers", 4}, {"step_us", 2000.0},
+                                     {"attention_us_per_layer", 300.0}, {"share", 0.6}}}}};
+  return r;
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto p = std::filesystem::temp_directory_path() / ("kc-receipt-views-" + name);
   std::ofstream(p) << text;
@@ -115,6 +153,53 @@ TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   bad.erase("rows");
   st = load_text("rows.json", bad.dump(), &r);
   EXPECT_NE(st.message.find("rows: missing"), std::string::npos) << st.message;
+}
+
+TEST(ReceiptViews, GenerateAndEngineBenchReceipts) {
+  json r;
+  ASSERT_TRUE(load_text("gen.json", generate_receipt().dump(), &r).ok);
+  const std::string g = render_receipt(r, "gen.json", ViewFormat::md);
+  EXPECT_NE(g.find("(generate): pass"), std::string::npos) << g;
+  EXPECT_NE(g.find("| kv cache | bf16, pages of 16 |"), std::string::npos) << g;
+  EXPECT_NE(g.find("| decode | 1000.0 tok/s (1 tokens in 1 ms) |"), std::string::npos) << g;
+  EXPECT_NE(g.find("| time to first token | 12.5 ms |"), std::string::npos) << g;
+  json bad = generate_receipt();
+  bad["generate"]["tokens"][1] = "x";
+  Status st = load_text("gen-bad.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("generate.tokens[1]: expected an integer, got a string"), std::string::npos) << st.message;
+  bad = generate_receipt();
+  bad["generate"].erase("checkpoint_sha256");
+  st = load_text("gen-bad2.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("generate.checkpoint_sha256: missing"), std::string::npos) << st.message;
+  bad = generate_receipt();
+  bad["seed"] = nullptr;  // null only for a bench
+  st = load_text("gen-bad3.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("seed: expected an integer, got null"), std::string::npos) << st.message;
+
+  ASSERT_TRUE(load_text("eng.json", engine_bench_receipt().dump(), &r).ok);
+  const std::string e = render_receipt(r, "eng.json", ViewFormat::md);
+  EXPECT_NE(e.find("| m p8: ours (bf16 window) / transformers tok/s | 8 | >= 2 | met |"), std::string::npos) << e;
+  EXPECT_NE(e.find("| config | format | addressing | engine | decode_tok_s | ours_over_transformers | step_us | "
+                   "paged_over_window |"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("| m/p8 | bf16 | static | transformers | 2500.0 |  | 3200.0 |  |"), std::string::npos) << e;
+  EXPECT_NE(e.find("| 8 | 32768 | 2000.0 | 300 | 4 | 0.6 |"), std::string::npos) << e;
+  EXPECT_NE(e.find("| transformers | 5.17.0 |"), std::string::npos) << e;
+  bad = engine_bench_receipt();
+  bad["targets"][1]["met"] = false;  // contradicts 8 >= 2
+  st = load_text("eng-bad.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("targets[1].met: false contradicts value 8 >= 2"), std::string::npos) << st.message;
+  bad = engine_bench_receipt();
+  bad.erase("transformers");
+  st = load_text("eng-bad2.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("transformers: missing"), std::string::npos) << st.message;
+  bad = engine_bench_receipt();
+  bad["targets"][0]["met"] = false;
+  bad["targets"][0]["value"] = 1.2;
+  ReceiptDiff d;
+  ASSERT_TRUE(diff_receipts(engine_bench_receipt(), "a", bad, "b", &d).ok);
+  EXPECT_EQ(d.regressions, 1) << d.text;
 }
 
 TEST(ReceiptViews, RendersGatesControlsAndTargets) {
