@@ -629,6 +629,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     nums[a["format"].get<std::string>() + "." + a["arm"].get<std::string>() + ".decode_tok_s"] = a["decode_tok_s"];
   r["numbers"] = nums;
   r["timings"] = {{"total_s", secs}};
+  if (cmd.receipt) *cmd.receipt = r;
   out << summary_table(r);
   out.flush();
   if (!cmd.out_file.empty()) {
