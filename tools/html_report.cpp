@@ -74,7 +74,7 @@ std::vector<double> nice_ticks(double lo, double hi) {
 
 std::string render_line_chart(const LineChart& c) {
   const double W = 560, H = 300, L = 64, R = 12, T = 30, B = 48;
-  const double legend_w = 190;
+  const double legend_w = 150;
   std::vector<double> xs, ys;
   for (const auto& s : c.series)
     for (const auto& [x, y] : s.points)

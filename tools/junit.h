@@ -11,6 +11,7 @@
 // tests/tools/junit.xsd is the schema the output is checked against.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 namespace kc {
 
 struct JunitCase {
+  JunitCase(std::string name_, std::string classname_, double time = 0)
+      : name(std::move(name_)), classname(std::move(classname_)), time_s(time) {}
   std::string name;
   std::string classname;
   double time_s = 0;

@@ -223,6 +223,9 @@ int main(int argc, char** argv) {
   report->add_option("--merge-out", report_merge_out,
                      "Merge the shard receipts among the files (kernel-contract --shard i/n, every shard of a contract) "
                      "and write each merged receipt here as <contract>.json");
+  std::string report_junit;
+  report->add_option("--junit", report_junit, "Also write the receipts as a JUnit XML file (one testcase per gate, control "
+                                              "and target; a green control is a failure)");
   std::string diff_base, diff_head;
   auto* diff = app.add_subcommand(
       "diff",
@@ -437,7 +440,8 @@ int main(int argc, char** argv) {
     return kc::export_command(*be, ex_contract, ex_out, ex_cases, seed, args);
   }
 
-  if (report->parsed()) return kc::report_main(report_files, report_format, report_merge_out, std::cout, std::cerr);
+  if (report->parsed())
+    return kc::report_main(report_files, report_format, report_merge_out, report_junit, std::cout, std::cerr);
 
   if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 

@@ -187,14 +187,6 @@ void compare_bench(const json& base, const json& head, double max_slowdown, Comp
 
 }  // namespace
 
-double same_run_slowdown(const std::string& field, double base, double head) {
-  if (!(base > 0) || !(head > 0) || !std::isfinite(base) || !std::isfinite(head)) return 0;
-  const bool fraction = field.size() >= 10 && field.compare(field.size() - 10, 10, "of_ceiling") == 0;
-  if (fraction) return base / head;
-  if (field.find("_over_") != std::string::npos) return head / base;
-  return 0;
-}
-
 int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err) {
   auto refuse = [&](const std::string& why) {
     err << "tf-cuda-test: error: premerge: " << why << "\n";
@@ -263,6 +255,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     if (!be) return refuse(st.message);
     head_backend = be->name();
   }
+  if (head_set.empty()) return refuse("--head " + o.head_dir + ": holds none of the contracts named by --contracts");
   if (head_backend != base_backend)
     return refuse("backend mismatch: the base (" + base_backend_file + ") ran on " + base_backend + ", the head " +
                   (o.head_dir.empty() ? "runs" : "ran") + " on " + head_backend +
@@ -439,9 +432,10 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     for (const auto& r : c.regressions) regressions.push_back(c.label + ": " + r);
   const json& any_head = head_receipts.front();
   std::ostringstream md;
-  md << "## premerge: " << (regressions.empty() ? "PASS - no regression" : "FAIL - " + std::to_string(regressions.size()) +
-                                                                                   (regressions.size() == 1 ? " regression" : " regressions"))
-     << "\n\n";
+  const std::string verdict =
+      regressions.empty() ? "PASS - no regression"
+                          : "FAIL - " + std::to_string(regressions.size()) + (regressions.size() == 1 ? " regression" : " regressions");
+  md << "## premerge: " << verdict << "\n\n";
   md << "Head: commit " << short_commit(any_head) << ", " << head_backend << " on "
      << any_head["device"]["name"].get<std::string>() << (o.head_dir.empty() ? " (run by premerge)" : ", receipts " + o.head_dir)
      << ". Base: " << o.base_dir << ", commit " << short_commit(base.contracts.begin()->second) << ". Bench rows compared by "
@@ -507,7 +501,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     st = write_text_atomic(o.junit, junit_xml("tf-cuda-test premerge", suites));
     if (!st.ok) return refuse(st.message);
   }
-  out << "\npremerge: " << (regressions.empty() ? "PASS - no regression" : "FAIL") << " against " << o.base_dir << "\n";
+  out << "\npremerge: " << verdict << " against " << o.base_dir << "\n";
   for (const auto& r : regressions) out << "  regression: " << r << "\n";
   out << "premerge.md: " << md_path << "\n";
   return regressions.empty() ? 0 : 1;

@@ -16,6 +16,7 @@
 // of its cases (--filter, --case, --shard), no contract receipt in the base, an unreadable
 // or inconsistent receipt (file, field, reason).
 #pragma once
+#include <cmath>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
 // Slowdown of a bench row's same-run ratio from base to head (> 1: slower): fields ending
 // in "of_ceiling" are fractions of a ceiling (higher is faster: base / head); fields with
 // "_over_" are time ratios (lower is faster: head / base). 0 for a field that is neither.
-double same_run_slowdown(const std::string& field, double base, double head);
+inline double same_run_slowdown(const std::string& field, double base, double head) {
+  if (!(base > 0) || !(head > 0) || !std::isfinite(base) || !std::isfinite(head)) return 0;
+  if (field.size() >= 10 && field.compare(field.size() - 10, 10, "of_ceiling") == 0) return base / head;
+  if (field.find("_over_") != std::string::npos) return head / base;
+  return 0;
+}
 
 }  // namespace kc

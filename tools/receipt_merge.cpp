@@ -10,6 +10,7 @@
 #include "contracts/framework.h"
 #include "contracts/receipt.h"
 #include "tools/html_report.h"
+#include "tools/junit.h"
 #include "tools/receipt_views.h"
 
 namespace kc {
@@ -220,7 +221,7 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
 }
 
 int report_main(const std::vector<std::string>& files, const std::string& format, const std::string& merge_out,
-                std::ostream& out, std::ostream& err) {
+                const std::string& junit, std::ostream& out, std::ostream& err) {
   auto fail = [&](const std::string& why) {
     err << "tf-cuda-test: error: " << why << "\n";
     return 2;
@@ -271,6 +272,10 @@ int report_main(const std::vector<std::string>& files, const std::string& format
       if (!st.ok) return fail("--merge-out " + st.message);
     }
   }
+  if (!junit.empty()) {
+    std::string why;
+    if (!junit_writable(junit, &why)) return fail(why);
+  }
   std::string text;
   try {
     if (format == "html") {
@@ -287,6 +292,10 @@ int report_main(const std::vector<std::string>& files, const std::string& format
       const Status st = write_json_atomic((std::filesystem::path(merge_out) / (name + ".json")).string(), m);
       if (!st.ok) return fail(st.message);
     }
+  if (!junit.empty()) {
+    const Status st = write_junit(junit, "tf-cuda-test report", shown);
+    if (!st.ok) return fail("--junit " + st.message);
+  }
   out << text;
   for (const auto& r : shown)
     if (r["verdict"] != "pass") return 1;

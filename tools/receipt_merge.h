@@ -29,11 +29,13 @@ bool parse_shard(const std::string& text, int* i, int* n, std::string* why);
 Status merge_shards(const std::vector<nlohmann::json>& shards, const std::vector<std::string>& paths,
                     nlohmann::json* merged);
 
-// `tf-cuda-test report FILES [--format md|text|html] [--merge-out DIR]`: every file read
-// and checked first; shard receipts of one contract (two or more) are merged and shown
-// once; --merge-out writes each merged receipt to DIR/<contract>.json. Exit 0 every verdict
-// pass, 1 a verdict fail, 2 bad input (a file, a merge, an output path), nothing printed.
+// `tf-cuda-test report FILES [--format md|text|html] [--merge-out DIR] [--junit FILE]`:
+// every file read and checked first; shard receipts of one contract (two or more) are
+// merged and shown once; --merge-out writes each merged receipt to DIR/<contract>.json;
+// --junit writes the receipts shown as JUnit XML (e.g. receipts made on a GPU machine).
+// Exit 0 every verdict pass, 1 a verdict fail, 2 bad input (a file, a merge, an output
+// path), nothing printed.
 int report_main(const std::vector<std::string>& files, const std::string& format, const std::string& merge_out,
-                std::ostream& out, std::ostream& err);
+                const std::string& junit, std::ostream& out, std::ostream& err);
 
 }  // namespace kc
