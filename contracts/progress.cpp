@@ -71,7 +71,8 @@ void update(const std::string& what) {
     std::cerr << "\r\033[K" << status_text(s.label, what, el, terminal_width() - 1) << std::flush;
     s.shown = true;
   } else {
-    std::cerr << "  .. " << status_text(s.label, what, el, 0) << "\n";
+    // The plain line ends with the case line as printed, so it can be pasted into --case.
+    std::cerr << "  .. " << what << "\n";
   }
 }
 

@@ -1,7 +1,8 @@
 // Progress of a long run on stderr: on a terminal, one status line rewritten in place
-// ("qwen-pages [2/7]: case 5/12 fmt=fp8,... 14.2 s"); elsewhere (a CI log, a pipe, a
-// file) plain lines, one per update, each ending in the elapsed time. KC_PROGRESS=live or
-// KC_PROGRESS=plain overrides the terminal test.
+// ("qwen-pages [2/7]: case 5/12 qwen-pages(fmt=fp8,...) (14.2 s)": contract, case i/n,
+// elapsed); elsewhere (a CI log, a pipe, a file) plain lines, one per update, as they were
+// before ("  .. case 5/12 qwen-pages(...)": the case line last, ready to paste into --case).
+// KC_PROGRESS=live or KC_PROGRESS=plain overrides the terminal test.
 #pragma once
 #include <string>
 
@@ -14,7 +15,7 @@ bool live();
 // elapsed time counts from now.
 void begin(const std::string& label);
 // One update: on a terminal the status line is replaced (cut to the terminal's width);
-// otherwise "  .. <label>: <what> (<elapsed> s)" on a line of its own.
+// otherwise "  .. <what>" on a line of its own.
 void update(const std::string& what);
 // Clears the status line (on a terminal) so that a line printed next starts at column 0;
 // call before printing anything else on stderr while a status may be shown.
