@@ -43,13 +43,25 @@ function(kc_add_gtest name)
     PROPERTIES LABELS "${A_LABELS}" DISCOVERY_TIMEOUT 60)
 endfunction()
 
-# kc_add_contract_test(contract backend): runs `tf-cuda-test <contract>` under CTest.
+# kc_add_contract_test(contract backend): runs `tf-cuda-test <contract>` under CTest. A cuda
+# test asks CTest for one GPU (RESOURCE_GROUPS gpus:1) and runs through tools/ctest_gpu.sh,
+# which makes the allotted GPU its device 0: `ctest -L cuda -j N --resource-spec-file SPEC`
+# (SPEC from tools/gpu_resource_spec.sh) spreads them over the GPUs, one GPU a test; without
+# a device it reports itself skipped (exit 77).
 function(kc_add_contract_test contract backend)
-  add_test(NAME contract.${contract}.${backend}
-           COMMAND tf-cuda-test ${contract} --backend ${backend}
-                   --out ${CMAKE_BINARY_DIR}/receipts/${contract}.${backend}.json)
-  set_tests_properties(contract.${contract}.${backend} PROPERTIES LABELS "${backend};contract"
-                       SKIP_RETURN_CODE 77)
+  set(out ${CMAKE_BINARY_DIR}/receipts/${contract}.${backend}.json)
+  if(backend STREQUAL "cuda")
+    add_test(NAME contract.${contract}.${backend}
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tools/ctest_gpu.sh sh -c
+                     "out=$(\"$0\" ${contract} --backend cuda --out ${out} 2>&1); rc=$?; printf '%s\\n' \"$out\"; case \"$out\" in *'no CUDA device'*) exit 77;; esac; exit $rc"
+                     $<TARGET_FILE:tf-cuda-test>)
+    set_tests_properties(contract.${contract}.${backend} PROPERTIES RESOURCE_GROUPS "gpus:1")
+  else()
+    add_test(NAME contract.${contract}.${backend} COMMAND tf-cuda-test ${contract} --backend ${backend} --out ${out})
+    # Its receipt is among those tests/tools/validate_receipts.py checks (cli.receipts_schema).
+    set_tests_properties(contract.${contract}.${backend} PROPERTIES FIXTURES_SETUP contract_receipts)
+  endif()
+  set_tests_properties(contract.${contract}.${backend} PROPERTIES LABELS "${backend};contract" SKIP_RETURN_CODE 77)
 endfunction()
 
 # kc_add_contract(name SOURCE file): a contract. Its source defines `ContractDef
@@ -61,6 +73,9 @@ function(kc_add_contract name)
   set_property(GLOBAL APPEND PROPERTY KC_CONTRACT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${A_SOURCE})
   set_property(GLOBAL APPEND_STRING PROPERTY KC_CONTRACT_REGISTRY "KC_CONTRACT(${fn}_contract)\n")
   kc_add_contract_test(${name} cpu)
+  if(KC_HAVE_CUDA)
+    kc_add_contract_test(${name} cuda)
+  endif()
 endfunction()
 
 # The tool's sources compiled once for every mutant (tf-cuda-test itself is defined in tools/).

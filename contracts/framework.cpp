@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "contracts/progress.h"
 #include "kc_git_info.h"
 
 namespace kc {
@@ -72,9 +73,11 @@ bool Run::check(const std::string& name, bool ok, const std::string& case_vars, 
     if (!in_control && !cl.empty() && failed_cases_.size() < 8 &&
         std::find(failed_cases_.begin(), failed_cases_.end(), cl) == failed_cases_.end())
       failed_cases_.push_back(cl);
-    if (!in_control && g.failed <= 3)
-      std::cerr << "FAIL " << name << " " << case_vars << " seed=" << seed << (detail.empty() ? "" : ": ")
-                << detail << "\n";
+    if (!in_control && g.failed <= 3) {
+      progress::clear();
+      std::cerr << "FAIL " << name << " " << case_vars << " seed=" << seed << (detail.empty() ? "" : ": ") << detail
+                << "\n";
+    }
   }
   return ok;
 }
@@ -99,12 +102,18 @@ void Run::skip(const std::string& name, const std::string& reason, int64_t count
 
 void Run::error(const std::string& case_vars, const std::string& message) {
   errors_.push_back(case_vars + ": " + message);
-  if (!in_control) std::cerr << "ERROR " << case_vars << ": " << message << "\n";
+  if (!in_control) {
+    progress::clear();
+    std::cerr << "ERROR " << case_vars << ": " << message << "\n";
+  }
 }
 
 bool Run::selected(const std::string& case_vars) {
-  const bool in = selection_.case_line ? case_vars == *selection_.case_line
-                                       : !filter_ || std::regex_search(case_vars, *filter_);
+  bool in = selection_.case_line ? case_vars == *selection_.case_line
+                                 : !filter_ || std::regex_search(case_vars, *filter_);
+  if (in && selection_.shards > 1 &&
+      fnv1a(case_vars.data(), case_vars.size()) % uint64_t(selection_.shards) != uint64_t(selection_.shard - 1))
+    in = false;  // another shard's case
   if (!in) {
     ++cases_filtered;
     return false;
@@ -120,7 +129,7 @@ std::string Run::case_of(const std::string& case_vars) const {
 }
 
 void Run::progress(const std::string& line) const {
-  if (!quiet_ && !in_control) std::cerr << "  .. " << line << "\n";
+  if (!quiet_ && !in_control) progress::update(line);
 }
 
 bool Run::gates_failed() const {
@@ -144,9 +153,11 @@ void Run::control(const std::string& name, const std::string& description,
   c.errors = sub.errors_;
   // Red means a gate caught the defect; a backend error is not a catch.
   c.red = !c.caught_by.empty() && c.errors.empty();
-  if (!quiet_)
+  if (!quiet_) {
+    progress::clear();
     std::cerr << "  control " << name << ": " << (c.red ? "red (as it must be)" : "GREEN: the gates are blind")
               << "\n";
+  }
   controls_.push_back(std::move(c));
 }
 
@@ -258,11 +269,15 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   const int cases = opts.cases.value_or(c.default_cases);
   std::unique_ptr<Backend> twin;
   if (be.name() != "cpu") twin = make_cpu_backend();
-  CaseSelection sel{opts.filter, opts.case_line};
+  CaseSelection sel{opts.filter, opts.case_line, opts.shard, opts.shards};
   Run run(be, twin.get(), seed, cases, sel, opts.quiet);
+  const std::string shard_text = std::to_string(opts.shard) + "/" + std::to_string(opts.shards);
   if (!opts.quiet)
-    std::cerr << c.name << ": backend " << be.name() << ", seed " << seed << ", cases " << cases << "\n";
+    std::cerr << c.name << ": backend " << be.name() << ", seed " << seed << ", cases " << cases
+              << (opts.shards > 1 ? ", shard " + shard_text : std::string()) << "\n";
+  if (!opts.quiet) progress::begin(opts.label.empty() ? c.name : opts.label);
   c.body(run);
+  if (!opts.quiet) progress::end();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   bool all_red = true;
@@ -304,6 +319,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   r["cases"] = {{"requested", cases}, {"run", run.cases_run}, {"filtered_out", run.cases_filtered},
                 {"filter", opts.filter}};
   if (opts.case_line) r["cases"]["case"] = *opts.case_line;
+  if (opts.shards > 1) r["cases"]["shard"] = shard_text;
   // A ready-to-run command for each failing case (the first few), and for the run.
   const std::string base_cmd = "tf-cuda-test " + c.name + " --backend " + be.name() + " --seed " +
                                std::to_string(seed) + " --cases " + std::to_string(cases);
@@ -311,7 +327,8 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   for (const std::string& cl : run.failed_cases()) replays.push_back(base_cmd + " --case " + shell_quote(cl));
   if (!pass && replays.empty())
     replays.push_back(base_cmd + (opts.case_line ? " --case " + shell_quote(*opts.case_line)
-                                                 : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)));
+                                                 : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)) +
+                      (opts.shards > 1 && !opts.case_line ? " --shard " + shard_text : ""));
   r["replay"] = replays;
   for (const GateStat& g : run.gates()) r["gates"].push_back(gate_json(g));
   for (const ControlStat& k : run.controls()) {

@@ -60,6 +60,10 @@ struct ControlStat {
 struct CaseSelection {
   std::string filter;                    // ECMAScript regex, searched in the line; empty: no filter
   std::optional<std::string> case_line;  // exact, literal line
+  // --shard i/n (shards > 1): only the cases whose line's FNV-1a hash is i-1 modulo n; the
+  // other shards' cases count as filtered out. Controls and checks outside the generated
+  // cases run in every shard.
+  int shard = 1, shards = 1;
   bool any() const { return !filter.empty() || case_line.has_value(); }
   std::string describe() const;          // "--filter 'x'", "--case '...'" (shell-quoted)
 };
@@ -152,6 +156,8 @@ struct RunOptions {
   std::optional<std::string> case_line;
   std::vector<std::string> argv;
   bool quiet = false;
+  int shard = 1, shards = 1;  // --shard i/n (CaseSelection)
+  std::string label;          // progress status prefix; default the contract's name
 };
 
 struct RunResult {

@@ -864,6 +864,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   }
   r["numbers"] = nums;
   r["timings"] = {{"total_s", secs}};
+  if (cmd.receipt) *cmd.receipt = r;
   out << summary_table(r);
   out.flush();
   if (!cmd.out_file.empty()) {

@@ -47,6 +47,7 @@ struct ServeGateCommand {
   std::string kv_cache;  // non-empty: the cache formats to run (comma-separated), instead of the fixture's
   std::string out_file;
   std::vector<std::string> argv;
+  nlohmann::json* receipt = nullptr;  // when set, receives the receipt (the command line's --junit)
 };
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err);
 

@@ -6,7 +6,8 @@
 #   tools/kc.sh test  [ctest options]                           builds everything (tests, mutant builds), runs CTest
 #   tools/kc.sh build                                           builds everything
 # Environment: BUILD_DIR (default build), KC_CUDA (AUTO|ON|OFF), CUDA_ARCHS (default 90),
-# KC_DRY_RUN=1 (print the configure, build and run commands instead of running them).
+# KC_DRY_RUN=1 (print the configure, build and run commands instead of running them),
+# KC_TEST_TOOLS=0 (test: do not install chromium, libxml2-utils, python3-jsonschema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -18,11 +19,30 @@ do_run() { if [ "$dry" = 1 ]; then echo "+ $*"; else "$@"; fi; }
 pkgs="cmake make g++ git libgtest-dev librapidcheck-dev libeigen3-dev nlohmann-json3-dev libcli11-dev"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+updated=0
 if [ -n "$missing" ]; then
   echo "kc.sh: installing:$missing" >&2
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   do_run $sudo apt-get update -q
+  updated=1
   DEBIAN_FRONTEND=noninteractive do_run $sudo apt-get install -y -q $missing
+fi
+# The tests of the reviewer's tools (issue 21) need a browser (report --format html rendered
+# by headless Chromium), an XML Schema validator (JUnit files) and a JSON Schema validator
+# (receipts); each of those tests reports itself skipped where its package is missing, and a
+# failed install here only warns. KC_TEST_TOOLS=0 leaves them out. Chromium took about 90 s to
+# install on a fresh 2-core machine (137 MB; with its recommended packages).
+if [ "$mode" = test ] && [ "${KC_TEST_TOOLS:-1}" = 1 ]; then
+  extra=""
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || extra="$extra chromium"
+  command -v xmllint >/dev/null 2>&1 || extra="$extra libxml2-utils"
+  python3 -c 'import jsonschema' >/dev/null 2>&1 || extra="$extra python3-jsonschema"
+  if [ -n "$extra" ]; then
+    echo "kc.sh: installing the test tools:$extra (KC_TEST_TOOLS=0 skips them)" >&2
+    [ "$updated" = 1 ] || do_run $sudo apt-get update -q || true
+    DEBIAN_FRONTEND=noninteractive do_run $sudo apt-get install -y -q --no-install-recommends $extra ||
+      echo "kc.sh: could not install$extra: their tests will report skipped" >&2
+  fi
 fi
 # The CUDA toolkit is optional: without nvcc the cpu backend is built alone.
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"

@@ -3,8 +3,9 @@
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE]
 //   tf-cuda-test bench {attention|pack|engine} [--quick] [--reps N] [--out FILE]   (cuda only)
-//   tf-cuda-test report RECEIPT... [--format md|text]
+//   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
+//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--junit FILE]
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
 //   tf-cuda-test serve-memory --preset P [--parallel L] [--context C] [--page P] [--prompts N,...] [--out FILE]
@@ -38,6 +39,9 @@
 #include "tools/bench_attention.h"
 #include "tools/bench_engine.h"
 #include "tools/bench_pack.h"
+#include "tools/junit.h"
+#include "tools/premerge.h"
+#include "tools/receipt_merge.h"
 #include "tools/receipt_views.h"
 
 namespace {
@@ -55,6 +59,9 @@ struct Common {
   std::string out_dir = "receipts";
   std::string serve_fixture;  // kernel-contract: the serve fixture replayed after the contracts
   bool quiet = false;
+  std::string junit;   // --junit FILE
+  std::string shard;   // --shard i/n, as typed
+  int shard_i = 1, shard_n = 1;
 };
 
 #ifndef KC_SOURCE_DIR
@@ -72,7 +79,7 @@ std::string find_serve_fixture(const std::string& given) {
 }
 
 // The commands besides the contracts (each contract is a command of its own name).
-constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "kv-gate", "export", "make-draft", "serve-memory"};
+constexpr const char* kBuiltinCommands[] = {"list", "kernel-contract", "bench", "report", "diff", "make-model", "generate", "serve-gate", "kv-gate", "export", "make-draft", "serve-memory", "premerge"};
 
 std::string known_commands() {
   std::string s;
@@ -102,7 +109,8 @@ bool output_writable(const std::string& path, std::string* why) {
 }
 
 int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App& sub,
-            const std::vector<std::string>& argv, const std::string& out) {
+            const std::vector<std::string>& argv, const std::string& out, nlohmann::json* receipt = nullptr,
+            const std::string& label = "") {
   kc::RunOptions ro;
   ro.backend = o.backend;
   // kernel-contract has --seed but no --cases: ask only for options the command has.
@@ -114,7 +122,11 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   ro.filter = o.filter;
   ro.argv = argv;
   ro.quiet = o.quiet;
+  ro.shard = o.shard_i;
+  ro.shards = o.shard_n;
+  ro.label = label;
   const kc::RunResult r = kc::run_contract(c, be, ro);
+  if (receipt) *receipt = r.receipt;
   std::cout << kc::summary_table(r.receipt) << std::flush;
   if (!out.empty()) {
     const kc::Status st = kc::write_json_atomic(out, r.receipt);
@@ -155,6 +167,16 @@ int main(int argc, char** argv) {
         ->type_name("UINT64"));
     s->add_flag("--quiet", o.quiet, "No progress lines on stderr");
   };
+  // --junit and --shard (issue 21): a JUnit file for CI reporters, a deterministic share of the cases.
+  auto add_ci_options = [&](CLI::App* s) {
+    s->add_option("--junit", o.junit,
+                  "Also write a JUnit XML file here (one testcase per gate, control and target; a green control is a "
+                  "failure), atomically");
+    s->add_option("--shard", o.shard,
+                  "Run shard i of n: only the generated cases whose line hashes to i-1 modulo n (controls and checks "
+                  "outside the generated cases run in every shard); report merges the shards' receipts")
+        ->type_name("i/n");
+  };
   std::vector<std::pair<const kc::ContractDef*, CLI::App*>> subs;
   for (const kc::ContractDef& c : kc::contracts()) {
     auto* s = app.add_subcommand(c.name, c.summary);
@@ -174,6 +196,7 @@ int main(int argc, char** argv) {
                   "Write the JSON receipt here, atomically (temp file, then rename). Missing folders are created; an "
                   "existing path that is not a regular file is refused (exit 2); a symlink is followed and the file it "
                   "points to is replaced");
+    add_ci_options(s);
     subs.push_back({&c, s});
   }
   auto* all = app.add_subcommand("kernel-contract", "Run every contract; one receipt each in --out-dir");
@@ -185,6 +208,7 @@ int main(int argc, char** argv) {
                   "After the contracts, replay this serve fixture as serve-gate does (receipt serve-gate.json in "
                   "--out-dir); default fixtures/serve/ci.json, from the working directory or else from the source "
                   "tree the binary was built from");
+  add_ci_options(all);
 
   std::string bench_what;
   kc::BenchOptions bo;
@@ -231,7 +255,17 @@ int main(int argc, char** argv) {
       "every receipt's verdict is pass, 1 when one is fail, 2 when a file is not a readable receipt (nothing is "
       "printed then)");
   report->add_option("receipts", report_files, "Receipt files (JSON, as written by --out)")->required();
-  report->add_option("--format", report_format, "md (default) or text")->check(CLI::IsMember({"md", "text"}));
+  report->add_option("--format", report_format,
+                     "md (default), text, or html: one self-contained page (inline SVG plots of bench and kv-gate "
+                     "receipts, no script, nothing fetched)")
+      ->check(CLI::IsMember({"md", "text", "html"}));
+  std::string report_merge_out;
+  report->add_option("--merge-out", report_merge_out,
+                     "Merge the shard receipts among the files (kernel-contract --shard i/n, every shard of a contract) "
+                     "and write each merged receipt here as <contract>.json");
+  std::string report_junit;
+  report->add_option("--junit", report_junit, "Also write the receipts as a JUnit XML file (one testcase per gate, control "
+                                              "and target; a green control is a failure)");
   std::string diff_base, diff_head;
   auto* diff = app.add_subcommand(
       "diff",
@@ -323,6 +357,8 @@ int main(int argc, char** argv) {
   make_draft->add_option("--from", md_from, "Target checkpoint folder")->required();
   make_draft->add_option("--layers", md_layers, "Layers to keep")->required();
   make_draft->add_option("--out", md_out, "Folder to write (created; must not hold files)")->required();
+  std::string sg_junit;
+  serve_gate->add_option("--junit", sg_junit, "Also write a JUnit XML file here (one testcase per gate and control)");
   // kv-gate (issue 18): a quantized KV cache teacher-forced against the bf16 cache, per depth.
   kc::engine::KvGateCommand kg;
   auto* kv_gate = app.add_subcommand(
@@ -361,6 +397,36 @@ int main(int argc, char** argv) {
   exp->add_option("--backend", ex_backend, "auto (default), cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   exp->add_option("--cases", ex_cases, "Cases (default 16)")->check(CLI::Range(1, 256));
   exp->add_option("--seed", ex_seed, "Seed of the inputs, 0 to 18446744073709551615")->type_name("UINT64");
+  // premerge (issue 21): the pre-merge gate against a base folder of receipts.
+  kc::PremergeOptions pm;
+  auto* premerge = app.add_subcommand(
+      "premerge",
+      "The pre-merge gate: run every contract for the head (with the base receipts' seeds and case counts; on the "
+      "cuda backend also bench attention --quick and bench pack --quick), or read the head's receipts from --head, "
+      "diff each against the base folder's receipt, write premerge.md (verdict, regressions, tables: the comment a "
+      "reviewer pastes) and the diffs in --out-dir. Exit 1 on any regression (a gate ok -> FAIL, a control red -> "
+      "green, a target met -> not met, a bench row slower than --max-slowdown by a same-run ratio), each named; "
+      "2 for a base of another backend or contract set (the mismatch named) or unreadable receipts");
+  premerge->add_option("--base", pm.base_dir,
+                       "Folder of the merge base's receipts (<contract>.json as kernel-contract --out-dir writes them, "
+                       "bench-<name>.json), e.g. reports/cpu or a CI artifact")
+      ->required();
+  premerge->add_option("--head", pm.head_dir, "Folder of the head's receipts: compare them instead of running the head");
+  auto* pm_backend = premerge->add_option("--backend", pm.backend, "auto (cuda when a device is present), cpu or cuda")
+                         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  premerge->add_option("--out-dir", pm.out_dir,
+                       "Folder for premerge.md, head/ (the head's receipts) and diff/ (default ./premerge; created)");
+  premerge->add_option("--max-slowdown", pm.max_slowdown,
+                       "A bench row slower than this factor by a same-run ratio (achieved / ceiling, ours / SDPA) is a "
+                       "regression (default 1.05)");
+  premerge->add_option("--junit", pm.junit, "Also write a JUnit XML file here: the head's receipts, then one testcase per "
+                                            "compared receipt (a failure lists its regressions)");
+  premerge->add_flag("--allow-contract-changes", pm.allow_contract_changes,
+                     "Accept a head that adds or removes contracts (new ones must pass; removed ones are listed)");
+  premerge->add_option("--contracts", pm.contracts, "Only these contracts (comma-separated), e.g. for a change to one codec")
+      ->delimiter(',');
+  premerge->add_option("--script-dir", pm.script_dir, "Folder of bench_sdpa.py (default tools)");
+  premerge->add_flag("--quiet", pm.quiet, "No progress lines on stderr");
   const auto is_command = [&](const std::string& a) {
     for (const char* b : kBuiltinCommands)
       if (a == b) return true;
@@ -413,7 +479,28 @@ int main(int argc, char** argv) {
 
   if (serve_gate->parsed()) {
     sg.argv = args;
-    return kc::engine::serve_gate_command(sg, std::cout, std::cerr);
+    std::string why;
+    if (!sg_junit.empty() && !kc::junit_writable(sg_junit, &why)) {
+      std::cerr << "tf-cuda-test: error: " << why << "\n";
+      return kUsage;
+    }
+    nlohmann::json rec;
+    if (!sg_junit.empty()) sg.receipt = &rec;
+    const int rc = kc::engine::serve_gate_command(sg, std::cout, std::cerr);
+    if (!sg_junit.empty() && !rec.is_null()) {
+      const kc::Status w = kc::write_junit(sg_junit, "tf-cuda-test serve-gate", {rec});
+      if (!w.ok) {
+        std::cerr << "tf-cuda-test: error: --junit " << w.message << "\n";
+        return kUsage;
+      }
+    }
+    return rc;
+  }
+
+  if (premerge->parsed()) {
+    pm.argv = args;
+    pm.backend_given = pm_backend->count() > 0;
+    return kc::premerge_command(pm, std::cout, std::cerr);
   }
 
   if (kv_gate->parsed()) {
@@ -442,8 +529,7 @@ int main(int argc, char** argv) {
   }
 
   if (report->parsed())
-    return kc::report_command(report_files, report_format == "text" ? kc::ViewFormat::text : kc::ViewFormat::md,
-                              std::cout, std::cerr);
+    return kc::report_main(report_files, report_format, report_merge_out, report_junit, std::cout, std::cerr);
 
   if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 
@@ -505,8 +591,16 @@ int main(int argc, char** argv) {
       return kUsage;
     }
   }
-  // Outputs are checked before the backend is asked for and before a long run.
   std::string why;
+  if (!o.shard.empty() && !kc::parse_shard(o.shard, &o.shard_i, &o.shard_n, &why)) {
+    std::cerr << "tf-cuda-test: error: " << why << "\n";
+    return kUsage;
+  }
+  // Outputs are checked before the backend is asked for and before a long run.
+  if (!o.junit.empty() && !kc::junit_writable(o.junit, &why)) {
+    std::cerr << "tf-cuda-test: error: " << why << "\n";
+    return kUsage;
+  }
   for (auto& [c, s] : subs)
     if (s->parsed() && !o.out.empty() && !output_writable(o.out, &why)) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
@@ -538,15 +632,31 @@ int main(int argc, char** argv) {
     return kUsage;
   }
 
+  // --junit: the receipts of this run, written once it ends.
+  std::vector<nlohmann::json> receipts;
+  auto write_junit = [&](int rc) {
+    if (o.junit.empty()) return rc;
+    const kc::Status w = kc::write_junit(o.junit, "tf-cuda-test " + command, receipts);
+    if (!w.ok) {
+      std::cerr << "tf-cuda-test: error: --junit " << w.message << "\n";
+      return kUsage;
+    }
+    return rc;
+  };
   for (auto& [c, s] : subs)
-    if (s->parsed()) return run_one(*c, *be, o, *s, args, o.out);
+    if (s->parsed()) {
+      receipts.emplace_back();
+      return write_junit(run_one(*c, *be, o, *s, args, o.out, &receipts.back()));
+    }
 
   // kernel-contract: every contract, one receipt each.
   int worst = 0;
   std::vector<std::pair<std::string, int>> results;
   for (auto& [c, s] : subs) {
     const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();
-    const int rc = run_one(*c, *be, o, *all, args, out);
+    receipts.emplace_back();
+    const int rc = run_one(*c, *be, o, *all, args, out, &receipts.back(),
+                           c->name + " [" + std::to_string(results.size() + 1) + "/" + std::to_string(subs.size()) + "]");
     results.push_back({c->name, rc});
     worst = std::max(worst, rc);
   }
@@ -564,5 +674,5 @@ int main(int argc, char** argv) {
   }
   std::cout << "\nkernel-contract on " << be->name() << ":\n";
   for (const auto& [name, rc] : results) std::cout << "  " << name << ": " << (rc == 0 ? "pass" : "FAIL") << "\n";
-  return worst;
+  return write_junit(worst);
 }

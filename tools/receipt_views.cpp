@@ -401,6 +401,14 @@ void flatten(const json& v, const std::string& prefix, std::vector<std::pair<std
 struct Table {
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
+  // A result cell's colour class in HTML: failures red, passes green, skips grey.
+  static std::string cell_class(const std::string& c) {
+    if (c == "FAIL" || c == "REGRESSED" || c == "NOT met" || c.rfind("GREEN", 0) == 0 || c.rfind("FAIL:", 0) == 0)
+      return " class=\"bad\"";
+    if (c == "ok" || c == "red" || c == "met" || c == "pass") return " class=\"good\"";
+    if (c == "skipped" || c == "not run" || c == "not measured") return " class=\"skip\"";
+    return "";
+  }
   static std::string cell_md(std::string s) {
     std::string o;
     for (char ch : s) {
@@ -412,6 +420,18 @@ struct Table {
   }
   std::string render(ViewFormat f) const {
     std::ostringstream o;
+    if (f == ViewFormat::html) {
+      o << "<table>\n<thead><tr>";
+      for (const auto& c : head) o << "<th>" << html_escape(c) << "</th>";
+      o << "</tr></thead>\n<tbody>\n";
+      for (const auto& r : rows) {
+        o << "<tr>";
+        for (const auto& c : r) o << "<td" << cell_class(c) << ">" << html_escape(c) << "</td>";
+        o << "</tr>\n";
+      }
+      o << "</tbody>\n</table>";
+      return o.str();
+    }
     if (f == ViewFormat::md) {
       auto line = [&](const std::vector<std::string>& r) {
         o << "|";
@@ -446,10 +466,27 @@ struct Table {
 };
 
 std::string heading(const std::string& s, ViewFormat f) {
+  if (f == ViewFormat::html) return "<h2>" + html_escape(s) + "</h2>\n";
   return f == ViewFormat::md ? "### " + s + "\n\n" : s + "\n" + std::string(s.size(), '=') + "\n";
 }
 std::string subheading(const std::string& s, ViewFormat f) {
+  if (f == ViewFormat::html) return "<h3>" + html_escape(s) + "</h3>\n";
   return f == ViewFormat::md ? "**" + s + "**\n\n" : s + ":\n";
+}
+// A list: "- item" lines (md, text) or <ul> (html).
+std::string bullets(const std::vector<std::string>& items, ViewFormat f) {
+  std::string o;
+  if (f == ViewFormat::html) {
+    o = "<ul>\n";
+    for (const auto& x : items) o += "<li>" + html_escape(x) + "</li>\n";
+    return o + "</ul>\n";
+  }
+  for (const auto& x : items) o += "- " + x + "\n";
+  return o;
+}
+// A line of prose: a paragraph in html.
+std::string para(const std::string& s, ViewFormat f) {
+  return f == ViewFormat::html ? "<p>" + html_escape(s) + "</p>\n" : s + "\n\n";
 }
 
 // The bench row columns a reviewer reads: the row's names (string fields), then times
@@ -514,6 +551,24 @@ void each_by_name(const json& base, const json& head, Row row) {
 }
 
 }  // namespace
+
+std::string bench_row_key(const json& row) { return row_key(row); }
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
 
 Status load_receipt(const std::string& path, json* out) {
   namespace fs = std::filesystem;
@@ -591,8 +646,9 @@ static std::string render_kv(const json& r, ViewFormat f) {
   const std::string q = kv["format"].get<std::string>();
   o << subheading("per depth: KL(bf16 || " + q + "), float64", f);
   if (kv.contains("training_context"))
-    o << "beyond training: depth + rows > " << scalar(kv["training_context"]["positions"]) << " positions ("
-      << kv["training_context"]["source"].get<std::string>() << ")\n\n";
+    o << para("beyond training: depth + rows > " + scalar(kv["training_context"]["positions"]) + " positions (" +
+                  kv["training_context"]["source"].get<std::string>() + ")",
+              f);
   Table t{{"depth", "rows", "beyond training", "mean KL", "worst KL (pos)", "p99.9", "p99", "p95", "p90", "p50",
            "top-1 agree", "top-1 diffs", "ppl bf16", "ppl " + q, "decode tok/s bf16", "decode tok/s " + q, "verdict"},
           {}};
@@ -771,26 +827,22 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
                         scalar(g["failed"]), scalar(g["skipped"]), scalar(g["total"]), ratio_of(g), wc});
     }
     o << t.render(f) << "\n";
-    bool any_skip = false;
+    std::vector<std::string> skips;
     for (const auto& g : r["gates"])
-      if (g.contains("skip_reason")) {
-        if (!any_skip) o << subheading("skipped checks", f);
-        any_skip = true;
-        o << "- " << g["name"].get<std::string>() << ": " << g["skip_reason"].get<std::string>() << "\n";
-      }
-    if (any_skip) o << "\n";
+      if (g.contains("skip_reason")) skips.push_back(g["name"].get<std::string>() + ": " + g["skip_reason"].get<std::string>());
+    if (!skips.empty()) o << subheading("skipped checks", f) << bullets(skips, f) << (f == ViewFormat::html ? "" : "\n");
     for (const auto& g : r["gates"])
       if (g.contains("failures") && !g["failures"].empty()) {
         o << subheading("failures of " + g["name"].get<std::string>(), f);
-        size_t shown = 0;
+        std::vector<std::string> items;
         for (const auto& x : g["failures"]) {
-          if (shown++ == 5) {
-            o << "- ... " << g["failures"].size() - 5 << " more\n";
+          if (items.size() == 5) {
+            items.push_back("... " + std::to_string(g["failures"].size() - 5) + " more");
             break;
           }
-          o << "- " << x.get<std::string>() << "\n";
+          items.push_back(x.get<std::string>());
         }
-        o << "\n";
+        o << bullets(items, f) << (f == ViewFormat::html ? "" : "\n");
       }
   }
   if (!r["controls"].empty()) {
@@ -831,9 +883,9 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
     o << t.render(f) << "\n";
   }
   if (r.contains("errors") && !r["errors"].empty()) {
-    o << subheading("errors", f);
-    for (const auto& e : r["errors"]) o << "- " << e.get<std::string>() << "\n";
-    o << "\n";
+    std::vector<std::string> items;
+    for (const auto& e : r["errors"]) items.push_back(e.get<std::string>());
+    o << subheading("errors", f) << bullets(items, f) << (f == ViewFormat::html ? "" : "\n");
   }
   return o.str();
 }
@@ -979,6 +1031,7 @@ Status diff_receipts(const json& base, const std::string& base_path, const json&
   if (!numbers.rows.empty()) o << numbers.render(ViewFormat::md) << "\n";
   out->text = o.str();
   out->regressions = int(regress.size());
+  out->regression_list = regress;
   out->improvements = int(improve.size());
   return Status::Ok();
 }

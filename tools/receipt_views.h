@@ -19,9 +19,11 @@ namespace kc {
 // "r.json: gates[2].passed: expected an integer, got a string".
 Status load_receipt(const std::string& path, nlohmann::json* out);
 
-enum class ViewFormat { md, text };
+enum class ViewFormat { md, text, html };
 
-// One receipt as Markdown tables (md) or aligned text: what ran where (commit, device,
+// One receipt as Markdown tables (md), aligned text or an HTML fragment (html: tables,
+// headings and lists, every string escaped; report --format html wraps it in a page,
+// tools/html_report.h): what ran where (commit, device,
 // seed, cases, command), the gates with their worst cases, the controls and what caught
 // each, errors; a bench's targets and rows. `path` is printed as the receipt's source.
 std::string render_receipt(const nlohmann::json& r, const std::string& path, ViewFormat fmt);
@@ -31,6 +33,7 @@ struct ReceiptDiff {
   int regressions = 0;     // a gate ok -> failed or gone, a control red -> green or gone,
                            // verdict pass -> fail, a target met -> not met or unmeasured
   int improvements = 0;
+  std::vector<std::string> regression_list;  // each regression in words, as listed in text
 };
 // BASE and HEAD must be the same kind and name (else an error naming both).
 Status diff_receipts(const nlohmann::json& base, const std::string& base_path, const nlohmann::json& head,
@@ -40,6 +43,11 @@ Status diff_receipts(const nlohmann::json& base, const std::string& base_path, c
 // returns 0 (every verdict pass), 1 (a verdict fail) or 2 (a file that is not a readable,
 // consistent receipt; the message names the file, the field and the reason).
 int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err);
+// A bench row's identity: its string fields (config, format, addressing first), joined by
+// spaces; rows of two receipts with the same key are the same configuration.
+std::string bench_row_key(const nlohmann::json& row);
+// Escapes &, <, >, " and ' for HTML text and attribute values.
+std::string html_escape(const std::string& s);
 // `tf-cuda-test diff BASE HEAD`: 0 (no regression), 1 (a regression) or 2 (unreadable or
 // incomparable receipts).
 int diff_command(const std::string& base, const std::string& head, std::ostream& out, std::ostream& err);

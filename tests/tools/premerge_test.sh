@@ -1,0 +1,94 @@
+#!/bin/sh
+# tf-cuda-test premerge: exit codes, what it names and what it writes.
+#   premerge_test.sh CASE TF_CUDA_TEST SOURCE_DIR [ARG]
+# CASE:
+#   refusals   a base of another backend, of another contract set (either way), a base that ran a
+#              subset of its cases, an inconsistent receipt, an empty folder, a bad --max-slowdown:
+#              exit 2 naming the mismatch, nothing written; --allow-contract-changes accepts a
+#              removed contract and lists it
+#   bench      a base and head of H200 bench receipts (--head): the same receipts pass; a row 10 %
+#              slower by achieved / ceiling, and a target met -> not met, exit 1 naming both; a
+#              target the head did not measure (--quick) is listed, not counted
+#   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
+#              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
+#   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
+#              exits 1 naming the gates that went ok -> FAIL; ARG: the --out-dir (junit.xml in it)
+case_=$1 tool=$2 src=$3 arg=$4 arg2=$5
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect RC PATTERN -- args...: runs premerge, checks the exit code and that the output holds PATTERN.
+expect() {
+  want=$1 pat=$2
+  shift 3
+  out=$("$tool" premerge "$@" 2>&1)
+  rc=$?
+  [ "$rc" -eq "$want" ] || fail "premerge $*: exit $rc, expected $want; output: $(printf '%s' "$out" | tail -5)"
+  case "$out" in *"$pat"*) ;; *) fail "premerge $*: output lacks '$pat': $(printf '%s' "$out" | tail -5)";; esac
+  echo "ok: exit $rc, '$pat'"
+}
+# edit FILE PYTHON: rewrites a JSON file in place; r is the object.
+edit() { python3 -c "import json,sys; f=sys.argv[1]; r=json.load(open(f)); $2; json.dump(r, open(f,'w'), indent=1)" "$1"; }
+
+case "$case_" in
+  refusals)
+    expect 2 "backend mismatch: the base ($src/reports/h200/arena-offsets.json) ran on cuda, the head runs on cpu" -- \
+      --base "$src/reports/h200" --backend cpu --out-dir "$d/out"
+    mkdir "$d/extra" && cp "$src"/reports/cpu/*.json "$d/extra/"
+    sed 's/"name": "fp8-rows"/"name": "gone-contract"/' "$src/reports/cpu/fp8-rows.json" >"$d/extra/gone-contract.json"
+    expect 2 "contract set mismatch: the base ($d/extra) has receipts of gone-contract, which the head does not run" -- \
+      --base "$d/extra" --head "$src/reports/cpu" --out-dir "$d/out"
+    expect 2 "contract set mismatch: the base ($d/extra) has receipts of gone-contract, which the head does not run (not registered in this build)" -- \
+      --base "$d/extra" --backend cpu --out-dir "$d/out"
+    mkdir "$d/fewer" && cp "$src"/reports/cpu/*.json "$d/fewer/" && rm "$d/fewer/q4-rows.json"
+    expect 2 "the head runs q4-rows, of which the base has no receipt" -- --base "$d/fewer" --head "$src/reports/cpu" --out-dir "$d/out"
+    mkdir "$d/narrow" && cp "$src"/reports/cpu/*.json "$d/narrow/"
+    edit "$d/narrow/q4-rows.json" "r['cases']['filter']='ptok=7'"
+    expect 2 "base $d/narrow/q4-rows.json ran with --filter ptok=7: a base receipt must run every case" -- \
+      --base "$d/narrow" --head "$src/reports/cpu" --out-dir "$d/out"
+    mkdir "$d/broken" && cp "$src"/reports/cpu/*.json "$d/broken/"
+    edit "$d/broken/mxfp4-rows.json" "r['controls'][0]['red']=False"
+    expect 2 "$d/broken/mxfp4-rows.json: verdict: 'pass' contradicts controls[0]" -- --base "$d/broken" --head "$src/reports/cpu" --out-dir "$d/out"
+    mkdir "$d/empty"
+    expect 2 "holds no contract receipt" -- --base "$d/empty" --backend cpu --out-dir "$d/out"
+    expect 2 "no such folder" -- --base "$d/nope" --backend cpu --out-dir "$d/out"
+    expect 2 "--max-slowdown 0.5: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown 0.5 --out-dir "$d/out"
+    [ ! -e "$d/out" ] || fail "a refused premerge wrote $d/out"
+    expect 0 "PASS - no regression" -- --base "$d/extra" --head "$src/reports/cpu" --allow-contract-changes --out-dir "$d/out"
+    grep -q '| gone-contract | pass -> - | 0 | 0 | removed: the head does not run it' "$d/out/premerge.md" || fail "the removed contract is not listed"
+    ;;
+  bench)
+    mkdir "$d/base" "$d/head"
+    for f in fp8-rows bench-attention bench-pack; do cp "$src/reports/h200/$f.json" "$d/base/"; cp "$src/reports/h200/$f.json" "$d/head/"; done
+    # The head's quick run measured fewer targets of bench pack: listed, not a regression.
+    edit "$d/head/bench-pack.json" "r['targets']=[t for t in r['targets'] if not t['name'].startswith('1024MiB')]"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/same"
+    grep -q '12 base targets not in the head' "$d/same/premerge.md" || fail "unmeasured targets not listed: $(grep 'bench pack' "$d/same/premerge.md")"
+    grep -q "^## premerge: PASS" "$d/same/premerge.md" || fail "premerge.md does not open with the verdict"
+    # One row 10 % slower by its same-run ratio; one target met -> not met.
+    edit "$d/head/bench-attention.json" "r['rows'][0]['of_ceiling']*=0.9"
+    edit "$d/head/bench-attention.json" "t=[t for t in r['targets'] if t['name']=='32K x b8 window: fp8 / bf16'][0]; t['value']=0.7; t['met']=False; r['verdict']='fail'; r['verdict_reasons']=['target '+t['name']+': 0.7 > 0.65']"
+    expect 1 "regression: bench attention: row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling 0.1243 -> 0.1119 (1.11x slower, limit 1.05)" -- \
+      --base "$d/base" --head "$d/head" --out-dir "$d/slow"
+    expect 1 "regression: bench attention: target 32K x b8 window: fp8 / bf16: met -> NOT met" -- --base "$d/base" --head "$d/head" --out-dir "$d/slow"
+    head -1 "$d/slow/premerge.md" | grep -q '^## premerge: FAIL - 2 regressions$' || fail "premerge.md: $(head -1 "$d/slow/premerge.md")"
+    # The limit is a flag: 1.2 lets the 10 % row pass (the target still fails).
+    expect 1 "FAIL - 1 regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/slow" --max-slowdown 1.2
+    grep -A3 '^### Regressions' "$d/slow/premerge.md" | grep -q 'target 32K x b8 window' || fail "the regression is not listed first"
+    ;;
+  main-head)
+    rm -rf "$arg2"
+    expect 0 "premerge: PASS - no regression against $src/reports/cpu" -- --base "$src/reports/cpu" --head "$arg" \
+      --out-dir "$arg2" --junit "$arg2/junit.xml"
+    head -1 "$arg2/premerge.md" | grep -q '^## premerge: PASS - no regression$' || fail "premerge.md: $(head -1 "$arg2/premerge.md")"
+    n=$(grep -c '| pass -> pass | 0 |' "$arg2/premerge.md")
+    [ "$n" -eq "$(ls "$src"/reports/cpu/*.json | wc -l)" ] || fail "$n receipts compared, expected every one of reports/cpu"
+    ;;
+  mutant)
+    rm -rf "$arg"
+    expect 1 "regression: fp8-rows: gate codes==reference ok -> FAIL" -- --base "$src/reports/cpu" --backend cpu --contracts fp8-rows \
+      --out-dir "$arg" --quiet --junit "$arg/junit.xml"
+    grep -q '^- fp8-rows: gate codes==reference ok -> FAIL' "$arg/premerge.md" || fail "premerge.md does not list the regression"
+    ;;
+  *) fail "unknown case $case_";;
+esac

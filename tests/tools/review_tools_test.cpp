@@ -1,0 +1,252 @@
+// JUnit output, shard merging, the premerge slowdown rule and the HTML plots (issue 21), on
+// the committed receipts (reports/cpu, reports/h200) and edited copies of them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/html_report.h"
+#include "tools/junit.h"
+#include "tools/premerge.h"
+#include "tools/receipt_merge.h"
+#include "tools/receipt_views.h"
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+
+json receipt(const std::string& rel) {
+  json r;
+  const Status st = load_receipt(std::string(KC_SOURCE_DIR) + "/" + rel, &r);
+  EXPECT_TRUE(st.ok) << st.message;
+  return r;
+}
+
+const JunitCase* find_case(const JunitSuite& s, const std::string& name) {
+  for (const auto& c : s.cases)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+TEST(Junit, OneCasePerGateAndControlAndTheVerdict) {
+  const json r = receipt("reports/cpu/fp8-rows.json");
+  const JunitSuite s = junit_suite(r);
+  EXPECT_EQ(s.cases.size(), r["gates"].size() + r["controls"].size() + 1);
+  for (const auto& c : s.cases) {
+    if (c.name.rfind("gate ", 0) == 0) {
+      // The cpu receipt's device gates are skipped, with their reason; the others pass.
+      const bool skipped = c.result == JunitCase::Result::skipped;
+      EXPECT_TRUE(skipped || c.result == JunitCase::Result::passed) << c.name;
+      if (skipped) EXPECT_NE(c.message.find("needs a CUDA device"), std::string::npos) << c.message;
+    } else {
+      EXPECT_EQ(c.result, JunitCase::Result::passed) << c.name;  // controls red, verdict pass
+    }
+  }
+}
+
+TEST(Junit, AGreenControlIsAFailure) {
+  json r = receipt("reports/cpu/fp8-rows.json");
+  r["controls"][1]["red"] = false;
+  r["controls"][1]["caught_by"] = json::array();
+  r["verdict"] = "fail";
+  r["verdict_reasons"] = {"control planted-row stayed green"};
+  const JunitSuite s = junit_suite(r);
+  const JunitCase* c = find_case(s, "control " + r["controls"][1]["name"].get<std::string>());
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->result, JunitCase::Result::failure);
+  EXPECT_NE(c->message.find("stayed green"), std::string::npos);
+  const JunitCase* other = find_case(s, "control " + r["controls"][0]["name"].get<std::string>());
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->result, JunitCase::Result::passed);
+  EXPECT_EQ(find_case(s, "verdict")->result, JunitCase::Result::failure);
+  const std::string xml = junit_xml("t", {s});
+  EXPECT_NE(xml.find("<testsuite name=\"fp8-rows (contract, cpu)\" tests=\"" + std::to_string(s.cases.size()) +
+                     "\" failures=\"2\""),
+            std::string::npos)
+      << xml.substr(0, 400);
+}
+
+TEST(Junit, FailedGateCarriesItsFailuresAndNotRunIsSkipped) {
+  json r = receipt("reports/cpu/q4-rows.json");
+  r["gates"][0]["failed"] = 2;
+  r["gates"][0]["total"] = r["gates"][0]["total"].get<int>() + 2;
+  r["gates"][0]["failures"] = {"q4-rows(ptok=3,...): 1 row differs", "q4-rows(ptok=7,...): <&> differs"};
+  r["gates"][1]["passed"] = 0;
+  r["gates"][1]["total"] = 0;
+  const JunitSuite s = junit_suite(r);
+  const JunitCase& g0 = s.cases[0];
+  EXPECT_EQ(g0.result, JunitCase::Result::failure);
+  EXPECT_NE(g0.message.find("2 of"), std::string::npos) << g0.message;
+  EXPECT_NE(g0.text.find("q4-rows(ptok=3,...): 1 row differs"), std::string::npos);
+  EXPECT_EQ(s.cases[1].result, JunitCase::Result::skipped);
+  EXPECT_NE(s.cases[1].message.find("not run"), std::string::npos);
+  const std::string xml = junit_xml("t", {s});
+  EXPECT_NE(xml.find("q4-rows(ptok=7,...): &lt;&amp;&gt; differs"), std::string::npos);
+}
+
+TEST(Junit, BenchTargetsAreCases) {
+  json r = receipt("reports/h200/bench-attention.json");
+  r["targets"][0]["measured"] = false;
+  r["targets"][0]["met"] = false;
+  r["targets"][1]["met"] = false;
+  const JunitSuite s = junit_suite(r);
+  const JunitCase* t0 = find_case(s, "target " + r["targets"][0]["name"].get<std::string>());
+  const JunitCase* t1 = find_case(s, "target " + r["targets"][1]["name"].get<std::string>());
+  const JunitCase* t2 = find_case(s, "target " + r["targets"][2]["name"].get<std::string>());
+  ASSERT_TRUE(t0 && t1 && t2);
+  EXPECT_EQ(t0->result, JunitCase::Result::skipped);
+  EXPECT_EQ(t1->result, JunitCase::Result::failure);
+  EXPECT_NE(t1->message.find("not met: wanted"), std::string::npos);
+  EXPECT_EQ(t2->result, JunitCase::Result::passed);
+}
+
+TEST(Junit, EscapesWhatXmlCannotCarry) {
+  EXPECT_EQ(xml_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&apos;");
+  EXPECT_EQ(xml_escape(std::string("x\x01y\xff", 4)), "x?y?");
+  EXPECT_EQ(xml_escape("caf\xc3\xa9"), "caf\xc3\xa9");            // valid UTF-8 kept
+  EXPECT_EQ(xml_escape("a\nb", true), "a&#10;b");                  // attribute
+  EXPECT_EQ(xml_escape("a\nb", false), "a\nb");                    // text
+  EXPECT_EQ(xml_escape(std::string("\xc0\xaf", 2)), "??");         // overlong encoding refused
+}
+
+// Two shard receipts made from one whole receipt: each keeps part of the cases.
+std::vector<json> two_shards(const json& whole, int run1) {
+  json a = whole, b = whole;
+  const int run = whole["cases"]["run"].get<int>();
+  a["cases"]["shard"] = "1/2";
+  b["cases"]["shard"] = "2/2";
+  a["cases"]["run"] = run1;
+  b["cases"]["run"] = run - run1;
+  a["cases"]["filtered_out"] = run - run1;
+  b["cases"]["filtered_out"] = run1;
+  return {a, b};
+}
+
+TEST(Merge, ShardsMergeIntoOneReceipt) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  const auto s = two_shards(whole, 40);
+  json m;
+  const Status st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  ASSERT_TRUE(st.ok) << st.message;
+  EXPECT_EQ(m["verdict"], "pass");
+  EXPECT_EQ(m["cases"]["run"], whole["cases"]["run"]);
+  EXPECT_EQ(m["cases"]["filtered_out"], 0);
+  EXPECT_EQ(m["cases"]["merged_shards"], 2);
+  EXPECT_FALSE(m["cases"].contains("shard"));
+  for (size_t i = 0; i < m["gates"].size(); ++i)
+    EXPECT_EQ(m["gates"][i]["passed"].get<int64_t>(), 2 * whole["gates"][i]["passed"].get<int64_t>());
+  // The merged receipt is a receipt: report and diff read it.
+  std::string path = ::testing::TempDir() + "/merged.json";
+  std::ofstream(path) << m.dump();
+  json back;
+  EXPECT_TRUE(load_receipt(path, &back).ok);
+}
+
+TEST(Merge, AGreenControlInOneShardIsGreen) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  s[1]["controls"][0]["red"] = false;
+  s[1]["controls"][0]["caught_by"] = json::array();
+  s[1]["verdict"] = "fail";
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"s1.json", "s2.json"}, &m).ok);
+  EXPECT_EQ(m["verdict"], "fail");
+  EXPECT_FALSE(m["controls"][0]["red"].get<bool>());
+}
+
+TEST(Merge, WorstRatioIsTheWorstShardsAndNanWins) {
+  const json whole = receipt("reports/cpu/fp8-rows.json");
+  size_t gi = 0;
+  while (gi < whole["gates"].size() && !whole["gates"][gi].contains("worst")) ++gi;
+  ASSERT_LT(gi, whole["gates"].size()) << "fp8-rows has a bound gate";
+  auto s = two_shards(whole, 20);
+  s[0]["gates"][gi]["worst"]["ratio"] = 0.5;
+  s[1]["gates"][gi]["worst"]["ratio"] = 0.7;
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_DOUBLE_EQ(m["gates"][gi]["worst"]["ratio"].get<double>(), 0.7);
+  s[0]["gates"][gi]["worst"]["ratio"] = "nan";
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_EQ(m["gates"][gi]["worst"]["ratio"], "nan");
+}
+
+TEST(Merge, RefusesIncompleteOrMixedShards) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  json m;
+  Status st = merge_shards({s[0]}, {"a"}, &m);
+  EXPECT_NE(st.message.find("shard 2/2 missing"), std::string::npos) << st.message;
+  st = merge_shards({s[0], s[0]}, {"a", "b"}, &m);
+  EXPECT_NE(st.message.find("b: shard 1/2 given twice"), std::string::npos) << st.message;
+  auto t = s;
+  t[1]["seed"] = 5u;
+  st = merge_shards(t, {"a", "b"}, &m);
+  EXPECT_NE(st.message.find("b: seed 5 differs"), std::string::npos) << st.message;
+  t = s;
+  t[1]["git"]["commit"] = "0000";
+  EXPECT_FALSE(merge_shards(t, {"a", "b"}, &m).ok);
+  st = merge_shards({whole}, {"w"}, &m);
+  EXPECT_NE(st.message.find("w: cases.shard: missing"), std::string::npos) << st.message;
+}
+
+TEST(Shard, Parse) {
+  int i = 0, n = 0;
+  std::string why;
+  EXPECT_TRUE(parse_shard("2/4", &i, &n, &why));
+  EXPECT_EQ(i, 2);
+  EXPECT_EQ(n, 4);
+  for (const char* bad : {"0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/2/3", " 1/2"})
+    EXPECT_FALSE(parse_shard(bad, &i, &n, &why)) << bad;
+}
+
+TEST(Premerge, SlowdownOfSameRunRatios) {
+  EXPECT_NEAR(same_run_slowdown("of_ceiling", 0.8, 0.72), 0.8 / 0.72, 1e-12);       // a fraction fell: slower
+  EXPECT_NEAR(same_run_slowdown("pack_of_ceiling", 0.9, 1.0), 0.9, 1e-12);          // rose: faster
+  EXPECT_NEAR(same_run_slowdown("ours_over_sdpa_best", 1.0, 1.1), 1.1, 1e-12);      // a time ratio rose: slower
+  EXPECT_EQ(same_run_slowdown("median_us", 10, 20), 0);                             // absolute times: never
+  EXPECT_EQ(same_run_slowdown("of_ceiling", 0, 0.5), 0);
+  EXPECT_EQ(same_run_slowdown("of_ceiling", 0.5, std::nan("")), 0);
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Html, AttentionPlots) {
+  const json r = receipt("reports/h200/bench-attention.json");
+  const std::string p = receipt_plots(r);
+  // Six panels (2 shapes x 3 batches) of achieved / ceiling, three ours / SDPA charts.
+  EXPECT_EQ(count(p, "<svg"), 9);
+  for (const char* panel : {"24q/4kv/d256/b1", "24q/4kv/d256/b32", "32q/8kv/d128/b8"})
+    EXPECT_NE(p.find(std::string("<title>") + panel + "</title>"), std::string::npos) << panel;
+  EXPECT_EQ(count(p, "<polyline"), 6 * 9);  // a line per format and addressing in each panel
+  EXPECT_NE(p.find("bf16: ours / SDPA best"), std::string::npos);
+  EXPECT_EQ(count(p, "=\"nan"), 0);
+  EXPECT_EQ(count(p, "=\"-nan"), 0);
+  EXPECT_EQ(count(p, "inf\""), 0);
+}
+
+TEST(Html, PackAndKvPlotsAndAPageThatFetchesNothing) {
+  const json pack = receipt("reports/h200/bench-pack.json"), kv = receipt("reports/h200/kv-gate-long-q4.json"),
+             c = receipt("reports/cpu/fp8-rows.json");
+  EXPECT_EQ(count(receipt_plots(pack), "<svg"), 2);
+  const std::string k = receipt_plots(kv);
+  EXPECT_EQ(count(k, "<svg"), 1);
+  EXPECT_NE(k.find("bar: mean 0.01"), std::string::npos);
+  EXPECT_EQ(receipt_plots(c), "");
+  const std::string page = render_html_page({pack, kv, c}, {"a <b>", "kv", "c"});
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("://"), std::string::npos);
+  EXPECT_NE(page.find("a &lt;b&gt;"), std::string::npos);  // the path is escaped
+  EXPECT_NE(page.find("<td class=\"bad\">fail</td>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kc

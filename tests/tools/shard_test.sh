@@ -1,0 +1,52 @@
+#!/bin/sh
+# --shard i/n and report's merge, on rows-invariant (cpu backend, under a second a run):
+#   the two shards of 1/2 and 2/2 split the cases (each runs some, together all of them, and a
+#   second run of a shard draws the same ones); report --merge-out merges them into a receipt
+#   whose case count equals the unsharded run's, which diff compares with it (no regression);
+#   an incomplete or mismatched set of shards, a bad --shard: exit 2 naming the problem.
+#   shard_test.sh TF_CUDA_TEST OUT_DIR   (the receipts and a JUnit file stay in OUT_DIR for the
+#                                         schema and JUnit tests)
+tool=$1 out=$2
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$out" && mkdir -p "$out" || fail "cannot make $out"
+run() { "$tool" rows-invariant --backend cpu --quiet "$@" >"$out/log" 2>&1 || fail "rows-invariant $*: $(tail -3 "$out/log")"; }
+run --out "$out/full/rows-invariant.json"
+run --shard 1/2 --out "$out/s1/rows-invariant.json" --junit "$out/rows-invariant-shard1.junit.xml"
+run --shard 2/2 --out "$out/s2/rows-invariant.json"
+run --shard 1/2 --out "$out/again/rows-invariant.json"
+cases() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['cases'][sys.argv[2]])" "$1" "$2"; }
+full=$(cases "$out/full/rows-invariant.json" run) a=$(cases "$out/s1/rows-invariant.json" run) b=$(cases "$out/s2/rows-invariant.json" run)
+[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ $((a + b)) -eq "$full" ] || fail "shards ran $a + $b cases, the whole run $full"
+[ "$(cases "$out/s1/rows-invariant.json" shard)" = 1/2 ] || fail "cases.shard not recorded"
+[ "$(cases "$out/again/rows-invariant.json" run)" -eq "$a" ] || fail "shard 1/2 drew a different number of cases the second time"
+python3 - "$out/s1/rows-invariant.json" "$out/again/rows-invariant.json" <<'PY' || fail "shard 1/2 differs between two runs"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+key = lambda r: [(g["name"], g["passed"], g["failed"], g["skipped"]) for g in r["gates"]]
+sys.exit(0 if key(a) == key(b) else 1)
+PY
+echo "shards: $a + $b of $full cases; shard 1/2 the same twice"
+"$tool" report "$out/s1/rows-invariant.json" "$out/s2/rows-invariant.json" --merge-out "$out/merged" >"$out/report.md" 2>&1 ||
+  fail "report --merge-out: $(tail -3 "$out/report.md")"
+grep -q 'merged from' "$out/report.md" || fail "the report does not say it merged"
+[ "$(cases "$out/merged/rows-invariant.json" run)" -eq "$full" ] || fail "merged cases.run $(cases "$out/merged/rows-invariant.json" run), expected $full"
+[ "$(cases "$out/merged/rows-invariant.json" filtered_out)" -eq "$(cases "$out/full/rows-invariant.json" filtered_out)" ] || fail "merged filtered_out"
+[ "$(cases "$out/merged/rows-invariant.json" merged_shards)" -eq 2 ] || fail "merged_shards"
+"$tool" diff "$out/full/rows-invariant.json" "$out/merged/rows-invariant.json" >"$out/diff.md" 2>&1 || fail "diff whole -> merged: $(grep -A3 Regressions "$out/diff.md")"
+echo "merged: $full cases, diff against the whole run: no regression"
+expect2() {  # pattern, command...
+  pat=$1
+  shift
+  msg=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  [ $rc -eq 2 ] || fail "$*: exit $rc, expected 2"
+  case "$msg" in *"$pat"*) echo "refused: $msg";; *) fail "$*: '$msg' lacks '$pat'";; esac
+}
+expect2 "rows-invariant: shard 2/2 missing (1 of 2 given)" "$tool" report "$out/s1/rows-invariant.json" --merge-out "$out/m2"
+run --shard 1/3 --out "$out/t1/rows-invariant.json"
+expect2 "cases.shard: 1/3, but $out/s1/rows-invariant.json is a shard of 2" "$tool" report "$out/s1/rows-invariant.json" "$out/t1/rows-invariant.json"
+expect2 "shard 1/2 given twice" "$tool" report "$out/s1/rows-invariant.json" "$out/again/rows-invariant.json"
+expect2 "--shard '3/2': expected i/n with 1 <= i <= n" "$tool" kernel-contract --backend cpu --shard 3/2 --out-dir "$out/no"
+expect2 "--shard 'x': expected i/n" "$tool" q4-rows --backend cpu --shard x
+[ ! -e "$out/m2" ] && [ ! -e "$out/no" ] || fail "a refused command wrote its output"
+rm -rf "$out/t1" "$out/again"

@@ -1,0 +1,510 @@
+#include "tools/premerge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "contracts/contracts.h"
+#include "contracts/framework.h"
+#include "contracts/receipt.h"
+#include "tools/bench_attention.h"
+#include "tools/bench_pack.h"
+#include "tools/junit.h"
+#include "tools/receipt_views.h"
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// The receipts of a folder, as kernel-contract --out-dir (and premerge) write them.
+struct Folder {
+  std::string dir;
+  std::map<std::string, json> contracts;  // contract name -> receipt (<name>.json)
+  std::map<std::string, json> benches;    // bench name -> receipt (bench-<name>.json)
+  std::vector<std::string> ignored;       // "file: why"
+};
+
+std::string file_of(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
+
+// A contract receipt written by a contract command (argv[1] is the contract, or
+// kernel-contract / premerge ran it), not by another tool that reuses the kind.
+bool from_contract_run(const json& r) {
+  const json& a = r["argv"];
+  if (a.size() < 2) return false;
+  const std::string cmd = a[1].get<std::string>();
+  return cmd == r["name"].get<std::string>() || cmd == "kernel-contract" || cmd == "premerge";
+}
+
+Status read_folder(const std::string& dir, const std::string& role, Folder* f) {
+  f->dir = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Status::Error(role + " " + dir + ": " + (fs::exists(dir, ec) ? "not a folder" : "no such folder") +
+                         " (expected a folder of receipts, as kernel-contract --out-dir writes them)");
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json" && fs::is_regular_file(it->path())) files.push_back(it->path());
+  if (ec) return Status::Error(role + " " + dir + ": cannot list the folder: " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& p : files) {
+    const std::string path = p.string(), base = p.filename().string(), stem = p.stem().string();
+    std::ifstream in(p, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::exception& e) {
+      return Status::Error(role + " " + path + ": not JSON (" + e.what() + ")");
+    }
+    if (!j.is_object() || !j.contains("schema") || j["schema"] != kReceiptSchema) {
+      f->ignored.push_back(base + ": not a receipt (no schema " + std::string(kReceiptSchema) + ")");
+      continue;
+    }
+    json r;
+    KC_RETURN_IF_ERROR(load_receipt(path, &r));
+    const std::string kind = r["kind"].get<std::string>(), name = r["name"].get<std::string>();
+    if (kind == "contract" && stem == name && from_contract_run(r)) {
+      f->contracts[name] = std::move(r);
+    } else if (kind == "bench" && stem == "bench-" + name) {
+      f->benches[name] = std::move(r);
+    } else {
+      f->ignored.push_back(base + ": " + kind + " '" + name + "'" +
+                           (kind == "contract" && stem == name ? ", not written by a contract run" : "") +
+                           (kind == "contract" && stem != name ? ", not named <contract>.json" : "") +
+                           (kind == "bench" && stem != "bench-" + name ? ", not named bench-<name>.json" : "") +
+                           (kind != "contract" && kind != "bench" ? " (premerge compares contracts and benches)" : ""));
+    }
+  }
+  return Status::Ok();
+}
+
+// Why a base receipt cannot serve as one: it ran a subset of its cases.
+std::string narrowed_why(const json& r) {
+  if (!r.contains("cases")) return "";
+  const json& c = r["cases"];
+  if (c.contains("filter") && !c["filter"].get<std::string>().empty())
+    return "ran with --filter " + shell_quote(c["filter"].get<std::string>());
+  if (c.contains("case")) return "ran with --case (one case)";
+  if (c.contains("shard") && c["shard"].is_string()) return "is shard " + c["shard"].get<std::string>() + " (merge shards with report --merge-out first)";
+  return "";
+}
+
+std::string short_commit(const json& r) {
+  return r["git"]["commit"].get<std::string>().substr(0, 12) + (r["git"]["dirty"].get<bool>() ? " (dirty)" : " (clean)");
+}
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream o;
+  o << std::setprecision(prec) << v;
+  return o.str();
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+struct RowChange {
+  std::string row, field;
+  double base, head, slowdown;
+};
+
+// One compared receipt (or one that has no counterpart).
+struct Compared {
+  std::string label;  // "fp8-rows", "bench attention"
+  std::string base_file, head_file;
+  std::string base_verdict = "-", head_verdict = "-";
+  std::vector<std::string> regressions, notes;
+  int improvements = 0;
+  std::string detail;  // the diff, Markdown
+};
+
+// Bench: targets both runs measured, rows' same-run ratios, the verdict when a measured
+// target explains it. Targets the head's --quick run did not measure are listed, not counted.
+void compare_bench(const json& base, const json& head, double max_slowdown, Compared* c, std::vector<RowChange>* rows) {
+  std::map<std::string, const json*> bt;
+  for (const auto& t : base["targets"]) bt[t["name"].get<std::string>()] = &t;
+  std::set<std::string> head_targets;
+  for (const auto& t : head["targets"]) {
+    const std::string n = t["name"].get<std::string>();
+    head_targets.insert(n);
+    const bool hm = t["measured"].get<bool>(), hmet = t["met"].get<bool>();
+    if (!bt.count(n)) {
+      if (hm && !hmet) c->regressions.push_back("target " + n + ": not met (" + fmt(t["value"].get<double>()) + "; new target)");
+      continue;
+    }
+    const json& b = *bt[n];
+    if (!hm) {
+      c->notes.push_back("target " + n + " not measured by the head");
+      continue;
+    }
+    if (b["met"].get<bool>() && !hmet)
+      c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt(b["value"].get<double>()) + " -> " +
+                               fmt(t["value"].get<double>()) + ", limit " + fmt(t["limit"].get<double>()) + ")");
+    else if (!b["met"].get<bool>() && hmet)
+      ++c->improvements;
+  }
+  int unmeasured = 0;
+  for (const auto& [n, t] : bt)
+    if (!head_targets.count(n)) ++unmeasured;
+  if (unmeasured)
+    c->notes.push_back(std::to_string(unmeasured) + " base targets not in the head's receipt (--quick times fewer configurations)");
+  std::map<std::string, const json*> brows;
+  for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
+  int compared = 0, slower = 0;
+  for (const auto& r : head["rows"]) {
+    const std::string k = bench_row_key(r);
+    if (!brows.count(k)) continue;
+    const json& b = *brows[k];
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      const std::string& fld = it.key();
+      if (!it.value().is_number() || !b.contains(fld) || !b[fld].is_number()) continue;
+      const double hv = it.value().get<double>(), bv = b[fld].get<double>();
+      const double s = same_run_slowdown(fld, bv, hv);
+      if (s == 0) continue;
+      ++compared;
+      rows->push_back({head["name"].get<std::string>() + " " + k, fld, bv, hv, s});
+      if (s > max_slowdown) {
+        ++slower;
+        c->regressions.push_back("row " + k + ": " + fld + " " + fmt(bv) + " -> " + fmt(hv) + " (" + fmt(s, 3) +
+                                 "x slower, limit " + fmt(max_slowdown, 3) + ")");
+      }
+    }
+  }
+  c->notes.push_back(std::to_string(compared) + " same-run ratios of " + std::to_string(head["rows"].size()) +
+                     " head rows compared, " + std::to_string(slower) + " slower than " + fmt(max_slowdown, 3) + "x");
+}
+
+}  // namespace
+
+int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err) {
+  auto refuse = [&](const std::string& why) {
+    err << "tf-cuda-test: error: premerge: " << why << "\n";
+    return 2;
+  };
+  if (!(o.max_slowdown >= 1.0) || !std::isfinite(o.max_slowdown))
+    return refuse("--max-slowdown " + fmt(o.max_slowdown) + ": expected a ratio of at least 1 (1.05: 5 % slower)");
+  Folder base, head;
+  Status st = read_folder(o.base_dir, "--base", &base);
+  if (!st.ok) return refuse(st.message);
+  if (base.contracts.empty())
+    return refuse("--base " + o.base_dir + ": holds no contract receipt (<contract>.json written by kernel-contract or a "
+                  "contract command); " + std::to_string(base.ignored.size()) + " other files");
+  for (const auto& [name, r] : base.contracts) {
+    const std::string why = narrowed_why(r);
+    if (!why.empty())
+      return refuse("base " + file_of(o.base_dir, name + ".json") + " " + why +
+                    ": a base receipt must run every case (kernel-contract --out-dir)");
+  }
+  // The base's backend: one for all its compared receipts.
+  std::string base_backend;
+  std::string base_backend_file;
+  auto check_backend = [&](const json& r, const std::string& file) -> std::string {
+    const std::string b = r["backend"].get<std::string>();
+    if (base_backend.empty()) base_backend = b, base_backend_file = file;
+    if (b != base_backend)
+      return "backend mismatch inside the base: " + base_backend_file + " ran on " + base_backend + ", " + file + " on " + b;
+    return "";
+  };
+  for (const auto& [n, r] : base.contracts)
+    if (auto w = check_backend(r, file_of(o.base_dir, n + ".json")); !w.empty()) return refuse(w);
+  for (const auto& [n, r] : base.benches)
+    if (auto w = check_backend(r, file_of(o.base_dir, "bench-" + n + ".json")); !w.empty()) return refuse(w);
+
+  // The head: a folder of receipts, or the contracts run here.
+  std::set<std::string> registered;
+  for (const ContractDef& c : contracts()) registered.insert(c.name);
+  for (const auto& n : o.contracts)
+    if (!registered.count(n)) {
+      std::string known;
+      for (const ContractDef& c : contracts()) known += (known.empty() ? "" : ", ") + c.name;
+      return refuse("--contracts: unknown contract '" + n + "' (known: " + known + ")");
+    }
+  std::vector<std::string> head_set;  // in registry order
+  std::string head_backend;
+  std::unique_ptr<Backend> be;
+  if (!o.head_dir.empty()) {
+    st = read_folder(o.head_dir, "--head", &head);
+    if (!st.ok) return refuse(st.message);
+    if (head.contracts.empty()) return refuse("--head " + o.head_dir + ": holds no contract receipt");
+    for (const auto& [n, r] : head.contracts) {
+      if (!o.contracts.empty() && std::find(o.contracts.begin(), o.contracts.end(), n) == o.contracts.end()) continue;
+      head_set.push_back(n);
+      const std::string b = r["backend"].get<std::string>();
+      if (head_backend.empty()) head_backend = b;
+      if (b != head_backend)
+        return refuse("backend mismatch inside the head: " + o.head_dir + " holds receipts of " + head_backend + " and " + b);
+    }
+    if (o.backend_given && o.backend != "auto" && o.backend != head_backend)
+      return refuse("--backend " + o.backend + " but the head's receipts in " + o.head_dir + " ran on " + head_backend);
+  } else {
+    for (const ContractDef& c : contracts())
+      if (o.contracts.empty() || std::find(o.contracts.begin(), o.contracts.end(), c.name) != o.contracts.end())
+        head_set.push_back(c.name);
+    be = select_backend(o.backend, &st);
+    if (!be) return refuse(st.message);
+    head_backend = be->name();
+  }
+  if (head_set.empty()) return refuse("--head " + o.head_dir + ": holds none of the contracts named by --contracts");
+  if (head_backend != base_backend)
+    return refuse("backend mismatch: the base (" + base_backend_file + ") ran on " + base_backend + ", the head " +
+                  (o.head_dir.empty() ? "runs" : "ran") + " on " + head_backend +
+                  "; compare receipts of one backend (a base made with --backend " + head_backend +
+                  (o.head_dir.empty() ? ", or --backend " + base_backend : "") + ")");
+  // The contract set.
+  std::set<std::string> base_set, hs(head_set.begin(), head_set.end());
+  for (const auto& [n, r] : base.contracts)
+    if (o.contracts.empty() || hs.count(n)) base_set.insert(n);
+  std::vector<std::string> base_only, head_only;
+  for (const auto& n : base_set)
+    if (!hs.count(n)) base_only.push_back(n);
+  for (const auto& n : head_set)
+    if (!base_set.count(n)) head_only.push_back(n);
+  if ((!base_only.empty() || !head_only.empty()) && !o.allow_contract_changes) {
+    std::string why = "contract set mismatch:";
+    if (!base_only.empty())
+      why += " the base (" + o.base_dir + ") has receipts of " + joined(base_only) + ", which the head does not run" +
+             (o.head_dir.empty() ? " (not registered in this build)" : "") + ";";
+    if (!head_only.empty())
+      why += " the head runs " + joined(head_only) + ", of which the base has no receipt;";
+    why += " compare a base of the same contracts, or pass --allow-contract-changes when the change adds or removes contracts";
+    return refuse(why);
+  }
+  // Outputs, checked before the run.
+  const std::string md_path = file_of(o.out_dir, "premerge.md");
+  std::string target;
+  st = prepare_output(md_path, &target);
+  if (!st.ok) return refuse("--out-dir " + st.message);
+  if (!o.junit.empty()) {
+    std::string why;
+    if (!junit_writable(o.junit, &why)) return refuse(why);
+  }
+
+  // Run the head.
+  std::vector<json> head_receipts;  // in order, for JUnit
+  std::map<std::string, json> head_contracts, head_benches;
+  std::vector<std::string> run_notes;
+  const std::string head_out = file_of(o.out_dir, "head");
+  if (o.head_dir.empty()) {
+    size_t i = 0;
+    for (const std::string& name : head_set) {
+      ++i;
+      const ContractDef* c = find_contract(name);
+      RunOptions ro;
+      ro.backend = head_backend;
+      ro.quiet = o.quiet;
+      ro.argv = o.argv;
+      ro.label = name + " [" + std::to_string(i) + "/" + std::to_string(head_set.size()) + "]";
+      if (base.contracts.count(name)) {  // the base's draw: the same seed and case count
+        const json& b = base.contracts[name];
+        ro.seed = b["seed"].get<uint64_t>();
+        if (b.contains("cases") && b["cases"].contains("requested")) ro.cases = b["cases"]["requested"].get<int>();
+      }
+      const RunResult rr = run_contract(*c, *be, ro);
+      out << summary_line(rr.receipt) << "\n" << std::flush;
+      const std::string path = file_of(head_out, name + ".json");
+      st = write_json_atomic(path, rr.receipt);
+      if (!st.ok) return refuse(st.message);
+      head_contracts[name] = rr.receipt;
+      head_receipts.push_back(rr.receipt);
+    }
+    if (head_backend == "cuda") {
+      for (const std::string what : {"attention", "pack"}) {
+        BenchOptions bo;
+        bo.quick = true;
+        bo.script_dir = o.script_dir;
+        bo.device = device_json(be->device());
+        bo.argv = o.argv;
+        json rec;
+        if (!o.quiet) err << "premerge: bench " << what << " --quick\n";
+        const int rc = what == "pack" ? bench_pack_main(bo, &rec) : bench_attention_main(bo, &rec);
+        if (rec.is_null()) {
+          run_notes.push_back("bench " + what + " wrote no receipt (exit " + std::to_string(rc) + ")");
+          continue;
+        }
+        st = write_json_atomic(file_of(head_out, "bench-" + what + ".json"), rec);
+        if (!st.ok) return refuse(st.message);
+        head_benches[what] = rec;
+        head_receipts.push_back(rec);
+      }
+    } else {
+      run_notes.push_back("benches not run: they need the cuda backend (the head ran on " + head_backend + ")");
+    }
+  } else {
+    for (const auto& n : head_set) {
+      head_contracts[n] = head.contracts[n];
+      head_receipts.push_back(head.contracts[n]);
+    }
+    for (const auto& [n, r] : head.benches) {
+      head_benches[n] = r;
+      head_receipts.push_back(r);
+    }
+  }
+
+  // Compare.
+  std::vector<Compared> all;
+  std::vector<RowChange> row_changes;
+  for (const std::string& name : head_set) {
+    Compared c;
+    c.label = name;
+    c.head_file = o.head_dir.empty() ? file_of(head_out, name + ".json") : file_of(o.head_dir, name + ".json");
+    const json& h = head_contracts[name];
+    c.head_verdict = h["verdict"].get<std::string>();
+    if (!base.contracts.count(name)) {
+      c.notes.push_back("new contract: no base receipt");
+      if (c.head_verdict != "pass") c.regressions.push_back("new contract " + name + ": verdict fail");
+      all.push_back(c);
+      continue;
+    }
+    const json& b = base.contracts[name];
+    c.base_file = file_of(o.base_dir, name + ".json");
+    c.base_verdict = b["verdict"].get<std::string>();
+    ReceiptDiff d;
+    try {
+      st = diff_receipts(b, c.base_file, h, c.head_file, &d);
+    } catch (const json::exception& e) {
+      st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
+    }
+    if (!st.ok) return refuse(st.message);
+    c.regressions = d.regression_list;
+    c.improvements = d.improvements;
+    c.detail = d.text;
+    if (b["seed"] != h["seed"]) c.notes.push_back("seeds differ");
+    if (c.head_verdict != "pass" && c.base_verdict != "pass") c.notes.push_back("the base failed too");
+    all.push_back(c);
+  }
+  for (const auto& n : base_only) {
+    Compared c;
+    c.label = n;
+    c.base_file = file_of(o.base_dir, n + ".json");
+    c.base_verdict = base.contracts[n]["verdict"].get<std::string>();
+    c.notes.push_back("removed: the head does not run it (--allow-contract-changes)");
+    all.push_back(c);
+  }
+  for (const auto& [n, b] : base.benches) {
+    Compared c;
+    c.label = "bench " + n;
+    c.base_file = file_of(o.base_dir, "bench-" + n + ".json");
+    c.base_verdict = b["verdict"].get<std::string>();
+    if (!head_benches.count(n)) {
+      if (head_backend == "cuda") c.regressions.push_back("bench " + n + ": the head wrote no receipt");
+      else c.notes.push_back("not run on " + head_backend);
+      all.push_back(c);
+      continue;
+    }
+    const json& h = head_benches[n];
+    c.head_file = o.head_dir.empty() ? file_of(head_out, "bench-" + n + ".json") : file_of(o.head_dir, "bench-" + n + ".json");
+    c.head_verdict = h["verdict"].get<std::string>();
+    compare_bench(b, h, o.max_slowdown, &c, &row_changes);
+    ReceiptDiff d;
+    try {
+      st = diff_receipts(b, c.base_file, h, c.head_file, &d);
+    } catch (const json::exception& e) {
+      st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
+    }
+    if (!st.ok) return refuse(st.message);
+    c.detail = d.text;
+    all.push_back(c);
+  }
+  for (const auto& [n, h] : head_benches)
+    if (!base.benches.count(n)) {
+      Compared c;
+      c.label = "bench " + n;
+      c.head_file = o.head_dir.empty() ? file_of(head_out, "bench-" + n + ".json") : file_of(o.head_dir, "bench-" + n + ".json");
+      c.head_verdict = h["verdict"].get<std::string>();
+      c.notes.push_back("no base receipt: not compared");
+      all.push_back(c);
+    }
+
+  // premerge.md: the verdict, the regressions, then the tables.
+  std::vector<std::string> regressions;
+  for (const auto& c : all)
+    for (const auto& r : c.regressions) regressions.push_back(c.label + ": " + r);
+  const json& any_head = head_receipts.front();
+  std::ostringstream md;
+  const std::string verdict =
+      regressions.empty() ? "PASS - no regression"
+                          : "FAIL - " + std::to_string(regressions.size()) + (regressions.size() == 1 ? " regression" : " regressions");
+  md << "## premerge: " << verdict << "\n\n";
+  md << "Head: commit " << short_commit(any_head) << ", " << head_backend << " on "
+     << any_head["device"]["name"].get<std::string>() << (o.head_dir.empty() ? " (run by premerge)" : ", receipts " + o.head_dir)
+     << ". Base: " << o.base_dir << ", commit " << short_commit(base.contracts.begin()->second) << ". Bench rows compared by "
+     << "same-run ratios, limit " << fmt(o.max_slowdown, 3) << "x slower.\n\n";
+  md << "### Regressions (" << regressions.size() << ")\n\n";
+  for (const auto& r : regressions) md << "- " << r << "\n";
+  if (regressions.empty()) md << "- none\n";
+  md << "\n### Receipts\n\n| receipt | verdict (base -> head) | regressions | improvements | notes |\n|---|---|---|---|---|\n";
+  for (const auto& c : all)
+    md << "| " << c.label << " | " << c.base_verdict << " -> " << c.head_verdict << " | " << c.regressions.size() << " | "
+       << c.improvements << " | " << joined(c.notes) << " |\n";
+  if (!row_changes.empty()) {
+    std::stable_sort(row_changes.begin(), row_changes.end(),
+                     [](const RowChange& a, const RowChange& b) { return a.slowdown > b.slowdown; });
+    md << "\n### Bench rows: largest slowdowns (same-run ratios)\n\n| row | ratio | base | head | slowdown |\n|---|---|---|---|---|\n";
+    for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > o.max_slowdown); ++i) {
+      const RowChange& r = row_changes[i];
+      md << "| " << r.row << " | " << r.field << " | " << fmt(r.base) << " | " << fmt(r.head) << " | " << fmt(r.slowdown, 3)
+         << "x" << (r.slowdown > o.max_slowdown ? " **SLOWER**" : "") << " |\n";
+    }
+  }
+  std::vector<std::string> not_compared = run_notes;
+  for (const auto& x : base.ignored) not_compared.push_back("base " + x);
+  for (const auto& x : head.ignored) not_compared.push_back("head " + x);
+  if (!not_compared.empty()) {
+    md << "\n### Not compared\n\n";
+    for (const auto& x : not_compared) md << "- " << x << "\n";
+  }
+  md << "\n### Diffs\n";
+  for (const auto& c : all)
+    if (!c.detail.empty())
+      md << "\n<details><summary>" << c.label << ": " << c.regressions.size() << " regressions, " << c.improvements
+         << " improvements</summary>\n\n" << c.detail << "\n</details>\n";
+
+  // Diffs beside the comment, then the comment, then JUnit.
+  for (const auto& c : all)
+    if (!c.detail.empty()) {
+      std::string fname = c.label;
+      std::replace(fname.begin(), fname.end(), ' ', '-');
+      st = write_text_atomic(file_of(file_of(o.out_dir, "diff"), fname + ".md"), c.detail);
+      if (!st.ok) return refuse(st.message);
+    }
+  st = write_text_atomic(md_path, md.str());
+  if (!st.ok) return refuse(st.message);
+  if (!o.junit.empty()) {
+    std::vector<JunitSuite> suites;
+    for (const auto& r : head_receipts) suites.push_back(junit_suite(r));
+    JunitSuite pm;
+    pm.name = "premerge (against " + o.base_dir + ")";
+    for (const auto& c : all) {
+      JunitCase jc{c.label, "premerge", 0};
+      if (!c.regressions.empty()) {
+        jc.result = JunitCase::Result::failure;
+        jc.message = std::to_string(c.regressions.size()) + " regressions";
+        for (const auto& r : c.regressions) jc.text += r + "\n";
+      } else if (c.head_file.empty() || c.base_file.empty()) {
+        jc.result = JunitCase::Result::skipped;
+        jc.message = joined(c.notes);
+      }
+      pm.cases.push_back(jc);
+    }
+    suites.push_back(pm);
+    st = write_text_atomic(o.junit, junit_xml("tf-cuda-test premerge", suites));
+    if (!st.ok) return refuse(st.message);
+  }
+  out << "\npremerge: " << verdict << " against " << o.base_dir << "\n";
+  for (const auto& r : regressions) out << "  regression: " << r << "\n";
+  out << "premerge.md: " << md_path << "\n";
+  return regressions.empty() ? 0 : 1;
+}
+
+}  // namespace kc

@@ -1,0 +1,55 @@
+// `tf-cuda-test premerge`: the pre-merge gate of a change to the arithmetic. It runs every
+// contract for the head (as kernel-contract does, with each base receipt's seed and case
+// count) and, on the cuda backend, `bench attention --quick` and `bench pack --quick`, or
+// reads the head's receipts from --head DIR; diffs every receipt against the base folder's;
+// writes premerge.md (the comment a reviewer pastes: verdict, regressions, then tables) and
+// exits 1 on any regression:
+//   a gate ok -> FAIL or removed, a control red -> GREEN or removed, a verdict pass -> fail,
+//   a bench target met -> not met (targets both runs measured), a bench row slower than
+//   --max-slowdown by a same-run ratio (achieved / ceiling, ours / SDPA: never absolute
+//   times from two machines), a receipt the base has and the head did not write, a new
+//   contract (with --allow-contract-changes) that fails.
+// The base folder holds receipts as kernel-contract --out-dir writes them (<contract>.json)
+// and benches as bench-<name>.json; other files are listed as not compared. Refused with
+// exit 2, naming the mismatch, before anything runs: a base of another backend, a base of
+// another contract set (unless --allow-contract-changes), a base receipt that ran a subset
+// of its cases (--filter, --case, --shard), no contract receipt in the base, an unreadable
+// or inconsistent receipt (file, field, reason).
+#pragma once
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kc {
+
+struct PremergeOptions {
+  std::string base_dir;
+  std::string head_dir;      // empty: run the head here
+  std::string backend = "auto";
+  bool backend_given = false;
+  std::string out_dir = "premerge";
+  std::string junit;         // --junit FILE
+  double max_slowdown = 1.05;
+  bool allow_contract_changes = false;
+  std::vector<std::string> contracts;  // --contracts: only these (empty: every contract)
+  std::string script_dir = "tools";    // bench attention's bench_sdpa.py
+  bool quiet = false;
+  std::vector<std::string> argv;
+};
+
+// Returns 0 (no regression), 1 (a regression, each named on `out` and in premerge.md) or 2
+// (bad input or a mismatched base; the message names it, nothing is written).
+int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err);
+
+// Slowdown of a bench row's same-run ratio from base to head (> 1: slower): fields ending
+// in "of_ceiling" are fractions of a ceiling (higher is faster: base / head); fields with
+// "_over_" are time ratios (lower is faster: head / base). 0 for a field that is neither.
+inline double same_run_slowdown(const std::string& field, double base, double head) {
+  if (!(base > 0) || !(head > 0) || !std::isfinite(base) || !std::isfinite(head)) return 0;
+  if (field.size() >= 10 && field.compare(field.size() - 10, 10, "of_ceiling") == 0) return base / head;
+  if (field.find("_over_") != std::string::npos) return head / base;
+  return 0;
+}
+
+}  // namespace kc

@@ -1,0 +1,305 @@
+#include "tools/receipt_merge.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "contracts/framework.h"
+#include "contracts/receipt.h"
+#include "tools/html_report.h"
+#include "tools/junit.h"
+#include "tools/receipt_views.h"
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+
+std::string shard_of(const json& r) {
+  if (r["kind"] != "contract" || !r.contains("cases") || !r["cases"].is_object() || !r["cases"].contains("shard") ||
+      !r["cases"]["shard"].is_string())
+    return "";
+  return r["cases"]["shard"].get<std::string>();
+}
+
+// Sums the integer leaves of `from` into `into` (coverage counts).
+void add_counts(json& into, const json& from) {
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (it.value().is_object()) {
+      if (!into.contains(it.key()) || !into[it.key()].is_object()) into[it.key()] = json::object();
+      add_counts(into[it.key()], it.value());
+    } else if (it.value().is_number_integer()) {
+      into[it.key()] = (into.contains(it.key()) && into[it.key()].is_number_integer() ? into[it.key()].get<int64_t>() : 0) +
+                       it.value().get<int64_t>();
+    }
+  }
+}
+
+}  // namespace
+
+bool parse_shard(const std::string& text, int* i, int* n, std::string* why) {
+  const size_t slash = text.find('/');
+  auto whole = [](const std::string& s, int* v) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  if (slash == std::string::npos || !whole(text.substr(0, slash), i) || !whole(text.substr(slash + 1), n) || *n < 1 ||
+      *i < 1 || *i > *n) {
+    *why = "--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. 2/4: the second of four shards)";
+    return false;
+  }
+  return true;
+}
+
+Status merge_shards(const std::vector<json>& shards, const std::vector<std::string>& paths, json* merged) {
+  if (shards.empty()) return Status::Error("no shard receipts to merge");
+  const json& first = shards[0];
+  int n = 0;
+  std::set<int> seen;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const json& r = shards[s];
+    const std::string sh = shard_of(r);
+    int i = 0, ni = 0;
+    std::string why;
+    if (sh.empty() || !parse_shard(sh, &i, &ni, &why))
+      return Status::Error(paths[s] + ": cases.shard: " + (sh.empty() ? "missing (not a shard receipt)" : why));
+    if (n == 0) n = ni;
+    if (ni != n) return Status::Error(paths[s] + ": cases.shard: " + sh + ", but " + paths[0] + " is a shard of " + std::to_string(n));
+    if (!seen.insert(i).second) return Status::Error(paths[s] + ": shard " + sh + " given twice");
+    auto same = [&](const json& a, const json& b, const std::string& field) -> Status {
+      if (a != b)
+        return Status::Error(paths[s] + ": " + field + " " + b.dump() + " differs from " + paths[0] + "'s " + a.dump() +
+                             ": only shards of one run merge");
+      return Status::Ok();
+    };
+    KC_RETURN_IF_ERROR(same(first["name"], r["name"], "name"));
+    KC_RETURN_IF_ERROR(same(first["backend"], r["backend"], "backend"));
+    KC_RETURN_IF_ERROR(same(first["git"]["commit"], r["git"]["commit"], "git.commit"));
+    KC_RETURN_IF_ERROR(same(first["seed"], r["seed"], "seed"));
+    KC_RETURN_IF_ERROR(same(first["cases"].value("requested", json()), r["cases"].value("requested", json()), "cases.requested"));
+    KC_RETURN_IF_ERROR(same(first["cases"].value("filter", json("")), r["cases"].value("filter", json("")), "cases.filter"));
+  }
+  std::string missing;
+  for (int i = 1; i <= n; ++i)
+    if (!seen.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i) + "/" + std::to_string(n);
+  if (!missing.empty())
+    return Status::Error(first["name"].get<std::string>() + ": shard " + missing + " missing (" + std::to_string(shards.size()) +
+                         " of " + std::to_string(n) + " given)");
+
+  json m = first;
+  m["git"]["dirty"] = false;
+  m["gates"] = json::array();
+  m["controls"] = json::array();
+  m["errors"] = json::array();
+  m["replay"] = json::array();
+  m["verdict_reasons"] = json::array();
+  m["numbers"] = json::object();
+  std::vector<std::string> gate_order, control_order;
+  std::map<std::string, json> gates, controls;
+  int64_t run = 0, filtered = 0;
+  double longest = 0, sum = 0;
+  bool pass = true;
+  std::string started = first.value("started_at", std::string()), host = first.value("host", std::string());
+  json merged_from = json::array();
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const json& r = shards[s];
+    const std::string sh = shard_of(r);
+    merged_from.push_back(paths[s]);
+    if (r["git"]["dirty"].get<bool>()) m["git"]["dirty"] = true;
+    pass = pass && r["verdict"] == "pass";
+    for (const auto& w : r.value("verdict_reasons", json::array())) m["verdict_reasons"].push_back("shard " + sh + ": " + w.get<std::string>());
+    for (const auto& e : r.value("errors", json::array())) m["errors"].push_back("shard " + sh + ": " + e.get<std::string>());
+    for (const auto& x : r.value("replay", json::array())) m["replay"].push_back(x);
+    run += r["cases"].value("run", int64_t(0));
+    filtered += r["cases"].value("filtered_out", int64_t(0));
+    longest = std::max(longest, r["timings"]["total_s"].get<double>());
+    sum += r["timings"]["total_s"].get<double>();
+    if (r.contains("started_at") && r["started_at"].is_string() && r["started_at"].get<std::string>() < started)
+      started = r["started_at"].get<std::string>();
+    if (r.value("host", std::string()) != host) host = "several";
+    for (const auto& g : r["gates"]) {
+      const std::string name = g["name"].get<std::string>();
+      if (!gates.count(name)) {
+        gate_order.push_back(name);
+        json z = g;
+        for (const char* k : {"passed", "failed", "skipped", "total"}) z[k] = 0;
+        z["time_s"] = 0.0;
+        z["failures"] = json::array();
+        z.erase("worst");
+        gates[name] = z;
+      }
+      json& m_g = gates[name];
+      for (const char* k : {"passed", "failed", "skipped", "total"}) m_g[k] = m_g[k].get<int64_t>() + g[k].get<int64_t>();
+      m_g["time_s"] = m_g["time_s"].get<double>() + g.value("time_s", 0.0);
+      if (g.contains("skip_reason")) m_g["skip_reason"] = g["skip_reason"];
+      for (const auto& f : g.value("failures", json::array()))
+        if (m_g["failures"].size() < 8) m_g["failures"].push_back(f);
+      if (g.contains("worst") && g["worst"].contains("ratio")) {
+        const json& wr = g["worst"]["ratio"];
+        const double v = wr.is_number() ? wr.get<double>() : std::nan("");
+        bool replace = !m_g.contains("worst");
+        if (!replace) {
+          const json& cur = m_g["worst"]["ratio"];
+          const double c = cur.is_number() ? cur.get<double>() : std::nan("");
+          replace = worse_ratio(v, c);
+        }
+        if (replace) m_g["worst"] = g["worst"];
+      }
+    }
+    for (const auto& k : r["controls"]) {
+      const std::string name = k["name"].get<std::string>();
+      if (!controls.count(name)) {
+        control_order.push_back(name);
+        json z = k;
+        z["red"] = true;
+        z["caught_by"] = json::array();
+        z["time_s"] = 0.0;
+        z.erase("errors");
+        controls[name] = z;
+      }
+      json& m_k = controls[name];
+      m_k["red"] = m_k["red"].get<bool>() && k["red"].get<bool>();
+      for (const auto& c : k["caught_by"])
+        if (std::find(m_k["caught_by"].begin(), m_k["caught_by"].end(), c) == m_k["caught_by"].end()) m_k["caught_by"].push_back(c);
+      m_k["time_s"] = m_k["time_s"].get<double>() + k.value("time_s", 0.0);
+      for (const auto& e : k.value("errors", json::array())) m_k["errors"].push_back("shard " + sh + ": " + e.get<std::string>());
+    }
+    // Numbers: coverage counts summed; any other number kept when every shard has the same.
+    const json& nums = r.value("numbers", json::object());
+    for (auto it = nums.begin(); it != nums.end(); ++it) {
+      if (it.key() == "coverage" && it.value().is_object()) {
+        if (!m["numbers"].contains("coverage")) m["numbers"]["coverage"] = json::object();
+        add_counts(m["numbers"]["coverage"], it.value());
+      } else if (s == 0) {
+        m["numbers"][it.key()] = it.value();
+      } else if (m["numbers"].contains(it.key()) && m["numbers"][it.key()] != it.value()) {
+        m["numbers"]["per_shard"][it.key()][sh] = it.value();
+      }
+    }
+  }
+  // A shard that lacked a gate (none of its cases reached it) leaves the others' counts.
+  for (const auto& name : gate_order) {
+    json& g = gates[name];
+    const int64_t p = g["passed"].get<int64_t>(), f = g["failed"].get<int64_t>(), sk = g["skipped"].get<int64_t>();
+    g["ok"] = f == 0;
+    g["status"] = gate_status(p, f, sk);
+    if (g["failures"].empty()) g.erase("failures");
+    m["gates"].push_back(g);
+  }
+  for (const auto& name : control_order) {
+    // A control every shard runs: red only when each shard saw it red.
+    int present = 0;
+    for (const auto& r : shards)
+      for (const auto& k : r["controls"]) present += k["name"] == name;
+    json& k = controls[name];
+    if (present != int(shards.size())) {
+      k["red"] = false;
+      k["errors"].push_back("ran in " + std::to_string(present) + " of " + std::to_string(shards.size()) + " shards");
+      m["verdict_reasons"].push_back("control " + name + " ran in " + std::to_string(present) + " of " +
+                                     std::to_string(shards.size()) + " shards");
+      pass = false;
+    }
+    m["controls"].push_back(k);
+  }
+  if (m["controls"].empty()) pass = false;
+  m["verdict"] = pass ? "pass" : "fail";
+  m["cases"].erase("shard");
+  m["cases"]["run"] = run;
+  m["cases"]["filtered_out"] = (filtered - int64_t(n - 1) * run) / n;
+  m["cases"]["merged_shards"] = n;
+  m["timings"]["total_s"] = longest;
+  m["timings"]["shards_total_s"] = sum;
+  if (!started.empty()) m["started_at"] = started;
+  if (!host.empty()) m["host"] = host;
+  m["merged_from"] = merged_from;
+  *merged = std::move(m);
+  return Status::Ok();
+}
+
+int report_main(const std::vector<std::string>& files, const std::string& format, const std::string& merge_out,
+                const std::string& junit, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const std::string& why) {
+    err << "tf-cuda-test: error: " << why << "\n";
+    return 2;
+  };
+  std::vector<json> recs(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Status st = load_receipt(files[i], &recs[i]);
+    if (!st.ok) return fail(st.message);
+  }
+  // Shard receipts grouped by contract, in the order of their first file.
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < recs.size(); ++i)
+    if (!shard_of(recs[i]).empty()) groups[recs[i]["name"].get<std::string>()].push_back(i);
+  std::vector<json> shown;
+  std::vector<std::string> shown_paths;
+  std::vector<std::pair<std::string, json>> merged_out;
+  std::set<std::string> done;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const std::string sh = shard_of(recs[i]);
+    const std::string name = recs[i]["name"].get<std::string>();
+    if (sh.empty() || (groups[name].size() == 1 && merge_out.empty())) {
+      shown.push_back(recs[i]);
+      shown_paths.push_back(files[i]);
+      continue;
+    }
+    if (done.count(name)) continue;
+    done.insert(name);
+    std::vector<json> part;
+    std::vector<std::string> part_paths;
+    for (size_t k : groups[name]) {
+      part.push_back(recs[k]);
+      part_paths.push_back(files[k]);
+    }
+    json m;
+    const Status st = merge_shards(part, part_paths, &m);
+    if (!st.ok) return fail(st.message);
+    shown.push_back(m);
+    std::string label = "merged from";
+    for (const auto& p : part_paths) label += " " + p;
+    shown_paths.push_back(label);
+    merged_out.push_back({name, m});
+  }
+  if (!merge_out.empty()) {
+    if (merged_out.empty()) return fail("--merge-out " + merge_out + ": no shard receipts among the files");
+    std::string target;
+    for (const auto& [name, m] : merged_out) {
+      const Status st = prepare_output((std::filesystem::path(merge_out) / (name + ".json")).string(), &target);
+      if (!st.ok) return fail("--merge-out " + st.message);
+    }
+  }
+  if (!junit.empty()) {
+    std::string why;
+    if (!junit_writable(junit, &why)) return fail(why);
+  }
+  std::string text;
+  try {
+    if (format == "html") {
+      text = render_html_page(shown, shown_paths);
+    } else {
+      const ViewFormat f = format == "text" ? ViewFormat::text : ViewFormat::md;
+      for (size_t i = 0; i < shown.size(); ++i) text += (i ? "\n" : "") + render_receipt(shown[i], shown_paths[i], f);
+    }
+  } catch (const json::exception& e) {
+    return fail("unreadable field (" + std::string(e.what()) + ")");
+  }
+  for (const auto& [name, m] : merged_out)
+    if (!merge_out.empty()) {
+      const Status st = write_json_atomic((std::filesystem::path(merge_out) / (name + ".json")).string(), m);
+      if (!st.ok) return fail(st.message);
+    }
+  if (!junit.empty()) {
+    const Status st = write_junit(junit, "tf-cuda-test report", shown);
+    if (!st.ok) return fail("--junit " + st.message);
+  }
+  out << text;
+  for (const auto& r : shown)
+    if (r["verdict"] != "pass") return 1;
+  return 0;
+}
+
+}  // namespace kc
