@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "engine/make_model.h"  // prepare_checkpoint_dir
 #include "engine/safetensors.h"
 #include "engine/serve.h"        // make_draft_weights
 #include "engine/serve_gate.h"   // sha256_hex
@@ -81,15 +82,8 @@ Status source_digest(const std::string& dir, std::string* hex) {
 Status write_qwen3_checkpoint(const Qwen3Weights& w, const std::string& out_dir,
                               const std::map<std::string, std::string>& metadata) {
   const Qwen3Config& c = w.config;
-  KC_RETURN_IF_ERROR(check_qwen3_config(c, "config"));
-  std::error_code ec;
-  if (fs::exists(out_dir, ec)) {
-    if (!fs::is_directory(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
-    if (!fs::is_empty(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not empty");
-  } else if (!fs::create_directories(out_dir, ec) || ec) {
-    return Status::Error(out_dir + ": (output directory): cannot create: " + ec.message());
-  }
-  const Dtype dtype = c.dtype == "bfloat16" ? Dtype::bf16 : c.dtype == "float16" ? Dtype::f16 : Dtype::f32;
+  Dtype dtype;
+  KC_RETURN_IF_ERROR(prepare_checkpoint_dir(c, out_dir, &dtype));
   const auto by_name = tensors_by_name(w);
   std::vector<TensorToWrite> tensors;
   for (const ExpectedTensor& e : qwen3_expected_tensors(c)) {
@@ -112,6 +106,7 @@ Status write_qwen3_checkpoint(const Qwen3Weights& w, const std::string& out_dir,
     os.flush();
     if (!os) return Status::Error(cfg.string() + ": (file): write failed");
     os.close();
+    std::error_code ec;
     fs::rename(tmp, cfg, ec);
     if (ec) return Status::Error(cfg.string() + ": (file): cannot rename: " + ec.message());
   }

@@ -108,8 +108,7 @@ Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out) {
   return Status::Ok();
 }
 
-Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
-                                  const std::string& preset) {
+Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype) {
   KC_RETURN_IF_ERROR(check_qwen3_config(c, "config"));
   std::error_code ec;
   if (fs::exists(out_dir, ec)) {
@@ -118,7 +117,15 @@ Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std
   } else if (!fs::create_directories(out_dir, ec) || ec) {
     return Status::Error(out_dir + ": (output directory): cannot create: " + ec.message());
   }
-  const Dtype dtype = c.dtype == "bfloat16" ? Dtype::bf16 : c.dtype == "float16" ? Dtype::f16 : Dtype::f32;
+  const Dtype d = c.dtype == "bfloat16" ? Dtype::bf16 : c.dtype == "float16" ? Dtype::f16 : Dtype::f32;
+  *dtype = d;
+  return Status::Ok();
+}
+
+Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
+                                  const std::string& preset) {
+  Dtype dtype;
+  KC_RETURN_IF_ERROR(prepare_checkpoint_dir(c, out_dir, &dtype));
   std::vector<TensorToWrite> tensors;
   for (const ExpectedTensor& e : qwen3_expected_tensors(c)) {
     TensorToWrite t;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/qwen3_config.h"
+#include "engine/safetensors.h"
 #include "kernels/layout/status.h"
 
 namespace kc::engine {
@@ -38,6 +39,10 @@ Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out);
 // Writes config.json and model.safetensors into `out_dir` (created if missing; refused if
 // it exists and is not an empty directory). The safetensors metadata records format "pt",
 // the preset name and the seed.
+// Before writing a checkpoint of config c into out_dir: c checked, out_dir created or an
+// existing empty folder (else "DIR: (output directory): reason"); *dtype: c.dtype's storage type.
+Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype);
+
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
                                   const std::string& preset = "custom");
 
