@@ -13,7 +13,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "kc_git_info.h"
 
 namespace kc {
 
@@ -206,43 +205,12 @@ std::string now_utc() {
   return buf;
 }
 
-nlohmann::json gate_json(const GateStat& g) {
-  nlohmann::json j = {{"name", g.name},
-                      {"description", g.description},
-                      {"ok", g.failed == 0},
-                      {"status", gate_status(g.passed, g.failed, g.skipped)},
-                      {"passed", g.passed},
-                      {"failed", g.failed},
-                      {"skipped", g.skipped},
-                      {"total", g.passed + g.failed + g.skipped}};
-  if (g.skipped) j["skip_reason"] = g.skip_reason;
-  if (g.worst_ratio >= 0 || std::isnan(g.worst_ratio))
-    j["worst"] = {{"case", g.worst_case},
-                  {"ratio", std::isnan(g.worst_ratio) ? nlohmann::json("nan") : nlohmann::json(g.worst_ratio)},
-                  {"detail", g.worst_detail}};
-  if (!g.failures.empty()) j["failures"] = g.failures;
-  j["time_s"] = g.time_s;
-  return j;
-}
-
 }  // namespace
 
-nlohmann::json gate_receipt_json(const GateStat& g) { return gate_json(g); }
-
-nlohmann::json new_receipt(const ReceiptHead& h) {
-  nlohmann::json r;
-  r["schema"] = kReceiptSchema;
-  r["kind"] = h.kind;
-  r["name"] = h.name;
-  r["verdict"] = "fail";  // until the writer decides
-  r["backend"] = h.backend;
-  r["device"] = h.device;
-  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
-  r["seed"] = h.seed;
-  r["argv"] = h.argv;
-  r["gates"] = nlohmann::json::array();
-  r["controls"] = nlohmann::json::array();
-  return r;
+void record_run(const Run& run, Receipt* r, const nlohmann::json& seen) {
+  r->add_gates(run.gates());
+  r->add_controls(run.controls(), seen);
+  r->set_errors(run.errors());
 }
 
 nlohmann::json device_json(const DeviceInfo& d) {
@@ -275,14 +243,8 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
                     !selected_none;
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
-  std::vector<std::string> why;
-  for (const GateStat& g : run.gates())
-    if (g.failed > 0)
-      why.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " + std::to_string(g.passed + g.failed) +
-                    " checks");
-  for (const ControlStat& k : run.controls())
-    if (!k.red) why.push_back("control " + k.name + " stayed green");
-  if (run.has_errors()) why.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  std::vector<std::string> why = gate_failure_reasons(run.gates());
+  for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) why.push_back(std::move(w));
   const std::string none_selected =
       sel.describe() + " matched none of the " + std::to_string(cases) + " cases of seed " + std::to_string(seed);
   if (checks == 0) {
@@ -294,15 +256,13 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   }
   if (run.controls().empty()) why.push_back("no control ran");
 
-  nlohmann::json r = new_receipt({"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
-  r["verdict"] = pass ? "pass" : "fail";
-  r["verdict_reasons"] = why;
+  Receipt r(Receipt::Head{"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
+  r.set_verdict(pass, why);
   r["started_at"] = now_utc();
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r["host"] = host;
-  r["cases"] = {{"requested", cases}, {"run", run.cases_run}, {"filtered_out", run.cases_filtered},
-                {"filter", opts.filter}};
+  r.set_cases(cases, run.cases_run, run.cases_filtered, opts.filter);
   if (opts.case_line) r["cases"]["case"] = *opts.case_line;
   // A ready-to-run command for each failing case (the first few), and for the run.
   const std::string base_cmd = "tf-cuda-test " + c.name + " --backend " + be.name() + " --seed " +
@@ -313,20 +273,14 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
     replays.push_back(base_cmd + (opts.case_line ? " --case " + shell_quote(*opts.case_line)
                                                  : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)));
   r["replay"] = replays;
-  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_json(g));
-  for (const ControlStat& k : run.controls()) {
-    nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
-                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
-    if (!k.errors.empty()) j["errors"] = k.errors;
-    r["controls"].push_back(j);
-  }
-  r["errors"] = run.errors();
+  record_run(run, &r);
   r["numbers"] = run.numbers;
-  r["timings"] = {{"total_s", secs}};
-  return {pass, r};
+  r.set_total_s(secs);
+  return {pass, std::move(r)};
 }
 
-std::string summary_line(const nlohmann::json& r) {
+std::string summary_line(const Receipt& receipt) {
+  const nlohmann::json& r = receipt.doc();
   std::map<std::string, int> by;
   for (const auto& g : r["gates"]) ++by[receipt_gate_status(g)];
   int red = 0, total = 0;
@@ -342,10 +296,11 @@ std::string summary_line(const nlohmann::json& r) {
   return o.str();
 }
 
-std::string summary_table(const nlohmann::json& r) {
+std::string summary_table(const Receipt& receipt) {
+  const nlohmann::json& r = receipt.doc();
   std::ostringstream o;
   o << r.value("name", "?") << " [" << r.value("backend", "?") << " on " << r["device"].value("name", "?")
-    << "] seed " << receipt_seed_text(r) << ", cases run " << r["cases"].value("run", int64_t(0)) << "\n";
+    << "] seed " << receipt.seed_text() << ", cases run " << r["cases"].value("run", int64_t(0)) << "\n";
   o << std::left << std::setw(34) << "gate" << std::setw(9) << "result" << std::setw(10) << "passed" << std::setw(8)
     << "failed" << std::setw(9) << "skipped" << std::setw(10) << "time s" << "worst ratio\n";
   std::vector<std::string> skip_notes;
@@ -376,7 +331,7 @@ std::string summary_table(const nlohmann::json& r) {
     for (const auto& w : r["verdict_reasons"]) o << "  because " << w.get<std::string>() << "\n";
   if (r.contains("replay"))
     for (const auto& c : r["replay"]) o << "replay: " << c.get<std::string>() << "\n";
-  o << summary_line(r) << "\n";
+  o << summary_line(receipt) << "\n";
   return o.str();
 }
 

@@ -384,9 +384,9 @@ int main(int argc, char** argv) {
     }
     bo.device = kc::device_json(cuda->device());
     bo.argv = args;
-    nlohmann::json rec;
+    kc::Receipt rec;
     const int rc = bench_what == "pack" ? kc::bench_pack_main(bo, &rec) : kc::bench_attention_main(bo, &rec);
-    if (!bench_out.empty() && !rec.is_null()) {
+    if (!bench_out.empty() && !rec.doc().is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {
         std::cerr << "tf-cuda-test: error: " << w.message << "\n";
