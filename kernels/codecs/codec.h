@@ -41,6 +41,29 @@ struct WarpPerRowCodec {
   static int64_t threads(int n, int) { return int64_t(n) * 32; }
 };
 
+// The fma partial's raw element access of a 4-bit format (q4, mxfp4): four elements are
+// four nibbles, 16 bits, low nibble first (the format's conv4 and elem_scale give values).
+struct NibbleRaw4 {
+#if defined(__CUDACC__)
+  static constexpr int kBytesPer4 = 2;
+  static constexpr int kAttnRawWords = 1;  // 16-byte words in flight per K row (more spilled on the H200)
+  struct Raw4 {
+    uint32_t w[1];
+  };
+  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
+    Raw4 r;
+    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
+    return r;
+  }
+  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+    Raw4 r;
+    r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+    return r;
+  }
+#endif
+};
+
 #if defined(__CUDACC__)
 // Thread t of a one-warp-per-row kernel: its row, lane, row descriptor and lane view.
 // False past the last row (whole warps leave together: blocks are whole warps).
