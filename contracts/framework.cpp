@@ -102,8 +102,10 @@ void Run::error(const std::string& case_vars, const std::string& message) {
 }
 
 bool Run::selected(const std::string& case_vars) {
-  const bool in = selection_.case_line ? case_vars == *selection_.case_line
-                                       : !filter_ || std::regex_search(case_vars, *filter_);
+  const bool stop = gates_only_ && gates_failed();
+  if (stop) ++cases_stopped_;
+  const bool in = !stop && (selection_.case_line ? case_vars == *selection_.case_line
+                                                 : !filter_ || std::regex_search(case_vars, *filter_));
   if (!in) {
     ++cases_filtered;
     return false;
@@ -130,6 +132,10 @@ bool Run::gates_failed() const {
 
 void Run::control(const std::string& name, const std::string& description,
                   const std::function<void(Run&)>& body) {
+  if (gates_only_) {
+    ++controls_skipped_;
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Run sub(be, twin, seed, cases, true, true);
   body(sub);
@@ -228,6 +234,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   if (be.name() != "cpu") twin = make_cpu_backend();
   CaseSelection sel{opts.filter, opts.case_line};
   Run run(be, twin.get(), seed, cases, sel, opts.quiet);
+  if (opts.gates_only) run.gates_only();
   if (!opts.quiet)
     std::cerr << c.name << ": backend " << be.name() << ", seed " << seed << ", cases " << cases << "\n";
   c.body(run);
@@ -241,7 +248,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   // never come back green on the strength of the case-independent gates.
   const bool selected_none = sel.any() && run.cases_run == 0;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
-                    !selected_none;
+                    !selected_none && run.controls_skipped() == 0;
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
   std::vector<std::string> why = gate_failure_reasons(run.gates());
   for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) why.push_back(std::move(w));
@@ -254,7 +261,14 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   } else if (selected_none) {
     why.push_back(none_selected + " (only case-independent gates ran)");
   }
-  if (run.controls().empty()) why.push_back("no control ran");
+  if (run.controls_skipped() > 0)
+    why.push_back("controls skipped (--gates-only): " + std::to_string(run.controls_skipped()) +
+                  " not run; a run without its controls never passes" +
+                  (run.cases_stopped() ? "; " + std::to_string(run.cases_stopped()) +
+                                             " cases and probes left out after the first failing case"
+                                       : std::string()));
+  else if (run.controls().empty())
+    why.push_back("no control ran");
 
   Receipt r(Receipt::Head{"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
   r.set_verdict(pass, why);
@@ -274,6 +288,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
                                                  : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)));
   r["replay"] = replays;
   record_run(run, &r);
+  if (run.controls_skipped() > 0) r["controls_skipped"] = run.controls_skipped();
   r["numbers"] = run.numbers;
   r.set_total_s(secs);
   return {pass, std::move(r)};
@@ -291,7 +306,11 @@ std::string summary_line(const Receipt& receipt) {
   if (by["FAIL"]) o << ", " << by["FAIL"] << " FAILED";
   if (by["skipped"]) o << ", " << by["skipped"] << " skipped";
   if (by["not run"]) o << ", " << by["not run"] << " not run";
-  o << "; " << red << " of " << total << " controls red; " << r["cases"].value("run", int64_t(0)) << (r["cases"].value("run", int64_t(0)) == 1 ? " case; " : " cases; ")
+  if (r.contains("controls_skipped"))
+    o << "; " << r["controls_skipped"].dump() << " controls skipped (--gates-only); ";
+  else
+    o << "; " << red << " of " << total << " controls red; ";
+  o << r["cases"].value("run", int64_t(0)) << (r["cases"].value("run", int64_t(0)) == 1 ? " case; " : " cases; ")
     << std::fixed << std::setprecision(1) << r["timings"].value("total_s", 0.0) << " s";
   return o.str();
 }

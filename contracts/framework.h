@@ -82,6 +82,13 @@ class Run {
   // A control: body runs in a sub-run whose gates must catch the planted defect.
   void control(const std::string& name, const std::string& description,
                const std::function<void(Run&)>& body);
+  // --gates-only (the mutant tests, which ask only whether a gate catches the build; the
+  // contract's own test runs the controls): from here on control() counts its control as
+  // skipped and runs nothing, and once a gate has failed selected() takes no further case
+  // (counted as filtered out and in cases_stopped). A run that skipped a control never passes.
+  void gates_only() { gates_only_ = true; }
+  int controls_skipped() const { return controls_skipped_; }
+  int64_t cases_stopped() const { return cases_stopped_; }
 
   nlohmann::json numbers = nlohmann::json::object();
   // numbers.coverage, what ran per dimension: cover_case counts one case and its value along
@@ -108,6 +115,9 @@ class Run {
   std::vector<std::string> failed_cases_;
   std::chrono::steady_clock::time_point last_check_;
   bool quiet_;
+  bool gates_only_ = false;
+  int controls_skipped_ = 0;
+  int64_t cases_stopped_ = 0;
 };
 
 struct ContractDef {
@@ -128,6 +138,11 @@ struct RunOptions {
   std::optional<std::string> case_line;
   std::vector<std::string> argv;
   bool quiet = false;
+  // --gates-only: the gates alone, no control run, and no case after the first in which a
+  // gate failed. The receipt says so (controls_skipped, verdict_reasons) and its verdict is
+  // fail: exit 1 whether or not a gate failed (a mutant test looks for the failing gate,
+  // "because gate ..." in the summary).
+  bool gates_only = false;
 };
 
 struct RunResult {

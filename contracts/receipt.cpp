@@ -223,7 +223,7 @@ bool check_receipt(const json& r, Checker& c) {
     if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
       return false;
   }
-  if (!c.strings(r, "", "replay", true)) return false;
+  if (!c.strings(r, "", "replay", true) || !c.field(r, "", "controls_skipped", Want::integer, true)) return false;
   if (!c.field(r["device"], "device", "compute_capability", Want::string, true) ||
       !c.field(r["device"], "device", "driver", Want::string, true))
     return false;
@@ -355,6 +355,9 @@ bool check_receipt(const json& r, Checker& c) {
                                      r["controls"][i]["name"].get<std::string>() + ") green");
     if (r.contains("errors") && !r["errors"].empty())
       return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
+    if (r.contains("controls_skipped") && !(r["controls_skipped"].is_number_integer() && r["controls_skipped"] == 0))
+      return c.fail("verdict", "'pass' contradicts controls_skipped " + r["controls_skipped"].dump() +
+                                   " (a run without its controls never passes)");
     if (r["kind"] == "bench")
       for (size_t i = 0; i < r["targets"].size(); ++i)
         if (!r["targets"][i]["met"].get<bool>())

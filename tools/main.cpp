@@ -49,6 +49,7 @@ struct Common {
   std::string out;
   std::string out_dir = "receipts";
   bool quiet = false;
+  bool gates_only = false;
 };
 
 // The commands besides the contracts (each contract is a command of its own name).
@@ -94,6 +95,7 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   ro.filter = o.filter;
   ro.argv = argv;
   ro.quiet = o.quiet;
+  ro.gates_only = o.gates_only;
   const kc::RunResult r = kc::run_contract(c, be, ro);
   std::cout << kc::summary_table(r.receipt) << std::flush;
   if (!out.empty()) {
@@ -150,6 +152,9 @@ int main(int argc, char** argv) {
                   "command); a line that matches no case fails the run")
         ->type_name("LINE")
         ->excludes(filter);
+    s->add_flag("--gates-only", o.gates_only,
+                "Check the gates only, run no control (for mutant tests: the contract's own run proves its controls); "
+                "the verdict is then always fail (exit 1) and the receipt records controls_skipped");
     s->add_option("--out", o.out,
                   "Write the JSON receipt here, atomically (temp file, then rename). Missing folders are created; an "
                   "existing path that is not a regular file is refused (exit 2); a symlink is followed and the file it "

@@ -243,6 +243,16 @@ TEST(ReceiptViews, AWrittenReceiptReadsBackAndAContradictionIsRefused) {
   const Status st = Receipt::check(r.doc(), "w.json");
   EXPECT_NE(st.message.find("w.json: verdict: 'pass' contradicts gates[1] (attention-bound) failed"), std::string::npos)
       << st.message;
+  // A run that skipped its controls (--gates-only) never reads back as a pass.
+  Receipt g(Receipt::Head{"contract", "fp8-rows", "cpu", json{{"name", "test cpu"}}, {"tf-cuda-test"}, uint64_t(7)});
+  g.add_gates({ok});
+  g.set_total_s(1.0);
+  g["controls_skipped"] = 3;
+  g.set_verdict(false, {"controls skipped (--gates-only): 3 not run"});
+  EXPECT_TRUE(Receipt::check(g.doc(), "g.json").ok) << Receipt::check(g.doc(), "g.json").message;
+  g.set_verdict(true, {});
+  EXPECT_NE(Receipt::check(g.doc(), "g.json").message.find("g.json: verdict: 'pass' contradicts controls_skipped 3"),
+            std::string::npos);
 }
 
 }  // namespace
