@@ -28,7 +28,7 @@ for f in $(cd "$work/before" && ls contracts/*.json serve-ci.json kv-ci-q4.json)
   # What must not move: gate statuses and counts, worst ratios, controls, numbers. The
   # diff lists a row per gate and control (unchanged ones too); a change shows in the
   # last column ("change") or as a numbers row.
-  echo "$out" | grep -v '^- base: \|^- head: \|^### diff '
+  echo "$out" | grep -v '^- base: \|^- head: '
   echo
   [ $rc -eq 0 ] || status=1
   # Field by field (reports/layout/receipt_fields.py): the same keys, the same values but
