@@ -92,9 +92,11 @@ endfunction()
 # the folder of the files its plant touches (SOURCES, relative to that folder). Those files
 # are compiled again with DEFINE; every other object comes unplanted from kc_kernels_obj /
 # kc_contracts_obj (and the tool's from kc_mutant_tool_obj, compiled once for all mutants).
-# The contract run on the mutant must exit 1. CUDA: a device-side plant, built with the
-# cuda backend only and run with --backend cuda (exit 77, skipped, without a device);
-# otherwise it runs on the cpu backend. The target is made once every folder is read.
+# The contract run on the mutant must exit 1. On the cpu backend it runs --gates-only (no
+# control: the contract's own test proves them) and must name a failed gate or errors.
+# CUDA: a device-side plant, built with the cuda backend only and run with --backend cuda
+# and its controls (exit 77, skipped, without a device). The target is made once every
+# folder is read.
 function(kc_add_mutant name define contract)
   cmake_parse_arguments(A "CUDA" "" "SOURCES" ${ARGN})
   if(A_CUDA AND NOT KC_HAVE_CUDA)
@@ -106,19 +108,11 @@ function(kc_add_mutant name define contract)
     set_tests_properties(mutant.${name} PROPERTIES LABELS "cuda;mutant" SKIP_RETURN_CODE 77)
     return()
   endif()
-  set(rel "")
-  foreach(src IN LISTS A_SOURCES)
-    file(RELATIVE_PATH r ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${src})
-    list(APPEND rel ${r})
-  endforeach()
   set(cuda OFF)
   if(A_CUDA)
     set(cuda ON)
   endif()
-  # DEFER would read the variables at the call; EVAL expands them now.
-  list(JOIN rel " " rel)
-  cmake_language(EVAL CODE
-    "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} ${contract} ${cuda} ${rel})")
+  kc_defer_mutant(${name} ${define} ${contract} ${cuda} ${A_SOURCES})
 endfunction()
 
 # kc_add_sanitizer_plant(name DEFINE SOURCES file...): a device-side defect that only a
@@ -130,15 +124,23 @@ function(kc_add_sanitizer_plant name define)
   if(NOT KC_BUILD_DEVICE_MUTANTS)  # built where the device-side mutants are (a GPU machine)
     return()
   endif()
-  set(rel "")
-  foreach(src IN LISTS A_SOURCES)
-    file(RELATIVE_PATH r ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${src})
-    list(APPEND rel ${r})
-  endforeach()
-  list(JOIN rel " " rel)
-  cmake_language(EVAL CODE
-    "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} - PLANT ${rel})")
+  kc_defer_mutant(${name} ${define} - PLANT ${A_SOURCES})
 endfunction()
+
+# Shared by kc_add_mutant and kc_add_sanitizer_plant: the planted sources (relative to the
+# calling folder) as paths from the top, and kc_define_mutant deferred to the end of the
+# top-level directory, when every object library exists. DEFER would read the variables at
+# the call; EVAL expands them now.
+macro(kc_defer_mutant name define contract cuda)
+  set(kc_rel "")
+  foreach(src IN ITEMS ${ARGN})
+    file(RELATIVE_PATH kc_r ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+    list(APPEND kc_rel ${kc_r})
+  endforeach()
+  list(JOIN kc_rel " " kc_rel)
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\" CALL kc_define_mutant ${name} ${define} ${contract} ${cuda} ${kc_rel})")
+endmacro()
 
 function(kc_define_mutant name define contract cuda)
   if(NOT TARGET kc_mutant_tool_obj)
@@ -183,8 +185,10 @@ function(kc_define_mutant name define contract cuda)
                      $<TARGET_FILE:${exe}>)
     set_tests_properties(mutant.${name} PROPERTIES LABELS "cuda;mutant" SKIP_RETURN_CODE 77)
   else()
+    # The gates alone (--gates-only): the contract's own test runs its controls, and a
+    # mutant is caught when a gate fails or the backend errs, which the verdict reasons say.
     add_test(NAME mutant.${name}
-             COMMAND sh -c "\"$0\" ${contract} --backend cpu --cases 6 --quiet; test $? -eq 1"
+             COMMAND sh -c "out=$(\"$0\" ${contract} --backend cpu --cases 6 --quiet --gates-only 2>&1); rc=$?; test $rc -eq 1 && case \"$out\" in *'because gate '*|*'errors (listed in the receipt)'*) true;; *) printf '%s\\n' \"$out\"; false;; esac"
                      $<TARGET_FILE:${exe}>)
     set_tests_properties(mutant.${name} PROPERTIES LABELS "cpu;mutant")
   endif()

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend/backend.h"
+#include "kernels/backend/forwarding.h"
 
 namespace kc {
 
@@ -25,25 +25,15 @@ enum class Fault {
   decode_nondeterministic,  // every second row decode differs in one bit     -> repeats
 };
 
-class FaultyBackend final : public Backend {
+class FaultyBackend final : public ForwardingBackend {
  public:
-  FaultyBackend(Backend& real, Fault f) : real_(real), fault_(f) {}
-  std::string name() const override { return real_.name(); }
-  AttnArith attention_arith(Format f, int d) const override { return real_.attention_arith(f, d); }
-  DeviceInfo device() const override { return real_.device(); }
+  FaultyBackend(Backend& real, Fault f) : ForwardingBackend(real), fault_(f) {}
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
     return after_encode(real_.encode_rows(f, c, x, r, n), c, x, r, n);
   }
   Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
     return after_decode(real_.decode_rows(f, c, r, n, o), c, n, o);
   }
-  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_.e4m3_encode_bits(a, n, o); }
-  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
-    return real_.pack(c, lane, p0, n, b);
-  }
-  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override { return real_.unpack(c, lane, p0, b); }
-  Status keep(Cache& c, const KeepMove* m, int n) override { return real_.keep(c, m, n); }
-
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {
     if (fault_ != Fault::rope_position) return real_.rope_store(c, p, rows, n, q, k, v, q_out);
@@ -99,7 +89,6 @@ class FaultyBackend final : public Backend {
     u ^= 1u;
     std::memcpy(&x, &u, 4);
   }
-  Backend& real_;
   Fault fault_;
   int calls_ = 0;
 };

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "contracts/progress.h"
-#include "kc_git_info.h"
 
 namespace kc {
 
@@ -109,8 +108,10 @@ void Run::error(const std::string& case_vars, const std::string& message) {
 }
 
 bool Run::selected(const std::string& case_vars) {
-  bool in = selection_.case_line ? case_vars == *selection_.case_line
-                                 : !filter_ || std::regex_search(case_vars, *filter_);
+  const bool stop = gates_only_ && gates_failed();
+  if (stop) ++cases_stopped_;
+  bool in = !stop && (selection_.case_line ? case_vars == *selection_.case_line
+                                           : !filter_ || std::regex_search(case_vars, *filter_));
   if (in && selection_.shards > 1 &&
       fnv1a(case_vars.data(), case_vars.size()) % uint64_t(selection_.shards) != uint64_t(selection_.shard - 1))
     in = false;  // another shard's case
@@ -140,6 +141,10 @@ bool Run::gates_failed() const {
 
 void Run::control(const std::string& name, const std::string& description,
                   const std::function<void(Run&)>& body) {
+  if (gates_only_) {
+    ++controls_skipped_;
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Run sub(be, twin, seed, cases, true, true);
   body(sub);
@@ -217,43 +222,12 @@ std::string now_utc() {
   return buf;
 }
 
-nlohmann::json gate_json(const GateStat& g) {
-  nlohmann::json j = {{"name", g.name},
-                      {"description", g.description},
-                      {"ok", g.failed == 0},
-                      {"status", gate_status(g.passed, g.failed, g.skipped)},
-                      {"passed", g.passed},
-                      {"failed", g.failed},
-                      {"skipped", g.skipped},
-                      {"total", g.passed + g.failed + g.skipped}};
-  if (g.skipped) j["skip_reason"] = g.skip_reason;
-  if (g.worst_ratio >= 0 || std::isnan(g.worst_ratio))
-    j["worst"] = {{"case", g.worst_case},
-                  {"ratio", std::isnan(g.worst_ratio) ? nlohmann::json("nan") : nlohmann::json(g.worst_ratio)},
-                  {"detail", g.worst_detail}};
-  if (!g.failures.empty()) j["failures"] = g.failures;
-  j["time_s"] = g.time_s;
-  return j;
-}
-
 }  // namespace
 
-nlohmann::json gate_receipt_json(const GateStat& g) { return gate_json(g); }
-
-nlohmann::json new_receipt(const ReceiptHead& h) {
-  nlohmann::json r;
-  r["schema"] = kReceiptSchema;
-  r["kind"] = h.kind;
-  r["name"] = h.name;
-  r["verdict"] = "fail";  // until the writer decides
-  r["backend"] = h.backend;
-  r["device"] = h.device;
-  r["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
-  r["seed"] = h.seed;
-  r["argv"] = h.argv;
-  r["gates"] = nlohmann::json::array();
-  r["controls"] = nlohmann::json::array();
-  return r;
+void record_run(const Run& run, Receipt* r, const nlohmann::json& seen) {
+  r->add_gates(run.gates());
+  r->add_controls(run.controls(), seen);
+  r->set_errors(run.errors());
 }
 
 nlohmann::json device_json(const DeviceInfo& d) {
@@ -272,6 +246,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   CaseSelection sel{opts.filter, opts.case_line, opts.shard, opts.shards};
   Run run(be, twin.get(), seed, cases, sel, opts.quiet);
   const std::string shard_text = std::to_string(opts.shard) + "/" + std::to_string(opts.shards);
+  if (opts.gates_only) run.gates_only();
   if (!opts.quiet)
     std::cerr << c.name << ": backend " << be.name() << ", seed " << seed << ", cases " << cases
               << (opts.shards > 1 ? ", shard " + shard_text : std::string()) << "\n";
@@ -288,16 +263,10 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   // never come back green on the strength of the case-independent gates.
   const bool selected_none = sel.any() && run.cases_run == 0;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
-                    !selected_none;
+                    !selected_none && run.controls_skipped() == 0;
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
-  std::vector<std::string> why;
-  for (const GateStat& g : run.gates())
-    if (g.failed > 0)
-      why.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " + std::to_string(g.passed + g.failed) +
-                    " checks");
-  for (const ControlStat& k : run.controls())
-    if (!k.red) why.push_back("control " + k.name + " stayed green");
-  if (run.has_errors()) why.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  std::vector<std::string> why = gate_failure_reasons(run.gates());
+  for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) why.push_back(std::move(w));
   const std::string none_selected =
       sel.describe() + " matched none of the " + std::to_string(cases) + " cases of seed " + std::to_string(seed);
   if (checks == 0) {
@@ -307,17 +276,22 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   } else if (selected_none) {
     why.push_back(none_selected + " (only case-independent gates ran)");
   }
-  if (run.controls().empty()) why.push_back("no control ran");
+  if (run.controls_skipped() > 0)
+    why.push_back("controls skipped (--gates-only): " + std::to_string(run.controls_skipped()) +
+                  " not run; a run without its controls never passes" +
+                  (run.cases_stopped() ? "; " + std::to_string(run.cases_stopped()) +
+                                             " cases and probes left out after the first failing case"
+                                       : std::string()));
+  else if (run.controls().empty())
+    why.push_back("no control ran");
 
-  nlohmann::json r = new_receipt({"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
-  r["verdict"] = pass ? "pass" : "fail";
-  r["verdict_reasons"] = why;
+  Receipt r(Receipt::Head{"contract", c.name, be.name(), device_json(be.device()), opts.argv, seed});
+  r.set_verdict(pass, why);
   r["started_at"] = now_utc();
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r["host"] = host;
-  r["cases"] = {{"requested", cases}, {"run", run.cases_run}, {"filtered_out", run.cases_filtered},
-                {"filter", opts.filter}};
+  r.set_cases(cases, run.cases_run, run.cases_filtered, opts.filter);
   if (opts.case_line) r["cases"]["case"] = *opts.case_line;
   if (opts.shards > 1) r["cases"]["shard"] = shard_text;
   // A ready-to-run command for each failing case (the first few), and for the run.
@@ -330,20 +304,15 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
                                                  : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)) +
                       (opts.shards > 1 && !opts.case_line ? " --shard " + shard_text : ""));
   r["replay"] = replays;
-  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_json(g));
-  for (const ControlStat& k : run.controls()) {
-    nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
-                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
-    if (!k.errors.empty()) j["errors"] = k.errors;
-    r["controls"].push_back(j);
-  }
-  r["errors"] = run.errors();
+  record_run(run, &r);
+  if (run.controls_skipped() > 0) r["controls_skipped"] = run.controls_skipped();
   r["numbers"] = run.numbers;
-  r["timings"] = {{"total_s", secs}};
-  return {pass, r};
+  r.set_total_s(secs);
+  return {pass, std::move(r)};
 }
 
-std::string summary_line(const nlohmann::json& r) {
+std::string summary_line(const Receipt& receipt) {
+  const nlohmann::json& r = receipt.doc();
   std::map<std::string, int> by;
   for (const auto& g : r["gates"]) ++by[receipt_gate_status(g)];
   int red = 0, total = 0;
@@ -354,15 +323,20 @@ std::string summary_line(const nlohmann::json& r) {
   if (by["FAIL"]) o << ", " << by["FAIL"] << " FAILED";
   if (by["skipped"]) o << ", " << by["skipped"] << " skipped";
   if (by["not run"]) o << ", " << by["not run"] << " not run";
-  o << "; " << red << " of " << total << " controls red; " << r["cases"].value("run", int64_t(0)) << (r["cases"].value("run", int64_t(0)) == 1 ? " case; " : " cases; ")
+  if (r.contains("controls_skipped"))
+    o << "; " << r["controls_skipped"].dump() << " controls skipped (--gates-only); ";
+  else
+    o << "; " << red << " of " << total << " controls red; ";
+  o << r["cases"].value("run", int64_t(0)) << (r["cases"].value("run", int64_t(0)) == 1 ? " case; " : " cases; ")
     << std::fixed << std::setprecision(1) << r["timings"].value("total_s", 0.0) << " s";
   return o.str();
 }
 
-std::string summary_table(const nlohmann::json& r) {
+std::string summary_table(const Receipt& receipt) {
+  const nlohmann::json& r = receipt.doc();
   std::ostringstream o;
   o << r.value("name", "?") << " [" << r.value("backend", "?") << " on " << r["device"].value("name", "?")
-    << "] seed " << receipt_seed_text(r) << ", cases run " << r["cases"].value("run", int64_t(0)) << "\n";
+    << "] seed " << receipt.seed_text() << ", cases run " << r["cases"].value("run", int64_t(0)) << "\n";
   o << std::left << std::setw(34) << "gate" << std::setw(9) << "result" << std::setw(10) << "passed" << std::setw(8)
     << "failed" << std::setw(9) << "skipped" << std::setw(10) << "time s" << "worst ratio\n";
   std::vector<std::string> skip_notes;
@@ -393,7 +367,7 @@ std::string summary_table(const nlohmann::json& r) {
     for (const auto& w : r["verdict_reasons"]) o << "  because " << w.get<std::string>() << "\n";
   if (r.contains("replay"))
     for (const auto& c : r["replay"]) o << "replay: " << c.get<std::string>() << "\n";
-  o << summary_line(r) << "\n";
+  o << summary_line(receipt) << "\n";
   return o.str();
 }
 

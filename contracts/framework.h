@@ -31,30 +31,6 @@ namespace kc {
 // plain !(ratio <= worst) would let the next finite ratio hide the NaN).
 inline bool worse_ratio(double ratio, double worst) { return !std::isnan(worst) && !(ratio <= worst); }
 
-struct GateStat {
-  std::string name;
-  std::string description;
-  int64_t passed = 0;
-  int64_t failed = 0;
-  int64_t skipped = 0;
-  std::string skip_reason;
-  double worst_ratio = -1;  // for bound gates: max |err| / bound
-  std::string worst_case;
-  std::string worst_detail;
-  std::vector<std::string> failures;  // first few failing case lines
-  double time_s = 0;  // wall time attributed to this gate: from the previous check of any gate to each of its checks
-};
-
-
-struct ControlStat {
-  std::string name;
-  std::string description;
-  bool red = false;
-  std::vector<std::string> caught_by;
-  std::vector<std::string> errors;
-  double time_s = 0;
-};
-
 // Which generated cases a run checks: every case, those whose name(k=v,...) line
 // matches a regex (--filter), or the one whose line equals a pasted line (--case).
 struct CaseSelection {
@@ -110,6 +86,13 @@ class Run {
   // A control: body runs in a sub-run whose gates must catch the planted defect.
   void control(const std::string& name, const std::string& description,
                const std::function<void(Run&)>& body);
+  // --gates-only (the mutant tests, which ask only whether a gate catches the build; the
+  // contract's own test runs the controls): from here on control() counts its control as
+  // skipped and runs nothing, and once a gate has failed selected() takes no further case
+  // (counted as filtered out and in cases_stopped). A run that skipped a control never passes.
+  void gates_only() { gates_only_ = true; }
+  int controls_skipped() const { return controls_skipped_; }
+  int64_t cases_stopped() const { return cases_stopped_; }
 
   nlohmann::json numbers = nlohmann::json::object();
   // numbers.coverage, what ran per dimension: cover_case counts one case and its value along
@@ -136,6 +119,9 @@ class Run {
   std::vector<std::string> failed_cases_;
   std::chrono::steady_clock::time_point last_check_;
   bool quiet_;
+  bool gates_only_ = false;
+  int controls_skipped_ = 0;
+  int64_t cases_stopped_ = 0;
 };
 
 struct ContractDef {
@@ -158,26 +144,21 @@ struct RunOptions {
   bool quiet = false;
   int shard = 1, shards = 1;  // --shard i/n (CaseSelection)
   std::string label;          // progress status prefix; default the contract's name
+  // --gates-only: the gates alone, no control run, and no case after the first in which a
+  // gate failed. The receipt says so (controls_skipped, verdict_reasons) and its verdict is
+  // fail: exit 1 whether or not a gate failed (a mutant test looks for the failing gate,
+  // "because gate ..." in the summary).
+  bool gates_only = false;
 };
 
 struct RunResult {
   bool pass = false;
-  nlohmann::json receipt;
+  Receipt receipt;
 };
 
-// The fields every receipt opens with (the contract runner and the benches build on it);
-// git provenance is this build's.
-struct ReceiptHead {
-  std::string kind;   // contract, serve-gate, serve-memory, kv-gate, bench
-  std::string name;
-  std::string backend;
-  nlohmann::json device;  // name, compute_capability, driver
-  std::vector<std::string> argv;
-  nlohmann::json seed;    // an unsigned integer, or null (no generator)
-};
-nlohmann::json new_receipt(const ReceiptHead& h);
-// A gate's entry in a receipt's "gates" (what run_contract writes; serve-gate reuses it).
-nlohmann::json gate_receipt_json(const GateStat& g);
+// The run's tables into its receipt: gates, controls (`seen`: per control, what the
+// writer noted about its catch) and errors.
+void record_run(const Run& run, Receipt* r, const nlohmann::json& seen = nlohmann::json::object());
 // A device as receipts record it; empty fields (compute capability, driver on cpu) left out.
 nlohmann::json device_json(const DeviceInfo& d);
 
@@ -187,9 +168,9 @@ std::unique_ptr<Backend> select_backend(const std::string& name, Status* st);
 
 RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts);
 // Renders a receipt as the human summary table, ending with the one-line summary.
-std::string summary_table(const nlohmann::json& receipt);
+std::string summary_table(const Receipt& receipt);
 // "fp8-rows: pass - 10 gates ok, 2 skipped; 7 of 7 controls red; 48 cases; 9.2 s"
-std::string summary_line(const nlohmann::json& receipt);
+std::string summary_line(const Receipt& receipt);
 // Where a receipt may be written: missing parent folders are created (mkdir -p); a path
 // that exists and is not a regular file (a folder, a device node, a FIFO, a socket) is
 // refused; a symlink is followed, so the file it points to is replaced and the link
@@ -198,6 +179,7 @@ Status prepare_output(const std::string& path, std::string* target);
 // Writes JSON atomically through prepare_output: a temp file beside the target, then
 // rename over it.
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
+inline Status write_json_atomic(const std::string& path, const Receipt& r) { return write_json_atomic(path, r.doc()); }
 
 // Case helpers.
 uint64_t mix_seed(uint64_t seed, uint64_t i);

@@ -354,43 +354,78 @@ std::string store_bytes_error(const Cache& cc, int lane, int layer, int kv, int 
   return "";
 }
 
-void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
-  const std::string cv = c.vars();
-  const Shape& S = kShapes[c.shape];
-  const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads;
-  const KvLayout lay(2, hkv, d, c.fmt);
-  std::mt19937_64 g(c.seed);
+// One case of the contract, as named steps over the state they share. run_case runs them
+// in order; a step that calls the backend returns false after a backend error (recorded by
+// fail()), and the case stops there. The generator g is drawn from in the order of the
+// steps (slots, history, round, planted row), so a seed gives the same case as it always did.
+class QwenCaseRun {
+ public:
+  QwenCaseRun(Run& run, Backend& be, const QwenCase& c, Plant plant)
+      : run(run), be(be), c(c), plant(plant), cv(c.vars()), S(kShapes[c.shape]), d(S.head_dim), hq(S.q_heads),
+        hkv(S.kv_heads), lay(2, hkv, d, c.fmt), g(c.seed), outp(size_t(kRows) * hq * d), outw(size_t(kRows) * hq * d) {}
+
+  void run_all() {
+    place_tails();
+    cover();
+    su = Setup{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
+    paged0 = su.paged;
+    window0 = su.window;
+    draw_inputs();
+    if (!store()) return;
+    check_store_guards();
+    check_stored_paged_window();
+    check_rope_bound();
+    check_store_bytes();
+    plant_defect();
+    if (!attend()) return;
+    check_attention_bound();
+    if (!keep_tails()) return;
+    check_tail_committed();
+  }
+
+ private:
+  static constexpr int kF = 0, kA = 1, kB = 2;
+  static constexpr int kRows = 6;
+  static constexpr char kRowName[] = "FABCDE";
+
+  bool fail(const Status& st) {
+    if (st.ok) return false;
+    run.error(cv, st.message);
+    return true;
+  }
+
   // Lane 0 holds len0 committed keys, then free slots where the tail rows go, with gaps,
   // so slots are past len0 + tail (moves then run dst < src).
-  std::vector<int32_t> tail_slots;
-  for (int j = 0, s = c.len0 + c.tail; j < c.tail; ++j) {
-    s += (j == 0) ? 0 : 1 + int(g() % 2);
-    tail_slots.push_back(s);
+  void place_tails() {
+    for (int j = 0, s = c.len0 + c.tail; j < c.tail; ++j) {
+      s += (j == 0) ? 0 : 1 + int(g() % 2);
+      tail_slots.push_back(s);
+    }
+    // Overlap: when the tail has >= 2 rows, make the first tail slot equal to a later
+    // move's destination (a dst that an earlier move reads from).
+    if (c.tail >= 3) tail_slots[0] = c.len0 + 2;
+    std::sort(tail_slots.begin(), tail_slots.end());
+    tail_slots.erase(std::unique(tail_slots.begin(), tail_slots.end()), tail_slots.end());
+    tail = int(tail_slots.size());
+    // Lane 1 gets a draft tail too, of another length (tail1 != tail), after its new
+    // committed row (position len1): slots from len1 + 1 + tail1 on, with gaps. Launches then
+    // mix lanes: attention rows whose tails come from both lanes, with lists of different
+    // lengths at different offsets, and one keep call that moves rows of both lanes.
+    tail1 = tail >= 2 ? tail - 1 : 2;
+    for (int j = 0, s = c.len1 + 1 + tail1; j < tail1; ++j) {
+      s += (j == 0) ? 0 : 1 + int(g() % 2);
+      tail1_slots.push_back(s);
+    }
+    // Lane 0 is long enough for lane 1's slots as well: a kernel that reads the first row's
+    // tail list (lane 1's) for lane 0's rows, or runs every move in the first move's lane
+    // (lane 0), then reads and writes wrong rows inside the lane, not outside it.
+    lens = {std::max(tail_slots.back(), tail1_slots.back()) + 2, std::max(c.len1, tail1_slots.back()) + 2};
   }
-  // Overlap: when the tail has >= 2 rows, make the first tail slot equal to a later
-  // move's destination (a dst that an earlier move reads from).
-  if (c.tail >= 3) tail_slots[0] = c.len0 + 2;
-  std::sort(tail_slots.begin(), tail_slots.end());
-  tail_slots.erase(std::unique(tail_slots.begin(), tail_slots.end()), tail_slots.end());
-  const int tail = int(tail_slots.size());
-  // Lane 1 gets a draft tail too, of another length (tail1 != tail), after its new
-  // committed row (position len1): slots from len1 + 1 + tail1 on, with gaps. Launches then
-  // mix lanes: attention rows whose tails come from both lanes, with lists of different
-  // lengths at different offsets, and one keep call that moves rows of both lanes.
-  const int tail1 = tail >= 2 ? tail - 1 : 2;
-  std::vector<int32_t> tail1_slots;
-  for (int j = 0, s = c.len1 + 1 + tail1; j < tail1; ++j) {
-    s += (j == 0) ? 0 : 1 + int(g() % 2);
-    tail1_slots.push_back(s);
-  }
-  // Lane 0 is long enough for lane 1's slots as well: a kernel that reads the first row's
-  // tail list (lane 1's) for lane 0's rows, or runs every move in the first move's lane
-  // (lane 0), then reads and writes wrong rows inside the lane, not outside it.
-  const std::vector<int> lens = {std::max(tail_slots.back(), tail1_slots.back()) + 2,
-                                 std::max(c.len1, tail1_slots.back()) + 2};
-  if (plant == Plant::none && !run.in_control) {
-    // Coverage in the receipt (numbers.coverage): cases per format, shape, page size,
-    // chunk, scale, score regime and lane mix, so a reviewer sees what ran.
+
+  // Coverage in the receipt (numbers.coverage): cases per format, shape, page size, chunk,
+  // scale, score regime and lane mix, so a reviewer sees what ran.
+  void cover() {
+    if (plant != Plant::none || run.in_control) return;
     run.cover_case({{"format", format_name(c.fmt)},
                     {"shape", S.name},
                     {"page_tokens", std::to_string(c.ptok)},
@@ -400,72 +435,73 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
                     {"lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) +
                                      " + lane1 " + std::to_string(tail1) + " at 0; keep lanes 0+1 in one call"}});
   }
-  Setup su{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
-  const Cache paged0 = su.paged, window0 = su.window;
-  auto fail = [&](const Status& st) {
-    if (st.ok) return false;
-    run.error(cv, st.message);
-    return true;
-  };
 
-  // History: both layers, both lanes, k and v only.
-  std::vector<RopeRow> hist;
-  for (int p = 0; p < c.len0; ++p) hist.push_back({0, c.pos_base + p, p});
-  for (int p = 0; p < c.len1; ++p) hist.push_back({1, c.pos_base + p, p});
-  std::shuffle(hist.begin(), hist.end(), g);
-  const int nh = int(hist.size());
-  const std::vector<float> hk0 = randn(size_t(nh) * hkv * d, g), hv0 = randn(size_t(nh) * hkv * d, g);
-  std::vector<float> hk1 = randn(size_t(nh) * hkv * d, g);
-  const std::vector<float> hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
-  // Round: lane 0's tail rows, lane 1's new committed row, then lane 1's tail rows, with
-  // queries.
-  std::vector<RopeRow> round;
-  for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
-  round.push_back({1, c.pos_base + c.len1, c.len1});
-  for (int j = 0; j < tail1; ++j) round.push_back({1, c.pos_base + c.len1 + 1 + j, tail1_slots[j]});
-  const int nr = int(round.size());
-  std::vector<float> rq = randn(size_t(nr) * hq * d, g), rk = randn(size_t(nr) * hkv * d, g),
-                     rv = randn(size_t(nr) * hkv * d, g, 2.0f);
-  if (c.logits != 0) {
-    // Layer 1's keys and the queries get A e along the lowest-frequency rotary dim (its
-    // angle moves < 0.03 rad over any two positions here), the queries with the sign of
-    // c.logits: every score is then about c.logits * A^2 * scale = +-200, give or take the
-    // drawn parts' A |q_e - k_e| scale.
-    const int e = S.rot_dims / 2 - 1;
-    const float A = float(std::sqrt(200.0 / c.scale(d)));
-    for (size_t i = 0; i < hk1.size(); i += d) hk1[i + e] += A;
-    for (size_t i = 0; i < rk.size(); i += d) rk[i + e] += A;
-    for (size_t i = 0; i < rq.size(); i += d) rq[i + e] += float(c.logits) * A;
+  // History: both layers, both lanes, k and v only. Round: lane 0's tail rows, lane 1's new
+  // committed row, then lane 1's tail rows, with queries.
+  void draw_inputs() {
+    for (int p = 0; p < c.len0; ++p) hist.push_back({0, c.pos_base + p, p});
+    for (int p = 0; p < c.len1; ++p) hist.push_back({1, c.pos_base + p, p});
+    std::shuffle(hist.begin(), hist.end(), g);
+    nh = int(hist.size());
+    hk0 = randn(size_t(nh) * hkv * d, g);
+    hv0 = randn(size_t(nh) * hkv * d, g);
+    hk1 = randn(size_t(nh) * hkv * d, g);
+    hv1 = randn(size_t(nh) * hkv * d, g, 2.0f);
+    for (int j = 0; j < tail; ++j) round.push_back({0, c.pos_base + c.len0 + j, tail_slots[j]});
+    round.push_back({1, c.pos_base + c.len1, c.len1});
+    for (int j = 0; j < tail1; ++j) round.push_back({1, c.pos_base + c.len1 + 1 + j, tail1_slots[j]});
+    nr = int(round.size());
+    rq = randn(size_t(nr) * hq * d, g);
+    rk = randn(size_t(nr) * hkv * d, g);
+    rv = randn(size_t(nr) * hkv * d, g, 2.0f);
+    if (c.logits != 0) {
+      // Layer 1's keys and the queries get A e along the lowest-frequency rotary dim (its
+      // angle moves < 0.03 rad over any two positions here), the queries with the sign of
+      // c.logits: every score is then about c.logits * A^2 * scale = +-200, give or take the
+      // drawn parts' A |q_e - k_e| scale.
+      const int e = S.rot_dims / 2 - 1;
+      const float A = float(std::sqrt(200.0 / c.scale(d)));
+      for (size_t i = 0; i < hk1.size(); i += d) hk1[i + e] += A;
+      for (size_t i = 0; i < rk.size(); i += d) rk[i + e] += A;
+      for (size_t i = 0; i < rq.size(); i += d) rq[i + e] += float(c.logits) * A;
+    }
   }
-  const uint64_t in_hash = fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4);
 
-  RopeParams rp{hq, S.rot_dims, S.base, 0};
-  std::vector<float> qrot_p(size_t(nr) * hq * d), qrot_w(size_t(nr) * hq * d);
-  auto store_all = [&](Cache& cc, float* qout) -> bool {
+  // Both layers' history, then the round (a new row stores every layer: layer 0 from other
+  // inputs, layer 1 with the queries).
+  bool store_all(Cache& cc, float* qout) {
+    const RopeParams rp{hq, S.rot_dims, S.base, 0};
     RopeParams p0 = rp;
     p0.layer = 0;
     if (fail(be.rope_store(cc, p0, hist.data(), nh, nullptr, hk0.data(), hv0.data(), nullptr))) return false;
     RopeParams p1 = rp;
     p1.layer = 1;
     if (fail(be.rope_store(cc, p1, hist.data(), nh, nullptr, hk1.data(), hv1.data(), nullptr))) return false;
-    // A new row stores every layer: layer 0 from other inputs, layer 1 with the queries.
     if (fail(be.rope_store(cc, p0, round.data(), nr, nullptr, rv.data(), rk.data(), nullptr))) return false;
     return !fail(be.rope_store(cc, p1, round.data(), nr, rq.data(), rk.data(), rv.data(), qout));
-  };
-  if (!store_all(su.paged, qrot_p.data()) || !store_all(su.window, qrot_w.data())) return;
-  run.check("inputs", (fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4)) == in_hash, cv,
-            "rope store changed its inputs");
-  run.check("paged==window", bytes_equal(qrot_p.data(), qrot_w.data(), qrot_p.size()), cv, "rotated queries differ");
-  {
+  }
+
+  // Rope store, paged and window: inputs unchanged, the rotated queries equal, repeats
+  // identical.
+  bool store() {
+    const uint64_t in_hash = fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4);
+    qrot_p.assign(size_t(nr) * hq * d, 0.0f);
+    qrot_w.assign(size_t(nr) * hq * d, 0.0f);
+    if (!store_all(su.paged, qrot_p.data()) || !store_all(su.window, qrot_w.data())) return false;
+    run.check("inputs", (fnv1a(rq.data(), rq.size() * 4) ^ fnv1a(hk1.data(), hk1.size() * 4)) == in_hash, cv,
+              "rope store changed its inputs");
+    run.check("paged==window", bytes_equal(qrot_p.data(), qrot_w.data(), qrot_p.size()), cv, "rotated queries differ");
     Cache again = paged0;
     std::vector<float> q2(qrot_p.size());
     bool same = store_all(again, q2.data()) && again.mem == su.paged.mem && bytes_equal(q2.data(), qrot_p.data(), q2.size());
     Cache again2 = paged0;
     same = same && store_all(again2, q2.data()) && again2.mem == su.paged.mem;
     run.check("repeats", same, cv, "a repeated rope store gave different bytes");
+    return true;
   }
+
   // Guards: only the stored rows (both layers) changed.
-  {
+  void check_store_guards() {
     std::vector<RowRef> written;
     for (int layer = 0; layer < 2; ++layer)
       for (int kv = 0; kv < 2; ++kv)
@@ -480,9 +516,9 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     const int64_t bad = guard_violations(su.paged, paged0.mem, mp, &where) + guard_violations(su.window, window0.mem, mw, &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes; " + where);
   }
-  // Stored rows paged == window, and within the rope bound (K rotated, V plain) for the
-  // round rows and a sample of history rows.
-  {
+
+  // Stored rows paged == window.
+  void check_stored_paged_window() {
     int64_t bad = 0;
     std::string first;
     for (int lane = 0; lane < 2; ++lane)
@@ -494,78 +530,88 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       }
     run.check("paged==window", bad == 0, cv, std::to_string(bad) + " stored positions differ, first " + first);
   }
-  {
-    double worst = 0;
-    std::string at;
+
+  // q4 store bound (derived): the kernel rotates its fp32 row y32 (|y32 - y| <= rb per
+  // element) by 2^-3 H in fp32 (gamma_5, below 2^-21 relative to the group's sum |y|),
+  // quantises each rotated value to within max(s/2, |yrot| - 7 s) (a clipped value), and
+  // the decoded row is 2^-2 H of the codes, exact. So |got_j - y_j| <= 2^-2 * 32 * (max_i
+  // e_i), e_i the rotated-space error bound. x: the input row, y: its rotation (K) or x (V).
+  void q4_store_bound(int lane, int kv, int h, int slot, int pos, const std::vector<double>& x,
+                      const std::vector<double>& y, std::vector<double>& q4b) const {
+    const KvView wv = su.window.view(lane);
+    const uint8_t* sc = kv_scale(wv, 1, kv, h, slot);
+    for (int g0 = 0; g0 < d; g0 += 32) {
+      uint16_t hb;
+      std::memcpy(&hb, sc + 2 * (g0 / 32), 2);
+      const double sg = ref::fp16_value(hb);
+      double yr[32], sum_rb = 0, sum_y = 0, ymax = 0;
+      ref::h32_apply(&y[g0], yr);
+      for (int i = 0; i < 32; ++i) {
+        const double rbi = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, g0 + i) : 0.0;
+        sum_rb += rbi;
+        sum_y += std::fabs(y[g0 + i]);
+        ymax = std::max(ymax, std::fabs(yr[i]) * 0.125);
+      }
+      const double slack = 0.125 * (sum_rb + std::ldexp(sum_y + sum_rb, -21));
+      const double e = std::max(sg / 2, ymax + slack - 7 * sg) + slack;
+      for (int i = 0; i < 32; ++i) q4b[g0 + i] = 8 * e * (1 + 1e-12);
+    }
+  }
+
+  // One stored row (layer 1, K rotated and V plain, every head) against the rope bound plus
+  // the format's store bound; the worst ratio and where it is.
+  void rope_row_worst(int lane, int slot, int pos, const float* kin, const float* vin, double* worst, std::string* at) const {
     std::vector<double> x(d), y(d), got(d), q4b(d);
-    auto check_row = [&](int lane, int slot, int pos, const float* kin, const float* vin) {
-      for (int h = 0; h < hkv; ++h)
-        for (int kv = 0; kv < 2; ++kv) {
-          const float* src = (kv == 0 ? kin : vin) + size_t(h) * d;
-          for (int j = 0; j < d; ++j) x[j] = src[j];
-          if (kv == 0) ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
-          else y = x;
-          ref_row(su.window, lane, 1, kv, h, slot, got.data());
-          if (c.fmt == Format::q4) {
-            // q4 store bound (derived): the kernel rotates its fp32 row y32 (|y32 - y| <= rb
-            // per element) by 2^-3 H in fp32 (gamma_5, below 2^-21 relative to the group's
-            // sum |y|), quantises each rotated value to within max(s/2, |yrot| - 7 s) (a
-            // clipped value), and the decoded row is 2^-2 H of the codes, exact. So
-            // |got_j - y_j| <= 2^-2 * 32 * (max_i e_i), e_i the rotated-space error bound.
-            const KvView wv = su.window.view(lane);
-            const uint8_t* sc = kv_scale(wv, 1, kv, h, slot);
-            for (int g0 = 0; g0 < d; g0 += 32) {
-              uint16_t hb;
-              std::memcpy(&hb, sc + 2 * (g0 / 32), 2);
-              const double sg = ref::fp16_value(hb);
-              double yr[32], sum_rb = 0, sum_y = 0, ymax = 0;
-              ref::h32_apply(&y[g0], yr);
-              for (int i = 0; i < 32; ++i) {
-                const double rbi = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, g0 + i) : 0.0;
-                sum_rb += rbi;
-                sum_y += std::fabs(y[g0 + i]);
-                ymax = std::max(ymax, std::fabs(yr[i]) * 0.125);
-              }
-              const double slack = 0.125 * (sum_rb + std::ldexp(sum_y + sum_rb, -21));
-              const double e = std::max(sg / 2, ymax + slack - 7 * sg) + slack;
-              for (int i = 0; i < 32; ++i) q4b[g0 + i] = 8 * e * (1 + 1e-12);
-            }
+    for (int h = 0; h < hkv; ++h)
+      for (int kv = 0; kv < 2; ++kv) {
+        const float* src = (kv == 0 ? kin : vin) + size_t(h) * d;
+        for (int j = 0; j < d; ++j) x[j] = src[j];
+        if (kv == 0) ref::rope(x.data(), y.data(), d, S.rot_dims, S.base, pos);
+        else y = x;
+        ref_row(su.window, lane, 1, kv, h, slot, got.data());
+        if (c.fmt == Format::q4) q4_store_bound(lane, kv, h, slot, pos, x, y, q4b);
+        double amax = 0;
+        for (int j = 0; j < d; ++j) amax = std::max(amax, std::fabs(y[j]));
+        for (int j = 0; j < d; ++j) {
+          const double rb = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
+          double qb;
+          if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
+          else if (c.fmt == Format::q4) qb = q4b[j];
+          else if (c.fmt == Format::mxfp4) {
+            // mxfp4 store bound (derived): the kernel encodes its fp32 row y32 (|y32 - y| <=
+            // rb) in the group's stored exponent e (from amax(y32): no value clips), and
+            // decoding is exact, so |got - y32| <= h(|y32| / 2^e) 2^e (mxfp4_ref.h: half the
+            // E2M1 gap) and h is nondecreasing: qb = h((|y| + rb) / 2^e) 2^e.
+            const uint8_t eb = kv_scale(su.window.view(lane), 1, kv, h, slot)[j / 32];
+            qb = ref::mxfp4_element_bound(std::fabs(y[j]) + rb, int(eb) - 127);
           }
-          double amax = 0;
-          for (int j = 0; j < d; ++j) amax = std::max(amax, std::fabs(y[j]));
-          for (int j = 0; j < d; ++j) {
-            const double rb = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
-            double qb;
-            if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
-            else if (c.fmt == Format::q4) qb = q4b[j];
-            else if (c.fmt == Format::mxfp4) {
-              // mxfp4 store bound (derived): the kernel encodes its fp32 row y32 (|y32 - y| <=
-              // rb) in the group's stored exponent e (from amax(y32): no value clips), and
-              // decoding is exact, so |got - y32| <= h(|y32| / 2^e) 2^e (mxfp4_ref.h: half the
-              // E2M1 gap) and h is nondecreasing: qb = h((|y| + rb) / 2^e) 2^e.
-              const uint8_t eb = kv_scale(su.window.view(lane), 1, kv, h, slot)[j / 32];
-              qb = ref::mxfp4_element_bound(std::fabs(y[j]) + rb, int(eb) - 127);
-            }
-            else {
-              // The reference's scale, not the stored one: the bound's saturation term
-              // max(0, |y| - 448 s) then allows only what the reference's own scale saturates
-              // (a stored scale of 0 or one too small is not "inside the bound").
-              const double s = f32(amax / 448.0);
-              qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
-            }
-            const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
-            if (worse_ratio(ratio, worst)) {
-              worst = ratio;
-              at = "stored lane " + std::to_string(lane) + " slot " + std::to_string(slot) + (kv ? " V" : " K") +
-                   " head " + std::to_string(h) + " [" + std::to_string(j) + "]";
-            }
+          else {
+            // The reference's scale, not the stored one: the bound's saturation term
+            // max(0, |y| - 448 s) then allows only what the reference's own scale saturates
+            // (a stored scale of 0 or one too small is not "inside the bound").
+            const double s = f32(amax / 448.0);
+            qb = ref::fp8_element_bound(y[j], s, got[j]) + std::ldexp(amax, -24) * 4;
+          }
+          const double ratio = std::fabs(got[j] - y[j]) / (rb + qb + 1e-300);
+          if (worse_ratio(ratio, *worst)) {
+            *worst = ratio;
+            *at = "stored lane " + std::to_string(lane) + " slot " + std::to_string(slot) + (kv ? " V" : " K") +
+                  " head " + std::to_string(h) + " [" + std::to_string(j) + "]";
           }
         }
-    };
-    for (int i = 0; i < nr; ++i) check_row(round[i].lane, round[i].slot, round[i].pos, &rk[size_t(i) * hkv * d], &rv[size_t(i) * hkv * d]);
+      }
+  }
+
+  // Within the rope bound (K rotated, V plain): the round rows, a sample of history rows,
+  // and the rotated queries (fp32 out) against the float64 rotation.
+  void check_rope_bound() {
+    double worst = 0;
+    std::string at;
+    for (int i = 0; i < nr; ++i)
+      rope_row_worst(round[i].lane, round[i].slot, round[i].pos, &rk[size_t(i) * hkv * d], &rv[size_t(i) * hkv * d], &worst, &at);
     for (int i = 0; i < nh; i += std::max(1, nh / 64))
-      check_row(hist[i].lane, hist[i].slot, hist[i].pos, &hk1[size_t(i) * hkv * d], &hv1[size_t(i) * hkv * d]);
-    // Rotated queries (fp32 out) against the float64 rotation.
+      rope_row_worst(hist[i].lane, hist[i].slot, hist[i].pos, &hk1[size_t(i) * hkv * d], &hv1[size_t(i) * hkv * d], &worst, &at);
+    std::vector<double> x(d), y(d);
     for (int i = 0; i < nr; ++i)
       for (int h = 0; h < hq; ++h) {
         const float* src = &rq[(size_t(i) * hq + h) * d];
@@ -586,7 +632,7 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
 
   // Stored bytes against the reference: both layers, K and V, the round's rows and a
   // sample of history rows (paged==window has compared every stored position).
-  {
+  void check_store_bytes() {
     std::string why;
     int64_t bad = 0, rows_checked = 0;
     std::vector<double> x(d), y(d), rad(d), zero(d, 0.0);
@@ -621,62 +667,63 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     run.check("store==reference", bad == 0, cv, std::to_string(bad) + " of " + std::to_string(rows_checked) + " rows; first " + why);
   }
 
-  if (plant == Plant::planted_row) {
-    uint8_t* row = kv_row(su.paged.view(1), 1, 0, 0, int(g() % c.len1));
-    row[g() % lay.code_bytes] ^= 0x10;
-  }
-  if (plant == Plant::swap_page_table) {
-    for (int lane = 0; lane < 2; ++lane)
-      if (su.paged.views[lane].n_pages >= 2)
-        std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
+  // The controls' defects in the paged cache: one stored K row altered, or each lane's
+  // first two page-table entries swapped.
+  void plant_defect() {
+    if (plant == Plant::planted_row) {
+      uint8_t* row = kv_row(su.paged.view(1), 1, 0, 0, int(g() % c.len1));
+      row[g() % lay.code_bytes] ^= 0x10;
+    }
+    if (plant == Plant::swap_page_table) {
+      for (int lane = 0; lane < 2; ++lane)
+        if (su.paged.views[lane].n_pages >= 2)
+          std::swap(su.paged.pts[su.paged.views[lane].pt_off], su.paged.pts[su.paged.views[lane].pt_off + 1]);
+    }
   }
 
   // Attention: rows F (lane 1 + its tail, first in the launch), A (lane 0 + its tail), B
   // (lane 1, its new row committed), C (lane 1 prefix), D (no keys at all: its output is
   // defined as +0, never NaN) and E (no committed keys, only lane 0's tail through the
   // index list). The tail list holds lane 1's tail (offset 0, tail1 slots), then lane 0's
-  // (offset tail1, tail slots).
-  const int drop = plant == Plant::dropped_key ? 1 : 0;
-  const int lenC = std::max(0, c.len1 / 2);
-  std::vector<int32_t> tails(tail1_slots.begin(), tail1_slots.end());
-  tails.insert(tails.end(), tail_slots.begin(), tail_slots.end());
-  constexpr int kF = 0, kA = 1, kB = 2;
-  std::vector<AttnRow> rows = {{1, c.len1 + 1, 0, tail1},  {0, c.len0, tail1, tail}, {1, c.len1 + 1 - drop, 0, 0},
-                               {1, lenC, 0, 0},           {1, 0, 0, 0},            {0, 0, tail1, tail}};
-  constexpr int kRows = 6;
-  constexpr char kRowName[] = "FABCDE";
-  // The round's rotated query each row uses.
-  const int qsrc[kRows] = {tail + tail1, tail - 1, tail, tail, tail, tail - 1};
-  std::vector<float> q(size_t(kRows) * hq * d);
-  for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
-  const AttnParams ap{hq, 1, c.chunk, c.scale(d)};
-  const size_t no = size_t(kRows) * hq * d;
-  Guarded<float> outp(no), outw(no);
-  const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
-  if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), outp.data()))) return;
-  if (fail(be.attention(su.window, ap, rows.data(), kRows, tails, q.data(), outw.data()))) return;
-  {  // every row without keys (the bound below skips them)
-    const size_t m = size_t(hq) * d;
-    const std::vector<float> zeros(m, 0.0f);
-    bool zero = true;
-    std::string which;
-    for (int r = 0; r < kRows; ++r)
-      if (rows[r].len + rows[r].tail_len == 0 &&
-          !(bytes_equal(outp.data() + r * m, zeros.data(), m) && bytes_equal(outw.data() + r * m, zeros.data(), m))) {
-        zero = false;
-        which = std::string("row ") + kRowName[r] + " (no keys) is not +0 in every element (first " +
-                std::to_string(outp.data()[r * m]) + ")";
-      }
-    run.check("empty-rows", zero, cv, which);
-  }
-  run.check("inputs", fnv1a(su.paged.mem.data(), su.paged.mem.size()) == cache_hash, cv, "attention changed the cache");
-  run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "attention wrote past its output");
-  run.check("paged==window", bytes_equal(outp.data(), outw.data(), no), cv, "attention rows differ");
-  {
+  // (offset tail1, tail slots). Checked: empty rows +0, cache unchanged, guards, paged ==
+  // window, repeats, each row alone == the row in the mixed launch.
+  bool attend() {
+    const int drop = plant == Plant::dropped_key ? 1 : 0;
+    const int lenC = std::max(0, c.len1 / 2);
+    tails.assign(tail1_slots.begin(), tail1_slots.end());
+    tails.insert(tails.end(), tail_slots.begin(), tail_slots.end());
+    rows = {{1, c.len1 + 1, 0, tail1}, {0, c.len0, tail1, tail}, {1, c.len1 + 1 - drop, 0, 0},
+            {1, lenC, 0, 0},           {1, 0, 0, 0},             {0, 0, tail1, tail}};
+    // The round's rotated query each row uses.
+    const int qsrc[kRows] = {tail + tail1, tail - 1, tail, tail, tail, tail - 1};
+    q.assign(size_t(kRows) * hq * d, 0.0f);
+    for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
+    ap = AttnParams{hq, 1, c.chunk, c.scale(d)};
+    const size_t no = size_t(kRows) * hq * d;
+    const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
+    if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), outp.data()))) return false;
+    if (fail(be.attention(su.window, ap, rows.data(), kRows, tails, q.data(), outw.data()))) return false;
+    {  // every row without keys (the bound below skips them)
+      const size_t m = size_t(hq) * d;
+      const std::vector<float> zeros(m, 0.0f);
+      bool zero = true;
+      std::string which;
+      for (int r = 0; r < kRows; ++r)
+        if (rows[r].len + rows[r].tail_len == 0 &&
+            !(bytes_equal(outp.data() + r * m, zeros.data(), m) && bytes_equal(outw.data() + r * m, zeros.data(), m))) {
+          zero = false;
+          which = std::string("row ") + kRowName[r] + " (no keys) is not +0 in every element (first " +
+                  std::to_string(outp.data()[r * m]) + ")";
+        }
+      run.check("empty-rows", zero, cv, which);
+    }
+    run.check("inputs", fnv1a(su.paged.mem.data(), su.paged.mem.size()) == cache_hash, cv, "attention changed the cache");
+    run.check("guards", outp.guards_intact() && outw.guards_intact(), cv, "attention wrote past its output");
+    run.check("paged==window", bytes_equal(outp.data(), outw.data(), no), cv, "attention rows differ");
     Guarded<float> again(no);
     bool same = true, fenced = true;
     for (int rep = 0; rep < 2 && same; ++rep) {
-      if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), again.data()))) return;
+      if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), again.data()))) return false;
       same = bytes_equal(again.data(), outp.data(), no);
       fenced = fenced && again.guards_intact();
     }
@@ -685,17 +732,141 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     std::string which;
     for (int r = 0; r < kRows && solo; ++r) {
       Guarded<float> one(size_t(hq) * d);
-      if (fail(be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return;
+      if (fail(be.attention(su.paged, ap, &rows[r], 1, tails, &q[size_t(r) * hq * d], one.data()))) return false;
       solo = bytes_equal(one.data(), outp.data() + size_t(r) * hq * d, size_t(hq) * d);
       fenced = fenced && one.guards_intact();
       if (!solo) which = std::string("row ") + kRowName[r];
     }
     run.check("rows==solo", solo, cv, which);
     run.check("guards", fenced, cv, "a repeated or solo attention wrote past its output");
+    return true;
   }
+
+  // The dequantised keys and values of one attention row and KV head (q4: rotated space),
+  // with fp8's V row scales.
+  void load_keys(const AttnRow& row, int kvh, Eigen::MatrixXd* K, Eigen::MatrixXd* V, std::vector<double>* vscale) const {
+    const int n = row.len + row.tail_len;
+    std::vector<double> tmp(d);
+    for (int i = 0; i < n; ++i) {
+      const int slot = i < row.len ? i : tails[row.tail_off + i - row.len];
+      if (c.fmt == Format::fp8) {
+        float vs;
+        std::memcpy(&vs, kv_scale(su.window.view(row.lane), 1, 1, kvh, slot), 4);
+        (*vscale)[i] = vs;
+      }
+      // q4: the reference runs in rotated space on the exact dequantised codes.
+      auto rr = c.fmt == Format::q4 ? ref_row_rotated : ref_row;
+      rr(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
+      for (int j = 0; j < d; ++j) (*K)(i, j) = tmp[j];
+      rr(su.window, row.lane, 1, 1, kvh, slot, tmp.data());
+      for (int j = 0; j < d; ++j) (*V)(i, j) = tmp[j];
+    }
+  }
+
+  // q4: rotated space. q_rot = 2^-2 H q exactly (so q_rot . z = q . k for the decoded
+  // k = 2^-2 H z); the kernel's fp32 q_rot (emulated bit for bit by the reference) differs
+  // by dq, a score error scale * sum_e |dq_e| |z_ie| per key (*extra).
+  void q4_rotate_query(const float* q32_row, const Eigen::MatrixXd& K, Eigen::VectorXd* qv,
+                       std::vector<double>* extra) const {
+    const int n = int(K.rows());
+    std::vector<float> q32(q32_row, q32_row + d), qr32(d);
+    for (int g0 = 0; g0 < d; g0 += 32) {
+      double t[32];
+      ref::h32_apply(&(*qv)[g0], t);
+      ref::h32_fp32(&q32[g0], 0.25, &qr32[g0]);
+      for (int i = 0; i < 32; ++i) (*qv)[g0 + i] = 0.25 * t[i];
+    }
+    extra->assign(n, 0.0);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < d; ++j) (*extra)[i] += std::fabs(double(qr32[j]) - (*qv)[j]) * std::fabs(K(i, j));
+    for (double& e : *extra) e *= ap.scale;
+  }
+
+  // Tensor cores: the score errors the order's depths leave out (*extra, per key) and fp8's
+  // output error from the fp16 parts of p * V scale (*out_extra, per element). fp8 (fp16
+  // inputs): q's parts leave at most 2^-39 max|q| per element, p' = p * V scale's parts
+  // 2^-39 max_k V scale_k (p <= 1) per key, an output error of 2^-39 max_k vs_k sum_i
+  // |V_ij| / vs_i (the merge's weights are <= 1 and L >= 1); an extra u |s| for fp8's
+  // row-scale product on the score; bf16: flushes of bf16 parts below 2^-126 (3 parts of
+  // q, K's elements).
+  void mma_extras(const Eigen::VectorXd& qv, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                  const std::vector<double>& vscale, std::vector<double>* extra, std::vector<double>* out_extra) const {
+    const int n = int(K.rows());
+    const double tiny = std::ldexp(1.0, -126), t39 = std::ldexp(1.0, -39);
+    double qabs = 0, qmax = 0;
+    for (int j = 0; j < d; ++j) qabs += std::fabs(qv[j]), qmax = std::max(qmax, std::fabs(qv[j]));
+    extra->assign(n, 0.0);
+    for (int i = 0; i < n; ++i) {
+      double kabs = 0, s = 0;
+      for (int j = 0; j < d; ++j) kabs += std::fabs(K(i, j)), s += qv[j] * K(i, j);
+      (*extra)[i] = c.fmt == Format::fp8 ? ap.scale * t39 * qmax * kabs + bound::kU32 * std::fabs(s * ap.scale)
+                                         : ap.scale * tiny * (3 * kabs + qabs);
+    }
+    if (c.fmt == Format::fp8) {
+      double vs_max = 0;
+      for (int i = 0; i < n; ++i) vs_max = std::max(vs_max, vscale[i]);
+      for (int i = 0; i < n; ++i)
+        if (vscale[i] > 0)  // a zero scale holds zero codes' values only
+          for (int j = 0; j < d; ++j) (*out_extra)[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
+    }
+  }
+
+  // q4: back to original space: out = 2^-2 H out_rot, computed by the kernel in fp32
+  // (gamma_5 of the group's sum |out_rot|) from its rotated output (within bound_rot per
+  // element): |err_j| <= 2^-2 sum_i (bound_rot_i + gamma_5 (|out_rot_i| + bound_rot_i)) +
+  // u |out_j|.
+  void q4_unrotate(ref::AttnRef* want) const {
+    ref::AttnRef o2 = *want;
+    for (int g0 = 0; g0 < d; g0 += 32) {
+      double t[32], sb = 0, so = 0;
+      ref::h32_apply(&want->out[g0], t);
+      for (int i = 0; i < 32; ++i) {
+        sb += want->bound[g0 + i];
+        so += std::fabs(want->out[g0 + i]);
+      }
+      for (int i = 0; i < 32; ++i) {
+        o2.out[g0 + i] = 0.25 * t[i];
+        o2.bound[g0 + i] = 0.25 * (sb + bound::gamma(5) * (so + sb)) + bound::kU32 * std::fabs(o2.out[g0 + i]) + 1e-30;
+      }
+    }
+    *want = o2;
+  }
+
+  // The float64 reference of attention row r, query head h, over the keys K, V, with its
+  // per-element bound in the backend's order.
+  ref::AttnRef attention_reference(int r, int h, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+                                   const std::vector<double>& vscale) {
+    Eigen::VectorXd qv(d);
+    for (int j = 0; j < d; ++j) qv[j] = q[(size_t(r) * hq + h) * d + j];
+    std::vector<double> extra;
+    if (c.fmt == Format::q4) q4_rotate_query(&q[(size_t(r) * hq + h) * d], K, &qv, &extra);
+    // Depths of the backend's order (attention/rows.h). fma chain: dot d; p.v per key
+    // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
+    // over k-steps / a key group's tiles and the groups' sum (fp8: +4 for the two fp16
+    // parts' remainder, +1 for p * row-scale), and the extras of mma_extras. Both: l over
+    // a lane's keys then the butterfly.
+    const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split;
+    const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt) : d;
+    const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt) : attn_pv_depth(c.chunk, d);
+    const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
+    std::vector<double> out_extra(d, 0.0);
+    if (mma) mma_extras(qv, K, V, vscale, &extra, &out_extra);
+    if (c.logits != 0 && plant == Plant::none) {  // the scores' range, in the receipt
+      const Eigen::VectorXd sc = (K * qv) * ap.scale;
+      auto& rng = run.numbers["far_logit_score_range"][c.logits < 0 ? "-200" : "+200"];
+      const double lo = sc.minCoeff(), hi = sc.maxCoeff();
+      if (rng.is_null()) rng = nlohmann::json::array({lo, hi});
+      else rng = nlohmann::json::array({std::min(lo, rng[0].get<double>()), std::max(hi, rng[1].get<double>())});
+    }
+    ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
+    for (int j = 0; j < d; ++j) want.bound[j] += out_extra[j];
+    if (c.fmt == Format::q4) q4_unrotate(&want);
+    return want;
+  }
+
   // Bound against the float64 reference over the same dequantised keys (always all of
   // them: the dropped-key control must be caught here).
-  {
+  void check_attention_bound() {
     double worst = 0;
     std::string at;
     std::vector<AttnRow> full = rows;
@@ -706,104 +877,10 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
       if (n == 0) continue;  // the empty-rows gate
       for (int kvh = 0; kvh < hkv; ++kvh) {
         Eigen::MatrixXd K(n, d), V(n, d);
-        std::vector<double> tmp(d), vscale(n, 1.0);  // fp8: V row scales
-        for (int i = 0; i < n; ++i) {
-          const int slot = i < row.len ? i : tails[row.tail_off + i - row.len];
-          if (c.fmt == Format::fp8) {
-            float vs;
-            std::memcpy(&vs, kv_scale(su.window.view(row.lane), 1, 1, kvh, slot), 4);
-            vscale[i] = vs;
-          }
-          // q4: the reference runs in rotated space on the exact dequantised codes.
-          auto rr = c.fmt == Format::q4 ? ref_row_rotated : ref_row;
-          rr(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
-          for (int j = 0; j < d; ++j) K(i, j) = tmp[j];
-          rr(su.window, row.lane, 1, 1, kvh, slot, tmp.data());
-          for (int j = 0; j < d; ++j) V(i, j) = tmp[j];
-        }
+        std::vector<double> vscale(n, 1.0);  // fp8: V row scales
+        load_keys(row, kvh, &K, &V, &vscale);
         for (int h = kvh * (hq / hkv); h < (kvh + 1) * (hq / hkv); ++h) {
-          Eigen::VectorXd qv(d);
-          for (int j = 0; j < d; ++j) qv[j] = q[(size_t(r) * hq + h) * d + j];
-          std::vector<double> extra;
-          if (c.fmt == Format::q4) {
-            // Rotated space: q_rot = 2^-2 H q exactly (so q_rot . z = q . k for the decoded
-            // k = 2^-2 H z); the kernel's fp32 q_rot (emulated bit for bit by the reference)
-            // differs by dq, a score error scale * sum_e |dq_e| |z_ie| per key.
-            std::vector<float> q32(&q[(size_t(r) * hq + h) * d], &q[(size_t(r) * hq + h) * d] + d), qr32(d);
-            for (int g0 = 0; g0 < d; g0 += 32) {
-              double t[32];
-              ref::h32_apply(&qv[g0], t);
-              ref::h32_fp32(&q32[g0], 0.25, &qr32[g0]);
-              for (int i = 0; i < 32; ++i) qv[g0 + i] = 0.25 * t[i];
-            }
-            extra.assign(n, 0.0);
-            for (int i = 0; i < n; ++i)
-              for (int j = 0; j < d; ++j) extra[i] += std::fabs(double(qr32[j]) - qv[j]) * std::fabs(K(i, j));
-            for (double& e : extra) e *= ap.scale;
-          }
-          // Depths of the backend's order (attention/rows.h). fma chain: dot d; p.v per key
-          // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
-          // over k-steps / a key group's tiles and the groups' sum (fp8: +4 for the two fp16
-          // parts' remainder, +1 for p * row-scale), an extra u |s|
-          // for fp8's row-scale product on the score, and flushes of bf16 parts below 2^-126
-          // (3 parts of q, K's elements). Both: l over a lane's keys then the butterfly.
-          const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split;
-          const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt) : d;
-          const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt) : attn_pv_depth(c.chunk, d);
-          const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
-          // fp8 (fp16 inputs): q's parts leave at most 2^-39 max|q| per element, p' = p *
-          // V scale's parts 2^-39 max_k V scale_k (p <= 1) per key, an output error of
-          // 2^-39 max_k vs_k sum_i |V_ij| / vs_i (the merge's weights are <= 1 and L >= 1).
-          std::vector<double> out_extra(d, 0.0);
-          if (mma) {
-            const double tiny = std::ldexp(1.0, -126), t39 = std::ldexp(1.0, -39);
-            double qabs = 0, qmax = 0;
-            for (int j = 0; j < d; ++j) qabs += std::fabs(qv[j]), qmax = std::max(qmax, std::fabs(qv[j]));
-            extra.assign(n, 0.0);
-            for (int i = 0; i < n; ++i) {
-              double kabs = 0, s = 0;
-              for (int j = 0; j < d; ++j) kabs += std::fabs(K(i, j)), s += qv[j] * K(i, j);
-              extra[i] = c.fmt == Format::fp8 ? ap.scale * t39 * qmax * kabs + bound::kU32 * std::fabs(s * ap.scale)
-                                              : ap.scale * tiny * (3 * kabs + qabs);
-            }
-            if (c.fmt == Format::fp8) {
-              double vs_max = 0;
-              for (int i = 0; i < n; ++i) vs_max = std::max(vs_max, vscale[i]);
-              for (int i = 0; i < n; ++i)
-                if (vscale[i] > 0)  // a zero scale holds zero codes' values only
-                  for (int j = 0; j < d; ++j) out_extra[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
-            }
-          }
-          if (c.logits != 0 && plant == Plant::none) {  // the scores' range, in the receipt
-            const Eigen::VectorXd sc = (K * qv) * ap.scale;
-            auto& rng = run.numbers["far_logit_score_range"][c.logits < 0 ? "-200" : "+200"];
-            const double lo = sc.minCoeff(), hi = sc.maxCoeff();
-            if (rng.is_null()) rng = nlohmann::json::array({lo, hi});
-            else rng = nlohmann::json::array({std::min(lo, rng[0].get<double>()), std::max(hi, rng[1].get<double>())});
-          }
-          ref::AttnRef want =
-              ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
-          for (int j = 0; j < d; ++j) want.bound[j] += out_extra[j];
-          if (c.fmt == Format::q4) {
-            // Back to original space: out = 2^-2 H out_rot, computed by the kernel in fp32
-            // (gamma_5 of the group's sum |out_rot|) from its rotated output (within
-            // bound_rot per element): |err_j| <= 2^-2 sum_i (bound_rot_i +
-            // gamma_5 (|out_rot_i| + bound_rot_i)) + u |out_j|.
-            ref::AttnRef o2 = want;
-            for (int g0 = 0; g0 < d; g0 += 32) {
-              double t[32], sb = 0, so = 0;
-              ref::h32_apply(&want.out[g0], t);
-              for (int i = 0; i < 32; ++i) {
-                sb += want.bound[g0 + i];
-                so += std::fabs(want.out[g0 + i]);
-              }
-              for (int i = 0; i < 32; ++i) {
-                o2.out[g0 + i] = 0.25 * t[i];
-                o2.bound[g0 + i] = 0.25 * (sb + bound::gamma(5) * (so + sb)) + bound::kU32 * std::fabs(o2.out[g0 + i]) + 1e-30;
-              }
-            }
-            want = o2;
-          }
+          const ref::AttnRef want = attention_reference(r, h, K, V, vscale);
           for (int j = 0; j < d; ++j) {
             const float got = outp.data()[(size_t(r) * hq + h) * d + j];
             const double ratio = std::isnan(got) ? NAN : std::fabs(got - want.out[j]) / want.bound[j];
@@ -831,28 +908,28 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
   // (ascending, dst < src, possibly overlapping), lane 1 its tail into len1 + 1 + j; the
   // two lanes' moves interleaved, lane 0's first. Reference: sequential moves on the
   // logical rows of each lane.
-  std::vector<KeepMove> moves, moves0, moves1;
-  for (int j = 0; j < tail; ++j)
-    if (tail_slots[j] != c.len0 + j) moves0.push_back({0, tail_slots[j], c.len0 + j});
-  for (int j = 0; j < tail1; ++j) moves1.push_back({1, tail1_slots[j], c.len1 + 1 + j});
-  for (size_t i = 0; i < std::max(moves0.size(), moves1.size()); ++i) {
-    if (i < moves0.size()) moves.push_back(moves0[i]);
-    if (i < moves1.size()) moves.push_back(moves1[i]);
-  }
-  std::vector<std::vector<uint8_t>> logical[2];
-  for (int lane = 0; lane < 2; ++lane)
-    for (int p = 0; p < lens[lane]; ++p) logical[lane].push_back(pos_bytes(su.window, lane, p));
-  for (const KeepMove& m : moves) logical[m.lane][m.dst] = logical[m.lane][m.src];
-  const Cache before_keep_p = su.paged, before_keep_w = su.window;
-  for (Cache* cc : {&su.paged, &su.window}) {
-    if (plant == Plant::reverse_moves) {
-      for (int i = int(moves.size()) - 1; i >= 0; --i)
-        if (fail(be.keep(*cc, &moves[i], 1))) return;
-    } else if (fail(be.keep(*cc, moves.data(), int(moves.size())))) {
-      return;
+  bool keep_tails() {
+    std::vector<KeepMove> moves, moves0, moves1;
+    for (int j = 0; j < tail; ++j)
+      if (tail_slots[j] != c.len0 + j) moves0.push_back({0, tail_slots[j], c.len0 + j});
+    for (int j = 0; j < tail1; ++j) moves1.push_back({1, tail1_slots[j], c.len1 + 1 + j});
+    for (size_t i = 0; i < std::max(moves0.size(), moves1.size()); ++i) {
+      if (i < moves0.size()) moves.push_back(moves0[i]);
+      if (i < moves1.size()) moves.push_back(moves1[i]);
     }
-  }
-  {
+    std::vector<std::vector<uint8_t>> logical[2];
+    for (int lane = 0; lane < 2; ++lane)
+      for (int p = 0; p < lens[lane]; ++p) logical[lane].push_back(pos_bytes(su.window, lane, p));
+    for (const KeepMove& m : moves) logical[m.lane][m.dst] = logical[m.lane][m.src];
+    const Cache before_keep_p = su.paged, before_keep_w = su.window;
+    for (Cache* cc : {&su.paged, &su.window}) {
+      if (plant == Plant::reverse_moves) {
+        for (int i = int(moves.size()) - 1; i >= 0; --i)
+          if (fail(be.keep(*cc, &moves[i], 1))) return false;
+      } else if (fail(be.keep(*cc, moves.data(), int(moves.size())))) {
+        return false;
+      }
+    }
     int64_t bad_ref = 0, bad_pw = 0;
     for (int lane = 0; lane < 2; ++lane)
       for (int p = 0; p < (lane == 0 ? c.len0 + tail : c.len1 + 1 + tail1); ++p) {
@@ -873,10 +950,12 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
     const int64_t bad = guard_violations(su.paged, before_keep_p.mem, mp, &where) +
                         guard_violations(su.window, before_keep_w.mem, mw, &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows; " + where);
+    return true;
   }
+
   // tail == committed: rows A and F over the kept (now committed) keys, in one launch,
   // equal rows A and F over their tails.
-  {
+  void check_tail_committed() {
     const AttnRow committed[2] = {{0, c.len0 + tail, 0, 0}, {1, c.len1 + 1 + tail1, 0, 0}};
     const size_t m = size_t(hq) * d;
     std::vector<float> q2(2 * m);
@@ -888,7 +967,36 @@ void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) {
               "row A or F over committed keys differs from the row over its tail");
     run.check("guards", out.guards_intact(), cv, "attention wrote past its output");
   }
-}
+
+  Run& run;
+  Backend& be;
+  const QwenCase& c;
+  const Plant plant;
+  const std::string cv;  // the case line
+  const Shape& S;
+  const int d, hq, hkv;
+  const KvLayout lay;
+  std::mt19937_64 g;
+  // Slots: lane 0's tail (tail rows), lane 1's (tail1 rows); each lane's length.
+  std::vector<int32_t> tail_slots, tail1_slots;
+  int tail = 0, tail1 = 0;
+  std::vector<int> lens;
+  Setup su;
+  Cache paged0, window0;  // as made, before any store
+  // History rows (nh) and their layer-0 / layer-1 K and V; the round's rows (nr), queries,
+  // K and V; the rotated queries from the paged and the window store.
+  std::vector<RopeRow> hist, round;
+  int nh = 0, nr = 0;
+  std::vector<float> hk0, hv0, hk1, hv1, rq, rk, rv, qrot_p, qrot_w;
+  // Attention: the rows, the tail list, the queries, the parameters and the outputs.
+  std::vector<AttnRow> rows;
+  std::vector<int32_t> tails;
+  std::vector<float> q;
+  AttnParams ap{};
+  Guarded<float> outp, outw;
+};
+
+void run_case(Run& run, Backend& be, const QwenCase& c, Plant plant) { QwenCaseRun(run, be, c, plant).run_all(); }
 
 // Non-finite inputs (design.md, "Non-finite inputs"): one lane of 69 keys (chunks of 32)
 // rope-stored clean, then again with one NaN or +Inf planted in a query, a K row or a V

@@ -9,6 +9,8 @@
 #include <limits>
 #include <string>
 
+#include "kernels/backend/forwarding.h"
+
 namespace kc {
 namespace {
 
@@ -303,12 +305,9 @@ bool names_any(const std::string& message, const std::string& names) {
 // refuses (it asks the real backend first, on a copy of the cache).
 enum class RefusalFault { accepts_invalid, unnamed, writes_then_refuses };
 
-class RefusalFaultBackend final : public Backend {
+class RefusalFaultBackend final : public ForwardingBackend {
  public:
-  RefusalFaultBackend(Backend& real, RefusalFault f) : real_(real), fault_(f) {}
-  std::string name() const override { return real_.name(); }
-  DeviceInfo device() const override { return real_.device(); }
-  AttnArith attention_arith(Format f, int d) const override { return real_.attention_arith(f, d); }
+  RefusalFaultBackend(Backend& real, RefusalFault f) : ForwardingBackend(real), fault_(f) {}
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
     return apply(c, [&](Cache& cc) { return real_.encode_rows(f, cc, x, r, n); });
   }
@@ -316,7 +315,6 @@ class RefusalFaultBackend final : public Backend {
     Cache cc = c;
     return apply(cc, [&](Cache& x) { return real_.decode_rows(f, x, r, n, o); });
   }
-  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_.e4m3_encode_bits(a, n, o); }
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {
     return apply(c, [&](Cache& cc) { return real_.rope_store(cc, p, rows, n, q, k, v, q_out); });
@@ -348,7 +346,6 @@ class RefusalFaultBackend final : public Backend {
     }
     return st;
   }
-  Backend& real_;
   RefusalFault fault_;
 };
 

@@ -34,7 +34,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
-#include "kernels/engine/engine_backend.h"
+#include "kernels/backend/forwarding.h"
 #include "reference/engine_ref.h"
 
 namespace kc {
@@ -295,15 +295,9 @@ bool same_bytes(const Out& a, const Out& b) {
 
 enum class Plant { split_k_by_batch, planted_row };
 
-class PlantedEngine final : public EngineBackend {
+class PlantedEngine final : public ForwardingEngine {
  public:
-  PlantedEngine(EngineBackend& in, Plant p) : in_(in), plant_(p) {}
-  std::string name() const override { return in_.name(); }
-  bool on_device() const override { return in_.on_device(); }
-  Status scratch(int slot, size_t bytes, void** p) override { return in_.scratch(slot, bytes, p); }
-  Status weights(uint64_t o, const void* h, size_t b, const void** p) override { return in_.weights(o, h, b, p); }
-  Status upload(void* dst, const void* h, size_t b) override { return in_.upload(dst, h, b); }
-  Status download(void* h, const void* src, size_t b) override { return in_.download(h, src, b); }
+  PlantedEngine(EngineBackend& in, Plant p) : ForwardingEngine(in), plant_(p) {}
   Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
     KC_RETURN_IF_ERROR(in_.embed(E, v, d, t, n, out));
     return plant_row(out, n, d);
@@ -322,7 +316,6 @@ class PlantedEngine final : public EngineBackend {
     // The element in the middle of the launch (a row of the batch, another element alone).
     return plant_ == Plant::planted_row && count > 1 ? plant_row(out + count / 2, 1, 0, true) : Status::Ok();
   }
-  Status add(float* h, const float* t, int64_t count) override { return in_.add(h, t, count); }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {
     KC_RETURN_IF_ERROR(in_.logits(h, sel, m, dim, norm, eps, W, vocab, out));
@@ -336,16 +329,6 @@ class PlantedEngine final : public EngineBackend {
     v = int32_t((v + 1) % len);
     return in_.upload(out + (n - 1) / 2, &v, 4);
   }
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
-                    const float* v, float* qo) override {
-    return in_.rope_store(c, p, r, n, q, k, v, qo);
-  }
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
-                   const float* q, float* o) override {
-    return in_.attention(c, p, r, n, t, q, o);
-  }
-  Status hold(Cache& c) override { return in_.hold(c); }
-  Status release(Cache& c) override { return in_.release(c); }
 
  private:
   // Row (n-1)/2 of a batch of n > 1: its first element one ulp up.
@@ -388,7 +371,6 @@ class PlantedEngine final : public EngineBackend {
     return in_.add(y, static_cast<float*>(pt), int64_t(n) * rows);
   }
 
-  EngineBackend& in_;
   Plant plant_;
 };
 
@@ -399,15 +381,9 @@ enum class RefusalPlant { none, accepts_one_past, unnamed_refusal, writes_then_r
 
 // The controls of the refusals gate: a refusal turned into success, a refusal whose
 // message names nothing, or one output float written before the refusal.
-class RefusalPlantEngine final : public EngineBackend {
+class RefusalPlantEngine final : public ForwardingEngine {
  public:
-  RefusalPlantEngine(EngineBackend& in, RefusalPlant p) : in_(in), plant_(p) {}
-  std::string name() const override { return in_.name(); }
-  bool on_device() const override { return in_.on_device(); }
-  Status scratch(int slot, size_t bytes, void** p) override { return in_.scratch(slot, bytes, p); }
-  Status weights(uint64_t o, const void* h, size_t b, const void** p) override { return in_.weights(o, h, b, p); }
-  Status upload(void* dst, const void* h, size_t b) override { return in_.upload(dst, h, b); }
-  Status download(void* h, const void* src, size_t b) override { return in_.download(h, src, b); }
+  RefusalPlantEngine(EngineBackend& in, RefusalPlant p) : ForwardingEngine(in), plant_(p) {}
   Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
     return after(out, [&] { return in_.embed(E, v, d, t, n, out); });
   }
@@ -430,16 +406,6 @@ class RefusalPlantEngine final : public EngineBackend {
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
     return after(out, [&] { return in_.argmax(x, n, len, out); });
   }
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k,
-                    const float* v, float* qo) override {
-    return in_.rope_store(c, p, r, n, q, k, v, qo);
-  }
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
-                   const float* q, float* o) override {
-    return in_.attention(c, p, r, n, t, q, o);
-  }
-  Status hold(Cache& c) override { return in_.hold(c); }
-  Status release(Cache& c) override { return in_.release(c); }
 
  private:
   template <class F>
@@ -459,7 +425,6 @@ class RefusalPlantEngine final : public EngineBackend {
     }
     return st;
   }
-  EngineBackend& in_;
   RefusalPlant plant_;
 };
 

@@ -195,11 +195,10 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
   if (!cmd.out_file.empty()) {
     // The receipt (reports/schema/receipt.schema.json, kind generate): nothing is random
     // (seed 0), no gates or controls; verdict pass once the tokens are out.
-    nlohmann::json j = new_receipt({"generate", std::filesystem::path(cmd.model_dir).lexically_normal().filename().string(),
-                                    be->name(), device_json(be->device()), cmd.argv, uint64_t(0)});
+    Receipt j(Receipt::Head{"generate", std::filesystem::path(cmd.model_dir).lexically_normal().filename().string(),
+                            be->name(), device_json(be->device()), cmd.argv, uint64_t(0)});
     if (j["name"] == "" || j["name"] == ".") j["name"] = cmd.model_dir;
-    j["verdict"] = "pass";
-    j["verdict_reasons"] = nlohmann::json::array();
+    j.set_verdict(true, {});
     nlohmann::json g;
     g["model"] = cmd.model_dir;
     g["checkpoint_sha256"] = checkpoint_sha256(cmd.model_dir);
@@ -218,7 +217,7 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
     g["decode_tok_s"] = stats.decode_tok_s();
     g["cache_bytes"] = stats.cache_bytes;
     j["generate"] = g;
-    j["timings"] = {{"total_s", seconds_since(t_all)}};
+    j.set_total_s(seconds_since(t_all));
     const Status ws = write_json_atomic(cmd.out_file, j);
     if (!ws.ok) return bad("--out " + ws.message);
     out << "receipt: " << cmd.out_file << "\n";

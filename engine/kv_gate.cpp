@@ -802,12 +802,11 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   std::unique_ptr<Backend> be = select_backend(cmd.backend, &bst);
   if (!be) return bad(bst.message);
 
-  nlohmann::json r = new_receipt({"kv-gate", fx.name + "/" + cmd.format, be->name(), device_json(be->device()),
-                                  cmd.argv, nlohmann::json(uint64_t(0))});  // deterministic: no generator
+  Receipt r(Receipt::Head{"kv-gate", fx.name + "/" + cmd.format, be->name(), device_json(be->device()), cmd.argv,
+                          nlohmann::json(uint64_t(0))});  // deterministic: no generator
   const std::string fixture_sha = sha256_hex(text);
   const std::string ckpt_sha = checkpoint_sha256(fx.model_dir);
-  const std::string engine_commit =
-      r["git"]["commit"].get<std::string>() + (r["git"]["dirty"].get<bool>() ? "-dirty" : "");
+  const std::string engine_commit = r.commit_label();
   const std::string key = sha256_hex("kv-gate bf16 arm v1\nfixture " + fixture_sha + "\ntokens " + fx.tokens_sha256 +
                                      "\ncheckpoint " + ckpt_sha + "\nengine " + engine_commit + "\nbackend " +
                                      be->name() + "\n");
@@ -976,25 +975,14 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     if (x["outcome"] == "lost")
       reasons.push_back("recall " + x["probe"].get<std::string>() + " at depth " + std::to_string(x["depth"].get<int>()) +
                         ": bf16 recalls it, " + cmd.format + " does not");
-  for (const ControlStat& k : run.controls())
-    if (!k.red) reasons.push_back("control " + k.name + " stayed green");
-  if (run.has_errors()) reasons.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  for (std::string& w2 : control_and_error_reasons(run.controls(), run.errors().size())) reasons.push_back(std::move(w2));
 
-  r["verdict"] = pass ? "pass" : "fail";
-  r["verdict_reasons"] = reasons;
-  r["cases"] = {{"requested", int(fx.depths.size())}, {"run", int(fx.depths.size())}, {"filtered_out", 0}, {"filter", ""}};
+  r.set_verdict(pass, reasons);
+  r.set_cases(int(fx.depths.size()), int(fx.depths.size()), 0, "");
   r["fixture"] = cmd.fixture;
   r["fixture_sha256"] = fixture_sha;
   r["model"] = fx.model_dir;
-  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_receipt_json(g));
-  for (const ControlStat& k : run.controls()) {
-    nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
-                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
-    if (!k.errors.empty()) j["errors"] = k.errors;
-    if (control_notes.contains(k.name)) j["seen"] = control_notes[k.name];
-    r["controls"].push_back(j);
-  }
-  r["errors"] = run.errors();
+  record_run(run, &r, control_notes);
 
   nlohmann::json depths = nlohmann::json::array();
   for (size_t i = 0; i < stats.size(); ++i)
@@ -1041,7 +1029,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   }
   nums["bytes_per_position"] = bpp;
   r["numbers"] = nums;
-  r["timings"] = {{"total_s", std::chrono::duration<double>(Clock::now() - t_all).count()}};
+  r.set_total_s(std::chrono::duration<double>(Clock::now() - t_all).count());
   out << summary_table(r);
   out.flush();
   if (!cmd.out_file.empty()) {

@@ -16,33 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend/backend.h"
+#include "kernels/backend/forwarding.h"
 #include "kernels/codecs/q4.h"
 
 namespace kc::engine {
 
 enum class KvPlant { none, q4_query_unrotated, scales_from_neighbour_row };
 
-class KvPlantBackend final : public Backend {
+class KvPlantBackend final : public ForwardingBackend {
  public:
-  KvPlantBackend(Backend& real, KvPlant p) : real_(real), plant_(p) {}
-  std::string name() const override { return real_.name(); }
-  DeviceInfo device() const override { return real_.device(); }
-  AttnArith attention_arith(Format f, int d) const override { return real_.attention_arith(f, d); }
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    return real_.encode_rows(f, c, x, r, n);
-  }
-  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
-    return real_.decode_rows(f, c, r, n, o);
-  }
-  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_.e4m3_encode_bits(a, n, o); }
-  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
-    return real_.pack(c, lane, p0, n, b);
-  }
-  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override { return real_.unpack(c, lane, p0, b); }
-  Status keep(Cache& c, const KeepMove* m, int n) override { return real_.keep(c, m, n); }
-  MemoryStats memory_stats() const override { return real_.memory_stats(); }
-  void reset_peak_memory() override { real_.reset_peak_memory(); }
+  KvPlantBackend(Backend& real, KvPlant p) : ForwardingBackend(real), plant_(p) {}
 
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {
@@ -78,7 +61,6 @@ class KvPlantBackend final : public Backend {
   int planted() const { return planted_; }
 
  private:
-  Backend& real_;
   KvPlant plant_;
   int planted_ = 0;
 };

@@ -802,35 +802,20 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   int64_t checks = 0;
   for (const GateStat& g : run.gates()) checks += g.passed;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0;
-  std::vector<std::string> reasons;
-  for (const GateStat& g : run.gates())
-    if (g.failed > 0)
-      reasons.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " +
-                        std::to_string(g.passed + g.failed) + " checks");
-  for (const ControlStat& k : run.controls())
-    if (!k.red) reasons.push_back("control " + k.name + " stayed green");
-  if (run.has_errors()) reasons.push_back(std::to_string(run.errors().size()) + " errors (listed in the receipt)");
+  std::vector<std::string> reasons = gate_failure_reasons(run.gates());
+  for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) reasons.push_back(std::move(w));
 
-  nlohmann::json r = new_receipt({"serve-gate", fx.name, be->name(), device_json(be->device()), cmd.argv,
-                                // deterministic (no generator); the report accepts null only for benches
-                                nlohmann::json(uint64_t(0))});
-  r["verdict"] = pass ? "pass" : "fail";
-  r["verdict_reasons"] = reasons;
-  r["cases"] = {{"requested", np}, {"run", np}, {"filtered_out", 0}, {"filter", ""}};  // a case = a prompt
+  Receipt r(Receipt::Head{"serve-gate", fx.name, be->name(), device_json(be->device()), cmd.argv,
+                          // deterministic (no generator); the report accepts null only for benches
+                          nlohmann::json(uint64_t(0))});
+  r.set_verdict(pass, reasons);
+  r.set_cases(np, np, 0, "");  // a case = a prompt
   r["fixture"] = cmd.fixture;
   r["fixture_sha256"] = sha256_hex(text);
   r["model"] = fx.model_dir;
   r["draft"] = {{"source", draft_source}, {"chain_tokens", fx.draft_tokens}, {"tree", fx.draft_tree},
                 {"tree_nodes", draft_nodes(fx.draft_tree, int(fx.draft_tree.size()))}};
-  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_receipt_json(g));
-  for (const ControlStat& k : run.controls()) {
-    nlohmann::json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
-                        {"caught_by", k.caught_by}, {"time_s", k.time_s}};
-    if (!k.errors.empty()) j["errors"] = k.errors;
-    if (control_notes.contains(k.name)) j["seen"] = control_notes[k.name];  // per catching gate: n/m, first miss
-    r["controls"].push_back(j);
-  }
-  r["errors"] = run.errors();
+  record_run(run, &r, control_notes);  // control_notes: per catching gate, n/m and the first miss
   nlohmann::json golden = nlohmann::json::object();
   for (auto& [fmt, s] : solo) {
     if (std::find(fx.formats.begin(), fx.formats.end(), fmt) == fx.formats.end()) continue;
@@ -863,8 +848,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       nums[k + ".acceptance_rate"] = a["draft"]["acceptance_rate"];
   }
   r["numbers"] = nums;
-  r["timings"] = {{"total_s", secs}};
-  if (cmd.receipt) *cmd.receipt = r;
+  r.set_total_s(secs);
+  if (cmd.receipt) *cmd.receipt = r.doc();
   out << summary_table(r);
   out.flush();
   if (!cmd.out_file.empty()) {

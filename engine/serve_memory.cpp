@@ -230,28 +230,15 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
   bool all_red = true;
   for (const ControlStat& k : run.controls()) all_red = all_red && k.red;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors();
-  std::vector<std::string> reasons;
-  for (const GateStat& g : run.gates())
-    if (g.failed > 0)
-      reasons.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " +
-                        std::to_string(g.passed + g.failed) + " checks");
-  for (const ControlStat& k : run.controls())
-    if (!k.red) reasons.push_back("control " + k.name + " stayed green");
+  std::vector<std::string> reasons = gate_failure_reasons(run.gates());
+  for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) reasons.push_back(std::move(w));
 
   const std::string name = "serve-memory-" + cmd.preset + "-p" + std::to_string(cmd.parallel) + "-c" +
                            std::to_string(cmd.context) + "-" + cmd.kv_cache;
-  json r = new_receipt({"serve-memory", name, be->name(), device_json(be->device()), cmd.argv, json(uint64_t(0))});
-  r["verdict"] = pass ? "pass" : "fail";
-  r["verdict_reasons"] = reasons;
-  r["cases"] = {{"requested", int(cmd.prompts.size())}, {"run", int(cmd.prompts.size())}, {"filtered_out", 0}, {"filter", ""}};
-  for (const GateStat& g : run.gates()) r["gates"].push_back(gate_receipt_json(g));
-  for (const ControlStat& k : run.controls()) {
-    json j = {{"name", k.name}, {"description", k.description}, {"red", k.red}, {"caught_by", k.caught_by},
-              {"time_s", k.time_s}};
-    if (seen.contains(k.name)) j["seen"] = seen[k.name];
-    r["controls"].push_back(j);
-  }
-  r["errors"] = run.errors();
+  Receipt r(Receipt::Head{"serve-memory", name, be->name(), device_json(be->device()), cmd.argv, json(uint64_t(0))});
+  r.set_verdict(pass, reasons);
+  r.set_cases(int64_t(cmd.prompts.size()), int64_t(cmd.prompts.size()), 0, "");
+  record_run(run, &r, seen);
   r["memory"] = {
       {"method", "planned with plan_serve_arena and admitted into a Pool as serve() admits at its first round; no "
                  "forward runs, no device memory measured (the same numbers on every backend)"},
@@ -271,7 +258,7 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
     for (const char* k : {"arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use"})
       nums[a["arm"].get<std::string>() + "." + k] = a[k];
   r["numbers"] = nums;
-  r["timings"] = {{"total_s", secs}};
+  r.set_total_s(secs);
   out << summary_table(r);
   out.flush();
   if (!cmd.out_file.empty()) {

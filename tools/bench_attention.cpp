@@ -30,7 +30,7 @@ std::string key(const Shape& s, int b, int ctx) {
 }
 }  // namespace
 
-int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
+int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   const auto t_start = std::chrono::steady_clock::now();  // the receipt's timings.total_s
   const std::vector<Shape> shapes = {{24, 4, 256}, {32, 8, 128}};
   const std::vector<int> batches = o.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 8, 32};
@@ -47,7 +47,7 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
         if (std::regex_search(row_name(k, f, a), filter)) return true;
     return false;
   };
-  nlohmann::json r = new_receipt({"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
+  Receipt r(Receipt::Head{"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
   r["chunk"] = o.chunk;
   r["method"] = "CUDA events around partial+merge, warm-up 3, median of " + std::to_string(o.reps) +
@@ -173,10 +173,9 @@ int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt) {
   }
   std::cout << "reported (no target): 32K x b8 window q4 / bf16 " << std::setprecision(3) << q4r
             << ", 32K x b1 window q4 / bf16 " << q4r1 << "\n";
-  r["verdict"] = all ? "pass" : "fail";
-  r["verdict_reasons"] = why;
-  r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
-  *receipt = r;
+  r.set_verdict(all, why);
+  r.set_total_s(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  *receipt = std::move(r);
   return all ? 0 : 1;
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/receipt.h"
+
 namespace kc {
 struct BenchOptions {
   bool quick = false;
@@ -21,5 +23,5 @@ struct BenchOptions {
   nlohmann::json device;
 };
 // Returns the exit code: 0 every target met, 1 a target missed, 2 bad input.
-int bench_attention_main(const BenchOptions& o, nlohmann::json* receipt);
+int bench_attention_main(const BenchOptions& o, Receipt* receipt);
 }  // namespace kc

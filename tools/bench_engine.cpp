@@ -100,7 +100,7 @@ Status long_step(const Model& m, Backend& be, int parallel, int ctx, int reps, d
 
 }  // namespace
 
-int bench_engine_main(const BenchOptions& o, Backend& be, nlohmann::json* receipt) {
+int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
   const auto t_start = Clock::now();
   const std::vector<int> parallels = {1, 4, 8};
   const std::vector<int> pages = {0, 256, 16};
@@ -147,7 +147,7 @@ int bench_engine_main(const BenchOptions& o, Backend& be, nlohmann::json* receip
     if (!st.ok) return fail(st.message);
   }
 
-  nlohmann::json r = new_receipt({"bench-engine", "engine", be.name(), o.device, o.argv, nullptr});  // seed null
+  Receipt r(Receipt::Head{"bench-engine", "engine", be.name(), o.device, o.argv, nullptr});  // seed null
   r["method"] =
       "ours: tf-cuda-test's engine on the cuda backend (bf16 weights, fp32 activations and fma accumulation, KV cache "
       "bf16 or fp8), generate() with `parallel` lanes of one prompt, each decoding exactly " +
@@ -365,10 +365,9 @@ int bench_engine_main(const BenchOptions& o, Backend& be, nlohmann::json* receip
       why.push_back(w.str());
     }
   }
-  r["verdict"] = all ? "pass" : "fail";
-  r["verdict_reasons"] = why;
-  r["timings"] = {{"total_s", std::chrono::duration<double>(Clock::now() - t_start).count()}};
-  *receipt = r;
+  r.set_verdict(all, why);
+  r.set_total_s(std::chrono::duration<double>(Clock::now() - t_start).count());
+  *receipt = std::move(r);
   return all ? 0 : 1;
 }
 

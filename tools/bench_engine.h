@@ -15,5 +15,5 @@ class Backend;
 // time <= 1.02 and paged(16)/window <= 1.05 at parallel 8 (each model and cache format),
 // ours >= 2x transformers' tok/s at parallel 8 (each model).
 // Returns 0 every target met, 1 a target missed or not measured, 2 bad input.
-int bench_engine_main(const BenchOptions& o, Backend& be, nlohmann::json* receipt);
+int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt);
 }  // namespace kc

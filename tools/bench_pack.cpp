@@ -16,7 +16,7 @@
 
 namespace kc {
 
-int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
+int bench_pack_main(const BenchOptions& o, Receipt* receipt) {
   const auto t_start = std::chrono::steady_clock::now();  // the receipt's timings.total_s
   // Shape: 4 layers, 8 KV heads, head_dim 128 (a position is 16 KiB in bf16, 8,448 bytes
   // in fp8: 64 code planes and 64 scale planes).
@@ -26,7 +26,7 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
   constexpr double kTarget = 0.70;
   constexpr uint64_t kTargetFromMib = 64;
   const int warmup = 3;
-  nlohmann::json r = new_receipt({"bench", "pack", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
+  Receipt r(Receipt::Head{"bench", "pack", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   r["shape"] = {{"layers", layers}, {"kv_heads", kv_heads}, {"head_dim", head_dim}};
   r["method"] = "CUDA events around single launches, warm-up " + std::to_string(warmup) + ", median of " +
                 std::to_string(o.reps) +
@@ -97,10 +97,9 @@ int bench_pack_main(const BenchOptions& o, nlohmann::json* receipt) {
   std::cout << "\ntarget: achieved / ceiling >= " << kTarget << " at " << kTargetFromMib << " MiB and more: "
             << (all ? "met" : "NOT met") << " (" << targets.size() - missed << " of " << targets.size()
             << " rows meet it)\n";
-  r["verdict"] = all ? "pass" : "fail";
-  r["verdict_reasons"] = why;
-  r["timings"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
-  *receipt = r;
+  r.set_verdict(all, why);
+  r.set_total_s(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  *receipt = std::move(r);
   return all ? 0 : 1;
 }
 

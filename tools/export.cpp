@@ -117,7 +117,7 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
   manifest["device"] = be.device().name;
   manifest["seed"] = seed;
   // The head of the oracle's receipt: this build's git provenance, the device, our argv.
-  manifest["receipt_head"] = new_receipt({"contract", "oracle", be.name(), device_json(be.device()), argv, seed});
+  manifest["receipt_head"] = Receipt(Receipt::Head{"contract", "oracle", be.name(), device_json(be.device()), argv, seed}).doc();
   manifest["cases"] = nlohmann::json::array();
   const auto list = export_cases(cases);
   for (size_t i = 0; i < list.size(); ++i) {

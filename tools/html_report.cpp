@@ -427,7 +427,7 @@ std::string render_html_page(const std::vector<json>& recs, const std::vector<st
   o << "</tbody>\n</table>\n";
   for (size_t i = 0; i < recs.size(); ++i) {
     o << "<section id=\"r" << i << "\">\n";
-    const std::string body = render_receipt(recs[i], paths[i], ViewFormat::html);
+    const std::string body = render_receipt(Receipt(recs[i]), paths[i], ViewFormat::html);
     // The receipt's heading first, then its plots, then its tables.
     const size_t h_end = body.find("</h2>\n");
     if (h_end != std::string::npos) {

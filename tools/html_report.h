@@ -13,7 +13,7 @@
 
 namespace kc {
 
-// The page for receipts already read and checked (load_receipt), `paths` naming them.
+// The page for receipts already read and checked (Receipt::load), `paths` naming them.
 std::string render_html_page(const std::vector<nlohmann::json>& receipts, const std::vector<std::string>& paths);
 
 // The plots of one receipt as inline <svg> figures (empty for a receipt with nothing to

@@ -102,7 +102,7 @@ JunitSuite junit_suite(const json& r) {
   if (r.contains("git") && r["git"].is_object())
     s.properties.push_back(
         {"commit", str(r["git"], "commit") + (r["git"].value("dirty", false) ? " (dirty)" : "")});
-  s.properties.push_back({"seed", receipt_seed_text(r)});
+  s.properties.push_back({"seed", Receipt(r).seed_text()});
   if (r.contains("cases") && r["cases"].is_object() && r["cases"].contains("shard"))
     s.properties.push_back({"shard", str(r["cases"], "shard")});
   std::string argv;

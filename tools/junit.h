@@ -41,7 +41,7 @@ struct JunitSuite {
   std::string system_out;
 };
 
-// A receipt (checked by load_receipt, or just written by the tool) as a suite.
+// A receipt (checked by Receipt::load, or just written by the tool) as a suite.
 JunitSuite junit_suite(const nlohmann::json& receipt);
 // The document: <testsuites name=...> with the totals, then every suite.
 std::string junit_xml(const std::string& name, const std::vector<JunitSuite>& suites);

@@ -62,6 +62,7 @@ struct Common {
   std::string junit;   // --junit FILE
   std::string shard;   // --shard i/n, as typed
   int shard_i = 1, shard_n = 1;
+  bool gates_only = false;
 };
 
 #ifndef KC_SOURCE_DIR
@@ -125,8 +126,9 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   ro.shard = o.shard_i;
   ro.shards = o.shard_n;
   ro.label = label;
+  ro.gates_only = o.gates_only;
   const kc::RunResult r = kc::run_contract(c, be, ro);
-  if (receipt) *receipt = r.receipt;
+  if (receipt) *receipt = r.receipt.doc();
   std::cout << kc::summary_table(r.receipt) << std::flush;
   if (!out.empty()) {
     const kc::Status st = kc::write_json_atomic(out, r.receipt);
@@ -192,6 +194,9 @@ int main(int argc, char** argv) {
                   "command); a line that matches no case fails the run")
         ->type_name("LINE")
         ->excludes(filter);
+    s->add_flag("--gates-only", o.gates_only,
+                "Check the gates only, run no control (for mutant tests: the contract's own run proves its controls); "
+                "the verdict is then always fail (exit 1) and the receipt records controls_skipped");
     s->add_option("--out", o.out,
                   "Write the JSON receipt here, atomically (temp file, then rename). Missing folders are created; an "
                   "existing path that is not a regular file is refused (exit 2); a symlink is followed and the file it "
@@ -559,11 +564,11 @@ int main(int argc, char** argv) {
     }
     bo.device = kc::device_json(cuda->device());
     bo.argv = args;
-    nlohmann::json rec;
+    kc::Receipt rec;
     const int rc = bench_what == "pack"     ? kc::bench_pack_main(bo, &rec)
                    : bench_what == "engine" ? kc::bench_engine_main(bo, *cuda, &rec)
                                             : kc::bench_attention_main(bo, &rec);
-    if (!bench_out.empty() && !rec.is_null()) {
+    if (!bench_out.empty() && !rec.doc().is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {
         std::cerr << "tf-cuda-test: error: " << w.message << "\n";

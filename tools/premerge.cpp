@@ -70,7 +70,7 @@ Status read_folder(const std::string& dir, const std::string& role, Folder* f) {
       continue;
     }
     json r;
-    KC_RETURN_IF_ERROR(load_receipt(path, &r));
+    KC_RETURN_IF_ERROR(Receipt::load(path, &r));
     const std::string kind = r["kind"].get<std::string>(), name = r["name"].get<std::string>();
     if (kind == "contract" && stem == name && from_contract_run(r)) {
       f->contracts[name] = std::move(r);
@@ -315,8 +315,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       const std::string path = file_of(head_out, name + ".json");
       st = write_json_atomic(path, rr.receipt);
       if (!st.ok) return refuse(st.message);
-      head_contracts[name] = rr.receipt;
-      head_receipts.push_back(rr.receipt);
+      head_contracts[name] = rr.receipt.doc();
+      head_receipts.push_back(rr.receipt.doc());
     }
     if (head_backend == "cuda") {
       for (const std::string what : {"attention", "pack"}) {
@@ -325,9 +325,10 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         bo.script_dir = o.script_dir;
         bo.device = device_json(be->device());
         bo.argv = o.argv;
-        json rec;
+        Receipt bench;
         if (!o.quiet) err << "premerge: bench " << what << " --quick\n";
-        const int rc = what == "pack" ? bench_pack_main(bo, &rec) : bench_attention_main(bo, &rec);
+        const int rc = what == "pack" ? bench_pack_main(bo, &bench) : bench_attention_main(bo, &bench);
+        const json rec = bench.doc();
         if (rec.is_null()) {
           run_notes.push_back("bench " + what + " wrote no receipt (exit " + std::to_string(rc) + ")");
           continue;
@@ -371,7 +372,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.base_verdict = b["verdict"].get<std::string>();
     ReceiptDiff d;
     try {
-      st = diff_receipts(b, c.base_file, h, c.head_file, &d);
+      st = diff_receipts(Receipt(b), c.base_file, Receipt(h), c.head_file, &d);
     } catch (const json::exception& e) {
       st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
     }
@@ -408,7 +409,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     compare_bench(b, h, o.max_slowdown, &c, &row_changes);
     ReceiptDiff d;
     try {
-      st = diff_receipts(b, c.base_file, h, c.head_file, &d);
+      st = diff_receipts(Receipt(b), c.base_file, Receipt(h), c.head_file, &d);
     } catch (const json::exception& e) {
       st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
     }

@@ -228,7 +228,7 @@ int report_main(const std::vector<std::string>& files, const std::string& format
   };
   std::vector<json> recs(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    const Status st = load_receipt(files[i], &recs[i]);
+    const Status st = Receipt::load(files[i], &recs[i]);
     if (!st.ok) return fail(st.message);
   }
   // Shard receipts grouped by contract, in the order of their first file.
@@ -282,7 +282,7 @@ int report_main(const std::vector<std::string>& files, const std::string& format
       text = render_html_page(shown, shown_paths);
     } else {
       const ViewFormat f = format == "text" ? ViewFormat::text : ViewFormat::md;
-      for (size_t i = 0; i < shown.size(); ++i) text += (i ? "\n" : "") + render_receipt(shown[i], shown_paths[i], f);
+      for (size_t i = 0; i < shown.size(); ++i) text += (i ? "\n" : "") + render_receipt(Receipt(shown[i]), shown_paths[i], f);
     }
   } catch (const json::exception& e) {
     return fail("unreadable field (" + std::string(e.what()) + ")");

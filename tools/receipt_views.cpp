@@ -1,12 +1,7 @@
 #include "tools/receipt_views.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iomanip>
 #include <map>
@@ -17,324 +12,8 @@ namespace kc {
 namespace {
 
 using json = nlohmann::json;
-constexpr const char* kSchema = kReceiptSchema;
-
-std::string type_name(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-// ---- Validation: the first problem found, as "file: field: reason".
-enum class Want { string, boolean, integer, number, object, array };
-const char* want_name(Want w) {
-  switch (w) {
-    case Want::string: return "a string";
-    case Want::boolean: return "a boolean";
-    case Want::integer: return "an integer";
-    case Want::number: return "a number";
-    case Want::object: return "an object";
-    case Want::array: return "an array";
-  }
-  return "?";
-}
-bool is(const json& v, Want w) {
-  switch (w) {
-    case Want::string: return v.is_string();
-    case Want::boolean: return v.is_boolean();
-    case Want::integer: return v.is_number_integer();
-    case Want::number: return v.is_number();
-    case Want::object: return v.is_object();
-    case Want::array: return v.is_array();
-  }
-  return false;
-}
-
-struct Checker {
-  std::string file, error;
-  bool fail(const std::string& field, const std::string& why) {
-    if (error.empty()) error = file + ": " + field + ": " + why;
-    return false;
-  }
-  // o[key] exists (unless optional) and has the wanted type.
-  bool field(const json& o, const std::string& at, const char* key, Want w, bool optional = false) {
-    const std::string f = at.empty() ? key : at + "." + key;
-    if (!o.contains(key)) return optional || fail(f, "missing");
-    if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + type_name(o[key]));
-    return true;
-  }
-  bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed) {
-    if (!field(o, "", key, Want::string)) return false;
-    const std::string v = o[key].get<std::string>();
-    std::string list;
-    for (const char* a : allowed) {
-      if (v == a) return true;
-      list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    return fail(key, "'" + v + "' is not one of " + list);
-  }
-  bool strings(const json& o, const std::string& at, const char* key, bool optional = false) {
-    if (!field(o, at, key, Want::array, optional)) return false;
-    if (!o.contains(key)) return true;
-    const std::string f = at.empty() ? key : at + "." + key;
-    for (size_t i = 0; i < o[key].size(); ++i)
-      if (!o[key][i].is_string())
-        return fail(f + "[" + std::to_string(i) + "]", "expected a string, got " + type_name(o[key][i]));
-    return true;
-  }
-};
-
 // Benches: kind bench (attention, pack) and bench-engine; both carry rows and targets.
 bool is_bench(const json& r) { return r["kind"] == "bench" || r["kind"] == "bench-engine"; }
-
-std::string num_text(double x) {
-  std::ostringstream o;
-  o << std::setprecision(6) << x;
-  return o.str();
-}
-
-bool check_receipt(const json& r, Checker& c) {
-  if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + type_name(r));
-  if (!c.field(r, "", "schema", Want::string)) return false;
-  if (r["schema"] != kSchema)
-    return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kSchema);
-  if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench", "bench-engine", "generate"})) return false;
-  if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
-      !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
-      !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
-      !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
-      !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
-      !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
-      !c.strings(r, "", "verdict_reasons", true) ||
-      !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
-    return false;
-  // seed: an unsigned integer; null only for a bench (no generator).
-  if (!r.contains("seed")) return c.fail("seed", "missing");
-  if (r["seed"].is_null() ? !is_bench(r) : !r["seed"].is_number_unsigned())
-    return c.fail("seed", r["seed"].is_number_integer() ? "expected an integer from 0 to 2^64 - 1, got " + r["seed"].dump()
-                                                        : std::string("expected an integer") +
-                                                              (is_bench(r) ? " or null" : "") + ", got " +
-                                                              type_name(r["seed"]));
-  if (r.contains("cases")) {
-    for (const char* k : {"requested", "run", "filtered_out"})
-      if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
-    if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
-      return false;
-  }
-  if (!c.strings(r, "", "replay", true)) return false;
-  if (!c.field(r["device"], "device", "compute_capability", Want::string, true) ||
-      !c.field(r["device"], "device", "driver", Want::string, true))
-    return false;
-  if (!c.field(r, "", "gates", Want::array) || !c.field(r, "", "controls", Want::array)) return false;
-  for (size_t i = 0; i < r["gates"].size(); ++i) {
-    const json& g = r["gates"][i];
-    const std::string at = "gates[" + std::to_string(i) + "]";
-    if (!g.is_object()) return c.fail(at, "expected an object, got " + type_name(g));
-    if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
-    for (const char* k : {"passed", "failed", "skipped", "total"}) {
-      if (!c.field(g, at, k, Want::integer)) return false;
-      if (g[k].get<int64_t>() < 0) return c.fail(at + "." + k, "negative count " + g[k].dump());
-    }
-    const int64_t passed = g["passed"].get<int64_t>(), failed = g["failed"].get<int64_t>(),
-                  skipped = g["skipped"].get<int64_t>();
-    if (g["total"].get<int64_t>() != passed + failed + skipped)
-      return c.fail(at + ".total", g["total"].dump() + " is not passed + failed + skipped (" +
-                                       std::to_string(passed + failed + skipped) + ")");
-    if (g["ok"].get<bool>() != (failed == 0))
-      return c.fail(at + ".ok", std::string(g["ok"].get<bool>() ? "true" : "false") + " contradicts failed = " +
-                                    std::to_string(failed));
-    if (!c.field(g, at, "status", Want::string, true) || !c.field(g, at, "skip_reason", Want::string, true) ||
-        !c.field(g, at, "description", Want::string, true) || !c.field(g, at, "time_s", Want::number, true))
-      return false;
-    if (g.contains("status") && g["status"] != gate_status(passed, failed, skipped))
-      return c.fail(at + ".status", "'" + g["status"].get<std::string>() + "' contradicts its counts (which say '" +
-                                        gate_status(passed, failed, skipped) + "')");
-    if (!c.strings(g, at, "failures", true) || !c.field(g, at, "worst", Want::object, true)) return false;
-    if (g.contains("worst")) {
-      const json& w = g["worst"];
-      if (!c.field(w, at + ".worst", "case", Want::string, true) || !c.field(w, at + ".worst", "detail", Want::string, true))
-        return false;
-      if (w.contains("ratio") && !w["ratio"].is_number() && w["ratio"] != "nan")
-        return c.fail(at + ".worst.ratio", "expected a number or \"nan\", got " +
-                                               (w["ratio"].is_string() ? "\"" + w["ratio"].get<std::string>() + "\""
-                                                                       : type_name(w["ratio"])));
-    }
-  }
-  for (size_t i = 0; i < r["controls"].size(); ++i) {
-    const json& k = r["controls"][i];
-    const std::string at = "controls[" + std::to_string(i) + "]";
-    if (!k.is_object()) return c.fail(at, "expected an object, got " + type_name(k));
-    if (!c.field(k, at, "name", Want::string) || !c.field(k, at, "red", Want::boolean) ||
-        !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true) ||
-        !c.field(k, at, "description", Want::string, true) || !c.field(k, at, "time_s", Want::number, true))
-      return false;
-    if (k["red"].get<bool>() && k["caught_by"].empty())
-      return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
-  }
-  if (is_bench(r)) {
-    if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
-    for (size_t i = 0; i < r["rows"].size(); ++i) {
-      const json& row = r["rows"][i];
-      const std::string at = "rows[" + std::to_string(i) + "]";
-      if (!row.is_object()) return c.fail(at, "expected an object, got " + type_name(row));
-      if (!c.field(row, at, "config", Want::string)) return false;
-    }
-    for (size_t i = 0; i < r["targets"].size(); ++i) {
-      const json& t = r["targets"][i];
-      const std::string at = "targets[" + std::to_string(i) + "]";
-      if (!t.is_object()) return c.fail(at, "expected an object, got " + type_name(t));
-      if (!c.field(t, at, "name", Want::string) || !c.field(t, at, "value", Want::number) ||
-          !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
-          !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
-        return false;
-      const double v = t["value"].get<double>(), lim = t["limit"].get<double>();
-      const bool holds = t["measured"].get<bool>() && (t["at_least"].get<bool>() ? v >= lim : v <= lim);
-      if (t["met"].get<bool>() != holds)
-        return c.fail(at + ".met", std::string(t["met"].get<bool>() ? "true" : "false") + " contradicts value " + num_text(v) +
-                                       (t["at_least"].get<bool>() ? " >= " : " <= ") + num_text(lim) +
-                                       (t["measured"].get<bool>() ? "" : " (not measured)"));
-    }
-  }
-  if (r["kind"] == "kv-gate") {  // what the per-depth view reads
-    if (!c.field(r, "", "kv", Want::object)) return false;
-    const json& kv = r["kv"];
-    if (!c.field(kv, "kv", "format", Want::string) || !c.field(kv, "kv", "depths", Want::array) ||
-        !c.field(kv, "kv", "recall", Want::array) || !c.field(kv, "kv", "memory", Want::object))
-      return false;
-    for (size_t i = 0; i < kv["depths"].size(); ++i) {
-      const json& d = kv["depths"][i];
-      const std::string at = "kv.depths[" + std::to_string(i) + "]";
-      if (!d.is_object()) return c.fail(at, "expected an object, got " + type_name(d));
-      for (const char* k : {"depth", "rows", "worst_pos"})
-        if (!c.field(d, at, k, Want::integer)) return false;
-      for (const char* k : {"mean_kl", "worst_kl", "top1_agreement"})
-        if (!c.field(d, at, k, Want::number)) return false;
-      if (!c.field(d, at, "beyond_training", Want::boolean) || !c.field(d, at, "kl_percentiles", Want::object) ||
-          !c.field(d, at, "perplexity", Want::object) || !c.field(d, at, "decode_tok_s", Want::object) ||
-          !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}) ||
-          !c.field(d, at, "why", Want::string))
-        return false;
-      for (const char* k : {"p99.9", "p99", "p95", "p90", "p50"})
-        if (!c.field(d["kl_percentiles"], at + ".kl_percentiles", k, Want::number)) return false;
-      for (const char* k : {"bf16", "quant"})
-        if (!c.field(d["perplexity"], at + ".perplexity", k, Want::number) ||
-            !c.field(d["decode_tok_s"], at + ".decode_tok_s", k, Want::number))
-          return false;
-      for (size_t j = 0; j < d["top1_differences"].size(); ++j) {
-        const json& x = d["top1_differences"][j];
-        const std::string xa = at + ".top1_differences[" + std::to_string(j) + "]";
-        if (!x.is_object()) return c.fail(xa, "expected an object, got " + type_name(x));
-        for (const char* k : {"pos", "target", "bf16_top", "quant_top"})
-          if (!c.field(x, xa, k, Want::integer)) return false;
-        if (!c.field(x, xa, "bf16_margin", Want::number) || !c.field(x, xa, "quant_margin", Want::number)) return false;
-      }
-    }
-    for (size_t i = 0; i < kv["recall"].size(); ++i) {
-      const json& x = kv["recall"][i];
-      const std::string at = "kv.recall[" + std::to_string(i) + "]";
-      if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
-      if (!c.field(x, at, "probe", Want::string) || !c.field(x, at, "depth", Want::integer) ||
-          !c.field(x, at, "outcome", Want::string) || !c.field(x, at, "bf16", Want::object) ||
-          !c.field(x, at, "quant", Want::object) || !c.field(x["bf16"], at + ".bf16", "recalled", Want::boolean) ||
-          !c.field(x["quant"], at + ".quant", "recalled", Want::boolean))
-        return false;
-    }
-    if (!c.field(kv["memory"], "kv.memory", "bytes_per_position", Want::object)) return false;
-    if (kv.contains("training_context")) {  // receipts since the long-context fixture model
-      if (!c.field(kv, "kv", "training_context", Want::object) ||
-          !c.field(kv["training_context"], "kv.training_context", "positions", Want::integer) ||
-          !c.field(kv["training_context"], "kv.training_context", "source", Want::string))
-        return false;
-    }
-    if (kv.contains("recall_summary")) {
-      if (!c.field(kv, "kv", "recall_summary", Want::array)) return false;
-      for (size_t i = 0; i < kv["recall_summary"].size(); ++i) {
-        const json& x = kv["recall_summary"][i];
-        const std::string at = "kv.recall_summary[" + std::to_string(i) + "]";
-        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
-        if (!c.field(x, at, "group", Want::string) || !c.field(x, at, "beyond_training", Want::boolean)) return false;
-        for (const char* k : {"depth", "probes", "bf16_recalled", "quant_recalled", "lost", "gained"})
-          if (!c.field(x, at, k, Want::integer)) return false;
-      }
-    }
-  }
-  if (r["kind"] == "serve-memory") {  // what the arms table reads
-    if (!c.field(r, "", "memory", Want::object)) return false;
-    const json& m = r["memory"];
-    for (const char* k : {"parallel", "context", "page"})
-      if (!c.field(m, "memory", k, Want::integer)) return false;
-    if (!c.field(m, "memory", "preset", Want::string) || !c.field(m, "memory", "bytes_per_position", Want::object) ||
-        !c.field(m, "memory", "arms", Want::array))
-      return false;
-    for (size_t i = 0; i < m["arms"].size(); ++i) {
-      const json& a = m["arms"][i];
-      const std::string at = "memory.arms[" + std::to_string(i) + "]";
-      if (!a.is_object()) return c.fail(at, "expected an object, got " + type_name(a));
-      if (!c.field(a, at, "arm", Want::string) || !c.field(a, at, "lanes", Want::array)) return false;
-      for (const char* k : {"page_stride", "arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use",
-                            "free_pages_after", "admitted"})
-        if (!c.field(a, at, k, Want::integer)) return false;
-      if (a["bytes_in_use"].get<int64_t>() > a["arena_bytes"].get<int64_t>())
-        return c.fail(at + ".bytes_in_use", a["bytes_in_use"].dump() + " is more than arena_bytes " + a["arena_bytes"].dump());
-    }
-  }
-  if (r["kind"] == "generate") {  // what the generate view reads
-    if (!c.field(r, "", "generate", Want::object)) return false;
-    const json& g = r["generate"];
-    for (const char* k : {"model", "checkpoint_sha256", "kv_cache", "text"})
-      if (!c.field(g, "generate", k, Want::string)) return false;
-    for (const char* k : {"pages", "decode_tokens", "cache_bytes"})
-      if (!c.field(g, "generate", k, Want::integer)) return false;
-    for (const char* k : {"time_to_first_token_s", "decode_s", "decode_tok_s"})
-      if (!c.field(g, "generate", k, Want::number)) return false;
-    if (!c.field(g, "generate", "stopped_at_eos", Want::boolean) || !c.field(g, "generate", "tokens", Want::array) ||
-        !c.field(g, "generate", "prompt_tokens", Want::array))
-      return false;
-    for (const char* k : {"tokens", "prompt_tokens"})
-      for (size_t i = 0; i < g[k].size(); ++i)
-        if (!g[k][i].is_number_integer())
-          return c.fail(std::string("generate.") + k + "[" + std::to_string(i) + "]",
-                        "expected an integer, got " + type_name(g[k][i]));
-  }
-  if (r["kind"] == "bench-engine") {  // what the engine bench's extra tables read
-    if (!c.field(r, "", "transformers", Want::object) || !c.field(r, "", "attention_share", Want::object, true))
-      return false;
-    if (r.contains("attention_share")) {
-      const json& a = r["attention_share"];
-      if (!c.field(a, "attention_share", "rows", Want::array)) return false;
-      for (size_t i = 0; i < a["rows"].size(); ++i) {
-        const json& x = a["rows"][i];
-        const std::string at = "attention_share.rows[" + std::to_string(i) + "]";
-        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
-        if (!c.field(x, at, "parallel", Want::integer) || !c.field(x, at, "step_us", Want::number) ||
-            !c.field(x, at, "attention_us_per_layer", Want::number) || !c.field(x, at, "share", Want::number))
-          return false;
-      }
-    }
-  }
-  // The verdict must follow from the receipt's own gates, controls, errors and targets.
-  if (r["verdict"] == "pass") {
-    for (size_t i = 0; i < r["gates"].size(); ++i)
-      if (!r["gates"][i]["ok"].get<bool>())
-        return c.fail("verdict", "'pass' contradicts gates[" + std::to_string(i) + "] (" +
-                                     r["gates"][i]["name"].get<std::string>() + ") failed");
-    for (size_t i = 0; i < r["controls"].size(); ++i)
-      if (!r["controls"][i]["red"].get<bool>())
-        return c.fail("verdict", "'pass' contradicts controls[" + std::to_string(i) + "] (" +
-                                     r["controls"][i]["name"].get<std::string>() + ") green");
-    if (r.contains("errors") && !r["errors"].empty())
-      return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
-    if (is_bench(r))
-      for (size_t i = 0; i < r["targets"].size(); ++i)
-        if (!r["targets"][i]["met"].get<bool>())
-          return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +
-                                       r["targets"][i]["name"].get<std::string>() + ") not met");
-  }
-  return true;
-}
 
 // ---- Rendering helpers.
 std::string num(double x) {
@@ -357,23 +36,8 @@ std::string ratio_of(const json& g) {
   const json& x = g["worst"]["ratio"];
   return x.is_number() ? format_ratio(x.get<double>()) : scalar(x);
 }
-std::string seed_of(const json& r) {
-  return is_bench(r) ? "none (a bench generates no cases)" : receipt_seed_text(r);
-}
-std::string short_commit(const json& r) {
-  const std::string c = r["git"]["commit"].get<std::string>();
-  return c.substr(0, 12) + (r["git"]["dirty"].get<bool>() ? " (dirty)" : " (clean)");
-}
-std::string device_line(const json& r) {
-  const json& d = r["device"];
-  std::string s = r["backend"].get<std::string>() + " on " + d["name"].get<std::string>();
-  std::string extra;  // empty fields (a cpu has no compute capability or driver) left out
-  if (d.contains("compute_capability") && d["compute_capability"].is_string() &&
-      !d["compute_capability"].get<std::string>().empty())
-    extra = "compute " + d["compute_capability"].get<std::string>();
-  if (d.contains("driver") && d["driver"].is_string() && !d["driver"].get<std::string>().empty())
-    extra += (extra.empty() ? "" : ", ") + d["driver"].get<std::string>();
-  return extra.empty() ? s : s + " (" + extra + ")";
+std::string seed_of(const Receipt& r) {
+  return r.is_bench() ? "none (a bench generates no cases)" : r.seed_text();
 }
 std::string joined(const json& a, const char* sep = ", ") {
   std::string s;
@@ -570,34 +234,10 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
-Status load_receipt(const std::string& path, json* out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);  // follows symlinks
-  if (st.type() == fs::file_type::not_found) return Status::Error(path + ": no such file");
-  if (st.type() == fs::file_type::directory) return Status::Error(path + ": is a folder, expected a receipt file");
-  if (st.type() != fs::file_type::regular)
-    return Status::Error(path + ": not a regular file" + (ec ? " (" + ec.message() + ")" : std::string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::Error(path + ": cannot open for reading: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return Status::Error(path + ": read failed: " + std::strerror(errno));
-  json r;
-  try {
-    r = json::parse(text);
-  } catch (const json::exception& e) {
-    return Status::Error(path + ": not JSON (" + e.what() + ")");
-  }
-  Checker c{path, ""};
-  if (!check_receipt(r, c)) return Status::Error(c.error);
-  *out = std::move(r);
-  return Status::Ok();
-}
-
 int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err) {
-  std::vector<json> recs(files.size());
+  std::vector<Receipt> recs(files.size());
   for (size_t i = 0; i < files.size(); ++i) {  // every file checked before anything is printed
-    const Status st = load_receipt(files[i], &recs[i]);
+    const Status st = Receipt::load(files[i], &recs[i]);
     if (!st.ok) {
       err << "tf-cuda-test: error: " << st.message << "\n";
       return 2;
@@ -612,16 +252,16 @@ int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::o
       err << "tf-cuda-test: error: " << files[i] << ": unreadable field (" << e.what() << ")\n";
       return 2;
     }
-    if (recs[i]["verdict"] != "pass") rc = 1;
+    if (!recs[i].passed()) rc = 1;
   }
   out << text;
   return rc;
 }
 
 int diff_command(const std::string& base_path, const std::string& head_path, std::ostream& out, std::ostream& err) {
-  json base, head;
-  Status st = load_receipt(base_path, &base);
-  if (st.ok) st = load_receipt(head_path, &head);
+  Receipt base, head;
+  Status st = Receipt::load(base_path, &base);
+  if (st.ok) st = Receipt::load(head_path, &head);
   ReceiptDiff d;
   if (st.ok) {
     try {
@@ -783,15 +423,16 @@ static std::string render_engine_bench(const json& r, ViewFormat f) {
   return o.str();
 }
 
-std::string render_receipt(const json& r, const std::string& path, ViewFormat f) {
+std::string render_receipt(const Receipt& receipt, const std::string& path, ViewFormat f) {
+  const json& r = receipt.doc();
   std::ostringstream o;
   const bool bench = is_bench(r);
   o << heading(r["name"].get<std::string>() + " (" + r["kind"].get<std::string>() + "): " + r["verdict"].get<std::string>(), f);
   Table info{{"run", "value"}, {}};
   info.rows.push_back({"receipt", path});
-  info.rows.push_back({"backend", device_line(r)});
-  info.rows.push_back({"commit", short_commit(r)});
-  info.rows.push_back({"seed", seed_of(r)});
+  info.rows.push_back({"backend", receipt.device_line()});
+  info.rows.push_back({"commit", receipt.short_commit()});
+  info.rows.push_back({"seed", seed_of(receipt)});
   if (r.contains("verdict_reasons"))  // checked: an array of strings
     for (const auto& w : r["verdict_reasons"]) info.rows.push_back({"failed because", w.get<std::string>()});
   if (r.contains("cases"))
@@ -890,19 +531,20 @@ std::string render_receipt(const json& r, const std::string& path, ViewFormat f)
   return o.str();
 }
 
-Status diff_receipts(const json& base, const std::string& base_path, const json& head, const std::string& head_path,
-                     ReceiptDiff* out) {
-  const std::string bk = base["kind"].get<std::string>() + " '" + base["name"].get<std::string>() + "'";
-  const std::string hk = head["kind"].get<std::string>() + " '" + head["name"].get<std::string>() + "'";
+Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, const Receipt& head_receipt,
+                     const std::string& head_path, ReceiptDiff* out) {
+  const json& base = base_receipt.doc();
+  const json& head = head_receipt.doc();
+  const std::string bk = base_receipt.what(), hk = head_receipt.what();
   if (bk != hk)
     return Status::Error(base_path + " is " + bk + " but " + head_path + " is " + hk + ": only receipts of the same "
                          "contract or bench compare");
   std::vector<std::string> regress, improve, notes;
   std::ostringstream o;
-  o << "### diff " << hk << ": " << short_commit(base) << " -> " << short_commit(head) << "\n\n";
-  o << "- base: " << base_path << ", " << device_line(base) << ", seed " << seed_of(base) << "\n";
-  o << "- head: " << head_path << ", " << device_line(head) << ", seed " << seed_of(head) << "\n";
-  if (device_line(base) != device_line(head)) notes.push_back("the two ran on different backends or devices");
+  o << "### diff " << hk << ": " << base_receipt.short_commit() << " -> " << head_receipt.short_commit() << "\n\n";
+  o << "- base: " << base_path << ", " << base_receipt.device_line() << ", seed " << seed_of(base_receipt) << "\n";
+  o << "- head: " << head_path << ", " << head_receipt.device_line() << ", seed " << seed_of(head_receipt) << "\n";
+  if (base_receipt.device_line() != head_receipt.device_line()) notes.push_back("the two ran on different backends or devices");
   if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
   const std::string bv = base["verdict"].get<std::string>(), hv = head["verdict"].get<std::string>();

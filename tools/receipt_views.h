@@ -13,11 +13,8 @@
 
 namespace kc {
 
-// Reads a receipt and checks every field report and diff read (the required fields of
-// reports/schema/receipt.schema.json and their types; a bench's rows and targets). An
-// error names the file, the field and the reason, e.g.
-// "r.json: gates[2].passed: expected an integer, got a string".
-Status load_receipt(const std::string& path, nlohmann::json* out);
+// Both read receipts through Receipt::load (contracts/receipt.h), which checks every
+// field they read.
 
 enum class ViewFormat { md, text, html };
 
@@ -26,7 +23,7 @@ enum class ViewFormat { md, text, html };
 // tools/html_report.h): what ran where (commit, device,
 // seed, cases, command), the gates with their worst cases, the controls and what caught
 // each, errors; a bench's targets and rows. `path` is printed as the receipt's source.
-std::string render_receipt(const nlohmann::json& r, const std::string& path, ViewFormat fmt);
+std::string render_receipt(const Receipt& r, const std::string& path, ViewFormat fmt);
 
 struct ReceiptDiff {
   std::string text;        // Markdown: what changed, regressions first
@@ -36,7 +33,7 @@ struct ReceiptDiff {
   std::vector<std::string> regression_list;  // each regression in words, as listed in text
 };
 // BASE and HEAD must be the same kind and name (else an error naming both).
-Status diff_receipts(const nlohmann::json& base, const std::string& base_path, const nlohmann::json& head,
+Status diff_receipts(const Receipt& base, const std::string& base_path, const Receipt& head,
                      const std::string& head_path, ReceiptDiff* out);
 
 // `tf-cuda-test report FILES`: every file read and checked before anything is printed;

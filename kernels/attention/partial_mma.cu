@@ -72,6 +72,324 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 #define KC_PHASE_DONE() do {} while (0)
 #endif
 
+// The constants of one instantiation (D, F): fragment geometry, parts, key groups, V ring.
+template <int D, Format F>
+struct MmaShape {
+  static constexpr int H = kAttnHeadsPerBlock;
+  static constexpr int KS = D / 16;                       // k-steps of a K row
+  static constexpr int EPL = F == Format::bf16 ? 8 : 16;  // elements of a lane's 16-byte load
+  static constexpr int SPL = EPL / 4;                     // k-steps per load (4 elements each per lane)
+  static constexpr int NB = D / (4 * EPL);                // 16-byte loads per lane per K row
+  static constexpr bool kFp8 = F == Format::fp8;
+  static constexpr int NPT = attn_mma_parts(F);  // parts of q and p (attention/rows.h)
+#ifdef KC_PLANT_MMA_HI_ONLY
+  static constexpr int NPU = 1;  // planted bug (test builds only): the products use the hi part alone
+#else
+  static constexpr int NPU = NPT;  // parts the products use
+#endif
+  static constexpr int NW = kAttnThreads / 32;
+  // fp8: the first KPT * 256 keys' scale loads go out before q's fragments are built.
+  static constexpr int KPT = kFp8 ? 2 : 0;
+  // The p.v deals the key tiles to KG key groups of WPG warps (tile j to group j % KG;
+  // attention/rows.h); warp w of group kg owns elements [16 MT ws, 16 MT (ws + 1)),
+  // ws = w % WPG.
+  static constexpr int KG = attn_mma_key_groups(D), WPG = NW / KG, MT = D / 16 / WPG;
+  static constexpr int EB = kFp8 ? 1 : 2;  // bytes per V element
+  static constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
+  static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
+  static_assert(F == Format::bf16 || F == Format::fp8, "mma partial: bf16 or fp8");
+  static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
+  static_assert((KG == 1 || KG == 2) && MT == 2, "mma partial: p.v key groups, 2 V m-tiles per warp");
+  static_assert(RS >= 2, "mma partial: V ring of at least 2 stages");
+};
+
+// Where lane (g, t) reads key tile kt: keys 16 kt + g and 16 kt + g + 8 (rows resolved in
+// registers; keys past n read key n - 1, whose scores are not kept), bytes from 16t.
+__device__ __forceinline__ void mma_tile_rows(const KvPlane& kp, const AttnBlock& b, int kt, int lg, int lt,
+                                              const uint8_t* (&dst)[2]) {
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int i = min(kt * 16 + lg + 8 * rr, b.n - 1);
+    dst[rr] = kv_plane_row(kp, key_slot(b.k0 + i, b.row.len, b.tail)) + 16 * lt;
+  }
+}
+
+// Key i's V row pointer to shared memory; fp8: its K and V row scales into ks, vs (one
+// page split for the three planes).
+template <bool kFp8>
+__device__ __forceinline__ void mma_key_meta(const KvPlane& vp, const KvPlane& ksp, const KvPlane& vsp,
+                                             const AttnBlock& b, int i, const uint8_t** vrows, float& ks, float& vs) {
+  const KvPos at = kv_pos(vp, key_slot(b.k0 + i, b.row.len, b.tail));
+  vrows[i] = kv_plane_at(vp, at);
+  if constexpr (kFp8) {
+    ks = __ldg(reinterpret_cast<const float*>(kv_plane_at(ksp, at)));
+    vs = __ldg(reinterpret_cast<const float*>(kv_plane_at(vsp, at)));
+  }
+}
+
+// 0. q's B fragments of head slot h (one warp): entry (k-step, part, lane (g, t)) holds
+//    q[head g] at the four elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step; slots
+//    >= G are zero. fp8 runs on fp16 inputs: q of each head is scaled by
+//    2^attn_f16_shift(its largest magnitude), exactly (the shift to qsh[h]).
+template <int D, Format F>
+__device__ __forceinline__ void mma_q_fragments(const float* qr, int h, int G, int lane, uint2* qf, int* qsh) {
+  using M = MmaShape<D, F>;
+  int sh = 0;
+  if constexpr (M::kFp8) {
+    if (h < G) sh = attn_f16_shift(warp_amax(qr, D, lane));
+    if (lane == 0) qsh[h] = sh;
+  }
+  for (int i = lane; i < M::KS * 4; i += 32) {
+    const int ks = i / 4, t = i % 4;
+    const int e = (ks / M::SPL) * 4 * M::EPL + M::EPL * t + 4 * (ks % M::SPL);
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (h < G)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexpf(qr[e + j], sh) : qr[e + j];
+    uint32_t lo[M::NPT], hi[M::NPT];
+    split_parts<M::kFp8>(x[0], x[1], lo);
+    split_parts<M::kFp8>(x[2], x[3], hi);
+#pragma unroll
+    for (int s = 0; s < M::NPT; ++s) qf[(ks * M::NPT + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
+  }
+}
+
+// The scores of K load lb of a lane's two key rows (r0, r1) against q's fragments, into acc.
+template <int D, Format F>
+__device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4& r1, const uint2* qf, int lane,
+                                           float (&acc)[4]) {
+  using M = MmaShape<D, F>;
+  const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w};
+  const uint32_t w1[4] = {r1.x, r1.y, r1.z, r1.w};
+#pragma unroll
+  for (int s = 0; s < M::SPL; ++s) {
+    uint32_t a[4];
+    if constexpr (M::kFp8) {  // word s: codes of elements 4s .. 4s+3 of this load
+      a[0] = e4m3x2_to_f16x2(w0[s]), a[2] = e4m3x2_to_f16x2(w0[s] >> 16);
+      a[1] = e4m3x2_to_f16x2(w1[s]), a[3] = e4m3x2_to_f16x2(w1[s] >> 16);
+    } else {  // words 2s, 2s+1: elements 4s .. 4s+3
+      a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
+      a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
+    }
+    const int ks = lb * M::SPL + s;
+    float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int q3 = M::NPU - 1; q3 >= 0; --q3) mma_16816<M::kFp8>(cc, a, qf[(ks * M::NPT + q3) * 32 + lane]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e] += cc[e];
+  }
+}
+
+// 1. scores: warp w takes tiles w, w + 8, ..; as each of a tile's NB loads per row is
+//    used, its register takes the next tile's load, so a whole tile stays in flight
+//    (H200, 32K x b8, against two half-tile buffers: bf16 d256 296 -> 289 us, fp8 197
+//    -> 192). kf holds the warp's first tile (issued at the start). Scores to ss[h W + i],
+//    scaled by p.scale (fp8: unshifted and times K's row scale).
+template <int D, Format F>
+__device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b, const AttnParams& p, int nt,
+                                           int warp, int lane, int lg, int lt, uint4 (&kf)[2][MmaShape<D, F>::NB],
+                                           const uint2* qf, const int* qsh, const float* ksc, float* ss) {
+  using M = MmaShape<D, F>;
+  const int n = b.n, G = b.G, W = p.chunk;
+  for (int kt = warp; kt < nt; kt += M::NW) {
+    const bool more = kt + M::NW < nt;
+    const uint8_t* kn[2] = {nullptr, nullptr};
+    if (more) mma_tile_rows(kp, b, kt + M::NW, lg, lt, kn);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int bb = 0; bb < M::NB; ++bb) {
+      mma_k_load<D, F>(bb, kf[0][bb], kf[1][bb], qf, lane, acc);
+      if (more) kf[0][bb] = ldg_mma<uint4>(kn[0] + 64 * bb), kf[1][bb] = ldg_mma<uint4>(kn[1] + 64 * bb);
+    }
+    // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
+      if (i < n && h < G) {
+        float sc = acc[e];
+        if constexpr (M::kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
+        ss[h * W + i] = sc * p.scale;
+      }
+    }
+  }
+}
+
+// V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte cp.async
+// (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit eight
+// different bank groups): issue(st, slot) sends stage st into slot `slot`, then one commit
+// group (empty past the last stage, nst).
+template <int D, Format F>
+struct MmaVRing {
+  const int &nst, &nt, &n, &tid;
+  const uint32_t& ring_s;  // the ring's shared-memory address
+  const uint8_t** const& vrows;
+  __device__ __forceinline__ void issue(int st, int slot) const {
+    using M = MmaShape<D, F>;
+    if (st < nst) {
+      constexpr int RB = D * M::EB, CPK = RB / 16, CPS = M::RT * 16 * CPK;
+#pragma unroll
+      for (int q0 = 0; q0 < CPS; q0 += kAttnThreads) {
+        const int q = q0 + tid;
+        if (CPS % kAttnThreads == 0 || q < CPS) {
+          const int u = q / (16 * CPK), key = (q / CPK) % 16, ch = q % CPK, kt = st * M::RT + u;
+          if (kt < nt) {
+            const uint32_t dst = ring_s + uint32_t(((slot * M::RT + u) * 16 + key) * RB + ((ch ^ (key & 7)) << 4));
+            if constexpr (M::kFp8) {
+              cp_async16(dst, vrows[kt * 16 + key] + 16 * ch);
+            } else {  // bf16: keys past n read as zeros (p = 0 there, and 0 * inf would be NaN)
+              const bool in = kt * 16 + key < n;
+              cp_async16_zfill(dst, vrows[in ? kt * 16 + key : 0] + 16 * ch, in);
+            }
+          }
+        }
+      }
+    }
+    cp_async_commit();
+  }
+};
+
+// 2. softmax of head slot hw (one warp; the order of the fma kernel; fp8 keeps p' = p * V
+//    row scale and its shift in psh[hw]), m and l to the partial arrays, then that head's
+//    p' B fragments: entry (tile, part, lane (w, t)): keys 2t, 2t+1 | 2t+8, 2t+9 of the
+//    tile; slots >= G are zero.
+template <int D, Format F>
+__device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const AttnBlock& b, const AttnParams& p,
+                                              int nt, int max_chunks, const float* vsc, float* pm, float* pl,
+                                              uint2* pf, int* psh) {
+  using M = MmaShape<D, F>;
+  const int n = b.n, G = b.G;
+  int sh = 0;
+  if (hw < G) {
+    const WarpSoftmax sx = warp_softmax<M::kFp8, M::kFp8>(s, n, lane, vsc);
+    if constexpr (M::kFp8) sh = attn_f16_shift(sx.stored_max);
+    if (lane == 0) {
+      const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + hw) * max_chunks + b.c;
+      pm[pidx] = sx.m;
+      pl[pidx] = sx.l;
+      psh[hw] = sh;
+    }
+  }
+  __syncwarp();
+  for (int i = lane; i < nt * 4; i += 32) {
+    const int kt = i / 4, t = i % 4;
+    float x[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
+      x[j] = hw < G && key < n ? (M::kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
+    }
+    uint32_t lo[M::NPT], hi[M::NPT];
+    split_parts<M::kFp8>(x[0], x[1], lo);
+    split_parts<M::kFp8>(x[2], x[3], hi);
+#pragma unroll
+    for (int q3 = 0; q3 < M::NPT; ++q3) pf[(kt * M::NPT + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
+  }
+}
+
+// 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of its
+//    m-tile jt is element 16 MT ws + 16 jt + 2g (fp8; bf16: + g) and slot g + 8 the next
+//    one (bf16: 8 further). The group's tiles kg, kg + KG, .. in key order, as the ring's
+//    stages arrive (stages ring_pre .. RS - 2 are issued here, the rest one per stage
+//    consumed).
+template <int D, Format F>
+__device__ __forceinline__ void mma_pv(const MmaVRing<D, F>& ring, int kg, int ws, int lane, const uint2* pf,
+                                       float (&o)[MmaShape<D, F>::MT][4]) {
+  using M = MmaShape<D, F>;
+  constexpr int RS = M::RS, RT = M::RT, NPT = M::NPT;
+  // ldmatrix rows of this lane: matrix lane >> 3 is keys 0-7 | 8-15 (bit 0) of 16-byte
+  // block 2 ws | 2 ws + 1 (bit 1); lane (g, t) then holds key 2t, 2t+1 (and 2t+8, 2t+9)
+  // of elements 2g, 2g + 1 of the block: m slot g is element 16 (2 ws + jt) + 2g, g + 8 the next.
+  const int lkey = (lane & 7) + 8 * ((lane >> 3) & 1), lcb = 2 * ws + (lane >> 4);
+  const uint32_t lofs = uint32_t(lkey * D + ((lcb ^ (lkey & 7)) << 4));
+  // bf16: matrices (keys 0-7, block c), (0-7, c + 1), (8-15, c), (8-15, c + 1) of the
+  // m-tile's 16-byte blocks c = 4 ws + 2 jt, c + 1 are its A fragments as they are: m slot g
+  // is element 32 ws + 16 jt + g, slot g + 8 element 32 ws + 16 jt + 8 + g.
+  const int bkey = (lane & 7) + 8 * (lane >> 4), bcb = 4 * ws + ((lane >> 3) & 1);
+  const uint32_t bofs0 = uint32_t(bkey * 2 * D + ((bcb ^ (bkey & 7)) << 4));
+  const uint32_t bofs1 = uint32_t(bkey * 2 * D + (((bcb + 2) ^ (bkey & 7)) << 4));
+#pragma unroll
+  for (int st = MmaTune<D, F>::ring_pre; st < RS - 1; ++st) ring.issue(st, st);
+  const int nst = ring.nst, nt = ring.nt;
+  for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
+    cp_async_wait<RS - 2>();
+    __syncthreads();
+    ring.issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
+#pragma unroll
+    for (int u = 0; u < RT; ++u) {
+      const int kt = st * RT + u;
+      if (kt >= nt) break;
+      if (M::KG > 1 && kt % M::KG != kg) continue;
+      uint2 b[NPT];
+#pragma unroll
+      for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
+      const uint32_t tbase = ring.ring_s + uint32_t((slot * RT + u) * 16 * D * M::EB);
+      uint32_t r[4];
+      if constexpr (M::kFp8) ldmatrix_x4_trans(r, tbase + lofs);
+#pragma unroll
+      for (int jt = 0; jt < 2; ++jt) {
+        uint32_t a[4];
+        if constexpr (M::kFp8) {
+          a[0] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0020));
+          a[1] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0031));
+          a[2] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0020));
+          a[3] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0031));
+        } else {
+          ldmatrix_x4_trans(a, tbase + (jt ? bofs1 : bofs0));
+        }
+        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int part = M::NPU - 1; part >= 0; --part) mma_16816<M::kFp8>(cc, a, b[part]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+      }
+    }
+  }
+}
+
+// With two key groups, group 1 hands its sums to group 0 through the q fragments' space
+// (dead since the scores; ox), lane-contiguous float4s. False for group 1's warps, whose
+// work ends here.
+template <int D, Format F>
+__device__ __forceinline__ bool mma_pv_join(int kg, int ws, int lane, float4* ox, float (&o)[MmaShape<D, F>::MT][4]) {
+  using M = MmaShape<D, F>;
+  constexpr int MT = M::MT;
+  static_assert(mma_qf_bytes(D, M::NPT) >= size_t(M::WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
+  __syncthreads();  // the ring's slots cover the q fragments' space
+  if (kg == 1)
+#pragma unroll
+    for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
+  __syncthreads();
+  if (kg == 1) return false;
+#pragma unroll
+  for (int jt = 0; jt < MT; ++jt) {
+#ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
+    const float4 x = ox[(ws * MT + jt) * 32 + lane];
+    o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
+#endif
+  }
+  return true;
+}
+
+// The partial output: c0, c1 are heads 2t, 2t+1 of m slot g; c2, c3 of m slot g + 8
+// (fp8: unshifted by the head's p' shift).
+template <int D, Format F>
+__device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F>::MT][4], const AttnBlock& b,
+                                                  const AttnParams& p, int ws, int lg, int lt, int max_chunks,
+                                                  const int* psh, float* po) {
+  using M = MmaShape<D, F>;
+#pragma unroll
+  for (int jt = 0; jt < M::MT; ++jt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int h = 2 * lt + (e & 1);
+      if (h < b.G) {
+        const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + h) * max_chunks + b.c;
+        const int elem = M::kFp8 ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
+        po[pidx * D + elem] = M::kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
+      }
+    }
+}
+
 // Block (chunk, kv head x sub-group of <= 8 q heads, row), 256 threads (8 warps); the
 // block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded). Phases:
 //  0. each warp issues its first K tile's loads (rows resolved in registers); warp w
@@ -93,34 +411,20 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 //     with ldmatrix.trans (fp8: one, then byte permutes pair the codes by key; bf16: one
 //     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
 //     memory.
+// Each phase is a device function above; this body orders them and their barriers.
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
-  static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
-  static_assert(F == Format::bf16 || F == Format::fp8, "mma partial: bf16 or fp8");
-  constexpr int H = kAttnHeadsPerBlock;
-  constexpr int KS = D / 16;                        // k-steps of a K row
-  constexpr int EPL = F == Format::bf16 ? 8 : 16;   // elements of a lane's 16-byte load
-  constexpr int SPL = EPL / 4;                      // k-steps per load (4 elements each per lane)
-  constexpr int NB = D / (4 * EPL);                 // 16-byte loads per lane per K row
-  constexpr bool kFp8 = F == Format::fp8;
-  static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
+  using M = MmaShape<D, F>;
+  constexpr bool kFp8 = M::kFp8;
+  constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, RS = M::RS, MT = M::MT;
   extern __shared__ __align__(16) unsigned char smb[];
   const AttnBlock blk(views, p, rows, tails, nsub);
-  const int c = blk.c, r = blk.r, kvh = blk.kvh, G = blk.G, qh0 = blk.qh0, W = p.chunk, n = blk.n;
-  const int32_t k0 = blk.k0, *tail = blk.tail;
-  const AttnRow& row = blk.row;
-  const KvView& v = blk.v;
+  const int n = blk.n;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  constexpr int NPT = attn_mma_parts(F);  // parts of q and p (attention/rows.h)
-#ifdef KC_PLANT_MMA_HI_ONLY
-  constexpr int NPU = 1;  // planted bug (test builds only): the products use the hi part alone
-#else
-  constexpr int NPU = NPT;  // parts the products use
-#endif
-  const MmaSmem lay(W, D, NPT, MmaTune<D, F>::stage_bytes, MmaTune<D, F>::ring_stages, MmaTune<D, F>::ring_pre);
+  const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
   __shared__ long long kc_phase_t[kAttnThreads / 32][8];
 #endif
@@ -135,311 +439,80 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   int* psh = reinterpret_cast<int*>(smb + lay.psh);
 
   // The first K tile's loads go out before anything else: lane (g, t) of warp w reads
-  //    keys 16w + g and 16w + g + 8 (rows resolved in registers), bytes 16t + 64b, into
-  //    kf (a whole tile: NB loads per row).
-  const KvPlane kp = kv_plane(v, p.layer, 0, kvh), vp = kv_plane(v, p.layer, 1, kvh);
-  const KvPlane ksp = kv_plane(v, p.layer, 0, kvh, kFp8), vsp = kv_plane(v, p.layer, 1, kvh, kFp8);
-  auto tile_rows = [&](int kt, const uint8_t* (&dst)[2]) {
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int i = min(kt * 16 + lg + 8 * rr, n - 1);  // keys past n read key n - 1 (scores not kept)
-      dst[rr] = kv_plane_row(kp, key_slot(k0 + i, row.len, tail)) + 16 * lt;
-    }
-  };
-  constexpr int NW = kAttnThreads / 32;
+  // keys 16w + g and 16w + g + 8, bytes 16t + 64b, into kf (a whole tile: NB loads per row).
+  const KvPlane kp = kv_plane(blk.v, p.layer, 0, blk.kvh), vp = kv_plane(blk.v, p.layer, 1, blk.kvh);
+  const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, kFp8), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, kFp8);
   const uint8_t* kc[2] = {nullptr, nullptr};
   uint4 kf[2][NB];
   if (warp < nt) {
-    tile_rows(warp, kc);
+    mma_tile_rows(kp, blk, warp, lg, lt, kc);
 #pragma unroll
     for (int b = 0; b < NB; ++b) kf[0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
   }
 
-  // Each key's V row pointer (and fp8 K and V row scales; one page split for the three
-  //    planes). fp8: the first KPT * 256 keys' scale loads go out before q's fragments
-  //    are built and reach shared memory after (3 % faster at 32K x b8 on the H200); bf16
-  //    resolves every row after (doing it before was 2 to 5 % slower).
-  constexpr int KPT = kFp8 ? 2 : 0;
-  auto key_meta = [&](int i, float& ks, float& vs) {
-    const KvPos at = kv_pos(vp, key_slot(k0 + i, row.len, tail));
-    vrows[i] = kv_plane_at(vp, at);
-    if constexpr (kFp8) {
-      ks = __ldg(reinterpret_cast<const float*>(kv_plane_at(ksp, at)));
-      vs = __ldg(reinterpret_cast<const float*>(kv_plane_at(vsp, at)));
-    }
-  };
+  // Each key's V row pointer (and fp8 K and V row scales). fp8: the first KPT * 256 keys'
+  // scale loads go out before q's fragments are built and reach shared memory after (3 %
+  // faster at 32K x b8 on the H200); bf16 resolves every row after (doing it before was 2
+  // to 5 % slower).
   float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
 #pragma unroll
   for (int k = 0; k < KPT; ++k)
-    if (tid + k * kAttnThreads < n) key_meta(tid + k * kAttnThreads, kscr[k], vscr[k]);
+    if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
 
-  // 0. q's B fragments, warp w for head slot w: entry (k-step, part, lane (g, t)) holds
-  //    q[head g] at the four elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step;
-  //    slots >= G are zero. fp8 runs on fp16 inputs: q and p' of each head are scaled by
-  //    2^attn_f16_shift(their largest magnitude), exactly, and unscaled after.
-  {
-    const int h = warp;  // kAttnThreads / 32 == H
-    const float* qr = q + (size_t(r) * p.q_heads + qh0 + h) * D;
-    int sh = 0;
-    if constexpr (kFp8) {
-      if (h < G) sh = attn_f16_shift(warp_amax(qr, D, lane));
-      if (lane == 0) qsh[h] = sh;
-    }
-    for (int i = lane; i < KS * 4; i += 32) {
-      const int ks = i / 4, t = i % 4;
-      const int e = (ks / SPL) * 4 * EPL + EPL * t + 4 * (ks % SPL);
-      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      if (h < G)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) x[j] = kFp8 ? ldexpf(qr[e + j], sh) : qr[e + j];
-      uint32_t lo[NPT], hi[NPT];
-      split_parts<kFp8>(x[0], x[1], lo);
-      split_parts<kFp8>(x[2], x[3], hi);
-#pragma unroll
-      for (int s = 0; s < NPT; ++s) qf[(ks * NPT + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
-    }
-  }
+  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
   if constexpr (kFp8)
 #pragma unroll
     for (int k = 0; k < KPT; ++k)
       if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
   for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {  // chunks wider than KPT * 256
     float a = 0.0f, b = 0.0f;
-    key_meta(i, a, b);
+    mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
     if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
   }
   // fp8: the last tile's keys past n read key n - 1's V row with p = 0, so the p.v loads
   // need no per-key test (E4M3 has no infinity, and a NaN code makes the output NaN
   // through key n - 1 itself). bf16 tests each key (0 * inf would be NaN).
   if constexpr (kFp8)
-    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(k0 + n - 1, row.len, tail));
+    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
   __syncthreads();
   KC_PHASE(1);
 
-  // 1. scores: warp w takes tiles w, w + 8, ..; as each of a tile's NB loads per row is
-  //    used, its register takes the next tile's load, so a whole tile stays in flight
-  //    (H200, 32K x b8, against two half-tile buffers: bf16 d256 296 -> 289 us, fp8 197
-  //    -> 192).
-  auto mma_load = [&](int lb, const uint4& r0, const uint4& r1, float (&acc)[4]) {  // K load lb of both rows
-    const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w};
-    const uint32_t w1[4] = {r1.x, r1.y, r1.z, r1.w};
-#pragma unroll
-    for (int s = 0; s < SPL; ++s) {
-      uint32_t a[4];
-      if constexpr (kFp8) {  // word s: codes of elements 4s .. 4s+3 of this load
-        a[0] = e4m3x2_to_f16x2(w0[s]), a[2] = e4m3x2_to_f16x2(w0[s] >> 16);
-        a[1] = e4m3x2_to_f16x2(w1[s]), a[3] = e4m3x2_to_f16x2(w1[s] >> 16);
-      } else {  // words 2s, 2s+1: elements 4s .. 4s+3
-        a[0] = w0[2 * s], a[2] = w0[2 * s + 1];
-        a[1] = w1[2 * s], a[3] = w1[2 * s + 1];
-      }
-      const int ks = lb * SPL + s;
-      float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int q3 = NPU - 1; q3 >= 0; --q3) mma_16816<kFp8>(cc, a, qf[(ks * NPT + q3) * 32 + lane]);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] += cc[e];
-    }
-  };
-  for (int kt = warp; kt < nt; kt += NW) {
-    const bool more = kt + NW < nt;
-    const uint8_t* kn[2] = {nullptr, nullptr};
-    if (more) tile_rows(kt + NW, kn);
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      mma_load(b, kf[0][b], kf[1][b], acc);
-      if (more) kf[0][b] = ldg_mma<uint4>(kn[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kn[1] + 64 * b);
-    }
-    // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-      if (i < n && h < G) {
-        float sc = acc[e];
-        if constexpr (kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
-        ss[h * W + i] = sc * p.scale;
-      }
-    }
-  }
+  mma_scores<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
+  const int kg = warp / M::WPG, ws = warp % M::WPG;
 
-  // The p.v deals the key tiles to KG key groups of NW / KG warps (tile j to group j % KG;
-  // attention/rows.h); warp w of group kg owns elements [16 MT ws, 16 MT (ws + 1)),
-  // ws = w % (NW / KG).
-  constexpr int KG = attn_mma_key_groups(D), WPG = NW / KG, MT = D / 16 / WPG;
-  static_assert((KG == 1 || KG == 2) && MT == 2, "mma partial: p.v key groups, 2 V m-tiles per warp");
-  const int kg = warp / WPG, ws = warp % WPG;
-  constexpr int EB = kFp8 ? 1 : 2;  // bytes per V element
-  // V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte
-  // cp.async (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit
-  // eight different bank groups); stage s in slot s % RS. Stages 0 .. pre - 1 go out
-  // before the softmax (their slots overlap no live array), the rest of the first RS - 1
-  // after it.
-  constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
-  static_assert(RS >= 2, "mma partial: V ring of at least 2 stages");
+  // The V ring's stages 0 .. pre - 1 go out before the softmax (their slots overlap no
+  // live array), the rest of the first RS - 1 in mma_pv.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
-  const int nst = (nt + RT - 1) / RT;
-  auto ring_issue = [&](int st, int slot) {
-    if (st < nst) {
-      constexpr int RB = D * EB, CPK = RB / 16, CPS = RT * 16 * CPK;
-#pragma unroll
-      for (int q0 = 0; q0 < CPS; q0 += kAttnThreads) {
-        const int q = q0 + tid;
-        if (CPS % kAttnThreads == 0 || q < CPS) {
-          const int u = q / (16 * CPK), key = (q / CPK) % 16, ch = q % CPK, kt = st * RT + u;
-          if (kt < nt) {
-            const uint32_t dst = ring_s + uint32_t(((slot * RT + u) * 16 + key) * RB + ((ch ^ (key & 7)) << 4));
-            if constexpr (kFp8) {
-              cp_async16(dst, vrows[kt * 16 + key] + 16 * ch);
-            } else {  // bf16: keys past n read as zeros (p = 0 there, and 0 * inf would be NaN)
-              const bool in = kt * 16 + key < n;
-              cp_async16_zfill(dst, vrows[in ? kt * 16 + key : 0] + 16 * ch, in);
-            }
-          }
-        }
-      }
-    }
-    cp_async_commit();
-  };
+  const int nst = (nt + M::RT - 1) / M::RT;
+  const MmaVRing<D, F> ring{nst, nt, n, tid, ring_s, vrows};
   if constexpr (MmaTune<D, F>::ring_pre == 1) {
-    ring_issue(0, 0);
+    ring.issue(0, 0);
   } else {
 #pragma unroll 1
-    for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring_issue(st, st);
+    for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring.issue(st, st);
   }
   KC_PHASE(2);
   __syncthreads();
   KC_PHASE(3);
 
-  // 2. softmax, warp w for head slot w (the order of the fma kernel; fp8 keeps p' = p * V
-  //    row scale and its shift), then that head's p' B fragments: entry (tile, part,
-  //    lane (w, t)): keys 2t, 2t+1 | 2t+8, 2t+9 of the tile; slots >= G are zero.
-  {
-    const int hw = warp;
-    float* s = ss + hw * W;
-    int sh = 0;
-    if (hw < G) {
-      const WarpSoftmax sx = warp_softmax<kFp8, kFp8>(s, n, lane, vsc);
-      if constexpr (kFp8) sh = attn_f16_shift(sx.stored_max);
-      if (lane == 0) {
-        const size_t pidx = (size_t(r) * p.q_heads + qh0 + hw) * max_chunks + c;
-        pm[pidx] = sx.m;
-        pl[pidx] = sx.l;
-        psh[hw] = sh;
-      }
-    }
-    __syncwarp();
-    for (int i = lane; i < nt * 4; i += 32) {
-      const int kt = i / 4, t = i % 4;
-      float x[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
-        x[j] = hw < G && key < n ? (kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
-      }
-      uint32_t lo[NPT], hi[NPT];
-      split_parts<kFp8>(x[0], x[1], lo);
-      split_parts<kFp8>(x[2], x[3], hi);
-#pragma unroll
-      for (int q3 = 0; q3 < NPT; ++q3) pf[(kt * NPT + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
-    }
-  }
+  mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
   __syncthreads();
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
   KC_PHASE(4);
-  // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of
-  //    its m-tile jt is element 16 MT ws + 16 jt + 2g (fp8; bf16: + g) and slot g + 8 the
-  //    next one (bf16: 8 further). The group's tiles kg, kg + KG, .. in key order, as the
-  //    ring's stages arrive; with two groups o = o(group 0) + o(group 1) at last.
   float o[MT][4];
 #pragma unroll
   for (int j = 0; j < MT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  {
-    // ldmatrix rows of this lane: matrix lane >> 3 is keys 0-7 | 8-15 (bit 0) of 16-byte
-    // block 2 ws | 2 ws + 1 (bit 1); lane (g, t) then holds key 2t, 2t+1 (and 2t+8, 2t+9)
-    // of elements 2g, 2g + 1 of the block: m slot g is element 16 (2 ws + jt) + 2g, g + 8 the next.
-    const int lkey = (lane & 7) + 8 * ((lane >> 3) & 1), lcb = 2 * ws + (lane >> 4);
-    const uint32_t lofs = uint32_t(lkey * D + ((lcb ^ (lkey & 7)) << 4));
-    // bf16: matrices (keys 0-7, block c), (0-7, c + 1), (8-15, c), (8-15, c + 1) of the
-    // m-tile's 16-byte blocks c = 4 ws + 2 jt, c + 1 are its A fragments as they are: m slot g
-    // is element 32 ws + 16 jt + g, slot g + 8 element 32 ws + 16 jt + 8 + g.
-    const int bkey = (lane & 7) + 8 * (lane >> 4), bcb = 4 * ws + ((lane >> 3) & 1);
-    const uint32_t bofs0 = uint32_t(bkey * 2 * D + ((bcb ^ (bkey & 7)) << 4));
-    const uint32_t bofs1 = uint32_t(bkey * 2 * D + (((bcb + 2) ^ (bkey & 7)) << 4));
-#pragma unroll
-    for (int st = MmaTune<D, F>::ring_pre; st < RS - 1; ++st) ring_issue(st, st);
-    for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
-      cp_async_wait<RS - 2>();
-      __syncthreads();
-      ring_issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
-#pragma unroll
-      for (int u = 0; u < RT; ++u) {
-        const int kt = st * RT + u;
-        if (kt >= nt) break;
-        if (KG > 1 && kt % KG != kg) continue;
-        uint2 b[NPT];
-#pragma unroll
-        for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
-        const uint32_t tbase = ring_s + uint32_t((slot * RT + u) * 16 * D * EB);
-        uint32_t r[4];
-        if constexpr (kFp8) ldmatrix_x4_trans(r, tbase + lofs);
-#pragma unroll
-        for (int jt = 0; jt < 2; ++jt) {
-          uint32_t a[4];
-          if constexpr (kFp8) {
-            a[0] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0020));
-            a[1] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt], 0, 0x0031));
-            a[2] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0020));
-            a[3] = e4m3x2_to_f16x2(__byte_perm(r[2 * jt + 1], 0, 0x0031));
-          } else {
-            ldmatrix_x4_trans(a, tbase + (jt ? bofs1 : bofs0));
-          }
-          float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-          for (int part = NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
-        }
-      }
-    }
-  }
-  if constexpr (KG == 2) {
-    // Group 1 hands its sums to group 0 through the q fragments' space (dead since the
-    // scores), lane-contiguous float4s.
-    static_assert(mma_qf_bytes(D, NPT) >= size_t(WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
-    float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
-    __syncthreads();  // the ring's slots cover the q fragments' space
-    if (kg == 1)
-#pragma unroll
-      for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
-    __syncthreads();
-    if (kg == 1) return;  // (KC_MMA_PHASES: group 1's warps leave unstamped)
-#pragma unroll
-    for (int jt = 0; jt < MT; ++jt) {
-#ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
-      const float4 x = ox[(ws * MT + jt) * 32 + lane];
-      o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
-#endif
-    }
-  }
+  mma_pv<D, F>(ring, kg, ws, lane, pf, o);
+  if constexpr (M::KG == 2)
+    if (!mma_pv_join<D, F>(kg, ws, lane, reinterpret_cast<float4*>(smb + lay.qf), o))
+      return;  // (KC_MMA_PHASES: group 1's warps leave unstamped)
   KC_PHASE(5);
-  // c0, c1: heads 2t, 2t+1 of m slot g; c2, c3: of m slot g + 8.
-#pragma unroll
-  for (int jt = 0; jt < MT; ++jt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int h = 2 * lt + (e & 1);
-      if (h < G) {
-        const size_t pidx = (size_t(r) * p.q_heads + qh0 + h) * max_chunks + c;
-        const int elem = kFp8 ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
-        po[pidx * D + elem] = kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
-      }
-    }
+  mma_store_partial<D, F>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
   KC_PHASE(6);
   KC_PHASE_DONE();
 }

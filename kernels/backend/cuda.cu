@@ -34,6 +34,20 @@ __global__ void fill_ranges_kernel(uint8_t* mem, const ByteRange* ranges, uint8_
   const ByteRange r = ranges[blockIdx.x];
   for (uint64_t i = threadIdx.x; i < r.bytes; i += blockDim.x) mem[r.offset + i] = value;
 }
+// What both attention paths (a host cache's, the engine's on device buffers) size before
+// the launch: the most chunks of any row, the entries of each partial array (at least
+// one), and the tail list (one placeholder entry when empty).
+struct AttnShape {
+  int max_chunks = 0;
+  size_t np = 1;
+  std::vector<int32_t> tails;
+  AttnShape(const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& t) : tails(t) {
+    for (int i = 0; i < n; ++i)
+      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
+    if (tails.empty()) tails.push_back(0);
+    np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+  }
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -51,15 +65,9 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override { return info_; }
 
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* rows, int n) override {
-    return with_row_codec(f, "encode_rows", [&](auto codec) {
-      using C = decltype(codec);
-      KC_RETURN_IF_ERROR(C::check(c, rows, n, codec_op<C>("encode_rows").c_str()));
-      if (n == 0) return Status::Ok();
-      const int d = c.lay.head_dim;
+    return row_codec_op(f, "encode_rows", c, rows, n, [&](DeviceArena* a, int d) -> Status {
       float* dx;
       RowRef* dr;
-      DeviceArena* a;
-      KC_RETURN_IF_ERROR(attach(c, &a));
       KC_RETURN_IF_ERROR(scratch_.put(0, x, size_t(n) * d, s_, &dx));
       KC_RETURN_IF_ERROR(scratch_.put(1, rows, size_t(n), s_, &dr));
       KC_RETURN_IF_ERROR(launch_encode_rows(f, a->views(), dx, dr, n, d, s_));
@@ -68,15 +76,9 @@ class CudaBackend final : public Backend {
     });
   }
   Status decode_rows(Format f, const Cache& c, const RowRef* rows, int n, float* out) override {
-    return with_row_codec(f, "decode_rows", [&](auto codec) {
-      using C = decltype(codec);
-      KC_RETURN_IF_ERROR(C::check(c, rows, n, codec_op<C>("decode_rows").c_str()));
-      if (n == 0) return Status::Ok();
-      const int d = c.lay.head_dim;
+    return row_codec_op(f, "decode_rows", c, rows, n, [&](DeviceArena* a, int d) -> Status {
       RowRef* dr;
       float* dout;
-      DeviceArena* a;
-      KC_RETURN_IF_ERROR(attach(c, &a));
       KC_RETURN_IF_ERROR(scratch_.put(0, rows, size_t(n), s_, &dr));
       KC_RETURN_IF_ERROR(scratch_.get(1, size_t(n) * d, &dout));
       KC_RETURN_IF_ERROR(launch_decode_rows(f, a->views(), dr, n, d, dout, s_));
@@ -113,25 +115,20 @@ class CudaBackend final : public Backend {
                    const float* q, float* out) override {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     const int d = c.lay.head_dim, hkv = c.lay.kv_heads;
-    int max_chunks = 0;
-    for (int i = 0; i < n; ++i)
-      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
-    std::vector<int32_t> t = tails;
-    if (t.empty()) t.push_back(0);
-    const size_t np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+    const AttnShape sh(p, rows, n, tails);
     AttnRow* dr;
     int32_t* dt;
     float *dq, *dout, *pm, *pl, *po;
     DeviceArena* a;
     KC_RETURN_IF_ERROR(attach(c, &a));
     KC_RETURN_IF_ERROR(scratch_.put(0, rows, size_t(n), s_, &dr));
-    KC_RETURN_IF_ERROR(scratch_.put(1, t.data(), t.size(), s_, &dt));
+    KC_RETURN_IF_ERROR(scratch_.put(1, sh.tails.data(), sh.tails.size(), s_, &dt));
     KC_RETURN_IF_ERROR(scratch_.put(2, q, size_t(n) * p.q_heads * d, s_, &dq));
     KC_RETURN_IF_ERROR(scratch_.get(3, size_t(n) * p.q_heads * d, &dout));
-    KC_RETURN_IF_ERROR(scratch_.get(4, np, &pm));
-    KC_RETURN_IF_ERROR(scratch_.get(5, np, &pl));
-    KC_RETURN_IF_ERROR(scratch_.get(6, np * d, &po));
-    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, hkv, d, p, dr, n, dt, dq, max_chunks, pm, pl, po,
+    KC_RETURN_IF_ERROR(scratch_.get(4, sh.np, &pm));
+    KC_RETURN_IF_ERROR(scratch_.get(5, sh.np, &pl));
+    KC_RETURN_IF_ERROR(scratch_.get(6, sh.np * d, &po));
+    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, hkv, d, p, dr, n, dt, dq, sh.max_chunks, pm, pl, po,
                                         dout, s_));
     return copy_out(out, dout, size_t(n) * p.q_heads * d);
   }
@@ -243,6 +240,19 @@ class CudaBackend final : public Backend {
   }
 
   friend class CudaEngine;
+  // A row codec operation (encode_rows / decode_rows `op`): the format's checks, nothing
+  // to do for n == 0, the cache attached; body(arena, head_dim) launches and copies.
+  template <class Body>
+  Status row_codec_op(Format f, const char* op, const Cache& c, const RowRef* rows, int n, Body body) {
+    return with_row_codec(f, op, [&](auto codec) -> Status {
+      using C = decltype(codec);
+      KC_RETURN_IF_ERROR(C::check(c, rows, n, codec_op<C>(op).c_str()));
+      if (n == 0) return Status::Ok();
+      DeviceArena* a;
+      KC_RETURN_IF_ERROR(attach(c, &a));
+      return body(a, c.lay.head_dim);
+    });
+  }
   // The device arena of a held cache or of an alias of it, else null.
   DeviceArena* held_arena_of(const Cache& c) {
     if (!held_) return nullptr;
@@ -412,23 +422,18 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     if (n == 0) return Status::Ok();
     const int d = c.lay.head_dim;
-    int max_chunks = 0;
-    for (int i = 0; i < n; ++i)
-      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
-    std::vector<int32_t> t = tails;
-    if (t.empty()) t.push_back(0);
-    const size_t np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+    const AttnShape sh(p, rows, n, tails);
     AttnRow* dr;
     int32_t* dt;
     float *pm, *pl, *po;
     DeviceArena* a;
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
     KC_RETURN_IF_ERROR(put_table(1, rows, size_t(n), &dr));
-    KC_RETURN_IF_ERROR(put_table(2, t.data(), t.size(), &dt));
-    KC_RETURN_IF_ERROR(internal_.get(5, np, &pm));
-    KC_RETURN_IF_ERROR(internal_.get(6, np, &pl));
-    KC_RETURN_IF_ERROR(internal_.get(7, np * d, &po));
-    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, max_chunks, pm, pl,
+    KC_RETURN_IF_ERROR(put_table(2, sh.tails.data(), sh.tails.size(), &dt));
+    KC_RETURN_IF_ERROR(internal_.get(5, sh.np, &pm));
+    KC_RETURN_IF_ERROR(internal_.get(6, sh.np, &pl));
+    KC_RETURN_IF_ERROR(internal_.get(7, sh.np * d, &po));
+    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, sh.max_chunks, pm, pl,
                                         po, out, b_.s_));
     if (b_.is_held(a)) return Status::Ok();
     return finish_stream(b_.s_);

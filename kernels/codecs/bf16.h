@@ -28,12 +28,11 @@ KC_HD uint16_t bf16_from_float(float x) {
 KC_HD float bf16_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
 
 template <>
-struct Codec<Format::bf16> {
+struct Codec<Format::bf16> : OriginalSpace, Raw4Access<8> {
   static constexpr const char* kName = "bf16";
   static constexpr Format kFormat = Format::bf16;
   static constexpr bool kRowCodec = false;
   static constexpr bool kScales = false;
-  static constexpr bool kRotated = false;
   static constexpr bool kAttnMma = true;
   static void encode_row(const KvView& v, const float* x, const RowRef& r) {
     uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
@@ -51,8 +50,6 @@ struct Codec<Format::bf16> {
     }
   }
   static void attn_row(const KvView& v, const RowRef& r, float* out) { decode_row(v, r, out); }
-  KC_HD static void rotate_query(float*, int) {}
-  KC_HD static void unrotate_out(float*, int) {}
 #if defined(__CUDACC__)
   // Rope store: the warp's row, element lane + 32 t in y[t].
   __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
@@ -62,26 +59,10 @@ struct Codec<Format::bf16> {
       memcpy(row + 2 * (lane + 32 * t), &b, 2);
     }
   }
-  // Attention's element access (partial_fma.cu): four elements are 8 bytes, read raw and
+  // Attention's element access (partial_fma.cu): four elements are 8 bytes (Raw4Access<8>),
   // converted exactly (a shift); no scale.
-  static constexpr int kBytesPer4 = 8;
   static constexpr int kAttnMinBlocks = 4;
   static constexpr int kAttnRawWords = 4;
-  struct Raw4 {
-    uint32_t w[2];
-  };
-  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
-    Raw4 r;
-    const uint2 t = __ldg(reinterpret_cast<const uint2*>(row + 2 * e0));
-    r.w[0] = t.x, r.w[1] = t.y;
-    return r;
-  }
-  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
-    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-    Raw4 r;
-    r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
-    return r;
-  }
   __device__ __forceinline__ static void conv4(const Raw4& r, float, float* out) {
     out[0] = __uint_as_float(r.w[0] << 16), out[1] = __uint_as_float(r.w[0] & 0xFFFF0000u);
     out[2] = __uint_as_float(r.w[1] << 16), out[3] = __uint_as_float(r.w[1] & 0xFFFF0000u);

@@ -15,7 +15,8 @@
 //   attn_row(view, r, out)      host: row r as attention reads it (dequantised; q4 rotated)
 //   store_warp(view, r, y, nt, lane, wbuf)  (nvcc) the rope store of one row by one warp,
 //                               element lane + 32 t in y[t]: encode_row's bytes
-//   kBytesPer4, Raw4, load_raw4, raw4_of, conv4, elem_scale, kAttnMinBlocks, kAttnRawWords
+//   kBytesPer4, Raw4, load_raw4, raw4_of (Raw4Access<bytes of four elements>), conv4,
+//   elem_scale, kAttnMinBlocks, kAttnRawWords
 //                               (nvcc) the fma partial's element access (partial_fma.cu)
 //   check(cache, rows, n, op)   host-side preconditions of a row batch (format, head_dim,
 //                               every row inside its lane); `op` names the operation
@@ -28,6 +29,7 @@
 #include <cstdint>
 
 #include "kernels/layout/cache.h"
+#include "kernels/layout/kc_hd.h"
 #include "kernels/layout/status.h"
 
 namespace kc {
@@ -39,6 +41,53 @@ struct Codec;
 struct WarpPerRowCodec {
   static constexpr int kThreads = 256;
   static int64_t threads(int n, int) { return int64_t(n) * 32; }
+};
+
+// The fma partial's raw element access (partial_fma.cu), by the bytes of four elements:
+// 8 (bf16), 4 (fp8: four codes), 2 (q4, mxfp4: four nibbles, low nibble first). Raw4
+// holds them as read; load_raw4 reads elements e0 .. e0 + 3 of a row, raw4_of takes the
+// c-th four of a 16-byte word already loaded. The format's conv4 and elem_scale make values.
+// A format attention reads in original space (kRotated false): nothing to rotate before or
+// after (bf16, fp8, mxfp4).
+struct OriginalSpace {
+  static constexpr bool kRotated = false;
+  KC_HD static void rotate_query(float*, int) {}
+  KC_HD static void unrotate_out(float*, int) {}
+};
+
+template <int kBytes>
+struct Raw4Access {
+  static_assert(kBytes == 8 || kBytes == 4 || kBytes == 2, "Raw4Access: 8, 4 or 2 bytes per four elements");
+#if defined(__CUDACC__)
+  static constexpr int kBytesPer4 = kBytes;
+  struct Raw4 {
+    uint32_t w[kBytes == 8 ? 2 : 1];
+  };
+  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
+    Raw4 r;
+    if constexpr (kBytes == 8) {
+      const uint2 t = __ldg(reinterpret_cast<const uint2*>(row + 2 * e0));
+      r.w[0] = t.x, r.w[1] = t.y;
+    } else if constexpr (kBytes == 4) {
+      r.w[0] = __ldg(reinterpret_cast<const uint32_t*>(row + e0));
+    } else {
+      r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
+    }
+    return r;
+  }
+  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+    Raw4 r;
+    if constexpr (kBytes == 8) {
+      r.w[0] = w[2 * c], r.w[1] = w[2 * c + 1];
+    } else if constexpr (kBytes == 4) {
+      r.w[0] = w[c];
+    } else {
+      r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
+    }
+    return r;
+  }
+#endif
 };
 
 #if defined(__CUDACC__)

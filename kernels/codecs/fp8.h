@@ -110,12 +110,11 @@ KC_HD float fp8_value(uint8_t code, float scale) {
 
 // The fp8 row codec (codec.h): one fp32 scale per row, codes in E4M3.
 template <>
-struct Codec<Format::fp8> : WarpPerRowCodec {
+struct Codec<Format::fp8> : WarpPerRowCodec, OriginalSpace, Raw4Access<4> {
   static constexpr const char* kName = "fp8";
   static constexpr Format kFormat = Format::fp8;
   static constexpr bool kRowCodec = true;
   static constexpr bool kScales = true;
-  static constexpr bool kRotated = false;
   static constexpr bool kAttnMma = true;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     if (c.lay.format != Format::fp8) return Status::Error(std::string(op) + ": cache format is not fp8");
@@ -146,8 +145,6 @@ struct Codec<Format::fp8> : WarpPerRowCodec {
     for (int i = 0; i < d; ++i) out[i] = fp8_value(codes[i], scale);
   }
   static void attn_row(const KvView& v, const RowRef& r, float* out) { decode_row(v, r, out); }
-  KC_HD static void rotate_query(float*, int) {}
-  KC_HD static void unrotate_out(float*, int) {}
   // One warp per row: the row's amax reduced over the warp (exact in any order).
 #if defined(__CUDACC__)
   // Rope store: the warp's row, element lane + 32 t in y[t]; encode_row's bytes.
@@ -169,26 +166,11 @@ struct Codec<Format::fp8> : WarpPerRowCodec {
     if (lane == 0) memset(kv_scale(v, r.layer, r.kv, r.head, r.pos), 0, 4);
 #endif
   }
-  // Attention's element access (partial_fma.cu): four codes are one 32-bit word, converted
-  // by the hardware E4M3 -> fp16 conversion (exact) and one fp32 product with the row
-  // scale: fp8_value's value for every code (a NaN code gives a NaN).
-  static constexpr int kBytesPer4 = 4;
+  // Attention's element access (partial_fma.cu): four codes are one 32-bit word
+  // (Raw4Access<4>), converted by the hardware E4M3 -> fp16 conversion (exact) and one fp32
+  // product with the row scale: fp8_value's value for every code (a NaN code gives a NaN).
   static constexpr int kAttnMinBlocks = 3;
   static constexpr int kAttnRawWords = 4;
-  struct Raw4 {
-    uint32_t w[1];
-  };
-  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
-    Raw4 r;
-    r.w[0] = __ldg(reinterpret_cast<const uint32_t*>(row + e0));
-    return r;
-  }
-  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
-    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-    Raw4 r;
-    r.w[0] = w[c];
-    return r;
-  }
   __device__ __forceinline__ static void conv4(const Raw4& r, float scale, float* out) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {

@@ -179,15 +179,15 @@ KC_HD void mx_decode_group(const uint8_t* codes, uint8_t ebyte, float* out) {
 // The mxfp4 row codec (codec.h). check(): the cache format is mxfp4, head_dim is a
 // positive multiple of 32, and every row addresses inside its lane (validate_rows).
 template <>
-struct Codec<Format::mxfp4> : WarpPerRowCodec {
+struct Codec<Format::mxfp4> : WarpPerRowCodec, OriginalSpace, Raw4Access<2> {
   static constexpr const char* kName = "mxfp4";
   static constexpr Format kFormat = Format::mxfp4;
   static constexpr bool kRowCodec = true;
   static constexpr bool kScales = true;
   // As a KV-cache format mxfp4 is not rotated: the rope store encodes the RoPE-rotated
   // fp32 K row (the values bf16 and fp8 store) and the plain V row with encode_row's rule,
-  // and attention reads the decoded values (mx_value, exact) in original space.
-  static constexpr bool kRotated = false;
+  // and attention reads the decoded values (mx_value, exact) in original space
+  // (OriginalSpace: kRotated false).
   static constexpr bool kAttnMma = false;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     const std::string who = std::string(op) + ": ";
@@ -227,8 +227,6 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
       }
     }
   }
-  KC_HD static void rotate_query(float*, int) {}
-  KC_HD static void unrotate_out(float*, int) {}
   // One warp per row. Each lane owns one code byte (an element pair) per step; the 16 lanes
   // of a half-warp hold one group of 32, whose amax is reduced with amax_step over xor
   // distances 8, 4, 2, 1 (exact and order-free: equal to the twin's loop bit for bit).
@@ -286,25 +284,10 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec {
     }
   }
   // Attention's element access (partial_fma.cu; the tensor-core partial does not take
-  // mxfp4): four nibbles are 16 bits; elem_scale is mx_half_scale of the group's exponent
-  // byte and conv4 mx_attn_value of each nibble (mx_value's values).
-  static constexpr int kBytesPer4 = 2;
+  // mxfp4): four nibbles are 16 bits (Raw4Access<2>); elem_scale is mx_half_scale of the
+  // group's exponent byte and conv4 mx_attn_value of each nibble (mx_value's values).
   static constexpr int kAttnMinBlocks = 3;
   static constexpr int kAttnRawWords = 1;
-  struct Raw4 {
-    uint32_t w[1];
-  };
-  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
-    Raw4 r;
-    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
-    return r;
-  }
-  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
-    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-    Raw4 r;
-    r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
-    return r;
-  }
   __device__ __forceinline__ static void conv4(const Raw4& r, float half_scale, float* out) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) out[e] = mx_attn_value((r.w[0] >> (4 * e)) & 15u, half_scale);

@@ -249,7 +249,7 @@ KC_HD void q4_decode_row_rotated(const uint8_t* codes, const uint8_t* scales, in
 // The q4 row codec (codec.h). check(): the cache format is q4, head_dim a positive
 // multiple of 32, and every row addresses inside its lane (validate_rows).
 template <>
-struct Codec<Format::q4> {
+struct Codec<Format::q4> : Raw4Access<2> {
   static constexpr const char* kName = "q4";
   static constexpr Format kFormat = Format::q4;
   static constexpr bool kRowCodec = true;
@@ -316,26 +316,11 @@ struct Codec<Format::q4> {
     if (lane < d / 32) q4_encode_group(wbuf + 32 * lane, row + 16 * lane, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * lane);
     __syncwarp();
   }
-  // Attention's element access (partial_fma.cu): four nibbles are 16 bits, converted as
-  // (2^23 + nibble) - (2^23 + 8), exact, times the group scale; a scale that is not finite
-  // makes every element NaN (q4_decode_group_rotated's values).
-  static constexpr int kBytesPer4 = 2;
+  // Attention's element access (partial_fma.cu): four nibbles are 16 bits (Raw4Access<2>),
+  // converted as (2^23 + nibble) - (2^23 + 8), exact, times the group scale; a scale that is
+  // not finite makes every element NaN (q4_decode_group_rotated's values).
   static constexpr int kAttnMinBlocks = 3;
   static constexpr int kAttnRawWords = 1;  // 16-byte words in flight per K row (more spilled on the H200)
-  struct Raw4 {
-    uint32_t w[1];
-  };
-  __device__ __forceinline__ static Raw4 load_raw4(const uint8_t* row, int e0) {
-    Raw4 r;
-    r.w[0] = __ldg(reinterpret_cast<const uint16_t*>(row + e0 / 2));
-    return r;
-  }
-  __device__ __forceinline__ static Raw4 raw4_of(const uint4& t, int c) {
-    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
-    Raw4 r;
-    r.w[0] = (w[c / 2] >> (16 * (c % 2))) & 0xFFFFu;
-    return r;
-  }
   __device__ __forceinline__ static void conv4(const Raw4& r, float scale, float* out) {
     const float s = q4_finite(scale) ? scale : __uint_as_float(0x7FC00000u);
 #pragma unroll

@@ -1,3 +1,7 @@
+"""PTX of two builds compared kernel by kernel (each .entry body; basic-block labels,
+anonymous-namespace hashes, .loc lines and comments normalised away):
+  python3 reports/layout/ptx_entries.py [--canonical] BEFORE_DIR AFTER_DIR
+--canonical also renames virtual registers by their order of first appearance."""
 import re, sys, glob, hashlib
 def entries(path):
     txt = open(path).read()
@@ -25,7 +29,28 @@ def load(d):
         for k, v in entries(p).items():
             allk.setdefault(k, []).append((p.split('/')[-1], v))
     return allk
-a, b = load(sys.argv[1]), load(sys.argv[2])
+def canonical(body):
+    """The body with each virtual register renamed by its order of first appearance (per
+    class: %r, %rd, %f, %p, ...), declarations left out: two bodies equal under this are the
+    same instructions in the same order on the same operands, up to register names."""
+    names = {}
+    def ren(m):
+        cls = m.group(1)
+        key = m.group(0)
+        if key not in names:
+            names[key] = '%' + cls + '#' + str(sum(1 for k in names if k.startswith('%' + cls) and
+                                                   re.fullmatch(r'%' + cls + r'\d+', k)))
+        return names[key]
+    lines = [l for l in body.split('\n') if not l.strip().startswith('.reg')]
+    return re.sub(r'%(rd|r|fd|f|p|rs|h|hh)(?=\d)\d+', ren, '\n'.join(lines))
+
+
+canon = '--canonical' in sys.argv
+argv = [x for x in sys.argv[1:] if x != '--canonical']
+a, b = load(argv[0]), load(argv[1])
+if canon:
+    a = {k: [(f, canonical(v)) for f, v in xs] for k, xs in a.items()}
+    b = {k: [(f, canonical(v)) for f, v in xs] for k, xs in b.items()}
 same = diff = 0
 for k in sorted(set(a) | set(b)):
     if k not in a: print('only after:', k, [x[0] for x in b[k]]); continue
@@ -33,4 +58,4 @@ for k in sorted(set(a) | set(b)):
     va = {x[1] for x in a[k]}; vb = {x[1] for x in b[k]}
     if va == vb: same += 1
     else: diff += 1; print('DIFFERENT:', k, [x[0] for x in a[k]], [x[0] for x in b[k]])
-print(f'{same} kernels identical, {diff} different, {len(a)} before, {len(b)} after')
+print(f'{same} kernels identical{" up to register names" if canon else ""}, {diff} different, {len(a)} before, {len(b)} after')

@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
+#include "kernels/backend/forwarding.h"
 #include "kernels/engine/engine_backend.h"
 
 namespace kc::engine {
@@ -14,32 +15,21 @@ namespace {
 
 const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
 
-// Forwards every operation; has no engine of its own.
-class PassThrough final : public Backend {
+// Forwards every operation, counting the KV steps; has no engine of its own.
+class PassThrough final : public ForwardingBackend {
  public:
-  explicit PassThrough(Backend& b) : b_(b) {}
+  explicit PassThrough(Backend& b) : ForwardingBackend(b) {}
   int kv_calls = 0;
-  std::string name() const override { return b_.name(); }
-  DeviceInfo device() const override { return b_.device(); }
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override { return b_.encode_rows(f, c, x, r, n); }
-  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override { return b_.decode_rows(f, c, r, n, o); }
-  Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return b_.e4m3_encode_bits(a, n, o); }
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k, const float* v,
                     float* qo) override {
     ++kv_calls;
-    return b_.rope_store(c, p, r, n, q, k, v, qo);
+    return real_.rope_store(c, p, r, n, q, k, v, qo);
   }
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
                    const float* q, float* o) override {
     ++kv_calls;
-    return b_.attention(c, p, r, n, t, q, o);
+    return real_.attention(c, p, r, n, t, q, o);
   }
-  Status pack(const Cache& c, int l, int64_t p, int64_t n, std::vector<uint8_t>* b) override { return b_.pack(c, l, p, n, b); }
-  Status unpack(Cache& c, int l, int64_t p, const std::vector<uint8_t>& b) override { return b_.unpack(c, l, p, b); }
-  Status keep(Cache& c, const KeepMove* m, int n) override { return b_.keep(c, m, n); }
-
- private:
-  Backend& b_;
 };
 
 TEST(EngineBackend, DecoratorWithoutEngineGivesTheCpuEnginesBytes) {

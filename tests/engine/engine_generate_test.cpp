@@ -172,7 +172,7 @@ TEST(EngineGenerate, CommandPrintsAndWritesItsResult) {
   ASSERT_EQ(generate_command(cmd, out, err), 0) << err.str();
   // A receipt of kind generate that report reads back and renders.
   nlohmann::json r;
-  const Status st = load_receipt(cmd.out_file, &r);
+  const Status st = Receipt::load(cmd.out_file, &r);
   ASSERT_TRUE(st.ok) << st.message;
   EXPECT_EQ(r["kind"], "generate");
   EXPECT_EQ(r["verdict"], "pass");
@@ -184,7 +184,7 @@ TEST(EngineGenerate, CommandPrintsAndWritesItsResult) {
   EXPECT_EQ(g["checkpoint_sha256"].get<std::string>().size(), 64u);
   EXPECT_GT(g["cache_bytes"].get<int64_t>(), 0);
   EXPECT_GT(g["time_to_first_token_s"].get<double>(), 0.0);
-  const std::string md = render_receipt(r, cmd.out_file, ViewFormat::md);
+  const std::string md = render_receipt(Receipt(r), cmd.out_file, ViewFormat::md);
   EXPECT_NE(md.find("| kv cache | fp8, pages of 3 |"), std::string::npos) << md;
 }
 

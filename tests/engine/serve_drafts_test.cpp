@@ -211,7 +211,7 @@ TEST(ServeMemory, NumbersFollowFromTheLayoutAndTheControlsAreRed) {
   std::ostringstream o, e;
   ASSERT_EQ(serve_memory_command(cmd, o, e), 0) << o.str() << e.str();
   nlohmann::json r;
-  const Status ls = load_receipt(cmd.out_file, &r);
+  const Status ls = Receipt::load(cmd.out_file, &r);
   ASSERT_TRUE(ls.ok) << ls.message;
   EXPECT_EQ(r["kind"], "serve-memory");
   EXPECT_EQ(r["verdict"], "pass");
@@ -241,7 +241,7 @@ TEST(ServeMemory, NumbersFollowFromTheLayoutAndTheControlsAreRed) {
   EXPECT_EQ(arm["pool-with-runs"]["bytes_in_use"].get<uint64_t>(), 54 * page + (window + draft) + 3 * draft);
   EXPECT_EQ(arm["pool-with-runs"]["arena_bytes"].get<uint64_t>(), 4 * 128 * page + 4 * (window + draft));
   for (const auto& k : r["controls"]) EXPECT_TRUE(k["red"].get<bool>()) << k["name"];
-  const std::string text = render_receipt(r, cmd.out_file, ViewFormat::text);
+  const std::string text = render_receipt(Receipt(r), cmd.out_file, ViewFormat::text);
   EXPECT_NE(text.find("pool-with-runs"), std::string::npos);
   EXPECT_NE(text.find("54 x " + std::to_string(page) + " B"), std::string::npos) << text;
 }

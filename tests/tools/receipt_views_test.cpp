@@ -95,20 +95,22 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return p.string();
 }
 
-Status load_text(const std::string& name, const std::string& text, json* out) {
-  return load_receipt(write_temp(name, text), out);
+// Into a Receipt or into the checked document (json).
+template <class Out>
+Status load_text(const std::string& name, const std::string& text, Out* out) {
+  return Receipt::load(write_temp(name, text), out);
 }
 
 TEST(ReceiptViews, LoadsAValidReceipt) {
-  json r;
+  Receipt r;
   ASSERT_TRUE(load_text("ok.json", contract_receipt().dump(), &r).ok);
   EXPECT_EQ(r["name"], "qwen-pages");
   ASSERT_TRUE(load_text("bench.json", bench_receipt().dump(), &r).ok);
 }
 
 TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
-  json r;
-  Status st = load_receipt("/nonexistent/r.json", &r);
+  Receipt r;
+  Status st = Receipt::load("/nonexistent/r.json", &r);
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("/nonexistent/r.json: no such file"), std::string::npos) << st.message;
 
@@ -158,7 +160,7 @@ TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
 TEST(ReceiptViews, GenerateAndEngineBenchReceipts) {
   json r;
   ASSERT_TRUE(load_text("gen.json", generate_receipt().dump(), &r).ok);
-  const std::string g = render_receipt(r, "gen.json", ViewFormat::md);
+  const std::string g = render_receipt(Receipt(r), "gen.json", ViewFormat::md);
   EXPECT_NE(g.find("(generate): pass"), std::string::npos) << g;
   EXPECT_NE(g.find("| kv cache | bf16, pages of 16 |"), std::string::npos) << g;
   EXPECT_NE(g.find("| decode | 1000.0 tok/s (1 tokens in 1 ms) |"), std::string::npos) << g;
@@ -177,7 +179,7 @@ TEST(ReceiptViews, GenerateAndEngineBenchReceipts) {
   EXPECT_NE(st.message.find("seed: expected an integer, got null"), std::string::npos) << st.message;
 
   ASSERT_TRUE(load_text("eng.json", engine_bench_receipt().dump(), &r).ok);
-  const std::string e = render_receipt(r, "eng.json", ViewFormat::md);
+  const std::string e = render_receipt(Receipt(r), "eng.json", ViewFormat::md);
   EXPECT_NE(e.find("| m p8: ours (bf16 window) / transformers tok/s | 8 | >= 2 | met |"), std::string::npos) << e;
   EXPECT_NE(e.find("| config | format | addressing | engine | decode_tok_s | ours_over_transformers | step_us | "
                    "paged_over_window |"),
@@ -198,14 +200,14 @@ TEST(ReceiptViews, GenerateAndEngineBenchReceipts) {
   bad["targets"][0]["met"] = false;
   bad["targets"][0]["value"] = 1.2;
   ReceiptDiff d;
-  ASSERT_TRUE(diff_receipts(engine_bench_receipt(), "a", bad, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(engine_bench_receipt()), "a", Receipt(bad), "b", &d).ok);
   EXPECT_EQ(d.regressions, 1) << d.text;
 }
 
 TEST(ReceiptViews, RendersGatesControlsAndTargets) {
   json r = contract_receipt();
   r["controls"][1]["red"] = false;
-  const std::string md = render_receipt(r, "r.json", ViewFormat::md);
+  const std::string md = render_receipt(Receipt(r), "r.json", ViewFormat::md);
   EXPECT_NE(md.find("| paged==window | ok | 4 | 0 | 0 | 4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| attention-bound | ok | 4 | 0 | 0 | 4 | 0.0116 | qwen-pages(x=1): row 0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| planted-row | GREEN (not caught) | paged==window |"), std::string::npos) << md;
@@ -214,13 +216,13 @@ TEST(ReceiptViews, RendersGatesControlsAndTargets) {
   EXPECT_EQ(md.find("failed because"), std::string::npos) << md;
   r["verdict"] = "fail";
   r["verdict_reasons"] = {"control planted-row stayed green"};
-  EXPECT_NE(render_receipt(r, "r.json", ViewFormat::md).find("| failed because | control planted-row stayed green |"),
+  EXPECT_NE(render_receipt(Receipt(r), "r.json", ViewFormat::md).find("| failed because | control planted-row stayed green |"),
             std::string::npos);
-  const std::string text = render_receipt(r, "r.json", ViewFormat::text);
+  const std::string text = render_receipt(Receipt(r), "r.json", ViewFormat::text);
   EXPECT_EQ(text.find("| paged==window"), std::string::npos) << text;
   EXPECT_NE(text.find("paged==window"), std::string::npos) << text;
 
-  const std::string b = render_receipt(bench_receipt(), "b.json", ViewFormat::md);
+  const std::string b = render_receipt(Receipt(bench_receipt()), "b.json", ViewFormat::md);
   EXPECT_NE(b.find("| bf16 of ceiling | 0.81 | >= 0.8 | met |"), std::string::npos) << b;
   EXPECT_NE(b.find("| config | format | addressing | median_us | of_ceiling |"), std::string::npos) << b;
   EXPECT_NE(b.find("| b8 | fp8 | window | 230 | 0.5 |"), std::string::npos) << b;
@@ -228,10 +230,10 @@ TEST(ReceiptViews, RendersGatesControlsAndTargets) {
 
 TEST(ReceiptViews, DiffOfAReceiptWithItselfHasNoRegression) {
   ReceiptDiff d;
-  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", contract_receipt(), "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(contract_receipt()), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0);
   EXPECT_EQ(d.improvements, 0);
-  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", bench_receipt(), "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(bench_receipt()), "a", Receipt(bench_receipt()), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0) << d.text;
   EXPECT_NE(d.text.find("0 faster, 0 slower"), std::string::npos) << d.text;
 }
@@ -243,20 +245,20 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
   head["gates"][0]["passed"] = 3;
   head["gates"][0]["failed"] = 1;
   head["verdict"] = "fail";
-  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(head), "b", &d).ok);
   EXPECT_EQ(d.regressions, 2) << d.text;  // the gate and the verdict
   EXPECT_NE(d.text.find("gate paged==window ok -> FAIL"), std::string::npos) << d.text;
 
   head = contract_receipt();
   head["controls"][0]["red"] = false;
-  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(head), "b", &d).ok);
   EXPECT_EQ(d.regressions, 1) << d.text;
   EXPECT_NE(d.text.find("control dropped-key red -> GREEN"), std::string::npos) << d.text;
 
   head = contract_receipt();
   head["controls"].erase(1);
   head["gates"].erase(0);
-  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(head), "b", &d).ok);
   EXPECT_EQ(d.regressions, 2) << d.text;
   EXPECT_NE(d.text.find("control planted-row removed"), std::string::npos) << d.text;
   EXPECT_NE(d.text.find("gate paged==window removed"), std::string::npos) << d.text;
@@ -264,7 +266,7 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
   head = contract_receipt();
   head["gates"][1]["worst"]["ratio"] = 0.5;
   head["numbers"]["worst"]["fma"] = 0.5;
-  ASSERT_TRUE(diff_receipts(contract_receipt(), "a", head, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(head), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0);
   EXPECT_NE(d.text.find("0.0116 -> 0.5"), std::string::npos) << d.text;
   EXPECT_NE(d.text.find("| worst.fma | 0.0116 | 0.5 |"), std::string::npos) << d.text;
@@ -273,7 +275,7 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
   hb["targets"][0]["met"] = false;
   hb["targets"][0]["value"] = 0.79;
   hb["rows"][0]["median_us"] = 330.0;
-  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", hb, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(bench_receipt()), "a", Receipt(hb), "b", &d).ok);
   EXPECT_EQ(d.regressions, 1) << d.text;
   EXPECT_NE(d.text.find("target bf16 of ceiling: met -> NOT met"), std::string::npos) << d.text;
   EXPECT_NE(d.text.find("0 faster, 1 slower"), std::string::npos) << d.text;
@@ -281,12 +283,12 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
 
   json gone = bench_receipt();
   gone["targets"] = json::array();
-  ASSERT_TRUE(diff_receipts(bench_receipt(), "a", gone, "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(bench_receipt()), "a", Receipt(gone), "b", &d).ok);
   EXPECT_EQ(d.regressions, 1) << d.text;
   EXPECT_NE(d.text.find("target bf16 of ceiling: met -> removed"), std::string::npos) << d.text;
 
   // Improvements are counted but are not regressions.
-  ASSERT_TRUE(diff_receipts(hb, "a", bench_receipt(), "b", &d).ok);
+  ASSERT_TRUE(diff_receipts(Receipt(hb), "a", Receipt(bench_receipt()), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0);
   EXPECT_EQ(d.improvements, 1);
 }
@@ -295,10 +297,49 @@ TEST(ReceiptViews, DiffRefusesDifferentContracts) {
   ReceiptDiff d;
   json other = contract_receipt();
   other["name"] = "fp8-rows";
-  const Status st = diff_receipts(contract_receipt(), "a.json", other, "b.json", &d);
+  const Status st = diff_receipts(Receipt(contract_receipt()), "a.json", Receipt(other), "b.json", &d);
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("a.json is contract 'qwen-pages' but b.json is contract 'fp8-rows'"), std::string::npos)
       << st.message;
+}
+
+// What a writer builds through Receipt passes the reader's checks, and a verdict the
+// tables contradict does not.
+TEST(ReceiptViews, AWrittenReceiptReadsBackAndAContradictionIsRefused) {
+  GateStat ok{"paged==window", "d", 4, 0, 0, "", -1, "", "", {}, 0.5};
+  GateStat bound{"attention-bound", "d", 3, 1, 0, "", 1.5, "c(x=1)", "row 0", {"c(x=1): row 0"}, 0.25};
+  ControlStat red{"dropped-key", "d", true, {"attention-bound"}, {}, 0.1};
+  ControlStat green{"planted-row", "d", false, {}, {}, 0.1};
+  Receipt r(Receipt::Head{"contract", "qwen-pages", "cpu", json{{"name", "test cpu"}}, {"tf-cuda-test"}, uint64_t(7)});
+  r.set_cases(4, 4, 0, "");
+  r.add_gates({ok, bound});
+  r.add_controls({red, green}, json{{"dropped-key", "seen"}});
+  r.set_errors({});
+  r.set_total_s(1.0);
+  std::vector<std::string> why = gate_failure_reasons({ok, bound});
+  for (const std::string& w : control_and_error_reasons({red, green}, 0)) why.push_back(w);
+  EXPECT_EQ(why, (std::vector<std::string>{"gate attention-bound failed 1 of 4 checks", "control planted-row stayed green"}));
+  r.set_verdict(false, why);
+  EXPECT_TRUE(Receipt::check(r.doc(), "w.json").ok) << Receipt::check(r.doc(), "w.json").message;
+  EXPECT_EQ(r.doc()["gates"][1]["status"], "FAIL");
+  EXPECT_EQ(r.doc()["gates"][1]["worst"]["ratio"], 1.5);
+  EXPECT_EQ(r.doc()["controls"][0]["seen"], "seen");
+  EXPECT_FALSE(r.doc()["controls"][1].contains("seen"));
+  EXPECT_EQ(r.seed_text(), "7");
+  r.set_verdict(true, {});
+  const Status st = Receipt::check(r.doc(), "w.json");
+  EXPECT_NE(st.message.find("w.json: verdict: 'pass' contradicts gates[1] (attention-bound) failed"), std::string::npos)
+      << st.message;
+  // A run that skipped its controls (--gates-only) never reads back as a pass.
+  Receipt g(Receipt::Head{"contract", "fp8-rows", "cpu", json{{"name", "test cpu"}}, {"tf-cuda-test"}, uint64_t(7)});
+  g.add_gates({ok});
+  g.set_total_s(1.0);
+  g["controls_skipped"] = 3;
+  g.set_verdict(false, {"controls skipped (--gates-only): 3 not run"});
+  EXPECT_TRUE(Receipt::check(g.doc(), "g.json").ok) << Receipt::check(g.doc(), "g.json").message;
+  g.set_verdict(true, {});
+  EXPECT_NE(Receipt::check(g.doc(), "g.json").message.find("g.json: verdict: 'pass' contradicts controls_skipped 3"),
+            std::string::npos);
 }
 
 }  // namespace

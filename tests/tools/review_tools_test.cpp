@@ -21,7 +21,7 @@ using json = nlohmann::json;
 
 json receipt(const std::string& rel) {
   json r;
-  const Status st = load_receipt(std::string(KC_SOURCE_DIR) + "/" + rel, &r);
+  const Status st = Receipt::load(std::string(KC_SOURCE_DIR) + "/" + rel, &r);
   EXPECT_TRUE(st.ok) << st.message;
   return r;
 }
@@ -143,7 +143,7 @@ TEST(Merge, ShardsMergeIntoOneReceipt) {
   std::string path = ::testing::TempDir() + "/merged.json";
   std::ofstream(path) << m.dump();
   json back;
-  EXPECT_TRUE(load_receipt(path, &back).ok);
+  EXPECT_TRUE(Receipt::load(path, &back).ok);
 }
 
 TEST(Merge, AGreenControlInOneShardIsGreen) {

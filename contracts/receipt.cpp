@@ -1,0 +1,483 @@
+#include "contracts/receipt.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kc_git_info.h"
+
+namespace kc {
+
+using json = nlohmann::json;
+
+// ---- writing ----
+
+std::vector<std::string> gate_failure_reasons(const std::vector<GateStat>& gates) {
+  std::vector<std::string> why;
+  for (const GateStat& g : gates)
+    if (g.failed > 0)
+      why.push_back("gate " + g.name + " failed " + std::to_string(g.failed) + " of " + std::to_string(g.passed + g.failed) +
+                    " checks");
+  return why;
+}
+
+std::vector<std::string> control_and_error_reasons(const std::vector<ControlStat>& controls, size_t errors) {
+  std::vector<std::string> why;
+  for (const ControlStat& k : controls)
+    if (!k.red) why.push_back("control " + k.name + " stayed green");
+  if (errors > 0) why.push_back(std::to_string(errors) + " errors (listed in the receipt)");
+  return why;
+}
+
+Receipt::Receipt(const Head& h) {
+  doc_["schema"] = kReceiptSchema;
+  doc_["kind"] = h.kind;
+  doc_["name"] = h.name;
+  doc_["verdict"] = "fail";  // until the writer decides
+  doc_["backend"] = h.backend;
+  doc_["device"] = h.device;
+  doc_["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
+  doc_["seed"] = h.seed;
+  doc_["argv"] = h.argv;
+  doc_["gates"] = json::array();
+  doc_["controls"] = json::array();
+}
+
+void Receipt::set_verdict(bool pass, const std::vector<std::string>& reasons) {
+  doc_["verdict"] = pass ? "pass" : "fail";
+  doc_["verdict_reasons"] = reasons;
+}
+
+void Receipt::set_cases(int64_t requested, int64_t run, int64_t filtered_out, const std::string& filter) {
+  doc_["cases"] = {{"requested", requested}, {"run", run}, {"filtered_out", filtered_out}, {"filter", filter}};
+}
+
+void Receipt::add_gates(const std::vector<GateStat>& gates) {
+  for (const GateStat& g : gates) {
+    json j = {{"name", g.name},
+              {"description", g.description},
+              {"ok", g.failed == 0},
+              {"status", gate_status(g.passed, g.failed, g.skipped)},
+              {"passed", g.passed},
+              {"failed", g.failed},
+              {"skipped", g.skipped},
+              {"total", g.passed + g.failed + g.skipped}};
+    if (g.skipped) j["skip_reason"] = g.skip_reason;
+    if (g.worst_ratio >= 0 || std::isnan(g.worst_ratio))
+      j["worst"] = {{"case", g.worst_case},
+                    {"ratio", std::isnan(g.worst_ratio) ? json("nan") : json(g.worst_ratio)},
+                    {"detail", g.worst_detail}};
+    if (!g.failures.empty()) j["failures"] = g.failures;
+    j["time_s"] = g.time_s;
+    doc_["gates"].push_back(std::move(j));
+  }
+}
+
+void Receipt::add_controls(const std::vector<ControlStat>& controls, const json& seen) {
+  for (const ControlStat& k : controls) {
+    json j = {{"name", k.name}, {"description", k.description}, {"red", k.red},
+              {"caught_by", k.caught_by}, {"time_s", k.time_s}};
+    if (!k.errors.empty()) j["errors"] = k.errors;
+    if (seen.contains(k.name)) j["seen"] = seen[k.name];
+    doc_["controls"].push_back(std::move(j));
+  }
+}
+
+void Receipt::set_errors(const std::vector<std::string>& errors) { doc_["errors"] = errors; }
+
+void Receipt::set_total_s(double seconds) { doc_["timings"] = {{"total_s", seconds}}; }
+
+// ---- reading ----
+
+std::string Receipt::seed_text() const {
+  const auto it = doc_.find("seed");
+  if (it == doc_.end() || it->is_null()) return "none";
+  if (it->is_number_unsigned()) return std::to_string(it->get<uint64_t>());
+  return it->dump();
+}
+
+std::string Receipt::commit_label() const {
+  return doc_.at("git").at("commit").get<std::string>() + (doc_.at("git").at("dirty").get<bool>() ? "-dirty" : "");
+}
+
+std::string Receipt::short_commit() const {
+  const std::string c = doc_.at("git").at("commit").get<std::string>();
+  return c.substr(0, 12) + (doc_.at("git").at("dirty").get<bool>() ? " (dirty)" : " (clean)");
+}
+
+std::string Receipt::device_line() const {
+  const json& d = doc_.at("device");
+  std::string s = doc_.at("backend").get<std::string>() + " on " + d.at("name").get<std::string>();
+  std::string extra;  // empty fields (a cpu has no compute capability or driver) left out
+  if (d.contains("compute_capability") && d["compute_capability"].is_string() &&
+      !d["compute_capability"].get<std::string>().empty())
+    extra = "compute " + d["compute_capability"].get<std::string>();
+  if (d.contains("driver") && d["driver"].is_string() && !d["driver"].get<std::string>().empty())
+    extra += (extra.empty() ? "" : ", ") + d["driver"].get<std::string>();
+  return extra.empty() ? s : s + " (" + extra + ")";
+}
+
+namespace {
+
+std::string type_name(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+// ---- Validation: the first problem found, as "file: field: reason".
+enum class Want { string, boolean, integer, number, object, array };
+const char* want_name(Want w) {
+  switch (w) {
+    case Want::string: return "a string";
+    case Want::boolean: return "a boolean";
+    case Want::integer: return "an integer";
+    case Want::number: return "a number";
+    case Want::object: return "an object";
+    case Want::array: return "an array";
+  }
+  return "?";
+}
+bool is(const json& v, Want w) {
+  switch (w) {
+    case Want::string: return v.is_string();
+    case Want::boolean: return v.is_boolean();
+    case Want::integer: return v.is_number_integer();
+    case Want::number: return v.is_number();
+    case Want::object: return v.is_object();
+    case Want::array: return v.is_array();
+  }
+  return false;
+}
+
+struct Checker {
+  std::string file, error;
+  bool fail(const std::string& field, const std::string& why) {
+    if (error.empty()) error = file + ": " + field + ": " + why;
+    return false;
+  }
+  // o[key] exists (unless optional) and has the wanted type.
+  bool field(const json& o, const std::string& at, const char* key, Want w, bool optional = false) {
+    const std::string f = at.empty() ? key : at + "." + key;
+    if (!o.contains(key)) return optional || fail(f, "missing");
+    if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + type_name(o[key]));
+    return true;
+  }
+  bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed) {
+    if (!field(o, "", key, Want::string)) return false;
+    const std::string v = o[key].get<std::string>();
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) return true;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    return fail(key, "'" + v + "' is not one of " + list);
+  }
+  bool strings(const json& o, const std::string& at, const char* key, bool optional = false) {
+    if (!field(o, at, key, Want::array, optional)) return false;
+    if (!o.contains(key)) return true;
+    const std::string f = at.empty() ? key : at + "." + key;
+    for (size_t i = 0; i < o[key].size(); ++i)
+      if (!o[key][i].is_string())
+        return fail(f + "[" + std::to_string(i) + "]", "expected a string, got " + type_name(o[key][i]));
+    return true;
+  }
+};
+
+// Benches: kind bench (attention, pack) and bench-engine; both carry rows and targets.
+bool is_bench_doc(const json& r) { return r["kind"] == "bench" || r["kind"] == "bench-engine"; }
+
+std::string num_text(double x) {
+  std::ostringstream o;
+  o << std::setprecision(6) << x;
+  return o.str();
+}
+
+bool check_receipt(const json& r, Checker& c) {
+  if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + type_name(r));
+  if (!c.field(r, "", "schema", Want::string)) return false;
+  if (r["schema"] != kReceiptSchema)
+    return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kReceiptSchema);
+  if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench", "bench-engine", "generate"}))
+    return false;
+  if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
+      !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
+      !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
+      !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
+      !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
+      !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
+      !c.strings(r, "", "verdict_reasons", true) ||
+      !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
+    return false;
+  // seed: an unsigned integer; null only for a bench (no generator).
+  if (!r.contains("seed")) return c.fail("seed", "missing");
+  if (r["seed"].is_null() ? !is_bench_doc(r) : !r["seed"].is_number_unsigned())
+    return c.fail("seed", r["seed"].is_number_integer() ? "expected an integer from 0 to 2^64 - 1, got " + r["seed"].dump()
+                                                        : std::string("expected an integer") +
+                                                              (is_bench_doc(r) ? " or null" : "") + ", got " +
+                                                              type_name(r["seed"]));
+  if (r.contains("cases")) {
+    for (const char* k : {"requested", "run", "filtered_out"})
+      if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
+    if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
+      return false;
+  }
+  if (!c.strings(r, "", "replay", true) || !c.field(r, "", "controls_skipped", Want::integer, true)) return false;
+  if (!c.field(r["device"], "device", "compute_capability", Want::string, true) ||
+      !c.field(r["device"], "device", "driver", Want::string, true))
+    return false;
+  if (!c.field(r, "", "gates", Want::array) || !c.field(r, "", "controls", Want::array)) return false;
+  for (size_t i = 0; i < r["gates"].size(); ++i) {
+    const json& g = r["gates"][i];
+    const std::string at = "gates[" + std::to_string(i) + "]";
+    if (!g.is_object()) return c.fail(at, "expected an object, got " + type_name(g));
+    if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
+    for (const char* k : {"passed", "failed", "skipped", "total"}) {
+      if (!c.field(g, at, k, Want::integer)) return false;
+      if (g[k].get<int64_t>() < 0) return c.fail(at + "." + k, "negative count " + g[k].dump());
+    }
+    const int64_t passed = g["passed"].get<int64_t>(), failed = g["failed"].get<int64_t>(),
+                  skipped = g["skipped"].get<int64_t>();
+    if (g["total"].get<int64_t>() != passed + failed + skipped)
+      return c.fail(at + ".total", g["total"].dump() + " is not passed + failed + skipped (" +
+                                       std::to_string(passed + failed + skipped) + ")");
+    if (g["ok"].get<bool>() != (failed == 0))
+      return c.fail(at + ".ok", std::string(g["ok"].get<bool>() ? "true" : "false") + " contradicts failed = " +
+                                    std::to_string(failed));
+    if (!c.field(g, at, "status", Want::string, true) || !c.field(g, at, "skip_reason", Want::string, true) ||
+        !c.field(g, at, "description", Want::string, true) || !c.field(g, at, "time_s", Want::number, true))
+      return false;
+    if (g.contains("status") && g["status"] != gate_status(passed, failed, skipped))
+      return c.fail(at + ".status", "'" + g["status"].get<std::string>() + "' contradicts its counts (which say '" +
+                                        gate_status(passed, failed, skipped) + "')");
+    if (!c.strings(g, at, "failures", true) || !c.field(g, at, "worst", Want::object, true)) return false;
+    if (g.contains("worst")) {
+      const json& w = g["worst"];
+      if (!c.field(w, at + ".worst", "case", Want::string, true) || !c.field(w, at + ".worst", "detail", Want::string, true))
+        return false;
+      if (w.contains("ratio") && !w["ratio"].is_number() && w["ratio"] != "nan")
+        return c.fail(at + ".worst.ratio", "expected a number or \"nan\", got " +
+                                               (w["ratio"].is_string() ? "\"" + w["ratio"].get<std::string>() + "\""
+                                                                       : type_name(w["ratio"])));
+    }
+  }
+  for (size_t i = 0; i < r["controls"].size(); ++i) {
+    const json& k = r["controls"][i];
+    const std::string at = "controls[" + std::to_string(i) + "]";
+    if (!k.is_object()) return c.fail(at, "expected an object, got " + type_name(k));
+    if (!c.field(k, at, "name", Want::string) || !c.field(k, at, "red", Want::boolean) ||
+        !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true) ||
+        !c.field(k, at, "description", Want::string, true) || !c.field(k, at, "time_s", Want::number, true))
+      return false;
+    if (k["red"].get<bool>() && k["caught_by"].empty())
+      return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
+  }
+  if (is_bench_doc(r)) {
+    if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
+    for (size_t i = 0; i < r["rows"].size(); ++i) {
+      const json& row = r["rows"][i];
+      const std::string at = "rows[" + std::to_string(i) + "]";
+      if (!row.is_object()) return c.fail(at, "expected an object, got " + type_name(row));
+      if (!c.field(row, at, "config", Want::string)) return false;
+    }
+    for (size_t i = 0; i < r["targets"].size(); ++i) {
+      const json& t = r["targets"][i];
+      const std::string at = "targets[" + std::to_string(i) + "]";
+      if (!t.is_object()) return c.fail(at, "expected an object, got " + type_name(t));
+      if (!c.field(t, at, "name", Want::string) || !c.field(t, at, "value", Want::number) ||
+          !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
+          !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
+        return false;
+      const double v = t["value"].get<double>(), lim = t["limit"].get<double>();
+      const bool holds = t["measured"].get<bool>() && (t["at_least"].get<bool>() ? v >= lim : v <= lim);
+      if (t["met"].get<bool>() != holds)
+        return c.fail(at + ".met", std::string(t["met"].get<bool>() ? "true" : "false") + " contradicts value " + num_text(v) +
+                                       (t["at_least"].get<bool>() ? " >= " : " <= ") + num_text(lim) +
+                                       (t["measured"].get<bool>() ? "" : " (not measured)"));
+    }
+  }
+  if (r["kind"] == "kv-gate") {  // what the per-depth view reads
+    if (!c.field(r, "", "kv", Want::object)) return false;
+    const json& kv = r["kv"];
+    if (!c.field(kv, "kv", "format", Want::string) || !c.field(kv, "kv", "depths", Want::array) ||
+        !c.field(kv, "kv", "recall", Want::array) || !c.field(kv, "kv", "memory", Want::object))
+      return false;
+    for (size_t i = 0; i < kv["depths"].size(); ++i) {
+      const json& d = kv["depths"][i];
+      const std::string at = "kv.depths[" + std::to_string(i) + "]";
+      if (!d.is_object()) return c.fail(at, "expected an object, got " + type_name(d));
+      for (const char* k : {"depth", "rows", "worst_pos"})
+        if (!c.field(d, at, k, Want::integer)) return false;
+      for (const char* k : {"mean_kl", "worst_kl", "top1_agreement"})
+        if (!c.field(d, at, k, Want::number)) return false;
+      if (!c.field(d, at, "beyond_training", Want::boolean) || !c.field(d, at, "kl_percentiles", Want::object) ||
+          !c.field(d, at, "perplexity", Want::object) || !c.field(d, at, "decode_tok_s", Want::object) ||
+          !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}) ||
+          !c.field(d, at, "why", Want::string))
+        return false;
+      for (const char* k : {"p99.9", "p99", "p95", "p90", "p50"})
+        if (!c.field(d["kl_percentiles"], at + ".kl_percentiles", k, Want::number)) return false;
+      for (const char* k : {"bf16", "quant"})
+        if (!c.field(d["perplexity"], at + ".perplexity", k, Want::number) ||
+            !c.field(d["decode_tok_s"], at + ".decode_tok_s", k, Want::number))
+          return false;
+      for (size_t j = 0; j < d["top1_differences"].size(); ++j) {
+        const json& x = d["top1_differences"][j];
+        const std::string xa = at + ".top1_differences[" + std::to_string(j) + "]";
+        if (!x.is_object()) return c.fail(xa, "expected an object, got " + type_name(x));
+        for (const char* k : {"pos", "target", "bf16_top", "quant_top"})
+          if (!c.field(x, xa, k, Want::integer)) return false;
+        if (!c.field(x, xa, "bf16_margin", Want::number) || !c.field(x, xa, "quant_margin", Want::number)) return false;
+      }
+    }
+    for (size_t i = 0; i < kv["recall"].size(); ++i) {
+      const json& x = kv["recall"][i];
+      const std::string at = "kv.recall[" + std::to_string(i) + "]";
+      if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+      if (!c.field(x, at, "probe", Want::string) || !c.field(x, at, "depth", Want::integer) ||
+          !c.field(x, at, "outcome", Want::string) || !c.field(x, at, "bf16", Want::object) ||
+          !c.field(x, at, "quant", Want::object) || !c.field(x["bf16"], at + ".bf16", "recalled", Want::boolean) ||
+          !c.field(x["quant"], at + ".quant", "recalled", Want::boolean))
+        return false;
+    }
+    if (!c.field(kv["memory"], "kv.memory", "bytes_per_position", Want::object)) return false;
+    if (kv.contains("training_context")) {  // receipts since the long-context fixture model
+      if (!c.field(kv, "kv", "training_context", Want::object) ||
+          !c.field(kv["training_context"], "kv.training_context", "positions", Want::integer) ||
+          !c.field(kv["training_context"], "kv.training_context", "source", Want::string))
+        return false;
+    }
+    if (kv.contains("recall_summary")) {
+      if (!c.field(kv, "kv", "recall_summary", Want::array)) return false;
+      for (size_t i = 0; i < kv["recall_summary"].size(); ++i) {
+        const json& x = kv["recall_summary"][i];
+        const std::string at = "kv.recall_summary[" + std::to_string(i) + "]";
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!c.field(x, at, "group", Want::string) || !c.field(x, at, "beyond_training", Want::boolean)) return false;
+        for (const char* k : {"depth", "probes", "bf16_recalled", "quant_recalled", "lost", "gained"})
+          if (!c.field(x, at, k, Want::integer)) return false;
+      }
+    }
+  }
+  if (r["kind"] == "serve-memory") {  // what the arms table reads
+    if (!c.field(r, "", "memory", Want::object)) return false;
+    const json& m = r["memory"];
+    for (const char* k : {"parallel", "context", "page"})
+      if (!c.field(m, "memory", k, Want::integer)) return false;
+    if (!c.field(m, "memory", "preset", Want::string) || !c.field(m, "memory", "bytes_per_position", Want::object) ||
+        !c.field(m, "memory", "arms", Want::array))
+      return false;
+    for (size_t i = 0; i < m["arms"].size(); ++i) {
+      const json& a = m["arms"][i];
+      const std::string at = "memory.arms[" + std::to_string(i) + "]";
+      if (!a.is_object()) return c.fail(at, "expected an object, got " + type_name(a));
+      if (!c.field(a, at, "arm", Want::string) || !c.field(a, at, "lanes", Want::array)) return false;
+      for (const char* k : {"page_stride", "arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use",
+                            "free_pages_after", "admitted"})
+        if (!c.field(a, at, k, Want::integer)) return false;
+      if (a["bytes_in_use"].get<int64_t>() > a["arena_bytes"].get<int64_t>())
+        return c.fail(at + ".bytes_in_use", a["bytes_in_use"].dump() + " is more than arena_bytes " + a["arena_bytes"].dump());
+    }
+  }
+  if (r["kind"] == "generate") {  // what the generate view reads
+    if (!c.field(r, "", "generate", Want::object)) return false;
+    const json& g = r["generate"];
+    for (const char* k : {"model", "checkpoint_sha256", "kv_cache", "text"})
+      if (!c.field(g, "generate", k, Want::string)) return false;
+    for (const char* k : {"pages", "decode_tokens", "cache_bytes"})
+      if (!c.field(g, "generate", k, Want::integer)) return false;
+    for (const char* k : {"time_to_first_token_s", "decode_s", "decode_tok_s"})
+      if (!c.field(g, "generate", k, Want::number)) return false;
+    if (!c.field(g, "generate", "stopped_at_eos", Want::boolean) || !c.field(g, "generate", "tokens", Want::array) ||
+        !c.field(g, "generate", "prompt_tokens", Want::array))
+      return false;
+    for (const char* k : {"tokens", "prompt_tokens"})
+      for (size_t i = 0; i < g[k].size(); ++i)
+        if (!g[k][i].is_number_integer())
+          return c.fail(std::string("generate.") + k + "[" + std::to_string(i) + "]",
+                        "expected an integer, got " + type_name(g[k][i]));
+  }
+  if (r["kind"] == "bench-engine") {  // what the engine bench's extra tables read
+    if (!c.field(r, "", "transformers", Want::object) || !c.field(r, "", "attention_share", Want::object, true))
+      return false;
+    if (r.contains("attention_share")) {
+      const json& a = r["attention_share"];
+      if (!c.field(a, "attention_share", "rows", Want::array)) return false;
+      for (size_t i = 0; i < a["rows"].size(); ++i) {
+        const json& x = a["rows"][i];
+        const std::string at = "attention_share.rows[" + std::to_string(i) + "]";
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!c.field(x, at, "parallel", Want::integer) || !c.field(x, at, "step_us", Want::number) ||
+            !c.field(x, at, "attention_us_per_layer", Want::number) || !c.field(x, at, "share", Want::number))
+          return false;
+      }
+    }
+  }
+  // The verdict must follow from the receipt's own gates, controls, errors and targets.
+  if (r["verdict"] == "pass") {
+    for (size_t i = 0; i < r["gates"].size(); ++i)
+      if (!r["gates"][i]["ok"].get<bool>())
+        return c.fail("verdict", "'pass' contradicts gates[" + std::to_string(i) + "] (" +
+                                     r["gates"][i]["name"].get<std::string>() + ") failed");
+    for (size_t i = 0; i < r["controls"].size(); ++i)
+      if (!r["controls"][i]["red"].get<bool>())
+        return c.fail("verdict", "'pass' contradicts controls[" + std::to_string(i) + "] (" +
+                                     r["controls"][i]["name"].get<std::string>() + ") green");
+    if (r.contains("errors") && !r["errors"].empty())
+      return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
+    if (r.contains("controls_skipped") && !(r["controls_skipped"].is_number_integer() && r["controls_skipped"] == 0))
+      return c.fail("verdict", "'pass' contradicts controls_skipped " + r["controls_skipped"].dump() +
+                                   " (a run without its controls never passes)");
+    if (is_bench_doc(r))
+      for (size_t i = 0; i < r["targets"].size(); ++i)
+        if (!r["targets"][i]["met"].get<bool>())
+          return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +
+                                       r["targets"][i]["name"].get<std::string>() + ") not met");
+  }
+  return true;
+}
+
+}  // namespace
+
+Status Receipt::check(const json& doc, const std::string& file) {
+  Checker c{file, ""};
+  if (!check_receipt(doc, c)) return Status::Error(c.error);
+  return Status::Ok();
+}
+
+Status Receipt::load(const std::string& path, Receipt* out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symlinks
+  if (st.type() == fs::file_type::not_found) return Status::Error(path + ": no such file");
+  if (st.type() == fs::file_type::directory) return Status::Error(path + ": is a folder, expected a receipt file");
+  if (st.type() != fs::file_type::regular)
+    return Status::Error(path + ": not a regular file" + (ec ? " (" + ec.message() + ")" : std::string()));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::Error(path + ": cannot open for reading: " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return Status::Error(path + ": read failed: " + std::strerror(errno));
+  json r;
+  try {
+    r = json::parse(text);
+  } catch (const json::exception& e) {
+    return Status::Error(path + ": not JSON (" + e.what() + ")");
+  }
+  KC_RETURN_IF_ERROR(check(r, path));
+  *out = Receipt(std::move(r));
+  return Status::Ok();
+}
+
+Status Receipt::load(const std::string& path, json* out) {
+  Receipt r;
+  KC_RETURN_IF_ERROR(load(path, &r));
+  *out = std::move(r.doc());
+  return Status::Ok();
+}
+
+}  // namespace kc
