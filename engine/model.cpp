@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <type_traits>
 
@@ -115,9 +116,9 @@ Status Model::forward(Backend& be, Cache& cache, const std::vector<ForwardRow>& 
   const int n = int(rows.size());
   for (int i = 0; i < n; ++i) {  // forward_rows checks tokens and slots; positions and lanes are checked here
     const ForwardRow& r = rows[i];
-    const std::string who = "forward: row " + std::to_string(i) + ": ";
-    if (r.lane < 0 || r.lane >= int(cache.views.size())) return Status::Error(who + "lane out of range");
-    if (r.pos < 0 || r.pos >= cache.views[r.lane].capacity()) return Status::Error(who + "position outside the lane");
+    const auto who = [i] { return "forward: row " + std::to_string(i) + ": "; };  // built only for a refusal
+    if (r.lane < 0 || r.lane >= int(cache.views.size())) return Status::Error(who() + "lane out of range");
+    if (r.pos < 0 || r.pos >= cache.views[r.lane].capacity()) return Status::Error(who() + "position outside the lane");
   }
   {
     std::vector<std::pair<int32_t, int32_t>> at(n);
@@ -154,12 +155,12 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     return Status::Error("forward_rows: the cache's layout is not the model's");
   for (int i = 0; i < n; ++i) {
     const ForwardRow& r = rows[i];
-    const std::string who = "forward_rows: row " + std::to_string(i) + ": ";
+    const auto who = [i] { return "forward_rows: row " + std::to_string(i) + ": "; };  // built only for a refusal
     if (r.token < 0 || r.token >= c.vocab_size)
-      return Status::Error(who + "token " + std::to_string(r.token) + " out of range");
-    if (r.lane < 0 || r.lane >= int(cache.views.size()) || attn[i].lane != r.lane) return Status::Error(who + "lane out of range");
+      return Status::Error(who() + "token " + std::to_string(r.token) + " out of range");
+    if (r.lane < 0 || r.lane >= int(cache.views.size()) || attn[i].lane != r.lane) return Status::Error(who() + "lane out of range");
     if (r.pos < 0 || slots[i] < 0 || slots[i] >= cache.views[r.lane].capacity())
-      return Status::Error(who + "slot outside the lane");
+      return Status::Error(who() + "slot outside the lane");
   }
   if (logits) logits->clear();
   if (n == 0) return Status::Ok();
@@ -211,6 +212,18 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     KC_RETURN_IF_ERROR(mat(m, &w));
     return eb->matmul(w, m.rows, m.cols, x, n, y);
   };
+  // Products of several matrices over the same x (q/k/v, gate/up): one launch where the
+  // engine can, each element the bytes of its own matmul.
+  auto matmul_parts = [&](std::initializer_list<std::pair<const Bf16Matrix*, float*>> ms, const float* x) {
+    MatmulPart parts[3];
+    int count = 0;
+    for (const auto& [m, y] : ms) {
+      const uint16_t* w;
+      KC_RETURN_IF_ERROR(mat(*m, &w));
+      parts[count++] = {w, m->rows, y};
+    }
+    return eb->matmul_parts(parts, count, ms.begin()->first->cols, x, n);
+  };
   auto norm = [&](const std::vector<float>& w, const float* x, int rows, int dim, float* out) {
     const float* dw;
     KC_RETURN_IF_ERROR(vec(w, &dw));
@@ -231,9 +244,7 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
   for (size_t li = 0; li < layers_.size(); ++li) {
     const ModelLayer& L = layers_[li];
     KC_RETURN_IF_ERROR(norm(L.input_norm, h, n, H, a));
-    KC_RETURN_IF_ERROR(matmul(L.q_proj, a, q));
-    KC_RETURN_IF_ERROR(matmul(L.k_proj, a, k));
-    KC_RETURN_IF_ERROR(matmul(L.v_proj, a, v));
+    KC_RETURN_IF_ERROR(matmul_parts({{&L.q_proj, q}, {&L.k_proj, k}, {&L.v_proj, v}}, a));
     KC_RETURN_IF_ERROR(norm(L.q_norm, q, n * QH, D, q));
     KC_RETURN_IF_ERROR(norm(L.k_norm, k, n * KH, D, k));
     RopeParams rp{QH, int(c.rotary_dim), c.rope_theta, int(li)};
@@ -245,8 +256,7 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     KC_RETURN_IF_ERROR(matmul(L.o_proj, att, tmp));
     KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
     KC_RETURN_IF_ERROR(norm(L.post_norm, h, n, H, a));
-    KC_RETURN_IF_ERROR(matmul(L.gate_proj, a, g));
-    KC_RETURN_IF_ERROR(matmul(L.up_proj, a, u));
+    KC_RETURN_IF_ERROR(matmul_parts({{&L.gate_proj, g}, {&L.up_proj, u}}, a));
     KC_RETURN_IF_ERROR(eb->swiglu(g, u, int64_t(NI), g));
     KC_RETURN_IF_ERROR(matmul(L.down_proj, g, tmp));
     KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));

@@ -19,6 +19,10 @@ struct BenchOptions {
   int engine_layers = 4;
   std::string transformers = "python3";
   int engine_tokens = 0;  // 0: 128 (quick: 64)
+  // engine: instead of the bench, the timing option (bench_engine.cpp: profile_engine):
+  // where a decode step's time goes, per kernel, legacy kernels against the current ones;
+  // a JSON summary (not a receipt) is written to this path.
+  std::string engine_profile;
   std::vector<std::string> argv;
   nlohmann::json device;
 };

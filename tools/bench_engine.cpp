@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,7 @@
 #include "engine/kv_gate.h"
 #include "engine/make_model.h"
 #include "engine/model.h"
+#include "engine/ops.h"
 #include "kernels/backend/backend.h"
 #include "kernels/engine/engine_backend.h"
 
@@ -98,6 +100,161 @@ Status long_step(const Model& m, Backend& be, int parallel, int ctx, int reps, d
   return Status::Ok();
 }
 
+// ---- the timing option (--profile) ------------------------------------------------
+
+// Decode steps as generate runs them (one forward of every lane's row, logits downloaded,
+// host argmax), after a prefill of the prompt on every lane; the profile (if on) is taken
+// over the decode steps only. step_us: wall time per decode step; logits: every decode
+// step's logits, in order (for the legacy == current comparison).
+Status decode_steps(const Model& m, Backend& be, int parallel, int page, const std::vector<int32_t>& prompt,
+                    int tokens, double* step_us, std::vector<float>* all_logits, EngineBackend::Profile* prof) {
+  EngineBackend* eb = be.engine();
+  if (!eb) return Status::Error("bench engine: the backend has no engine");
+  Cache cache;
+  const int32_t cap = int32_t(prompt.size()) + tokens;
+  std::vector<engine::LaneSpec> specs(size_t(parallel), engine::LaneSpec{cap, page});
+  KC_RETURN_IF_ERROR(engine::make_engine_cache(m.kv_layout(), specs, &cache));
+  KC_RETURN_IF_ERROR(eb->hold(cache));
+  const int64_t V = m.config().vocab_size;
+  std::vector<engine::ForwardRow> rows;
+  for (int l = 0; l < parallel; ++l)
+    for (size_t p = 0; p < prompt.size(); ++p)
+      rows.push_back({l, prompt[p], int32_t(p), p + 1 == prompt.size()});
+  std::vector<float> logits;
+  Status st = m.forward(be, cache, rows, &logits);
+  std::vector<int32_t> next_tok(static_cast<size_t>(parallel), 0);
+  for (int l = 0; l < parallel && st.ok; ++l) next_tok[l] = engine::argmax(logits.data() + l * V, V);
+  EngineBackend::Profile discard;
+  if (st.ok && prof) st = eb->take_profile(&discard);  // the prefill is not a decode step
+  if (all_logits) all_logits->clear();
+  const auto t0 = Clock::now();
+  for (int t = 1; t < tokens && st.ok; ++t) {
+    rows.clear();
+    for (int l = 0; l < parallel; ++l) rows.push_back({l, next_tok[l], int32_t(prompt.size()) + t - 1, true});
+    st = m.forward(be, cache, rows, &logits);
+    for (int l = 0; l < parallel && st.ok; ++l) next_tok[l] = engine::argmax(logits.data() + l * V, V);
+    if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (st.ok && prof) st = eb->take_profile(prof);
+  const Status rs = eb->release(cache);
+  KC_RETURN_IF_ERROR(st);
+  KC_RETURN_IF_ERROR(rs);
+  *step_us = s / double(tokens - 1) * 1e6;
+  return Status::Ok();
+}
+
+// Bytes of weights one decode step reads: each layer's seven matrices and the head (bf16).
+double weight_bytes_per_step(const engine::Qwen3Config& c) {
+  const double H = double(c.hidden_size), I = double(c.intermediate_size), Q = double(c.num_attention_heads) * c.head_dim,
+               K = double(c.num_key_value_heads) * c.head_dim;
+  return 2.0 * (double(c.num_hidden_layers) * (H * Q + 2 * H * K + Q * H + 3 * H * I) + double(c.vocab_size) * H);
+}
+
+int profile_engine(const BenchOptions& o, Backend& be, const std::vector<BenchModel>& models,
+                   const std::vector<int32_t>& prompt) {
+  EngineBackend* eb = be.engine();
+  const int tokens = o.engine_tokens > 0 ? o.engine_tokens : 64;
+  const int reps = std::max(1, std::min(o.reps, 5));
+  struct Cfg {
+    size_t model;
+    int parallel;
+    Format fmt;
+    const char* fname;
+    int page;
+  };
+  const std::vector<Cfg> cfgs = {{1, 8, Format::bf16, "bf16", 0}, {1, 8, Format::bf16, "bf16", 256},
+                                 {1, 4, Format::bf16, "bf16", 0}, {1, 1, Format::bf16, "bf16", 0},
+                                 {1, 8, Format::fp8, "fp8", 0},   {0, 8, Format::bf16, "bf16", 0},
+                                 {0, 8, Format::fp8, "fp8", 0},   {0, 8, Format::fp8, "fp8", 256},
+                                 {0, 8, Format::fp8, "fp8", 16}};
+  nlohmann::json out = {{"what", "bench engine --profile: per decode step (prefill excluded), " + std::to_string(tokens - 1) +
+                                     " steps; step_us: wall time per step with the option off (median of " +
+                                     std::to_string(reps) + " runs); with it on, every step is held on the device "
+                                     "until the host enqueued it, so gpu_span_us is the step's device time back to "
+                                     "back and kinds[].us the event time of each engine call (launch gaps between "
+                                     "them are span - sum); legacy: the kernels before the staged product / RMSNorm"},
+                        {"device", o.device},
+                        {"rows", nlohmann::json::array()}};
+  bool all_same = true;
+  std::cout << std::fixed << std::setprecision(1);
+  for (const Cfg& cf : cfgs) {
+    const BenchModel& bm = models[cf.model];
+    engine::ModelOptions mo;
+    mo.kv_format = cf.fmt;
+    Model model;
+    Status st = Model::create(bm.w, mo, &model);
+    std::vector<float> lg[2];
+    const std::string cfg = bm.name + "/p" + std::to_string(cf.parallel) + "/" + cf.fname + "/" + addr_name(cf.page);
+    for (int legacy = 1; legacy >= 0 && st.ok; --legacy) {
+      double us = 0;
+      std::vector<double> t;
+      st = eb->set_debug({legacy == 1, false});
+      if (st.ok) st = decode_steps(model, be, cf.parallel, cf.page, prompt, tokens, &us, &lg[legacy], nullptr);  // warm-up
+      for (int r = 0; r < reps && st.ok; ++r) {
+        st = decode_steps(model, be, cf.parallel, cf.page, prompt, tokens, &us, nullptr, nullptr);
+        t.push_back(us);
+      }
+      EngineBackend::Profile pr;
+      double pus = 0;
+      if (st.ok) st = eb->set_debug({legacy == 1, true});
+      if (st.ok) st = decode_steps(model, be, cf.parallel, cf.page, prompt, tokens, &pus, nullptr, &pr);
+      const Status off = eb->set_debug({});
+      if (st.ok) st = off;
+      if (!st.ok) break;
+      const double steps = double(std::max<int64_t>(1, pr.steps));
+      double sum = 0, mm = 0;
+      nlohmann::json kinds = nlohmann::json::array();
+      for (const auto& k : pr.kinds) {
+        sum += k.us;
+        if (k.kind.rfind("matmul", 0) == 0 || k.kind.rfind("logits", 0) == 0) mm += k.us;
+        kinds.push_back({{"kind", k.kind}, {"calls_per_step", double(k.calls) / steps}, {"us_per_step", k.us / steps}});
+      }
+      const double wb = weight_bytes_per_step(bm.w.config);
+      nlohmann::json row = {{"config", cfg},
+                            {"kernels", legacy ? "legacy" : "current"},
+                            {"step_us", median(t)},
+                            {"steps_profiled", pr.steps},
+                            {"gpu_span_us", pr.gpu_span_us / steps},
+                            {"kernels_sum_us", sum / steps},
+                            {"host_enqueue_us", pr.host_enqueue_us / steps},
+                            {"matmul_us", mm / steps},
+                            {"weight_bytes_per_step", wb},
+                            {"weight_tb_s_over_matmul_time", mm > 0 ? wb / (mm / steps * 1e-6) / 1e12 : 0.0},
+                            {"weight_tb_s_over_step", wb / (median(t) * 1e-6) / 1e12},
+                            {"kinds", kinds}};
+      out["rows"].push_back(row);
+      std::cout << "\n" << cfg << "  kernels " << (legacy ? "legacy" : "current") << ": step " << median(t)
+                << " us (wall), device span " << pr.gpu_span_us / steps << " us, kernels " << sum / steps
+                << " us, host enqueue " << pr.host_enqueue_us / steps << " us; weights " << wb / 1e6 << " MB/step: "
+                << std::setprecision(2) << wb / (median(t) * 1e-6) / 1e12 << " TB/s over the step, "
+                << (mm > 0 ? wb / (mm / steps * 1e-6) / 1e12 : 0.0) << " TB/s over the products' time"
+                << std::setprecision(1) << "\n";
+      for (const auto& k : pr.kinds)
+        std::cout << "    " << std::left << std::setw(36) << k.kind << std::right << std::setw(9) << k.us / steps
+                  << " us/step  " << std::setw(5) << double(k.calls) / steps << " calls/step\n";
+    }
+    if (!st.ok) {
+      std::cerr << "tf-cuda-test: error: bench engine --profile: " << cfg << ": " << st.message << "\n";
+      return 1;
+    }
+    const bool same = lg[0].size() == lg[1].size() && !lg[0].empty() &&
+                      std::memcmp(lg[0].data(), lg[1].data(), lg[0].size() * sizeof(float)) == 0;
+    all_same = all_same && same;
+    out["rows"].back()["logits_bytes_equal_legacy"] = same;
+    std::cout << cfg << ": decode logits bytes, current == legacy kernels: " << (same ? "yes" : "NO") << " ("
+              << lg[1].size() << " floats)\n";
+  }
+  out["logits_bytes_equal_legacy_everywhere"] = all_same;
+  const Status ws = write_json_atomic(o.engine_profile, out);
+  if (!ws.ok) {
+    std::cerr << "tf-cuda-test: error: --profile " << ws.message << "\n";
+    return 2;
+  }
+  std::cout << "profile: " << o.engine_profile << "\n";
+  return all_same ? 0 : 1;
+}
+
 }  // namespace
 
 int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
@@ -146,6 +303,8 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
     if (st.ok) st = engine::load_qwen3_checkpoint(models[1].dir, &models[1].w);
     if (!st.ok) return fail(st.message);
   }
+
+  if (!o.engine_profile.empty()) return profile_engine(o, be, models, prompt);
 
   Receipt r(Receipt::Head{"bench-engine", "engine", be.name(), o.device, o.argv, nullptr});  // seed null
   r["method"] =

@@ -240,6 +240,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   bench->add_option("--tokens", bo.engine_tokens, "engine: tokens decoded per lane (default 128, --quick 64)")
       ->check(CLI::Range(2, 4000));
+  bench->add_option("--profile", bo.engine_profile,
+                    "engine only: instead of the bench, where a decode step's time goes (event time per kernel "
+                    "kind, the step held on the device until enqueued; legacy kernels against the current ones, "
+                    "and whether their logits bytes agree) for a few configurations; a JSON summary (not a "
+                    "receipt) to this path, the table on stdout");
   bench->add_option("--out", bench_out,
                     "Write the bench receipt here, atomically; missing folders are created, an existing path that is "
                     "not a regular file is refused, a symlink is followed");
@@ -544,6 +549,17 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     if (bench_what == "engine" && bench_reps->count() == 0) bo.reps = bo.quick ? 3 : 7;
+    if (!bo.engine_profile.empty() && bench_what != "engine") {
+      std::cerr << "tf-cuda-test: error: --profile: only for bench engine\n";
+      return kUsage;
+    }
+    if (!bo.engine_profile.empty()) {
+      std::string pwhy;
+      if (!output_writable(bo.engine_profile, &pwhy)) {
+        std::cerr << "tf-cuda-test: error: --profile " << pwhy << "\n";
+        return kUsage;
+      }
+    }
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {

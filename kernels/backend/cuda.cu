@@ -9,6 +9,8 @@
 // stream with their buffers on the device. Every CUDA call is checked; failures come back
 // as Status.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <string>
@@ -48,6 +50,19 @@ struct AttnShape {
     np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
   }
 };
+
+// The engine's timing option: holds the stream until the host sets *flag (host memory
+// mapped into the device), at most 200 ms (a step that syncs before its download would
+// otherwise wait for itself).
+__global__ void profile_gate_kernel(const volatile int* flag) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (;;) {
+    if (*flag) return;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 > 200000000ull) return;
+  }
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -323,6 +338,14 @@ class CudaBackend final : public Backend {
 class CudaEngine final : public EngineBackend {
  public:
   explicit CudaEngine(CudaBackend& b) : b_(b) {}
+  ~CudaEngine() override {
+    open_gate();
+    if (prof_flag_) cudaFreeHost(const_cast<int*>(prof_flag_));
+    for (cudaEvent_t e : prof_free_) cudaEventDestroy(e);
+    for (const Span& sp : prof_spans_) cudaEventDestroy(sp.a), cudaEventDestroy(sp.b);
+    if (prof_begin_) cudaEventDestroy(prof_begin_);
+    if (prof_end_) cudaEventDestroy(prof_end_);
+  }
   std::string name() const override { return "cuda"; }
   bool on_device() const override { return true; }
 
@@ -330,6 +353,7 @@ class CudaEngine final : public EngineBackend {
     if (slot < 0 || slot >= kScratchSlots) return Status::Error("engine scratch: slot out of range");
     Grow& g = bufs_[slot];
     if (bytes > g.cap) {
+      open_gate();  // the copy below waits for the stream
       // Grown keeping its contents (a forward may grow a buffer it has filled).
       void* q = nullptr;
       KC_RETURN_IF_ERROR(device_alloc(&q, bytes));
@@ -348,6 +372,7 @@ class CudaEngine final : public EngineBackend {
     auto key = std::make_pair(owner, host);
     auto it = weights_.find(key);
     if (it == weights_.end()) {
+      open_gate();  // the upload below waits for the stream
       // On the backend's stream, then finished: a plain cudaMemcpy from pageable memory
       // runs on the legacy stream and may return before its DMA is done, and the
       // backend's non-blocking stream would not wait for it (the first forward read
@@ -366,28 +391,51 @@ class CudaEngine final : public EngineBackend {
     return Status::Ok();
   }
   Status download(void* host, const void* src, size_t bytes) override {
+    if (!prof_open_) {
+      if (bytes) KC_CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, b_.s_));
+      return finish_stream(b_.s_);
+    }
+    // The end of a profiled step: its last event, the gate opened, the step's events read.
+    KC_CUDA_TRY(cudaEventRecord(prof_end_, b_.s_));
+    prof_.host_enqueue_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - prof_t0_).count();
+    open_gate();
     if (bytes) KC_CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, b_.s_));
-    return finish_stream(b_.s_);
+    KC_RETURN_IF_ERROR(finish_stream(b_.s_));
+    return collect_step();
   }
   Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) override {
     KC_RETURN_IF_ERROR(validate_embed(E, vocab, dim, tokens, n, out));
-    return launch_engine_embed(E, dim, tokens, n, out, b_.s_);  // tokens checked by the caller (device memory)
+    Prof pr(this, [] { return std::string("embed"); });
+    return pr.end(launch_engine_embed(E, dim, tokens, n, out, b_.s_));  // tokens checked by the caller (device memory)
   }
   Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
     KC_RETURN_IF_ERROR(validate_rms_norm(x, w, n, dim, eps, out));
-    return launch_engine_rms_norm(x, w, n, dim, eps, out, b_.s_);
+    Prof pr(this, [&] { return "rms_norm dim " + std::to_string(dim); });
+    return pr.end(launch_engine_rms_norm(x, w, n, dim, eps, out, b_.s_, debug_.legacy_kernels));
   }
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
     KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
-    return launch_engine_matmul(W, rows, cols, x, n, y, b_.s_);
+    Prof pr(this, [&] { return "matmul " + std::to_string(rows) + " x " + std::to_string(cols); });
+    return pr.end(launch_engine_matmul(W, rows, cols, x, n, y, b_.s_, debug_.legacy_kernels));
+  }
+  Status matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) override {
+    KC_RETURN_IF_ERROR(validate_matmul_parts(parts, count, cols, x, n));
+    Prof pr(this, [&] {
+      std::string k = "matmul ";
+      for (int i = 0; i < count; ++i) k += (i ? "+" : "") + std::to_string(parts[i].rows);
+      return k + " x " + std::to_string(cols);
+    });
+    return pr.end(launch_engine_matmul_parts(parts, count, cols, x, n, b_.s_, debug_.legacy_kernels));
   }
   Status swiglu(const float* gate, const float* up, int64_t count, float* out) override {
     KC_RETURN_IF_ERROR(validate_swiglu(gate, up, count, out));
-    return launch_engine_swiglu(gate, up, count, out, b_.s_);
+    Prof pr(this, [] { return std::string("swiglu"); });
+    return pr.end(launch_engine_swiglu(gate, up, count, out, b_.s_));
   }
   Status add(float* h, const float* t, int64_t count) override {
     KC_RETURN_IF_ERROR(validate_add(h, t, count));
-    return launch_engine_add(h, t, count, b_.s_);
+    Prof pr(this, [] { return std::string("add"); });
+    return pr.end(launch_engine_add(h, t, count, b_.s_));
   }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {
@@ -397,12 +445,14 @@ class CudaEngine final : public EngineBackend {
     float* tmp;
     KC_RETURN_IF_ERROR(put_table(3, sel, size_t(m), &dsel));
     KC_RETURN_IF_ERROR(internal_.get(1, size_t(m) * dim, &tmp));
-    KC_RETURN_IF_ERROR(launch_engine_gather_norm(h, dsel, m, dim, norm, eps, tmp, b_.s_));
-    return launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_);
+    Prof pr(this, [] { return std::string("logits (final norm + head)"); });
+    KC_RETURN_IF_ERROR(launch_engine_gather_norm(h, dsel, m, dim, norm, eps, tmp, b_.s_, debug_.legacy_kernels));
+    return pr.end(launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_, debug_.legacy_kernels));
   }
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
     KC_RETURN_IF_ERROR(validate_argmax(x, n, len, out));
-    return launch_engine_argmax(x, n, len, out, b_.s_);
+    Prof pr(this, [] { return std::string("argmax"); });
+    return pr.end(launch_engine_argmax(x, n, len, out, b_.s_));
   }
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {
@@ -412,8 +462,11 @@ class CudaEngine final : public EngineBackend {
     DeviceArena* a;
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
     KC_RETURN_IF_ERROR(put_table(0, rows, size_t(n), &dr));
-    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.kv_heads, p, dr, n, q, k, v, q_out, b_.s_));
+    // (A cache that is not held goes back to the host below: not timed.)
+    Prof pr(this, [] { return std::string("rope_store"); }, b_.is_held(a));
+    KC_RETURN_IF_ERROR(pr.end(launch_rope_store(a->views(), c.lay.kv_heads, p, dr, n, q, k, v, q_out, b_.s_)));
     if (b_.is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
+    open_gate();
     KC_RETURN_IF_ERROR(b_.detach(c, *a));
     return finish_stream(b_.s_);
   }
@@ -433,12 +486,15 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(internal_.get(5, sh.np, &pm));
     KC_RETURN_IF_ERROR(internal_.get(6, sh.np, &pl));
     KC_RETURN_IF_ERROR(internal_.get(7, sh.np * d, &po));
-    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, sh.max_chunks, pm, pl,
-                                        po, out, b_.s_));
+    Prof pr(this, [] { return std::string("attention (partial + merge)"); }, b_.is_held(a));
+    KC_RETURN_IF_ERROR(pr.end(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, sh.max_chunks,
+                                               pm, pl, po, out, b_.s_)));
     if (b_.is_held(a)) return Status::Ok();
+    open_gate();
     return finish_stream(b_.s_);
   }
   Status hold(Cache& c) override {
+    open_gate();
     if (b_.held_ == &c) return Status::Ok();
     if (b_.held_) return Status::Error("engine hold: another cache is already held on the device");
     KC_RETURN_IF_ERROR(c.validate());
@@ -448,6 +504,7 @@ class CudaEngine final : public EngineBackend {
     return Status::Ok();
   }
   Status release(Cache& c) override {
+    open_gate();
     for (size_t i = 0; i < b_.aliases_.size(); ++i)
       if (b_.aliases_[i].cache == &c) {
         KC_RETURN_IF_ERROR(finish_stream(b_.s_));  // nothing still reads its tables
@@ -460,6 +517,30 @@ class CudaEngine final : public EngineBackend {
     b_.aliases_.clear();
     return st;
   }
+  Status set_debug(const Debug& d) override {
+    open_gate();
+    if (d.profile && !prof_flag_) {
+      int* f = nullptr;
+      KC_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&f), sizeof(int), cudaHostAllocMapped));
+      *f = 1;
+      prof_flag_ = f;
+      KC_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&prof_flag_dev_), f, 0));
+      KC_CUDA_TRY(cudaEventCreate(&prof_begin_));
+      KC_CUDA_TRY(cudaEventCreate(&prof_end_));
+    }
+    debug_ = d;
+    return Status::Ok();
+  }
+  Status take_profile(Profile* p) override {
+    open_gate();
+    *p = prof_;
+    p->kinds.clear();
+    for (const auto& [k, v] : prof_kinds_) p->kinds.push_back({k, v.first, v.second});
+    std::stable_sort(p->kinds.begin(), p->kinds.end(), [](const ProfileKind& a, const ProfileKind& b) { return a.us > b.us; });
+    prof_ = Profile{};
+    prof_kinds_.clear();
+    return Status::Ok();
+  }
   Status hold_alias(Cache& c, Cache& base) override {
     if (!b_.held_ || b_.held_ != &base) return Status::Error("engine hold_alias: the base cache is not held");
     if (&c == &base || b_.held_arena_of(c)) return Status::Error("engine hold_alias: this cache is already held");
@@ -470,6 +551,94 @@ class CudaEngine final : public EngineBackend {
   }
 
  private:
+  // ---- the timing option (Debug::profile) ----
+  struct Span {
+    std::string kind;
+    cudaEvent_t a, b;
+  };
+  // An event pair around one engine call's launches (nothing when the option is off).
+  class Prof {
+   public:
+    template <class KindFn>
+    Prof(CudaEngine* e, KindFn kind, bool on = true) : e_(on && e->debug_.profile ? e : nullptr) {
+      if (!e_) return;
+      st_ = e_->begin_span(kind());
+    }
+    Status end(Status launched) {
+      if (!e_ || !launched.ok || !st_.ok) return launched.ok ? st_ : launched;
+      return e_->end_span();
+    }
+
+   private:
+    CudaEngine* e_;
+    Status st_ = Status::Ok();
+  };
+  Status take_event(cudaEvent_t* e) {
+    if (!prof_free_.empty()) {
+      *e = prof_free_.back();
+      prof_free_.pop_back();
+      return Status::Ok();
+    }
+    KC_CUDA_TRY(cudaEventCreate(e));
+    return Status::Ok();
+  }
+  // The first call of a step closes the gate: the step waits on the device until its download.
+  Status begin_span(std::string kind) {
+    if (!prof_open_) {
+      *prof_flag_ = 0;
+      profile_gate_kernel<<<1, 1, 0, b_.s_>>>(prof_flag_dev_);
+      KC_LAUNCH_CHECK("profile_gate_kernel");
+      KC_CUDA_TRY(cudaEventRecord(prof_begin_, b_.s_));
+      prof_open_ = true;
+      prof_t0_ = std::chrono::steady_clock::now();
+    }
+    Span sp{std::move(kind), nullptr, nullptr};
+    KC_RETURN_IF_ERROR(take_event(&sp.a));
+    KC_RETURN_IF_ERROR(take_event(&sp.b));
+    KC_CUDA_TRY(cudaEventRecord(sp.a, b_.s_));
+    prof_spans_.push_back(std::move(sp));
+    return Status::Ok();
+  }
+  Status end_span() {
+    KC_CUDA_TRY(cudaEventRecord(prof_spans_.back().b, b_.s_));
+    return Status::Ok();
+  }
+  // Opens the gate (the host is about to wait for the stream, or the step ends).
+  void open_gate() {
+    if (prof_flag_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      *prof_flag_ = 1;
+    }
+  }
+  // After the step's download: every span's time into its kind, the step's span.
+  Status collect_step() {
+    prof_open_ = false;
+    float ms = 0;
+    KC_CUDA_TRY(cudaEventElapsedTime(&ms, prof_begin_, prof_end_));
+    prof_.gpu_span_us += 1e3 * ms;
+    prof_.steps += 1;
+    for (Span& sp : prof_spans_) {
+      KC_CUDA_TRY(cudaEventElapsedTime(&ms, sp.a, sp.b));
+      auto& k = prof_kinds_[sp.kind];
+      k.first += 1;
+      k.second += 1e3 * ms;
+      prof_free_.push_back(sp.a);
+      prof_free_.push_back(sp.b);
+    }
+    prof_spans_.clear();
+    return Status::Ok();
+  }
+  Debug debug_;
+  volatile int* prof_flag_ = nullptr;  // host memory mapped into the device
+  int* prof_flag_dev_ = nullptr;
+  bool prof_open_ = false;
+  cudaEvent_t prof_begin_ = nullptr, prof_end_ = nullptr;
+  std::chrono::steady_clock::time_point prof_t0_;
+  std::vector<Span> prof_spans_;
+  std::vector<cudaEvent_t> prof_free_;
+  Profile prof_;
+  std::map<std::string, std::pair<int64_t, double>> prof_kinds_;
+
   // A small host table (rope rows, attention rows, tails, selected rows) on the device: copied
   // only when its bytes differ from the last copy of the same table, so the layers of one
   // forward (the same rows in every layer) copy it once. The device buffer is written by

@@ -34,14 +34,14 @@ Status validate_rows(const Cache& cache, const RowRef* rows, int n) {
 namespace {
 Status check_shape(const Cache& c, int q_heads, const char* who) {
   const KvLayout& L = c.lay;
-  const std::string w = std::string(who) + ": ";
+  const auto w = [who] { return std::string(who) + ": "; };  // built only for a refusal (a decode step calls this per layer)
   // Every cache format (codecs/: Codec<F> traits) has a rope store and attention.
   if (uint8_t(L.format) > uint8_t(kLastFormat))
-    return Status::Error(w + "cache format " + std::to_string(int(L.format)) + " is not a known format");
+    return Status::Error(w() + "cache format " + std::to_string(int(L.format)) + " is not a known format");
   if (L.head_dim != 32 && L.head_dim != 64 && L.head_dim != 128 && L.head_dim != 256)
-    return Status::Error(w + "head_dim must be 32, 64, 128 or 256");
+    return Status::Error(w() + "head_dim must be 32, 64, 128 or 256");
   if (q_heads <= 0 || q_heads % L.kv_heads != 0 || q_heads / L.kv_heads > 32)
-    return Status::Error(w + "q_heads must be a multiple of kv_heads, at most 32 per kv head");
+    return Status::Error(w() + "q_heads must be a multiple of kv_heads, at most 32 per kv head");
   return c.validate();
 }
 }  // namespace
@@ -77,14 +77,14 @@ Status validate_attention(const Cache& c, const AttnParams& p, const AttnRow* ro
   if (p.layer < 0 || p.layer >= c.lay.layers) return Status::Error("attention: layer out of range");
   for (int i = 0; i < n; ++i) {
     const AttnRow& r = rows[i];
-    const std::string w = "attention: row " + std::to_string(i) + ": ";
-    if (r.lane < 0 || r.lane >= int(c.views.size())) return Status::Error(w + "lane out of range");
+    const auto w = [i] { return "attention: row " + std::to_string(i) + ": "; };  // built only for a refusal
+    if (r.lane < 0 || r.lane >= int(c.views.size())) return Status::Error(w() + "lane out of range");
     const int64_t cap = c.views[r.lane].capacity();
-    if (r.len < 0 || r.len > cap) return Status::Error(w + "committed length outside the lane");
+    if (r.len < 0 || r.len > cap) return Status::Error(w() + "committed length outside the lane");
     if (r.tail_len < 0 || r.tail_off < 0 || size_t(r.tail_off) + r.tail_len > tails.size())
-      return Status::Error(w + "tail outside the tail list");
+      return Status::Error(w() + "tail outside the tail list");
     for (int t = 0; t < r.tail_len; ++t)
-      if (tails[r.tail_off + t] < 0 || tails[r.tail_off + t] >= cap) return Status::Error(w + "tail slot outside the lane");
+      if (tails[r.tail_off + t] < 0 || tails[r.tail_off + t] >= cap) return Status::Error(w() + "tail slot outside the lane");
   }
   return Status::Ok();
 }

@@ -28,6 +28,7 @@
 
 #include "kernels/attention/params.h"
 #include "kernels/attention/rows.h"
+#include "kernels/engine/matmul_part.h"
 #include "kernels/layout/cache.h"
 #include "kernels/layout/status.h"
 
@@ -59,6 +60,11 @@ class EngineBackend {
   virtual Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) = 0;
   virtual Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) = 0;
   virtual Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) = 0;
+  // Several products over the same x (q/k/v, gate/up): parts[i].y = x parts[i].W^T, every
+  // element the bytes matmul gives it (one launch on cuda where the staged kernel applies).
+  // Every part is checked (validate_matmul_parts) before anything runs. Default: one matmul
+  // per part.
+  virtual Status matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n);
   virtual Status swiglu(const float* gate, const float* up, int64_t count, float* out) = 0;
   // h[i] += t[i] (fp32, one rounding), count elements.
   virtual Status add(float* h, const float* t, int64_t count) = 0;
@@ -87,6 +93,36 @@ class EngineBackend {
     (void)c, (void)base;
     return on_device() ? Status::Error("engine hold_alias: not supported by " + name()) : Status::Ok();
   }
+
+  // Timing option (`bench engine --profile`; cuda only, a no-op elsewhere). legacy_kernels:
+  // the engine kernels before the staged product and RMSNorm (the same bytes). profile: each
+  // step (engine calls up to the download that ends it) is held on the device until the host
+  // has enqueued all of it (a gate kernel that waits at most 200 ms for the download), then
+  // runs back to back with an event pair around each kernel call; take_profile returns the
+  // sums since the last take and resets them.
+  struct Debug {
+    bool legacy_kernels = false;
+    bool profile = false;
+  };
+  struct ProfileKind {
+    std::string kind;  // kernel and shape, e.g. "matmul 6144+1024+1024 x 5120"
+    int64_t calls = 0;
+    double us = 0;     // summed event time
+  };
+  struct Profile {
+    int64_t steps = 0;
+    double gpu_span_us = 0;     // first to last event of each step, summed
+    double host_enqueue_us = 0; // host time from a step's first engine call to its download
+    std::vector<ProfileKind> kinds;  // most time first
+  };
+  virtual Status set_debug(const Debug& d) {
+    (void)d;
+    return Status::Ok();
+  }
+  virtual Status take_profile(Profile* p) {
+    *p = Profile{};
+    return Status::Ok();
+  }
 };
 
 // The host twins over host memory, the KV steps through `kv` (which must outlive it).
@@ -100,6 +136,8 @@ std::unique_ptr<EngineBackend> make_host_engine(Backend& kv);
 Status validate_embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, const float* out);
 Status validate_rms_norm(const float* x, const float* w, int n, int dim, float eps, const float* out);
 Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y);
+// count in 1..3, parts not null, each part as validate_matmul (the refusal names the part).
+Status validate_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n);
 Status validate_swiglu(const float* gate, const float* up, int64_t count, const float* out);
 Status validate_add(const float* h, const float* t, int64_t count);
 Status validate_logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,

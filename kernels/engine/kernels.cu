@@ -7,12 +7,27 @@
 // element at a time otherwise: the same operations). The batch only decides how many
 // tiles there are, never the order of a reduction: a row's bytes do not depend on the
 // rows beside it.
-// RMSNorm: one warp per row; lanes 0..7 hold the 8 accumulators (lane j takes k = j mod 8
-// in ascending k), the tree is the butterfly xor 4, 2, 1, which adds exactly the pairs of
-// the fixed tree: (a_j + a_j^4), then (.. + ..^2), then (.. + ..^1).
+// Matrix product, staged (the default where it applies: batch <= 8, K a multiple of 8,
+// 16-byte aligned operands, the batch's activations fit in shared memory): a persistent
+// launch of at most one block per multiprocessor whose blocks copy the batch's activation
+// rows into shared memory once and then stream the weights, each group of 4 warps taking 4
+// output rows at a time (several matrices that share the activations in one launch:
+// q/k/v, gate/up). Each thread still holds partial t of rows.h's order and the tree is
+// the same; only where x is read from (shared memory instead of L1/L2, once per block
+// instead of once per output) and how many outputs a block walks change.
+// RMSNorm: one block per row; the block stages the row in shared memory (coalesced), then
+// lanes 0..7 of warp 0 hold the 8 accumulators (lane j takes k = j mod 8 in ascending k),
+// the tree is the butterfly xor 4, 2, 1, which adds exactly the pairs of the fixed tree:
+// (a_j + a_j^4), then (.. + ..^2), then (.. + ..^1). (The legacy kernel, one warp per row
+// reading the row from global memory 32 bytes at a time, is kept for the timing option.)
 // Argmax: one block per row; any order of comparisons under argmax_beats (a strict total
 // order on (value, index) pairs over the non-NaN values) gives the lowest index of the
 // maximum, as the sequential twin does.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "kernels/engine/launch.h"
 #include "kernels/engine/rows.h"
 
@@ -57,6 +72,56 @@ __global__ void gather_norm_kernel(const float* __restrict__ h, const int32_t* _
   float* yi = out + int64_t(j) * dim;
   const float r = eng::rms_factor(warp_sum_squares(xi, dim), dim, eps);
   for (int k = threadIdx.x & 31; k < dim; k += 32) yi[k] = eng::rms_apply(xi[k], r, w[k]);
+}
+
+// RMSNorm of row sel[blockIdx.x] (GATHER) or blockIdx.x of x into row blockIdx.x of out
+// (out may alias x: every element is read before the block writes it). The row is staged
+// in shared memory kNormChunk floats at a time (chunks start at multiples of 8, so lane j
+// keeps the elements k = j mod 8 of the row); the sum of squares is the chain of rows.h,
+// then the same butterfly as warp_sum_squares.
+constexpr int kNormThreads = 128;
+constexpr int kNormChunk = 8192;  // 32 KiB of shared memory
+static_assert(kNormChunk % 8 == 0, "a chunk keeps the residues mod 8");
+
+template <bool GATHER>
+__global__ void __launch_bounds__(kNormThreads) rms_rows_kernel(const float* x, const int32_t* __restrict__ sel, int dim,
+                                                               const float* __restrict__ w, float eps, float* out) {
+  __shared__ float4 buf4[kNormChunk / 4];
+  __shared__ float rfac;
+  float* buf = reinterpret_cast<float*>(buf4);
+  const int row = blockIdx.x;
+  const float* xi = x + int64_t(GATHER ? sel[row] : row) * dim;
+  float* yi = out + int64_t(row) * dim;
+  const bool vec = dim % 4 == 0 && reinterpret_cast<uintptr_t>(xi) % 16 == 0;
+  float a = 0.0f;
+  for (int c0 = 0; c0 < dim; c0 += kNormChunk) {
+    const int len = min(kNormChunk, dim - c0);
+    if (c0) __syncthreads();  // the previous chunk is consumed
+    if (vec) {
+      const float4* src = reinterpret_cast<const float4*>(xi + c0);
+      for (int i = threadIdx.x; i < len / 4; i += kNormThreads) buf4[i] = src[i];
+    } else {
+      for (int i = threadIdx.x; i < len; i += kNormThreads) buf[i] = xi[c0 + i];
+    }
+    __syncthreads();
+    if (threadIdx.x < 8) {
+#pragma unroll 8
+      for (int k = threadIdx.x; k < len; k += 8) a = eng::fma_rn(buf[k], buf[k], a);
+    }
+  }
+  if (threadIdx.x < 32) {  // warp 0: lanes 8..31 hold 0 and never meet lanes 0..7 (xor 4, 2, 1)
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 4));
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 2));
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 1));
+    if (threadIdx.x == 0) rfac = eng::rms_factor(a, dim, eps);
+  }
+  __syncthreads();
+  const float r = rfac;
+  if (dim <= kNormChunk) {
+    for (int j = threadIdx.x; j < dim; j += kNormThreads) yi[j] = eng::rms_apply(buf[j], r, w[j]);
+  } else {
+    for (int j = threadIdx.x; j < dim; j += kNormThreads) yi[j] = eng::rms_apply(xi[j], r, w[j]);
+  }
 }
 
 // Matrix product (the order of rows.h): one block of 4 warps per OPW output elements and tile
@@ -161,6 +226,147 @@ __global__ void __launch_bounds__(eng::kDotParts) matmul_kernel(const uint16_t* 
   }
 }
 
+// The staged product (see the top of this file). Block: G groups of 128 threads (G <= 4);
+// thread `part` of a group holds partial `part` of rows.h's order. Shared memory: the
+// activations of the batch's nr rows, xs[(r * 2 + h) * F + b] = x[r][8b + 4h .. 8b + 4h + 3]
+// (F = K / 8 octets; consecutive threads read consecutive float4: no bank conflicts), then
+// per group the 4 warps' partial sums for the tree. Output groups (kXsOPW rows of one
+// matrix) are numbered across the parts; group slot blockIdx.x * G + g takes groups
+// slot, slot + gridDim.x * G, ...
+constexpr int kXsOPW = 4;
+constexpr int kXsMaxGroups = 4;
+constexpr int kXsMaxParts = 3;
+constexpr int kXsThreads = kXsMaxGroups * eng::kDotParts;
+struct XsPart {
+  const uint16_t* W;
+  float* y;
+  int64_t rows;
+  int64_t g_end;  // output groups of parts 0..this one
+};
+struct XsParts {
+  XsPart p[kXsMaxParts];
+  int count;
+};
+
+__device__ __forceinline__ void bar_group(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(eng::kDotParts) : "memory"); }
+
+__device__ __forceinline__ void unpack8(const uint4 v, float* f) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f[2 * j] = __uint_as_float(u[j] << 16);
+    f[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+  }
+}
+
+// D: octets whose weights are requested before the first of them is used.
+template <int R, int D>
+__global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts parts, int F, const float* __restrict__ x,
+                                                                   int n) {
+  constexpr int OPW = kXsOPW, P = OPW * R;
+  extern __shared__ float4 xs_smem[];
+  const int G = blockDim.x / eng::kDotParts;
+  const int g = threadIdx.x / eng::kDotParts, part = threadIdx.x % eng::kDotParts;
+  const int warp = part >> 5, lane = threadIdx.x & 31;
+  const int nr = min(R, n);
+  const int64_t cols = int64_t(F) * eng::kDotOctet;
+  float4* xs = xs_smem;
+  for (int r = 0; r < nr; ++r) {
+    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
+    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
+  }
+  float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
+  __syncthreads();
+  const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
+  const int64_t stride = int64_t(gridDim.x) * G;
+  for (int64_t j = int64_t(blockIdx.x) * G + g; j < total; j += stride) {
+    // The part of group j (at most kXsMaxParts, selected without indexing the parameter array
+    // by a variable).
+    const bool in0 = j < parts.p[0].g_end, in1 = !in0 && (parts.count < 3 || j < parts.p[1].g_end);
+    const uint16_t* W = in0 ? parts.p[0].W : in1 ? parts.p[1].W : parts.p[2].W;
+    float* y = in0 ? parts.p[0].y : in1 ? parts.p[1].y : parts.p[2].y;
+    const int64_t rows = in0 ? parts.p[0].rows : in1 ? parts.p[1].rows : parts.p[2].rows;
+    const int64_t gb = in0 ? 0 : in1 ? parts.p[0].g_end : parts.p[1].g_end;
+    const int64_t o0 = (j - gb) * OPW;
+    const int no = int(min(int64_t(OPW), rows - o0));
+    const uint16_t* wrow = W + o0 * cols;
+    float acc[OPW][R];
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[o][r] = 0.0f;
+    for (int base = part; base < F; base += D * eng::kDotParts) {
+      uint4 wq[D][OPW];
+#pragma unroll
+      for (int u = 0; u < D; ++u) {
+        const int b = base + u * eng::kDotParts;
+#pragma unroll
+        for (int o = 0; o < OPW; ++o)
+          if (o < no && b < F) wq[u][o] = __ldcs(reinterpret_cast<const uint4*>(wrow + o * cols) + b);
+      }
+#pragma unroll
+      for (int u = 0; u < D; ++u) {
+        const int b = base + u * eng::kDotParts;
+        if (b >= F) break;
+        if constexpr (R >= 4) {
+          float wf[OPW][8];
+#pragma unroll
+          for (int o = 0; o < OPW; ++o)
+            if (o < no) unpack8(wq[u][o], wf[o]);
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            if (r < nr) {
+              const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+              const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+              for (int o = 0; o < OPW; ++o)
+                if (o < no)
+#pragma unroll
+                  for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
+            }
+        } else {
+          float xf[R][8];
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            if (r < nr) {
+              const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+              xf[r][0] = lo.x, xf[r][1] = lo.y, xf[r][2] = lo.z, xf[r][3] = lo.w;
+              xf[r][4] = hi.x, xf[r][5] = hi.y, xf[r][6] = hi.z, xf[r][7] = hi.w;
+            }
+#pragma unroll
+          for (int o = 0; o < OPW; ++o)
+            if (o < no) {
+              float wf[8];
+              unpack8(wq[u][o], wf);
+#pragma unroll
+              for (int r = 0; r < R; ++r)
+                if (r < nr)
+#pragma unroll
+                  for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[k], xf[r][k], acc[o][r]);
+            }
+        }
+      }
+    }
+    // The tree: levels h = 64 and 32 across the group's warps through shared memory
+    // ((s_l + s_{l+64}) + (s_{l+32} + s_{l+96})), then 16 .. 1 by xor shuffles.
+    bar_group(1 + g);  // the group's previous sums are read
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
+    bar_group(1 + g);
+    for (int q = warp; q < P; q += 4) {
+      const int o = q / R, r = q % R;
+      if (o >= no || r >= nr) continue;  // whole warps skip together
+      float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
+                            eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
+#pragma unroll
+      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
+      if (lane == 0) y[int64_t(r) * rows + o0 + o] = v;
+    }
+  }
+}
+
 __global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, int64_t count, float* out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const float g = gate[i];
@@ -214,20 +420,33 @@ Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens
   return Status::Ok();
 }
 
-Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s) {
+Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s,
+                              bool legacy) {
   if (n == 0) return Status::Ok();
-  rms_norm_kernel<<<(n + 3) / 4, 128, 0, s>>>(x, w, n, dim, eps, out);
-  KC_LAUNCH_CHECK("rms_norm_kernel");
+  if (legacy) {
+    rms_norm_kernel<<<(n + 3) / 4, 128, 0, s>>>(x, w, n, dim, eps, out);
+    KC_LAUNCH_CHECK("rms_norm_kernel");
+    return Status::Ok();
+  }
+  rms_rows_kernel<false><<<n, kNormThreads, 0, s>>>(x, nullptr, dim, w, eps, out);
+  KC_LAUNCH_CHECK("rms_rows_kernel");
   return Status::Ok();
 }
 
 Status launch_engine_gather_norm(const float* h, const int32_t* sel, int m, int dim, const float* w, float eps,
-                                 float* out, cudaStream_t s) {
+                                 float* out, cudaStream_t s, bool legacy) {
   if (m == 0) return Status::Ok();
-  gather_norm_kernel<<<(m + 3) / 4, 128, 0, s>>>(h, sel, m, dim, w, eps, out);
-  KC_LAUNCH_CHECK("gather_norm_kernel");
+  if (legacy) {
+    gather_norm_kernel<<<(m + 3) / 4, 128, 0, s>>>(h, sel, m, dim, w, eps, out);
+    KC_LAUNCH_CHECK("gather_norm_kernel");
+    return Status::Ok();
+  }
+  rms_rows_kernel<true><<<m, kNormThreads, 0, s>>>(h, sel, dim, w, eps, out);
+  KC_LAUNCH_CHECK("rms_rows_kernel (gather)");
   return Status::Ok();
 }
+
+namespace {
 
 template <int R, int OPW>
 void launch_matmul_shape(bool vec, dim3 grid, const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n,
@@ -238,9 +457,9 @@ void launch_matmul_shape(bool vec, dim3 grid, const uint16_t* W, int64_t rows, i
     matmul_kernel<R, OPW, false><<<grid, eng::kDotParts, 0, s>>>(W, rows, cols, x, n, y);
 }
 
-Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
+// The per-output-block product (every batch size and shape).
+Status launch_matmul_blocks(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
                             cudaStream_t s) {
-  if (n == 0) return Status::Ok();
   // Batch tile R and outputs per block OPW decide only which thread computes what; every
   // element is reduced in the order of rows.h whatever they are.
   const int R = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
@@ -262,6 +481,101 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
   }
   KC_LAUNCH_CHECK("matmul_kernel");
   return Status::Ok();
+}
+
+// The device's multiprocessor count and opt-in shared memory per block (current device,
+// read once), and the staged kernels' resident blocks per multiprocessor per (R, D, G,
+// shared memory), computed once each.
+struct XsDevice {
+  int sms = 0, smem_optin = 0;
+  cudaError_t err = cudaSuccess;
+};
+const XsDevice& xs_device() {
+  static const XsDevice d = [] {
+    XsDevice r;
+    int dev = 0;
+    r.err = cudaGetDevice(&dev);
+    if (r.err == cudaSuccess) r.err = cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, dev);
+    if (r.err == cudaSuccess) r.err = cudaDeviceGetAttribute(&r.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    return r;
+  }();
+  return d;
+}
+
+template <int R, int D>
+Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, size_t smem, int64_t blocks_wanted,
+                 cudaStream_t s) {
+  auto* kern = matmul_xs_kernel<R, D>;
+  static std::mutex mu;
+  static bool attr_set = false;
+  static std::map<std::pair<int, size_t>, int> resident;  // (G, smem) -> blocks per multiprocessor
+  int per_sm = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!attr_set) {
+      KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_device().smem_optin));
+      attr_set = true;
+    }
+    auto it = resident.find({G, smem});
+    if (it == resident.end()) {
+      KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, G * eng::kDotParts, smem));
+      it = resident.emplace(std::make_pair(G, smem), per_sm).first;
+    }
+    per_sm = it->second;
+  }
+  if (per_sm < 1) return Status::Error("engine matmul: the staged kernel cannot be resident");
+  const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(xs_device().sms) * per_sm);
+  kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n);
+  KC_LAUNCH_CHECK("matmul_xs_kernel");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
+                                  cudaStream_t s, bool legacy) {
+  if (n == 0 || count == 0) return Status::Ok();
+  const XsDevice& dev = xs_device();
+  bool staged = !legacy && n <= 8 && count <= kXsMaxParts && cols % 8 == 0 && dev.err == cudaSuccess &&
+                reinterpret_cast<uintptr_t>(x) % 16 == 0 && cols / 8 <= 0x3fffffff;
+  for (int i = 0; i < count && staged; ++i) staged = reinterpret_cast<uintptr_t>(parts[i].W) % 16 == 0;
+  const int R = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
+  const size_t xbytes = size_t(R) * size_t(cols) * sizeof(float);
+  const size_t gbytes = size_t(4) * kXsOPW * R * 32 * sizeof(float);  // a group's partial sums
+  int gmax = 0;
+  if (staged && xbytes + gbytes <= size_t(dev.smem_optin))
+    gmax = int(std::min<size_t>(kXsMaxGroups, (size_t(dev.smem_optin) - xbytes) / gbytes));
+  if (gmax < 1) {
+    for (int i = 0; i < count; ++i)
+      KC_RETURN_IF_ERROR(launch_matmul_blocks(parts[i].W, parts[i].rows, cols, x, n, parts[i].y, s));
+    return Status::Ok();
+  }
+  XsParts xp{};
+  int64_t groups = 0;
+  for (int i = 0; i < count; ++i) {
+    groups += (parts[i].rows + kXsOPW - 1) / kXsOPW;
+    xp.p[i] = {parts[i].W, parts[i].y, parts[i].rows, groups};
+  }
+  xp.count = count;
+  // Groups per block: enough to spread the output groups over every multiprocessor, at
+  // most what shared memory allows.
+  const int64_t per_sm = (groups + dev.sms - 1) / dev.sms;
+  const int G = int(std::max<int64_t>(1, std::min<int64_t>(gmax, per_sm)));
+  const size_t smem = xbytes + size_t(G) * gbytes;
+  const int64_t blocks = (groups + G - 1) / G;
+  const int F = int(cols / 8);
+  switch (R) {
+    case 1: return launch_xs<1, 4>(xp, F, x, n, G, smem, blocks, s);
+    case 2: return launch_xs<2, 4>(xp, F, x, n, G, smem, blocks, s);
+    case 4: return launch_xs<4, 2>(xp, F, x, n, G, smem, blocks, s);
+    default: return launch_xs<8, 2>(xp, F, x, n, G, smem, blocks, s);
+  }
+}
+
+Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
+                            cudaStream_t s, bool legacy) {
+  const MatmulPart p{W, rows, y};
+  return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy);
 }
 
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s) {

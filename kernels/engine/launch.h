@@ -6,16 +6,25 @@
 #include <cstdint>
 
 #include "kernels/backend/cuda_check.h"
+#include "kernels/engine/matmul_part.h"
 
 namespace kc {
 Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens, int n, float* out, cudaStream_t s);
-Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s);
+// legacy: the kernels before the staged ones (RMSNorm one warp per row from global memory,
+// the product one block per few outputs reading x through L1/L2); the same bytes, kept for
+// the engine's timing option (EngineDebug::legacy_kernels).
+Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s,
+                              bool legacy = false);
 Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
-                            cudaStream_t s);
+                            cudaStream_t s, bool legacy = false);
+// Several products over the same x in one launch where the staged kernel applies (at most 3
+// parts), one launch per part otherwise.
+Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
+                                  cudaStream_t s, bool legacy = false);
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
 Status launch_engine_add(float* h, const float* t, int64_t count, cudaStream_t s);
 // RMSNorm of the rows h[sel[j]] into out[j] (tmp for the logits' matrix product).
 Status launch_engine_gather_norm(const float* h, const int32_t* sel, int m, int dim, const float* w, float eps,
-                                 float* out, cudaStream_t s);
+                                 float* out, cudaStream_t s, bool legacy = false);
 Status launch_engine_argmax(const float* x, int n, int64_t len, int32_t* out, cudaStream_t s);
 }  // namespace kc

@@ -53,6 +53,23 @@ Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const floa
   return present("matmul", "y", y, n);
 }
 
+Status validate_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) {
+  KC_RETURN_IF_ERROR(at_least("matmul_parts", "count", count, 1));
+  if (count > 3) return Status::Error("matmul_parts: count " + std::to_string(count) + ": must be at most 3");
+  if (!parts) return Status::Error("matmul_parts: parts: null pointer");
+  for (int i = 0; i < count; ++i) {
+    const Status st = validate_matmul(parts[i].W, parts[i].rows, cols, x, n, parts[i].y);
+    if (!st.ok) return Status::Error("matmul_parts: part " + std::to_string(i) + ": " + st.message);
+  }
+  return Status::Ok();
+}
+
+Status EngineBackend::matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) {
+  KC_RETURN_IF_ERROR(validate_matmul_parts(parts, count, cols, x, n));
+  for (int i = 0; i < count; ++i) KC_RETURN_IF_ERROR(matmul(parts[i].W, parts[i].rows, cols, x, n, parts[i].y));
+  return Status::Ok();
+}
+
 Status validate_swiglu(const float* gate, const float* up, int64_t count, const float* out) {
   KC_RETURN_IF_ERROR(at_least("swiglu", "count", count, 0));
   KC_RETURN_IF_ERROR(present("swiglu", "gate", gate, count));

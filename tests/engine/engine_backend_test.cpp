@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
@@ -57,6 +58,118 @@ TEST(EngineBackend, DecoratorWithoutEngineGivesTheCpuEnginesBytes) {
   // The host engine holds nothing: hold / release are no-ops that succeed.
   EXPECT_TRUE(cpu->engine()->hold(a).ok);
   EXPECT_TRUE(cpu->engine()->release(a).ok);
+}
+
+// matmul_parts: several products over one x give, part by part, the bytes of one matmul
+// per part (shapes on both sides of the staged kernel's conditions: K a multiple of 8 or
+// not, batches 1..8 and past 8, part sizes not a multiple of the 4 outputs a group takes).
+// On cpu the default (one matmul per part); on cuda, when a device is present, the staged
+// launch against the cpu twin's bytes, up to the 27B-attention preset's o_proj shape.
+struct PartsCase {
+  std::vector<int64_t> rows;
+  int64_t cols;
+  int n;
+};
+
+void check_parts(EngineBackend& eb, EngineBackend& twin, const PartsCase& pc, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int count = int(pc.rows.size());
+  std::vector<std::vector<uint16_t>> W(count);
+  for (int i = 0; i < count; ++i) {
+    W[i].resize(size_t(pc.rows[i] * pc.cols));
+    for (auto& v : W[i]) {
+      float f = nd(g) * 0.05f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      v = uint16_t(u >> 16);
+    }
+  }
+  std::vector<float> x(size_t(pc.n) * pc.cols);
+  for (auto& v : x) v = nd(g);
+  // Device (or host) copies through the engine's own memory.
+  auto run = [&](EngineBackend& e, bool parts_call, std::vector<std::vector<float>>* ys) {
+    void* px;
+    ASSERT_TRUE(e.scratch(0, x.size() * 4, &px).ok);
+    ASSERT_TRUE(e.upload(px, x.data(), x.size() * 4).ok);
+    MatmulPart parts[3];
+    for (int i = 0; i < count; ++i) {
+      void* pw;
+      void* py;
+      ASSERT_TRUE(e.scratch(1 + i, W[i].size() * 2, &pw).ok);
+      ASSERT_TRUE(e.upload(pw, W[i].data(), W[i].size() * 2).ok);
+      ASSERT_TRUE(e.scratch(4 + i, size_t(pc.n) * pc.rows[i] * 4, &py).ok);
+      parts[i] = {static_cast<const uint16_t*>(pw), pc.rows[i], static_cast<float*>(py)};
+    }
+    if (parts_call) {
+      const Status st = e.matmul_parts(parts, count, pc.cols, static_cast<const float*>(px), pc.n);
+      ASSERT_TRUE(st.ok) << st.message;
+    } else {
+      for (int i = 0; i < count; ++i)
+        ASSERT_TRUE(e.matmul(parts[i].W, parts[i].rows, pc.cols, static_cast<const float*>(px), pc.n, parts[i].y).ok);
+    }
+    ys->assign(count, {});
+    for (int i = 0; i < count; ++i) {
+      (*ys)[i].resize(size_t(pc.n) * pc.rows[i]);
+      ASSERT_TRUE(e.download((*ys)[i].data(), parts[i].y, (*ys)[i].size() * 4).ok);
+    }
+  };
+  std::vector<std::vector<float>> got, want;
+  run(eb, true, &got);
+  run(twin, false, &want);
+  for (int i = 0; i < count; ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size());
+    EXPECT_EQ(std::memcmp(got[i].data(), want[i].data(), got[i].size() * 4), 0)
+        << eb.name() << ": part " << i << " of " << count << ", cols " << pc.cols << ", n " << pc.n;
+  }
+}
+
+const std::vector<PartsCase> kPartsCases = {
+    {{5, 13, 300}, 264, 1}, {{5, 13, 300}, 264, 3},  {{7, 2}, 1032, 8},   {{7, 2}, 1032, 11},
+    {{33}, 37, 5},          {{64, 9, 1}, 2056, 2},   {{130, 18}, 8, 4},   {{3, 3, 3}, 16, 8}};
+
+TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCpu) {
+  auto cpu = make_cpu_backend();
+  auto twin_be = make_cpu_backend();
+  uint64_t seed = 1;
+  for (const PartsCase& pc : kPartsCases) check_parts(*cpu->engine(), *twin_be->engine(), pc, seed++);
+}
+
+TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCuda) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  auto cuda = make_cuda_backend(&st);
+  ASSERT_TRUE(cuda) << st.message;
+  auto cpu = make_cpu_backend();
+  uint64_t seed = 100;
+  std::vector<PartsCase> cases = kPartsCases;
+  cases.push_back({{6144, 1024, 1024}, 5120, 8});  // the 27B-attention preset's q/k/v (4 groups per block)
+  cases.push_back({{5120}, 6144, 8});              // its o_proj (shared memory leaves 2 groups per block)
+  cases.push_back({{1024, 1024}, 5120, 1});        // gate/up at batch 1
+  for (const PartsCase& pc : cases) check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
+}
+
+TEST(EngineBackend, MatmulPartsRefusesBeforeWriting) {
+  auto cpu = make_cpu_backend();
+  EngineBackend& e = *cpu->engine();
+  std::vector<uint16_t> W(64, 0x3f80);
+  std::vector<float> x(16, 1.0f), y0(32, -7.0f), y1(32, -7.0f);
+  MatmulPart parts[4] = {{W.data(), 4, y0.data()}, {W.data(), 0, y1.data()}, {W.data(), 4, y1.data()},
+                         {W.data(), 4, y1.data()}};
+  Status st = e.matmul_parts(parts, 2, 8, x.data(), 2);  // part 1 has no rows
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("matmul_parts: part 1: matmul: rows 0"), std::string::npos) << st.message;
+  EXPECT_EQ(y0[0], -7.0f) << "part 0 written before the refusal";
+  st = e.matmul_parts(parts, 0, 8, x.data(), 2);
+  EXPECT_NE(st.message.find("matmul_parts: count 0"), std::string::npos) << st.message;
+  st = e.matmul_parts(parts, 4, 8, x.data(), 2);
+  EXPECT_NE(st.message.find("matmul_parts: count 4"), std::string::npos) << st.message;
+  st = e.matmul_parts(nullptr, 1, 8, x.data(), 2);
+  EXPECT_NE(st.message.find("matmul_parts: parts: null"), std::string::npos) << st.message;
+  parts[1].rows = 4;
+  EXPECT_TRUE(e.matmul_parts(parts, 2, 8, x.data(), 2).ok);
+  EXPECT_EQ(y0[0], 8.0f);  // 8 products of 1 x 1
 }
 
 }  // namespace
