@@ -163,6 +163,11 @@ Data make_data(const Case& c) {
         d.x[k] = (g() % 16 == 0) ? (nd(g) * 20.0f) : nd(g) * 3.0f;  // some gates deep in the tails
         d.w[k] = nd(g) * row_scale();
       }
+      // Gates where e^-g leaves float's range (float's e^-g rounds to inf and the product to
+      // 0; the bound's |g u| 2^-126 term, reference/engine_ref.h), just inside it (the
+      // quotient near the subnormal range) and far out on both sides, in every case.
+      constexpr float kEdge[] = {-88.75f, -88.70f, -87.5f, -104.0f, 88.75f, 104.0f};
+      for (size_t k = 0; k < std::size(kEdge) && k < d.x.size(); ++k) d.x[k * 7 % d.x.size()] = kEdge[k];
       break;
     }
     case Op::argmax: {

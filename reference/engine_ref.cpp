@@ -75,7 +75,10 @@ EngineRef swiglu_ref(const float* gate, const float* up, int64_t count) {
     const double g = gate[i];
     const double y = g / (1.0 + std::exp(-g)) * double(up[i]);
     r.value[size_t(i)] = y;
-    r.bound[size_t(i)] = rel * std::fabs(y) * kSecondOrder + kTiny;
+    // |g u| 2^-126: where e^-g exceeds float's range (-g above about 88.72, or within
+    // expf's 2 ulp of it) float gives e^-g = inf and the product 0, while |y| < |g u| 2^-127.99;
+    // it also covers the quotient's rounding when that is subnormal (then |g| > 80).
+    r.bound[size_t(i)] = rel * std::fabs(y) * kSecondOrder + std::fabs(g * double(up[i])) * 0x1p-126 + kTiny;
   }
   return r;
 }

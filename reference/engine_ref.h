@@ -13,7 +13,9 @@
 //            /dim and +eps two roundings (gamma_{m+2} relative), sqrt halves it and adds u,
 //            1/ adds u, two products 2u: relative 0.5 gamma_{m+2} + gamma_4 per element.
 //   SwiGLU   (g / (1 + e^-g)) u: expf's relative error kExpErr (bounds.h) carries to
-//            1 + e^-g at most as is; +, /, * one rounding each: kExpErr + gamma_3.
+//            1 + e^-g at most as is; +, /, * one rounding each: kExpErr + gamma_3; plus
+//            |g u| 2^-126 absolute: for -g beyond about 88.72 float's e^-g is inf and the
+//            result 0, while the exact |y| < |g u| 2^-127.99 (found on the H200 at 1,500 cases).
 //   logits   W . RMSNorm(h): rho (RMSNorm's relative bound) and the dot's gamma_m:
 //            (gamma_m (1 + rho) + rho) sum_k |W_k y_k| (y the exact norm output).
 // Every bound adds 2^-140 absolute for rounding near the subnormal range (the cases keep
