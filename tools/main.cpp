@@ -2,7 +2,7 @@
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR]
-//   tf-cuda-test bench {attention|pack} [--quick] [--reps N] [--out FILE]   (cuda only)
+//   tf-cuda-test bench {attention|pack|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text]
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
@@ -32,6 +32,7 @@
 #include "tools/export.h"
 #include "engine/make_model.h"
 #include "tools/bench_attention.h"
+#include "tools/bench_moves.h"
 #include "tools/bench_pack.h"
 #include "tools/receipt_views.h"
 
@@ -170,23 +171,27 @@ int main(int argc, char** argv) {
   std::string bench_what;
   kc::BenchOptions bo;
   std::string bench_out;
-  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack");
+  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack, rope-store, compact");
   bench->add_option("what", bench_what,
-                    "What to time: attention (split-K partial + merge) or pack (scale-plane pack / unpack kernels); "
-                    "rope-store, compact: not built yet")
+                    "What to time: attention (split-K partial + merge), pack (scale-plane pack / unpack kernels), "
+                    "rope-store (the rope store kernel) or compact (the keep kernel); rope-store and compact against a "
+                    "copy of the same bytes, 1 MiB .. 1 GiB moved, bf16 / fp8 / q4, pages of 16 and 256 and a window")
       ->required();
-  bench->add_flag("--quick", bo.quick, "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only");
+  bench->add_flag("--quick", bo.quick,
+                  "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only; rope-store, "
+                  "compact: 4, 64 and 256 MiB only");
   bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported)")->check(kAtLeastOne);
   bench->add_option("--out", bench_out,
                     "Write the bench receipt here, atomically; missing folders are created, an existing path that is "
                     "not a regular file is refused, a symlink is followed");
-  bench->add_option("--script-dir", bo.script_dir, "Folder of bench_sdpa.py (default tools)");
-  bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
+  auto* bench_script_dir = bench->add_option("--script-dir", bo.script_dir, "attention: folder of bench_sdpa.py (default tools)");
+  auto* bench_chunk = bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
-  bench->add_option("--filter", bo.filter,
+  auto* bench_filter = bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
-                    "'not measured'");
+                    "'not measured'. rope-store, compact: the rows whose size/format/addressing (e.g. "
+                    "'256MiB/q4/p16') matches; a filter that selects no row exits 2");
   std::vector<std::string> report_files;
   std::string report_format = "md";
   auto* report = app.add_subcommand(
@@ -365,15 +370,34 @@ int main(int argc, char** argv) {
   if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 
   if (bench->parsed()) {
-    if (bench_what != "attention" && bench_what != "pack") {
-      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack)\n";
+    if (bench_what != "attention" && bench_what != "pack" && bench_what != "rope-store" && bench_what != "compact") {
+      std::cerr << "tf-cuda-test: error: bench '" << bench_what
+                << "': not available (known: attention, pack, rope-store, compact)\n";
       return kUsage;
+    }
+    // Options of one bench given to another are refused, not ignored.
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_filter}) {
+      const bool applies = bench_what == "attention" || (opt == bench_filter && bench_what != "pack");
+      if (opt->count() && !applies) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": " << opt->get_name() << " applies to "
+                  << (opt == bench_filter ? "bench attention, rope-store and compact" : "bench attention") << " only\n";
+        return kUsage;
+      }
     }
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
       std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
       return kUsage;
+    }
+    if (bench_what == "rope-store" || bench_what == "compact") {
+      const std::regex re(bo.filter, std::regex::ECMAScript);
+      const auto cfgs = kc::bench_moves_configs(bo.quick);
+      if (std::none_of(cfgs.begin(), cfgs.end(), [&](const std::string& c) { return std::regex_search(c, re); })) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": --filter '" << bo.filter
+                  << "' selects no row (rows read like '" << cfgs.back() << "')\n";
+        return kUsage;
+      }
     }
     std::string why;
     if (!bench_out.empty() && !output_writable(bench_out, &why)) {
@@ -390,7 +414,10 @@ int main(int argc, char** argv) {
     bo.device = kc::device_json(cuda->device());
     bo.argv = args;
     kc::Receipt rec;
-    const int rc = bench_what == "pack" ? kc::bench_pack_main(bo, &rec) : kc::bench_attention_main(bo, &rec);
+    const int rc = bench_what == "pack"         ? kc::bench_pack_main(bo, &rec)
+                   : bench_what == "rope-store" ? kc::bench_rope_store_main(bo, &rec)
+                   : bench_what == "compact"    ? kc::bench_compact_main(bo, &rec)
+                                                : kc::bench_attention_main(bo, &rec);
     if (!bench_out.empty() && !rec.doc().is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {
