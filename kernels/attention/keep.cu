@@ -4,12 +4,12 @@
 // keep_kernel: block (field, lane), 256 threads. The lane's moves run in batches: the
 //   block reads the source rows of a batch (each row in pieces of W bytes, W the widest of
 //   16, 8, 4, 2, 1 that every row address of the field allows; kKeepLoads pieces in flight
-//   per thread), a barrier, writes them to their destinations, a barrier, the next batch.
+//   per thread), a barrier, writes them to their destinations, then the next batch.
 //   This equals sequential in-order moves: a lane's moves ascend in src and in dst, with
 //   dst < src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for
 //   i < j); a later move may write the row an earlier one reads (dst_j == src_i, j > i),
-//   and every read of a batch comes before the batch's writes and after every earlier
-//   batch's. Every declared field (codes and scales) moves; addresses come from kv_plane.
+//   and every read of a batch comes before the batch's writes and every later batch's
+//   (the barrier of the next batch). Every declared field (codes and scales) moves; addresses come from kv_plane.
 //   (Before: a barrier after every move, and one byte per thread per move: 128 B to 512 B
 //   rows kept a block's threads idle; bench compact measures the kernel.)
 #include <cuda_runtime.h>
@@ -19,7 +19,7 @@
 namespace kc {
 
 constexpr int kKeepThreads = 256;
-constexpr int kKeepLoads = 4;  // pieces in flight per thread (a batch: 1024 pieces)
+constexpr int kKeepLoads = 8;  // pieces in flight per thread
 
 template <int W>
 struct KeepPiece;
@@ -29,21 +29,37 @@ template <> struct KeepPiece<4> { using T = uint32_t; };
 template <> struct KeepPiece<2> { using T = uint16_t; };
 template <> struct KeepPiece<1> { using T = uint8_t; };
 
+// The moves [i0, i1) of one plane. Thread tid takes piece tid % per of moves tid / per,
+// + kKeepThreads / per, .. (per = pieces per row, a power of two up to kKeepThreads: every
+// row width is one), kKeepLoads of them per batch: consecutive threads, consecutive
+// pieces of a row and then the next row. One barrier per batch, between its reads and its
+// writes: a batch's writes never reach a later batch's reads (no move reads a row an
+// earlier move wrote), and every thread's reads of batch b precede the barrier of batch
+// b + 1, so every later write too.
 template <int W>
 __device__ void keep_moves(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
   using T = typename KeepPiece<W>::T;
-  const uint32_t per = pl.bytes / W;  // pieces per row
-  const int64_t total = int64_t(i1 - i0) * per;
-  for (int64_t b0 = 0; b0 < total; b0 += int64_t(kKeepLoads) * kKeepThreads) {  // the same trips in every thread
+  const int per = int(pl.bytes / W);
+  if (kKeepThreads % per != 0) {  // no layout makes one (row widths are powers of two); kept correct: one move at a time
+    for (int m = i0; m < i1; ++m) {
+      const KeepMove mv = moves[m];
+      for (int b = threadIdx.x; b < per; b += kKeepThreads)
+        *reinterpret_cast<T*>(kv_plane_row(pl, mv.dst) + b * W) = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + b * W);
+      __syncthreads();
+    }
+    return;
+  }
+  const int mstep = kKeepThreads / per;                    // moves per load slot
+  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * W;
+  for (int m0 = i0; m0 < i1; m0 += kKeepLoads * mstep) {  // the same trips in every thread
     T x[kKeepLoads];
     uint8_t* dst[kKeepLoads];
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u) {
-      const int64_t e = b0 + int64_t(u) * kKeepThreads + threadIdx.x;
+      const int m = m0 + u * mstep + mi;
       dst[u] = nullptr;
-      if (e < total) {
-        const KeepMove mv = moves[i0 + int(e / per)];
-        const uint32_t off = uint32_t(e % per) * W;
+      if (m < i1) {
+        const KeepMove mv = moves[m];
         x[u] = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + off);
         dst[u] = kv_plane_row(pl, mv.dst) + off;
       }
@@ -52,11 +68,10 @@ __device__ void keep_moves(const KvPlane& pl, const KeepMove* moves, int i0, int
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u)
       if (dst[u]) *reinterpret_cast<T*>(dst[u]) = x[u];
-    __syncthreads();  // the batch's writes before the next batch's reads
   }
 }
 
-__global__ void __launch_bounds__(kKeepThreads) keep_kernel(const KvView* views, const KeepMove* moves,
+__global__ void __launch_bounds__(kKeepThreads, 3) keep_kernel(const KvView* views, const KeepMove* moves,
                                                            const int32_t* lane_off) {
   const int f = blockIdx.x, g = blockIdx.y;
   const int i0 = lane_off[g], i1 = lane_off[g + 1];

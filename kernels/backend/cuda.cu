@@ -98,7 +98,7 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(scratch_.put(2, k, size_t(n) * hkv * d, s_, &dk));
     KC_RETURN_IF_ERROR(scratch_.put(3, v, size_t(n) * hkv * d, s_, &dv));
     KC_RETURN_IF_ERROR(scratch_.get(4, nq, &dout));
-    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), hkv, d, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_));
+    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.format, hkv, d, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_));
     if (nq) KC_CUDA_TRY(cudaMemcpyAsync(q_out, dout, nq * sizeof(float), cudaMemcpyDeviceToHost, s_));
     KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);
@@ -307,7 +307,7 @@ class CudaEngine final : public EngineBackend {
     DeviceArena* a;
     KC_RETURN_IF_ERROR(b_.attach(c, &a));
     KC_RETURN_IF_ERROR(internal_.put(2, rows, size_t(n), b_.s_, &dr));
-    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.kv_heads, c.lay.head_dim, p, dr, n, q, k, v, q_out, b_.s_));
+    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.format, c.lay.kv_heads, c.lay.head_dim, p, dr, n, q, k, v, q_out, b_.s_));
     if (a == &b_.held_arena_) return Status::Ok();  // nothing waits: the next download finds any error
     KC_RETURN_IF_ERROR(b_.detach(c, *a));
     return finish_stream(b_.s_);

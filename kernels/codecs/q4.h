@@ -257,7 +257,9 @@ struct Codec<Format::q4> : Raw4Access<2> {
   // Attention runs in rotated space: the query rotated once by 2^-2 H32, K and V read as
   // their dequantised rotated values, the output rotated back once (see the file comment).
   static constexpr bool kRotated = true;
-  static constexpr bool kAttnMma = false;
+  // The cuda backend's tensor-core partial takes q4 at head_dim 128 / 256
+  // (attention/partial_mma_q4.cu): codes exact in fp16, each group's scale on the products.
+  static constexpr bool kAttnMma = true;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     const std::string w = std::string(op) + ": ";
     if (c.lay.format != Format::q4)
