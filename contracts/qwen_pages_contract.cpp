@@ -754,6 +754,12 @@ class QwenCaseRun {
         std::memcpy(&vs, kv_scale(su.window.view(row.lane), 1, 1, kvh, slot), 4);
         (*vscale)[i] = vs;
       }
+      if (c.fmt == Format::q4)  // each group's fp16 scale, [key][group]
+        for (int g = 0; g < d / 32; ++g) {
+          uint16_t h;
+          std::memcpy(&h, kv_scale(su.window.view(row.lane), 1, 1, kvh, slot) + 2 * g, 2);
+          (*vscale)[size_t(i) * (d / 32) + g] = ref::fp16_value(h);
+        }
       // q4: the reference runs in rotated space on the exact dequantised codes.
       auto rr = c.fmt == Format::q4 ? ref_row_rotated : ref_row;
       rr(su.window, row.lane, 1, 0, kvh, slot, tmp.data());
@@ -782,32 +788,41 @@ class QwenCaseRun {
     for (double& e : *extra) e *= ap.scale;
   }
 
-  // Tensor cores: the score errors the order's depths leave out (*extra, per key) and fp8's
-  // output error from the fp16 parts of p * V scale (*out_extra, per element). fp8 (fp16
-  // inputs): q's parts leave at most 2^-39 max|q| per element, p' = p * V scale's parts
-  // 2^-39 max_k V scale_k (p <= 1) per key, an output error of 2^-39 max_k vs_k sum_i
-  // |V_ij| / vs_i (the merge's weights are <= 1 and L >= 1); an extra u |s| for fp8's
-  // row-scale product on the score; bf16: flushes of bf16 parts below 2^-126 (3 parts of
-  // q, K's elements).
+  // Tensor cores: the score errors the order's depths leave out (*extra, per key, added to
+  // any there: q4's rotation) and the output error from the fp16 parts of p' (*out_extra,
+  // per element). fp16 inputs (fp8, q4): q's parts leave at most 2^-39 max|q| per element
+  // (q4: of the kernel's fp32 rotated q, within 2^-20 of the exact one's max); fp8: p' = p
+  // * V scale's parts 2^-39 max_k V scale_k (p <= 1) per key, an output error of 2^-39
+  // max_k vs_k sum_i |V_ij| / vs_i (the merge's weights are <= 1 and L >= 1), and an extra
+  // u |s| for fp8's row-scale product on the score; q4: the same per element group G, with
+  // the keys' scales of G (vscale [key][group]); bf16: flushes of bf16 parts below 2^-126
+  // (3 parts of q, K's elements).
   void mma_extras(const Eigen::VectorXd& qv, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                   const std::vector<double>& vscale, std::vector<double>* extra, std::vector<double>* out_extra) const {
     const int n = int(K.rows());
     const double tiny = std::ldexp(1.0, -126), t39 = std::ldexp(1.0, -39);
     double qabs = 0, qmax = 0;
     for (int j = 0; j < d; ++j) qabs += std::fabs(qv[j]), qmax = std::max(qmax, std::fabs(qv[j]));
-    extra->assign(n, 0.0);
+    if (c.fmt == Format::q4) qmax *= 1 + std::ldexp(1.0, -20);
+    extra->resize(n, 0.0);
     for (int i = 0; i < n; ++i) {
       double kabs = 0, s = 0;
       for (int j = 0; j < d; ++j) kabs += std::fabs(K(i, j)), s += qv[j] * K(i, j);
-      (*extra)[i] = c.fmt == Format::fp8 ? ap.scale * t39 * qmax * kabs + bound::kU32 * std::fabs(s * ap.scale)
-                                         : ap.scale * tiny * (3 * kabs + qabs);
+      (*extra)[i] += c.fmt == Format::fp8  ? ap.scale * t39 * qmax * kabs + bound::kU32 * std::fabs(s * ap.scale)
+                     : c.fmt == Format::q4 ? ap.scale * t39 * qmax * kabs
+                                           : ap.scale * tiny * (3 * kabs + qabs);
     }
-    if (c.fmt == Format::fp8) {
-      double vs_max = 0;
-      for (int i = 0; i < n; ++i) vs_max = std::max(vs_max, vscale[i]);
-      for (int i = 0; i < n; ++i)
-        if (vscale[i] > 0)  // a zero scale holds zero codes' values only
-          for (int j = 0; j < d; ++j) (*out_extra)[j] += t39 * vs_max * std::fabs(V(i, j)) / vscale[i];
+    if (c.fmt == Format::fp8 || c.fmt == Format::q4) {
+      const int ng = c.fmt == Format::q4 ? d / 32 : 1, gw = d / ng;  // scale groups and their width
+      for (int g = 0; g < ng; ++g) {
+        double vs_max = 0;
+        for (int i = 0; i < n; ++i) vs_max = std::max(vs_max, std::fabs(vscale[size_t(i) * ng + g]));
+        for (int i = 0; i < n; ++i) {
+          const double vs = std::fabs(vscale[size_t(i) * ng + g]);
+          if (vs > 0)  // a zero scale holds zero codes' values only
+            for (int j = g * gw; j < (g + 1) * gw; ++j) (*out_extra)[j] += t39 * vs_max * std::fabs(V(i, j)) / vs;
+        }
+      }
     }
   }
 
@@ -877,7 +892,7 @@ class QwenCaseRun {
       if (n == 0) continue;  // the empty-rows gate
       for (int kvh = 0; kvh < hkv; ++kvh) {
         Eigen::MatrixXd K(n, d), V(n, d);
-        std::vector<double> vscale(n, 1.0);  // fp8: V row scales
+        std::vector<double> vscale(size_t(n) * (c.fmt == Format::q4 ? d / 32 : 1), 1.0);  // fp8: V row scales; q4: [key][group]
         load_keys(row, kvh, &K, &V, &vscale);
         for (int h = kvh * (hq / hkv); h < (kvh + 1) * (hq / hkv); ++h) {
           const ref::AttnRef want = attention_reference(r, h, K, V, vscale);

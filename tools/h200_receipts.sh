@@ -39,6 +39,8 @@ if [ "${KC_SKIP_BENCH:-0}" != 1 ]; then
   step bench-attention "$bin" bench attention --out "$out/bench-attention.json"
   step bench-pack "$bin" bench pack --out "$out/bench-pack.json"
   step bench-engine "$bin" bench engine --out "$out/bench-engine.json"
+  step bench-rope-store "$bin" bench rope-store --out "$out/bench-rope-store.json"
+  step bench-compact "$bin" bench compact --out "$out/bench-compact.json"
 fi
 if [ "${KC_SANITIZE:-0}" = 1 ]; then  # every contract under the four tools, and their controls (docs/verification.md)
   [ "${KC_PREBUILT:-0}" = 1 ] || cmake --build build --target tf-cuda-test-plant-merge-no-barrier \

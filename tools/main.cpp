@@ -2,7 +2,7 @@
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
 //   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE]
-//   tf-cuda-test bench {attention|pack|engine} [--quick] [--reps N] [--out FILE]   (cuda only)
+//   tf-cuda-test bench {attention|pack|engine|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
 //   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--junit FILE]
@@ -38,6 +38,7 @@
 #include "engine/serve_memory.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_engine.h"
+#include "tools/bench_moves.h"
 #include "tools/bench_pack.h"
 #include "tools/junit.h"
 #include "tools/premerge.h"
@@ -218,16 +219,18 @@ int main(int argc, char** argv) {
   std::string bench_what;
   kc::BenchOptions bo;
   std::string bench_out;
-  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack, engine");
+  auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack, engine, rope-store, compact");
   bench->add_option("what", bench_what,
                     "What to time: attention (split-K partial + merge), pack (scale-plane pack / unpack kernels) or "
                     "engine (greedy decode of the trained fixture model and the synthetic qwen35-27b-attn preset at "
                     "--parallel 1, 4, 8, bf16 and fp8 caches, window and pages of 256 and 16, against transformers' "
-                    "generate in the same run; attention's share of a step at 32K); rope-store, compact: not built yet")
+                    "generate in the same run; attention's share of a step at 32K), rope-store (the rope store kernel) or "
+                    "compact (the keep kernel); rope-store and compact against a copy of the same bytes, 1 MiB .. 1 GiB "
+                    "moved, bf16 / fp8 / q4, pages of 16 and 256 and a window")
       ->required();
   bench->add_flag("--quick", bo.quick,
                   "attention: batches 1, 8 and contexts 4K, 32K only; pack: blobs of 16 and 64 MiB only; engine: 64 "
-                  "tokens per lane, 3 runs");
+                  "tokens per lane, 3 runs; rope-store, compact: 4, 64 and 256 MiB only");
   auto* bench_reps =
       bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported; default 30, engine 7)")
           ->check(kAtLeastOne);
@@ -248,14 +251,16 @@ int main(int argc, char** argv) {
   bench->add_option("--out", bench_out,
                     "Write the bench receipt here, atomically; missing folders are created, an existing path that is "
                     "not a regular file is refused, a symlink is followed");
-  bench->add_option("--script-dir", bo.script_dir,
-                    "Folder of bench_sdpa.py and transformers_decode_bench.py (default tools)");
-  bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
+  auto* bench_script_dir = bench->add_option("--script-dir", bo.script_dir,
+                                             "attention, engine: folder of bench_sdpa.py and "
+                                             "transformers_decode_bench.py (default tools)");
+  auto* bench_chunk = bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
-  bench->add_option("--filter", bo.filter,
+  auto* bench_filter = bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
-                    "'not measured'");
+                    "'not measured'. rope-store, compact: the rows whose size/format/addressing (e.g. "
+                    "'256MiB/q4/p16') matches; a filter that selects no row exits 2");
   std::vector<std::string> report_files;
   std::string report_format = "md";
   auto* report = app.add_subcommand(
@@ -544,9 +549,24 @@ int main(int argc, char** argv) {
   if (diff->parsed()) return kc::diff_command(diff_base, diff_head, std::cout, std::cerr);
 
   if (bench->parsed()) {
-    if (bench_what != "attention" && bench_what != "pack" && bench_what != "engine") {
-      std::cerr << "tf-cuda-test: error: bench '" << bench_what << "': not available (known: attention, pack, engine)\n";
+    if (bench_what != "attention" && bench_what != "pack" && bench_what != "engine" && bench_what != "rope-store" &&
+        bench_what != "compact") {
+      std::cerr << "tf-cuda-test: error: bench '" << bench_what
+                << "': not available (known: attention, pack, engine, rope-store, compact)\n";
       return kUsage;
+    }
+    // Options of one bench given to another are refused, not ignored.
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_filter}) {
+      const bool applies = bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
+                           (opt == bench_filter && (bench_what == "rope-store" || bench_what == "compact"));
+      if (opt->count() && !applies) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": " << opt->get_name() << " applies to "
+                  << (opt == bench_filter       ? "bench attention, rope-store and compact"
+                      : opt == bench_script_dir ? "bench attention and engine"
+                                                : "bench attention")
+                  << " only\n";
+        return kUsage;
+      }
     }
     if (bench_what == "engine" && bench_reps->count() == 0) bo.reps = bo.quick ? 3 : 7;
     if (!bo.engine_profile.empty() && bench_what != "engine") {
@@ -566,6 +586,15 @@ int main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
       return kUsage;
     }
+    if (bench_what == "rope-store" || bench_what == "compact") {
+      const std::regex re(bo.filter, std::regex::ECMAScript);
+      const auto cfgs = kc::bench_moves_configs(bo.quick);
+      if (std::none_of(cfgs.begin(), cfgs.end(), [&](const std::string& c) { return std::regex_search(c, re); })) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": --filter '" << bo.filter
+                  << "' selects no row (rows read like '" << cfgs.back() << "')\n";
+        return kUsage;
+      }
+    }
     std::string why;
     if (!bench_out.empty() && !output_writable(bench_out, &why)) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
@@ -581,9 +610,11 @@ int main(int argc, char** argv) {
     bo.device = kc::device_json(cuda->device());
     bo.argv = args;
     kc::Receipt rec;
-    const int rc = bench_what == "pack"     ? kc::bench_pack_main(bo, &rec)
-                   : bench_what == "engine" ? kc::bench_engine_main(bo, *cuda, &rec)
-                                            : kc::bench_attention_main(bo, &rec);
+    const int rc = bench_what == "pack"         ? kc::bench_pack_main(bo, &rec)
+                   : bench_what == "engine"     ? kc::bench_engine_main(bo, *cuda, &rec)
+                   : bench_what == "rope-store" ? kc::bench_rope_store_main(bo, &rec)
+                   : bench_what == "compact"    ? kc::bench_compact_main(bo, &rec)
+                                                : kc::bench_attention_main(bo, &rec);
     if (!bench_out.empty() && !rec.doc().is_null()) {
       const kc::Status w = kc::write_json_atomic(bench_out, rec);
       if (!w.ok) {

@@ -35,14 +35,14 @@ import time
 TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
 # (run label, contract, extra arguments). The mma run selects the cases that take the
-# tensor-core partial (d 128 and 256, bf16 and fp8), where shared memory is busiest.
+# tensor-core partials (d 128 and 256, bf16, fp8 and q4), where shared memory is busiest.
 RUNS = [
     ("fp8-rows", "fp8-rows", ["--cases", "4"]),
     ("q4-rows", "q4-rows", ["--cases", "4"]),
     ("mxfp4-rows", "mxfp4-rows", ["--cases", "4"]),
     ("scale-planes", "scale-planes", ["--cases", "4"]),
     ("qwen-pages", "qwen-pages", ["--cases", "8"]),
-    ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", r"d(128|256)(-r64)?,fmt=(bf16|fp8)"]),
+    ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", r"d(128|256)(-r64)?,fmt=(bf16|fp8|q4)"]),
     ("rows-invariant", "rows-invariant", ["--cases", "4"]),
     ("arena-offsets", "arena-offsets", ["--cases", "1"]),
 ]

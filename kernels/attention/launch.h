@@ -8,8 +8,8 @@
 #include "kernels/attention/params.h"
 
 namespace kc {
-Status launch_rope_store(const KvView* views, int hkv, const RopeParams& p, const RopeRow* rows, int n, const float* q,
-                         const float* k, const float* v, float* q_out, cudaStream_t s);
+Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
+                         int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s);
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, cudaStream_t s);

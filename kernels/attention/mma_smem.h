@@ -86,6 +86,41 @@ struct MmaTune {
   static constexpr int ring_pre = F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
+// The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
+// ring_tiles 16-key tiles of q4 code rows) and blocks per SM asked of the register allocator.
+template <int D>
+struct MmaQ4Tune {
+  static constexpr int min_blocks = 3;
+  static constexpr int ring_stages = 8;
+  static constexpr int ring_tiles = D == 128 ? 2 : 1;
+  static constexpr int stage_bytes = ring_tiles * 16 * D / 2;
+};
+// Its shared memory, byte offsets in order: the V ring; the scores then p ([8 heads] rows of
+// ss_stride floats: the width rounded up to 32, plus 8, so that the p.v's 8-byte reads of
+// (head g, keys 2t, 2t+1) hit distinct banks; at least 8 x D floats, as q is rotated there
+// first); q's B fragments ([k-steps][2 parts][32] uint2; the key groups' exchange after the
+// p.v); V row scales as fp16, group-major [D / 32][W rounded up to 16]; V row pointers;
+// each warp's largest V scale per group (fp16 magnitude bits); q's shifts [8].
+struct MmaQ4Smem {
+  int ss_stride, w16;
+  size_t ring, ss, qf, vsc, vrows, wm, qsh, total;
+  KC_HD constexpr MmaQ4Smem(int W, int D, int stage_bytes, int stages)
+      : ss_stride((W + 31) / 32 * 32 + 8),
+        w16((W + 15) / 16 * 16),
+        ring(0),
+        ss(size_t(stage_bytes) * stages),
+        qf(ss + size_t(kAttnHeadsPerBlock) * 4 * (ss_stride > D ? ss_stride : D)),
+        vsc(qf + size_t(D / 16) * 2 * 32 * 8),
+        vrows(vsc + (size_t(D / 32) * w16 * 2 + 15) / 16 * 16),
+        wm(vrows + size_t(w16) * 8),
+        qsh(wm + size_t(kAttnThreads / 32) * (D / 32) * 4),
+        total(qsh + size_t(kAttnHeadsPerBlock) * 4) {}
+};
+template <int D>
+KC_HD constexpr MmaQ4Smem mma_q4_smem(int W) {
+  return MmaQ4Smem(W, D, MmaQ4Tune<D>::stage_bytes, MmaQ4Tune<D>::ring_stages);
+}
+
 inline MmaSmem mma_smem(int W, int d, Format f) {
   return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
                   : (f == Format::fp8 ? MmaTune<256, Format::fp8>::smem(W) : MmaTune<256, Format::bf16>::smem(W));

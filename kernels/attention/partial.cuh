@@ -73,6 +73,10 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                           cudaStream_t s);
+// q4 caches (partial_mma_q4.cu); launch_partial_mma hands them over.
+Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
+                             const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                             cudaStream_t s);
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
 

@@ -1,5 +1,5 @@
 // Split-K attention partial on the tensor cores: bf16 and fp8 caches with head_dim 128 /
-// 256 (attention/rows.h gives its order and error model; shared-memory layout and tuning:
+// 256 (q4: partial_mma_q4.cu) (attention/rows.h gives its order and error model; shared-memory layout and tuning:
 // attention/mma_smem.h). The host twin runs the fma order (attention/twin.cpp) and the
 // qwen-pages contract bounds both (Backend::attention_arith).
 // Every address comes from kv_row / kv_scale; no stride arithmetic here.
@@ -10,32 +10,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
 #include "kernels/attention/partial.cuh"
 #include "kernels/attention/ptx.cuh"
 
 namespace kc {
 
-// (x, y) = the sum of NPT parts from hi down, each a bf16x2 or fp16x2 (x in the low half)
-// rounded to nearest from what the parts before left; the differences are exact. bf16
-// (3 parts): exact for normal numbers; fp16 (2 parts, inputs scaled below 2^15): at most
-// 2^-22 of the value, and 2^-25 for a part below fp16's normal range.
-template <bool kF16, int NPT>
-__device__ __forceinline__ void split_parts(float x, float y, uint32_t (&part)[NPT]) {
-#pragma unroll
-  for (int s = 0; s < NPT; ++s) {
-    if constexpr (kF16) {
-      const __half2 h = __floats2half2_rn(x, y);
-      memcpy(&part[s], &h, 4);
-      const float2 f = __half22float2(h);
-      x -= f.x, y -= f.y;
-    } else {
-      part[s] = uint32_t(bf16_from_float(x)) | (uint32_t(bf16_from_float(y)) << 16);
-      x -= __uint_as_float(part[s] << 16);
-      y -= __uint_as_float(part[s] & 0xFFFF0000u);
-    }
-  }
-}
 // Two E4M3 codes (low byte first) to fp16x2, exactly.
 __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
   const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two & 0xFFFFu), __NV_E4M3);
@@ -43,14 +24,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
   memcpy(&u, &hr, 4);
   return u;
 }
-// Warp-wide max of |x| over x[lane], x[lane + 32], .. x[n - 1].
-__device__ __forceinline__ float warp_amax(const float* x, int n, int lane) {
-  float a = 0.0f;
-  for (int i = lane; i < n; i += 32) a = fmaxf(a, fabsf(x[i]));
-  for (int off = 16; off > 0; off >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, off));
-  return a;
-}
-
 // Experiment hook KC_MMA_PHASES (never in a default build): each warp of the mma partial
 // stamps clock64() at its phase boundaries, and launch_attention prints the grid's mean
 // cycles per warp of each phase (set-up, scores, wait at the barrier after them, softmax and
@@ -520,6 +493,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                           cudaStream_t s) {
+  if (fmt == Format::q4)  // its own kernel (partial_mma_q4.cu)
+    return launch_partial_mma_q4(views, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const size_t smem = mma_smem(p.chunk, d, fmt).total;
@@ -530,7 +505,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                float*) = nullptr;
   with_format(fmt, [&](auto codec) {
     using C = decltype(codec);
-    if constexpr (C::kAttnMma) {
+    if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
       if (d == 128) kern = attention_partial_mma_kernel<128, C::kFormat>;
       if (d == 256) kern = attention_partial_mma_kernel<256, C::kFormat>;
     }

@@ -81,28 +81,35 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
 }
 
 // The cuda backend's tensor-core partial (attention_partial_mma_kernel, bf16 and fp8
-// caches with head_dim 128 or 256; every other case runs the order above on both
-// backends). Keys, chunks, the softmax (m, p, l) and the merge are as above; the two
-// products differ:
-//  - q (fp32) is split into parts, each rounded to nearest from what the parts before
-//    it left: bf16 caches three bf16 parts hi + mid + lo, exact for normal numbers (24 =
-//    8 + 8 + 8 significant bits); fp8 caches two fp16 parts hi + lo (below). K elements
-//    are exact in bf16 (fp8 codes in fp16). Score of key i: for each 16-element k-step in
-//    element order, c = 0, then c += mma(K, part) from the last part to hi (m16n8k16,
-//    fp32 accumulate), then s += c in fp32; s = s * scale (fp8: (s * row scale) * scale).
-//  - p.v: p (fp8: p * V row scale, one fp32 product) is split the same way. The chunk's
-//    16-key tiles are dealt to attn_mma_key_groups(d) key groups (tile j to group j % G);
-//    group g, for each of its tiles in key order: c = 0, c += mma(V^T, p part) .. hi,
-//    then o_g += c in fp32; with two groups o = o_0 + o_1 at last.
+// caches, and attention_partial_mma_q4_kernel, q4 caches in rotated space, with head_dim
+// 128 or 256; every other case runs the order above on both backends). Keys, chunks, the
+// softmax (m, p, l) and the merge are as above; the two products differ:
+//  - q (fp32; q4: rotated as the fma order rotates it) is split into parts, each rounded
+//    to nearest from what the parts before it left: bf16 caches three bf16 parts hi + mid
+//    + lo, exact for normal numbers (24 = 8 + 8 + 8 significant bits); fp8 and q4 caches
+//    two fp16 parts hi + lo (below). K elements are exact in bf16 (fp8 codes and q4 codes
+//    in fp16). Score of key i: for each 16-element k-step in element order (q4: each lies
+//    inside one 32-element group; the kernel assigns elements to k slots in its own order),
+//    c = 0, then c += mma(K, part) from the last part to hi (m16n8k16, fp32 accumulate),
+//    then s += c in fp32 (q4: s = fmaf(c, the key's scale of the step's group, s), the
+//    group's scale on its partial dot); s = s * scale (fp8: (s * row scale) * scale).
+//  - p.v: p (fp8: p * V row scale; q4: p * the key's V scale of the element group, one
+//    fp32 product each) is split the same way. The chunk's 16-key tiles are dealt to
+//    attn_mma_key_groups(d) key groups (tile j to group j % G); group g, for each of its
+//    tiles in key order: c = 0, c += mma(V^T, p part) .. hi, then o_g += c in fp32; with
+//    two groups o = o_0 + o_1 at last.
 // Error model of one mma step (for the float64 bound): the sum of its 16 exact products
 // and c, significands aligned to the largest and cut to 24 bits, then truncated to fp32:
 // error <= (17 + 1) * 2^-23 = 36 u times (|c| + sum |a b|). Over the split steps of a
 // k-step or tile (the carried c is at most 2^-7 of the sum) that is < 37 u of sum |a b|,
 // and the fp32 sums over k-steps / a group's tiles and the groups' sum add one u each,
 // so the bound uses depths 37 + d/16 (scores) and 37 + ceil(tiles / G) (+1 for the groups'
-// sum when G = 2, +1 for the fp8 p * scale product) for the p.v, tiles = ceil(w / 16).
-// fp8 caches run on fp16 inputs (E4M3 codes are exact in fp16; the row scales apply after
-// the products): q and p' = p * V row scale of each head are first scaled by
+// sum when G = 2, +1 for the fp8 / q4 p * scale product) for the p.v, tiles = ceil(w / 16).
+// q4's scale enters each k-step's fmaf exactly (the product is exact, the one rounding is
+// the sum's), so its depths are fp8's.
+// fp8 and q4 caches run on fp16 inputs (E4M3 codes and q4 codes are exact in fp16; the
+// scales apply after the products): q and p' of each head (q4: of each element group, from
+// the chunk's largest V scale of the group, p <= 1) are first scaled by
 // 2^attn_f16_shift(their max magnitude), exactly, and the products unscaled by the same
 // power after. Two fp16 parts (11 significant bits each) leave at most 2^-22 = 4 u of
 // each scaled value (a depth of 4 more in both products), and a part below fp16's normal
@@ -125,13 +132,15 @@ constexpr int kMmaStepDepth = 37;
 // b8: 128 went from 315 / 308 to 298 / 239 us bf16 / fp8 with two; 256 was slower with
 // two, 307 / 201 against 297 / 197 us).
 KC_HD constexpr int attn_mma_key_groups(int d) { return d == 128 ? 2 : 1; }
-// Parts of q and p on the tensor cores, and the depth the last part's remainder adds.
-KC_HD constexpr int attn_mma_parts(Format f) { return f == Format::fp8 ? 2 : 3; }
-KC_HD constexpr int attn_mma_split_depth(Format f) { return f == Format::fp8 ? 4 : 0; }
+// Parts of q and p on the tensor cores (fp16 inputs: fp8 and q4 caches), and the depth the
+// last part's remainder adds.
+KC_HD constexpr bool attn_mma_f16(Format f) { return f == Format::fp8 || f == Format::q4; }
+KC_HD constexpr int attn_mma_parts(Format f) { return attn_mma_f16(f) ? 2 : 3; }
+KC_HD constexpr int attn_mma_split_depth(Format f) { return attn_mma_f16(f) ? 4 : 0; }
 KC_HD constexpr int attn_mma_dot_depth(int d, Format f) { return kMmaStepDepth + attn_mma_split_depth(f) + d / 16; }
 KC_HD constexpr int attn_mma_pv_depth(int w, int d, Format f) {
   const int kg = attn_mma_key_groups(d), tiles = (w + 15) / 16;
-  return kMmaStepDepth + attn_mma_split_depth(f) + (tiles + kg - 1) / kg + (kg > 1 ? 1 : 0) + (f == Format::fp8 ? 1 : 0);
+  return kMmaStepDepth + attn_mma_split_depth(f) + (tiles + kg - 1) / kg + (kg > 1 ? 1 : 0) + (attn_mma_f16(f) ? 1 : 0);
 }
 
 }  // namespace kc

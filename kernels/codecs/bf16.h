@@ -52,7 +52,7 @@ struct Codec<Format::bf16> : OriginalSpace, Raw4Access<8> {
   static void attn_row(const KvView& v, const RowRef& r, float* out) { decode_row(v, r, out); }
 #if defined(__CUDACC__)
   // Rope store: the warp's row, element lane + 32 t in y[t].
-  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane) {
     uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
     for (int t = 0; t < nt; ++t) {
       const uint16_t b = bf16_from_float(y[t]);

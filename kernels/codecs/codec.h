@@ -13,7 +13,7 @@
 //   kAttnMma                    the cuda backend's tensor-core partial takes the format (at
 //                               head_dim 128 / 256; attention/rows.h attn_uses_mma)
 //   attn_row(view, r, out)      host: row r as attention reads it (dequantised; q4 rotated)
-//   store_warp(view, r, y, nt, lane, wbuf)  (nvcc) the rope store of one row by one warp,
+//   store_warp(view, r, y, nt, lane)  (nvcc) the rope store of one row by one warp,
 //                               element lane + 32 t in y[t]: encode_row's bytes
 //   kBytesPer4, Raw4, load_raw4, raw4_of (Raw4Access<bytes of four elements>), conv4,
 //   elem_scale, kAttnMinBlocks, kAttnRawWords

@@ -148,7 +148,7 @@ struct Codec<Format::fp8> : WarpPerRowCodec, OriginalSpace, Raw4Access<4> {
   // One warp per row: the row's amax reduced over the warp (exact in any order).
 #if defined(__CUDACC__)
   // Rope store: the warp's row, element lane + 32 t in y[t]; encode_row's bytes.
-  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane) {
     uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
     float amax = 0.0f;
 #ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed

@@ -270,7 +270,7 @@ struct Codec<Format::mxfp4> : WarpPerRowCodec, OriginalSpace, Raw4Access<2> {
   // at step t: amax over the warp (amax_step, exact and order-free), the exponent and each
   // lane's code as mx_encode_group computes them; even lanes write the byte of their pair
   // (own code low, the odd neighbour's high), lane 0 the exponent: encode_row's bytes.
-  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float*) {
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane) {
     uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
     uint8_t* exps = kv_scale(v, r.layer, r.kv, r.head, r.pos);
     for (int t = 0; t < nt; ++t) {

@@ -257,7 +257,9 @@ struct Codec<Format::q4> : Raw4Access<2> {
   // Attention runs in rotated space: the query rotated once by 2^-2 H32, K and V read as
   // their dequantised rotated values, the output rotated back once (see the file comment).
   static constexpr bool kRotated = true;
-  static constexpr bool kAttnMma = false;
+  // The cuda backend's tensor-core partial takes q4 at head_dim 128 / 256
+  // (attention/partial_mma_q4.cu): codes exact in fp16, each group's scale on the products.
+  static constexpr bool kAttnMma = true;
   static Status check(const Cache& c, const RowRef* rows, int n, const char* op) {
     const std::string w = std::string(op) + ": ";
     if (c.lay.format != Format::q4)
@@ -306,15 +308,44 @@ struct Codec<Format::q4> : Raw4Access<2> {
     q4_decode_group(kv_row(v, r.layer, r.kv, r.head, r.pos) + 16 * g, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * g,
                     out + size_t(row) * d + kQ4Group * g);
   }
-  // Rope store: the warp's row (element lane + 32 t in y[t]) through the warp's shared
-  // buffer wbuf[head_dim]; lane g encodes group g with the twin's group encoder.
-  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane, float* wbuf) {
-    const int d = v.lay.head_dim;
-    uint8_t* row = kv_row(v, r.layer, r.kv, r.head, r.pos);
-    for (int t = 0; t < nt; ++t) wbuf[lane + 32 * t] = y[t];
-    __syncwarp();
-    if (lane < d / 32) q4_encode_group(wbuf + 32 * lane, row + 16 * lane, kv_scale(v, r.layer, r.kv, r.head, r.pos) + 2 * lane);
-    __syncwarp();
+  // Rope store: the warp's row, element lane + 32 t in y[t]: group t is the warp's 32 lanes
+  // at step t (lane i holds element i of the group). Each step is q4_encode_group's
+  // arithmetic spread over the lanes: the butterflies' stages h = 1 .. 16 by shuffles (lane
+  // i with i & h == 0 adds its partner, i + h takes partner minus itself: the same fp32 adds
+  // and subtracts as hadamard32_butterflies), times 2^-3, the NaN-propagating amax by a
+  // shuffle reduction (a max: its value does not depend on the order), the scale and each
+  // lane's nibble by q4_group_scale / q4_nibble_of; even lanes write the byte of their pair
+  // (own nibble low, the odd neighbour's high), lane 0 the scale: encode_row's bytes.
+  // (Before: lane g encoded group g alone through a shared buffer, 4 of 32 lanes busy at d 128.)
+  __device__ static void store_warp(const KvView& v, const RowRef& r, const float* y, int nt, int lane) {
+    uint8_t* codes = kv_row(v, r.layer, r.kv, r.head, r.pos);
+    uint8_t* scales = kv_scale(v, r.layer, r.kv, r.head, r.pos);
+    for (int t = 0; t < nt; ++t) {
+      float x = y[t];
+#pragma unroll
+      for (int h = 1; h < 32; h <<= 1) {
+        const float o = __shfl_xor_sync(0xFFFFFFFFu, x, h);
+#ifdef KC_PLANT_Q4_BUTTERFLY_SIGN
+        x = (lane & h) ? (h == 8 ? x - o : o - x) : x + o;  // planted bug (test builds only): one stage's sign
+#else
+        x = (lane & h) ? o - x : x + o;
+#endif
+      }
+      x = x * 0.125f;
+      float amax = amax_step(0.0f, x);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+      uint16_t h = kQ4ScaleNaN;
+      uint32_t nib = kQ4PoisonCodes;  // poisoned group: nibble 0 everywhere
+      if (q4_finite(amax)) {
+        h = q4_group_scale(amax);
+        const float s = fp16_to_float(h);
+        nib = s == 0.0f ? 8u : q4_nibble_of(x, s);  // s == 0: every code 0 (bytes 0x88)
+      }
+      const uint32_t odd = __shfl_xor_sync(0xFFFFFFFFu, nib, 1);
+      if ((lane & 1) == 0) codes[16 * t + lane / 2] = uint8_t(nib | (odd << 4));
+      if (lane == 0) memcpy(scales + 2 * t, &h, 2);
+    }
   }
   // Attention's element access (partial_fma.cu): four nibbles are 16 bits (Raw4Access<2>),
   // converted as (2^23 + nibble) - (2^23 + 8), exact, times the group scale; a scale that is

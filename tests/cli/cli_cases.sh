@@ -113,6 +113,28 @@ case "$case_name" in
     case "$out" in *"bench attention needs a CUDA device"*) ;; *) exit 77;; esac
     [ "$rc" -eq 2 ] || fail "exit $rc"
     case "$out" in *"--backend"*) fail "bench has no --backend: $out";; esac ;;
+  # bench rope-store / compact: bad arguments are refused before a device is asked for
+  # (exit 2, the option named); without a device each says so (exit 2); with one, a tiny
+  # row runs, is verified and meets no target (none below 64 MiB): exit 0.
+  bench-moves-bad-args)
+    for b in rope-store compact; do
+      expect 2 "--reps" "$bin" bench $b --reps 0
+      expect 2 "--filter '(': not a valid regex" "$bin" bench $b --filter '('
+      expect 2 "--filter 'nope' selects no row" "$bin" bench $b --filter nope
+      expect 2 "--filter '1024MiB' selects no row" "$bin" bench $b --quick --filter 1024MiB
+      expect 2 "--chunk applies to bench attention only" "$bin" bench $b --chunk 64
+      expect 2 "--script-dir applies to bench attention only" "$bin" bench $b --script-dir tools
+    done
+    expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench pack --filter x ;;
+  bench-moves-device)
+    for b in rope-store compact; do
+      out=$("$bin" bench $b --reps 1 --quick --filter '^4MiB/bf16/window$' 2>&1); rc=$?
+      case "$out" in
+        *"bench $b needs a CUDA device"*) [ "$rc" -eq 2 ] || fail "exit $rc without a device: $out" ;;
+        *) [ "$rc" -eq 0 ] || fail "bench $b on a device: exit $rc: $out"
+           case "$out" in *"4MiB/bf16/window"*yes*) ;; *) fail "bench $b: the row was not verified: $out";; esac ;;
+      esac
+    done ;;
   # 7. Receipts that contradict themselves or hold nonsense are refused.
   report-ratio-text)
     sed 's/"ratio": 0\.[0-9]*/"ratio": "x"/' "$h200/qwen-pages.json" > "$tmp/r.json"

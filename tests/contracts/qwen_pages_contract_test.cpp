@@ -57,10 +57,10 @@ TEST(QwenPagesContract, ReceiptRecordsCoverageAndTheNonFiniteGate) {
 
 // The cuda backend's choice of order (it decides the bound's depths) and its forwarding
 // through the fault decorator; no device needed.
-TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {  // q4 and mxfp4: the fma chain
+TEST(AttentionArith, TensorCoresForBf16Fp8AndQ4AtHeadDim128And256Only) {  // mxfp4: the fma chain
   for (int d : {32, 64, 128, 256})
     for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
-      EXPECT_EQ(attn_uses_mma(f, d), (f == Format::bf16 || f == Format::fp8) && d >= 128) << format_name(f) << " d" << d;
+      EXPECT_EQ(attn_uses_mma(f, d), f != Format::mxfp4 && d >= 128) << format_name(f) << " d" << d;
   auto cpu = make_cpu_backend();
   FaultyBackend fb(*cpu, Fault::input_write);
   EXPECT_EQ(cpu->attention_arith(Format::bf16, 256), AttnArith::fma_chain);
@@ -80,6 +80,12 @@ TEST(AttentionArith, TensorCoresForBf16AndFp8AtHeadDim128And256Only) {  // q4 an
   EXPECT_EQ(attn_mma_pv_depth(100, 256, Format::bf16), 37 + 7);
   EXPECT_EQ(attn_mma_parts(Format::bf16), 3);
   EXPECT_EQ(attn_mma_parts(Format::fp8), 2);
+  // q4 (fp16 inputs like fp8; its group scale enters each k-step's fmaf, its V scale p's
+  // one product): fp8's depths.
+  EXPECT_EQ(attn_mma_parts(Format::q4), 2);
+  EXPECT_EQ(attn_mma_dot_depth(128, Format::q4), 37 + 4 + 8);
+  EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::q4), 37 + 4 + 16 + 1 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 256, Format::q4), 37 + 4 + 32 + 1);
 }
 
 // fp16 round to nearest even in float64 (11 significant bits, subnormal step 2^-24, no

@@ -6,6 +6,8 @@
 // 512, the resident blocks per SM the register budget asks for still fit in shared memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "kernels/attention/mma_smem.h"
@@ -49,6 +51,38 @@ void check_all_widths() {
   // At the bench's chunk the blocks the register budget allows still fit in shared memory.
   const size_t per_block = T::smem(512).total + kReservedPerBlock;
   EXPECT_GE(kSmemPerSm / per_block, size_t(T::min_blocks)) << what << ": " << per_block << " bytes per block";
+}
+
+// The q4 partial's layout (MmaQ4Smem): arrays in order and aligned, the scores' rows hold
+// q's staging (8 x D floats), the key groups' exchange fits in q's fragments, the sm_90
+// limit, and the blocks the register budget asks for at the bench's chunk.
+template <int D>
+void check_q4_widths() {
+  const std::string what = "q4 d" + std::to_string(D);
+  for (int w = 1; w <= 1024; ++w) {
+    const MmaQ4Smem m = mma_q4_smem<D>(w);
+    SCOPED_TRACE(what + " chunk " + std::to_string(w));
+    ASSERT_EQ(m.ring, 0u);
+    ASSERT_EQ(m.ss, size_t(MmaQ4Tune<D>::stage_bytes) * MmaQ4Tune<D>::ring_stages);
+    ASSERT_GE(m.ss_stride, w);
+    ASSERT_EQ(m.ss_stride % 32, 8);  // (head g, keys 2t, 2t+1) 8-byte reads: distinct banks
+    ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * std::max(m.ss_stride, D));
+    ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * D);  // q's staging
+    ASSERT_GE(m.vsc - m.qf, size_t(attn_mma_key_groups(D) == 2 ? 4 : 0) * 32 * 2 * 16);  // exchange
+    ASSERT_GE(m.vrows - m.vsc, size_t(D / 32) * m.w16 * 2);
+    ASSERT_GE(m.w16, w);
+    ASSERT_GE(m.wm - m.vrows, size_t(m.w16) * 8);
+    ASSERT_LE(m.qsh, m.total);
+    for (size_t off : {m.ss, m.qf, m.vsc, m.vrows, m.wm}) ASSERT_EQ(off % 16, 0u);
+    ASSERT_LE(m.total, kMaxSmemPerBlock);
+  }
+  const size_t per_block = mma_q4_smem<D>(512).total + kReservedPerBlock;
+  EXPECT_GE(kSmemPerSm / per_block, size_t(MmaQ4Tune<D>::min_blocks)) << what << ": " << per_block << " bytes per block";
+}
+
+TEST(MmaSmem, Q4LayoutHoldsForEveryChunkWidth) {
+  check_q4_widths<128>();
+  check_q4_widths<256>();
 }
 
 TEST(MmaSmem, LayoutHoldsForEveryChunkWidth) {
