@@ -417,7 +417,8 @@ int main(int argc, char** argv) {
   auto* premerge = app.add_subcommand(
       "premerge",
       "The pre-merge gate: run every contract for the head (with the base receipts' seeds and case counts; on the "
-      "cuda backend also bench attention --quick and bench pack --quick), or read the head's receipts from --head, "
+      "cuda backend also bench attention and pack, and rope-store and compact where the base has them, each in the "
+      "mode of the base's receipt, a bench run twice when rows are slower), or read the head's receipts from --head, "
       "diff each against the base folder's receipt, write premerge.md (verdict, regressions, tables: the comment a "
       "reviewer pastes) and the diffs in --out-dir. Exit 1 on any regression (a gate ok -> FAIL, a control red -> "
       "green, a target met -> not met, a bench row slower than --max-slowdown by a same-run ratio), each named; "

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -16,6 +15,7 @@
 #include "contracts/framework.h"
 #include "contracts/receipt.h"
 #include "tools/bench_attention.h"
+#include "tools/bench_moves.h"
 #include "tools/bench_pack.h"
 #include "tools/junit.h"
 #include "tools/receipt_views.h"
@@ -132,16 +132,6 @@ struct Compared {
 
 // Bench: targets both runs measured, rows' same-run ratios, the verdict when a measured
 // target explains it. Targets the head's --quick run did not measure are listed, not counted.
-// `text` as an ECMAScript regex that matches it literally.
-std::string regex_escape(const std::string& text) {
-  std::string o;
-  for (char ch : text) {
-    if (std::strchr("\\^$.|?*+()[]{}", ch)) o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 // The keys of the head's rows with a same-run ratio slower than max_slowdown against base.
 std::set<std::string> slow_rows(const json& base, const json& head, double max_slowdown) {
   std::map<std::string, const json*> brows;
@@ -159,8 +149,8 @@ std::set<std::string> slow_rows(const json& base, const json& head, double max_s
 }
 
 // Bench: targets both runs measured, rows' same-run ratios, the verdict when a measured
-// target explains it. `confirm` (or null): the head's second run of the rows its first run
-// found slower; a ratio then counts as slower only when both runs are (the smaller
+// target explains it. `confirm` (or null): the head's second run of the bench, made when its
+// first run found slower rows; a ratio then counts as slower only when both runs are (the smaller
 // slowdown is reported), so one noisy measurement of a microsecond row is not a regression.
 void compare_bench(const json& base, const json& head, const json& confirm, double max_slowdown, Compared* c,
                    std::vector<RowChange>* rows) {
@@ -364,15 +354,33 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       head_receipts.push_back(rr.receipt.doc());
     }
     if (head_backend == "cuda") {
-      for (const std::string what : {"attention", "pack"}) {
+      // attention and pack, and every other bench the base has a receipt of; each in the
+      // base receipt's mode (full, or --quick when the base ran --quick; --quick without a
+      // base): ratios such as ours / SDPA depend on which rows a run times, so a quick head
+      // against a full base differs by more than the limit with no change to the kernels.
+      std::vector<std::string> whats = {"attention", "pack"};
+      for (const auto& [n, b] : base.benches)
+        if ((n == "rope-store" || n == "compact") && std::find(whats.begin(), whats.end(), n) == whats.end())
+          whats.push_back(n);
+      auto run_bench = [&](const std::string& what, const BenchOptions& bo, Receipt* r) {
+        return what == "pack"         ? bench_pack_main(bo, r)
+               : what == "rope-store" ? bench_rope_store_main(bo, r)
+               : what == "compact"    ? bench_compact_main(bo, r)
+                                      : bench_attention_main(bo, r);
+      };
+      for (const std::string& what : whats) {
         BenchOptions bo;
         bo.quick = true;
+        if (base.benches.count(what)) {
+          const json& argv = base.benches[what]["argv"];
+          bo.quick = std::find(argv.begin(), argv.end(), json("--quick")) != argv.end();
+        }
         bo.script_dir = o.script_dir;
         bo.device = device_json(be->device());
         bo.argv = o.argv;
         Receipt bench;
-        if (!o.quiet) err << "premerge: bench " << what << " --quick\n";
-        const int rc = what == "pack" ? bench_pack_main(bo, &bench) : bench_attention_main(bo, &bench);
+        if (!o.quiet) err << "premerge: bench " << what << (bo.quick ? " --quick" : "") << "\n";
+        const int rc = run_bench(what, bo, &bench);
         const json rec = bench.doc();
         if (rec.is_null()) {
           run_notes.push_back("bench " + what + " wrote no receipt (exit " + std::to_string(rc) + ")");
@@ -382,28 +390,18 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         if (!st.ok) return refuse(st.message);
         head_benches[what] = rec;
         head_receipts.push_back(rec);
-        // Rows slower than the limit are timed once more (attention: those rows alone; pack:
-        // the quick run again); compare_bench counts a row only when both runs are slower.
+        // When rows are slower than the limit the bench runs once more, in the same mode
+        // and over the same rows; compare_bench counts a row only when both runs are slower.
         if (!base.benches.count(what)) continue;
         const std::set<std::string> slow = slow_rows(base.benches[what], rec, o.max_slowdown);
         if (slow.empty()) continue;
-        BenchOptions again = bo;
-        if (what == "attention") {
-          std::string re;
-          for (const auto& r : rec["rows"])
-            if (slow.count(bench_row_key(r)))
-              re += (re.empty() ? "" : "|") + regex_escape(r["config"].get<std::string>() + "/" +
-                                                           r["format"].get<std::string>() + "/" +
-                                                           r["addressing"].get<std::string>());
-          again.filter = "^(" + re + ")$";
-        }
         if (!o.quiet)
           err << "premerge: bench " << what << ": " << slow.size() << " rows slower than " << fmt(o.max_slowdown, 3)
-              << "x, timed again\n";
+              << "x, the bench runs again\n";
         Receipt second;
-        const int rc2 = what == "pack" ? bench_pack_main(again, &second) : bench_attention_main(again, &second);
+        const int rc2 = run_bench(what, bo, &second);
         if (second.doc().is_null()) {
-          run_notes.push_back("bench " + what + ": the re-run of " + std::to_string(slow.size()) +
+          run_notes.push_back("bench " + what + ": the re-run for " + std::to_string(slow.size()) +
                               " slower rows wrote no receipt (exit " + std::to_string(rc2) + "); the first run stands");
           continue;
         }

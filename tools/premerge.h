@@ -1,6 +1,8 @@
 // `tf-cuda-test premerge`: the pre-merge gate of a change to the arithmetic. It runs every
 // contract for the head (as kernel-contract does, with each base receipt's seed and case
-// count) and, on the cuda backend, `bench attention --quick` and `bench pack --quick`, or
+// count) and, on the cuda backend, `bench attention` and `bench pack` (and rope-store and
+// compact where the base has them), each in the mode of the base's receipt (full or
+// --quick), once more when rows are slower (a row counts when both runs are), or
 // reads the head's receipts from --head DIR; diffs every receipt against the base folder's;
 // writes premerge.md (the comment a reviewer pastes: verdict, regressions, then tables) and
 // exits 1 on any regression:
