@@ -469,7 +469,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.base_file = file_of(o.base_dir, "bench-" + n + ".json");
     c.base_verdict = b["verdict"].get<std::string>();
     if (!head_benches.count(n)) {
-      if (head_backend == "cuda") c.regressions.push_back("bench " + n + ": the head wrote no receipt");
+      if (head_backend == "cuda") c.regressions.push_back("the head wrote no receipt");
       else c.notes.push_back("not run on " + head_backend);
       all.push_back(c);
       continue;
