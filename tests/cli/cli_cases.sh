@@ -123,9 +123,12 @@ case "$case_name" in
       expect 2 "--filter 'nope' selects no row" "$bin" bench $b --filter nope
       expect 2 "--filter '1024MiB' selects no row" "$bin" bench $b --quick --filter 1024MiB
       expect 2 "--chunk applies to bench attention only" "$bin" bench $b --chunk 64
-      expect 2 "--script-dir applies to bench attention only" "$bin" bench $b --script-dir tools
+      expect 2 "--script-dir applies to bench attention and engine only" "$bin" bench $b --script-dir tools
     done
-    expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench pack --filter x ;;
+    expect 2 "--script-dir applies to bench attention and engine only" "$bin" bench pack --script-dir tools
+    expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench pack --filter x
+    expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench engine --filter x
+    expect 2 "--chunk applies to bench attention only" "$bin" bench engine --chunk 64 ;;
   bench-moves-device)
     for b in rope-store compact; do
       out=$("$bin" bench $b --reps 1 --quick --filter '^4MiB/bf16/window$' 2>&1); rc=$?
