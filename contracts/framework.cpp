@@ -311,6 +311,15 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   return {pass, std::move(r)};
 }
 
+Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out) {
+  out << summary_table(r);
+  out.flush();
+  if (out_file.empty()) return Status::Ok();
+  KC_RETURN_IF_ERROR(write_json_atomic(out_file, r));
+  out << "receipt: " << out_file << "\n";
+  return Status::Ok();
+}
+
 std::string summary_line(const Receipt& receipt) {
   const nlohmann::json& r = receipt.doc();
   std::map<std::string, int> by;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -180,6 +181,10 @@ Status prepare_output(const std::string& path, std::string* target);
 // rename over it.
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
 inline Status write_json_atomic(const std::string& path, const Receipt& r) { return write_json_atomic(path, r.doc()); }
+// The end of a command that writes a receipt (serve-gate, serve-memory, kv-gate): the
+// summary table on `out`, then, when `out_file` is given, the receipt written there
+// atomically and "receipt: FILE". An error is write_json_atomic's (nothing written).
+Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out);
 
 // Case helpers.
 uint64_t mix_seed(uint64_t seed, uint64_t i);

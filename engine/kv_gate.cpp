@@ -1030,13 +1030,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   nums["bytes_per_position"] = bpp;
   r["numbers"] = nums;
   r.set_total_s(std::chrono::duration<double>(Clock::now() - t_all).count());
-  out << summary_table(r);
-  out.flush();
-  if (!cmd.out_file.empty()) {
-    const Status ws = write_json_atomic(cmd.out_file, r);
-    if (!ws.ok) return bad("--out " + ws.message);
-    out << "receipt: " << cmd.out_file << "\n";
-  }
+  if (const Status ws = print_and_write_receipt(r, cmd.out_file, out); !ws.ok) return bad("--out " + ws.message);
   return pass ? 0 : 1;
 }
 

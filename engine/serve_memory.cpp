@@ -259,13 +259,7 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
       nums[a["arm"].get<std::string>() + "." + k] = a[k];
   r["numbers"] = nums;
   r.set_total_s(secs);
-  out << summary_table(r);
-  out.flush();
-  if (!cmd.out_file.empty()) {
-    const Status ws = write_json_atomic(cmd.out_file, r);
-    if (!ws.ok) return bad("--out " + ws.message);
-    out << "receipt: " << cmd.out_file << "\n";
-  }
+  if (const Status ws = print_and_write_receipt(r, cmd.out_file, out); !ws.ok) return bad("--out " + ws.message);
   return pass ? 0 : 1;
 }
 
