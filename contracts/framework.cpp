@@ -419,16 +419,16 @@ Status prepare_output(const std::string& path, std::string* target) {
   return Status::Ok();
 }
 
-Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
+Status write_text_atomic(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   std::string target;
   KC_RETURN_IF_ERROR(prepare_output(path, &target));
   std::error_code ec;
   const fs::path tmp = target + ".tmp." + std::to_string(getpid());
   {
-    std::ofstream f(tmp);
+    std::ofstream f(tmp, std::ios::binary);
     if (!f) return Status::Error(path + ": cannot open " + tmp.string() + " for writing");
-    f << j.dump(2) << "\n";
+    f << text;
     f.flush();
     if (!f) {
       f.close();
@@ -442,6 +442,10 @@ Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
     return Status::Error(path + ": rename failed: " + ec.message());
   }
   return Status::Ok();
+}
+
+Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
+  return write_text_atomic(path, j.dump(2) + "\n");
 }
 
 }  // namespace kc

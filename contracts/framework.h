@@ -177,8 +177,10 @@ std::string summary_line(const Receipt& receipt);
 // refused; a symlink is followed, so the file it points to is replaced and the link
 // stays. Returns the path that will be replaced in *target. Nothing else is written.
 Status prepare_output(const std::string& path, std::string* target);
-// Writes JSON atomically through prepare_output: a temp file beside the target, then
-// rename over it.
+// Writes text atomically through prepare_output: a temp file beside the target, then
+// rename over it (receipts, Markdown, JUnit XML).
+Status write_text_atomic(const std::string& path, const std::string& text);
+// JSON, indented by 2, through write_text_atomic.
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
 inline Status write_json_atomic(const std::string& path, const Receipt& r) { return write_json_atomic(path, r.doc()); }
 // The end of a command that writes a receipt (serve-gate, serve-memory, kv-gate): the

@@ -228,31 +228,6 @@ std::string junit_xml(const std::string& name, const std::vector<JunitSuite>& su
   return o.str();
 }
 
-Status write_text_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  std::string target;
-  KC_RETURN_IF_ERROR(prepare_output(path, &target));
-  std::error_code ec;
-  const fs::path tmp = target + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return Status::Error(path + ": cannot open " + tmp.string() + " for writing");
-    f << text;
-    f.flush();
-    if (!f) {
-      f.close();
-      fs::remove(tmp, ec);
-      return Status::Error(path + ": write failed");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::Error(path + ": rename failed: " + ec.message());
-  }
-  return Status::Ok();
-}
-
 bool junit_writable(const std::string& path, std::string* why) {
   std::string target;
   const Status st = prepare_output(path, &target);

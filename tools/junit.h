@@ -50,9 +50,6 @@ std::string junit_xml(const std::string& name, const std::vector<JunitSuite>& su
 // invalid UTF-8) become '?'.
 std::string xml_escape(const std::string& s, bool attribute = true);
 
-// Writes text atomically through prepare_output (framework.h): temp file beside the
-// target, then rename; missing folders created; a path that is not a regular file refused.
-Status write_text_atomic(const std::string& path, const std::string& text);
 // Checks --junit FILE before a run (prepare_output); the message names the option.
 bool junit_writable(const std::string& path, std::string* why);
 // Writes the suites of `receipts` to path (the document named `name`).

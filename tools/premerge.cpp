@@ -423,7 +423,15 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
   }
 
-  // Compare.
+  // Compare. diff_of: the diff of a base and a head receipt; a field the checks let
+  // through but the diff cannot read is an error naming both files.
+  auto diff_of = [](const json& b, const json& h, const Compared& c, ReceiptDiff* d) {
+    try {
+      return diff_receipts(Receipt(b), c.base_file, Receipt(h), c.head_file, d);
+    } catch (const json::exception& e) {
+      return Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
+    }
+  };
   std::vector<Compared> all;
   std::vector<RowChange> row_changes;
   for (const std::string& name : head_set) {
@@ -442,12 +450,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.base_file = file_of(o.base_dir, name + ".json");
     c.base_verdict = b["verdict"].get<std::string>();
     ReceiptDiff d;
-    try {
-      st = diff_receipts(Receipt(b), c.base_file, Receipt(h), c.head_file, &d);
-    } catch (const json::exception& e) {
-      st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
-    }
-    if (!st.ok) return refuse(st.message);
+    if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
     c.regressions = d.regression_list;
     c.improvements = d.improvements;
     c.detail = d.text;
@@ -479,12 +482,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.head_verdict = h["verdict"].get<std::string>();
     compare_bench(b, h, head_confirm.count(n) ? head_confirm[n] : json(), o.max_slowdown, &c, &row_changes);
     ReceiptDiff d;
-    try {
-      st = diff_receipts(Receipt(b), c.base_file, Receipt(h), c.head_file, &d);
-    } catch (const json::exception& e) {
-      st = Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
-    }
-    if (!st.ok) return refuse(st.message);
+    if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
     c.detail = d.text;
     all.push_back(c);
   }
