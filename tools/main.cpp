@@ -5,7 +5,7 @@
 //   tf-cuda-test bench {attention|pack|engine|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
-//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--junit FILE]
+//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--max-slowdown-short X] [--short-row-us T] [--junit FILE]
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
 //   tf-cuda-test serve-memory --preset P [--parallel L] [--context C] [--page P] [--prompts N,...] [--out FILE]
@@ -434,7 +434,14 @@ int main(int argc, char** argv) {
                        "Folder for premerge.md, head/ (the head's receipts) and diff/ (default ./premerge; created)");
   premerge->add_option("--max-slowdown", pm.max_slowdown,
                        "A bench row slower than this factor by a same-run ratio (achieved / ceiling, ours / SDPA) is a "
-                       "regression (default 1.05)");
+                       "regression when every same-run ratio of that time says so: SDPA's own time can move between "
+                       "sessions while the ceiling's does not (default 1.05)");
+  premerge->add_option("--max-slowdown-short", pm.max_slowdown_short,
+                       "The limit for launch-bound rows, whose base or head time is under --short-row-us: their ratios "
+                       "against a copy of a few MiB move by up to 1.13x between two H200 sessions of one commit "
+                       "(default 1.25)");
+  premerge->add_option("--short-row-us", pm.short_row_us,
+                       "Rows faster than this many microseconds are launch-bound (default 20)");
   premerge->add_option("--junit", pm.junit, "Also write a JUnit XML file here: the head's receipts, then one testcase per "
                                             "compared receipt (a failure lists its regressions)");
   premerge->add_flag("--allow-contract-changes", pm.allow_contract_changes,

@@ -19,9 +19,12 @@
 // or inconsistent receipt (file, field, reason).
 #pragma once
 #include <cmath>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace kc {
 
@@ -33,6 +36,8 @@ struct PremergeOptions {
   std::string out_dir = "premerge";
   std::string junit;         // --junit FILE
   double max_slowdown = 1.05;
+  double max_slowdown_short = 1.25;  // for launch-bound rows (below short_row_us)
+  double short_row_us = 20;
   bool allow_contract_changes = false;
   std::vector<std::string> contracts;  // --contracts: only these (empty: every contract)
   std::string script_dir = "tools";    // bench attention's bench_sdpa.py
@@ -53,5 +58,33 @@ inline double same_run_slowdown(const std::string& field, double base, double he
   if (field.find("_over_") != std::string::npos) return head / base;
   return 0;
 }
+
+// The same-run ratios of one measured time of a bench row: a row's own time (median_us) is
+// measured against the ceiling (of_ceiling) and against SDPA (ours_over_sdpa_best); bench
+// pack's rows have two times (pack_us, unpack_us), each with its own ratio. A time's ratios
+// are its yardsticks, measured in the same run.
+//   "of_ceiling", "ours_over_sdpa_best" -> ""   (time field median_us)
+//   "pack_of_ceiling"                   -> "pack" (time field pack_us)
+// Empty optional: not a same-run ratio.
+std::optional<std::string> ratio_group(const std::string& field);
+
+// One measured time of a row, base against head (and, when given, the head's re-run):
+//   slowdown: the smallest slowdown over the time's yardsticks and runs, so a time is slower
+//     only when every yardstick of the same run says so in every run (a baseline such as
+//     SDPA whose own time moved between two sessions moves one ratio, not the ceiling's);
+//   limit: max_slowdown, or max_slowdown_short when the base or head time is under
+//     short_row_us (a launch-bound row, whose ratios move by more between two sessions).
+struct TimeSlowdown {
+  std::string group;               // "" (the row's time), "pack", ...
+  std::string detail;              // "of_ceiling 0.8 -> 0.7 (1.14x), ours_over_sdpa_best ..."
+  std::string field;               // the ratio that gives the smallest slowdown
+  double base = 0, head = 0;       // that ratio's values
+  double slowdown = 0, limit = 0;  // > limit: slower
+  bool launch_bound = false;
+  int slower_by_some = 0;          // yardstick/run pairs past the limit
+};
+// Times of a head row against its base row; `rerun` may be null.
+std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,
+                                         const nlohmann::json* rerun_row, const PremergeOptions& o);
 
 }  // namespace kc

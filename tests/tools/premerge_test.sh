@@ -7,8 +7,11 @@
 #              exit 2 naming the mismatch, nothing written; --allow-contract-changes accepts a
 #              removed contract and lists it
 #   bench      a base and head of H200 bench receipts (--head): the same receipts pass; a row 10 %
-#              slower by achieved / ceiling, and a target met -> not met, exit 1 naming both; a
-#              target the head did not measure (--quick) is listed, not counted
+#              slower (achieved / ceiling and ours / SDPA), and a target met -> not met, exit 1
+#              naming both; a target the head did not measure (--quick) is listed, not counted;
+#              a row whose ours / SDPA alone moved (SDPA's own time did) passes; a launch-bound
+#              row (under 20 us) passes 15 % slower and fails 40 % slower; a head folder's
+#              bench-<name>-rerun.json clears a row its second run does not confirm
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -53,24 +56,45 @@ case "$case_" in
     expect 2 "holds no contract receipt" -- --base "$d/empty" --backend cpu --out-dir "$d/out"
     expect 2 "no such folder" -- --base "$d/nope" --backend cpu --out-dir "$d/out"
     expect 2 "--max-slowdown 0.5: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown 0.5 --out-dir "$d/out"
+    expect 2 "--max-slowdown-short 0.9: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown-short 0.9 --out-dir "$d/out"
+    expect 2 "--short-row-us -1: expected a time in microseconds" -- --base "$src/reports/cpu" --short-row-us -1 --out-dir "$d/out"
     [ ! -e "$d/out" ] || fail "a refused premerge wrote $d/out"
     expect 0 "PASS - no regression" -- --base "$d/extra" --head "$src/reports/cpu" --allow-contract-changes --out-dir "$d/out"
     grep -q '| gone-contract | pass -> - | 0 | 0 | removed: the head does not run it' "$d/out/premerge.md" || fail "the removed contract is not listed"
     ;;
   bench)
     mkdir "$d/base" "$d/head"
-    for f in fp8-rows bench-attention bench-pack; do cp "$src/reports/h200/$f.json" "$d/base/"; cp "$src/reports/h200/$f.json" "$d/head/"; done
+    for f in fp8-rows bench-attention bench-pack bench-compact; do cp "$src/reports/h200/$f.json" "$d/base/"; cp "$src/reports/h200/$f.json" "$d/head/"; done
     # The head's quick run measured fewer targets of bench pack: listed, not a regression.
     edit "$d/head/bench-pack.json" "r['targets']=[t for t in r['targets'] if not t['name'].startswith('1024MiB')]"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/same"
     grep -q '12 base targets not in the head' "$d/same/premerge.md" || fail "unmeasured targets not listed: $(grep 'bench pack' "$d/same/premerge.md")"
     grep -q "^## premerge: PASS" "$d/same/premerge.md" || fail "premerge.md does not open with the verdict"
-    # One row 10 % slower by its same-run ratio; one target met -> not met.
-    edit "$d/head/bench-attention.json" "r['rows'][0]['of_ceiling']*=0.9"
+    # SDPA 10 % faster in the head's session, our time the same: ours / SDPA moved, the
+    # ceiling's ratio did not; not a regression, counted as past the limit by one ratio.
+    edit "$d/head/bench-attention.json" "x=r['rows'][0]; x['ours_over_sdpa_best']*=1.1"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/sdpa"
+    grep -q 'bench attention | fail -> fail | 0 | 0 | 162 measured times of 162 head rows compared by their same-run ratios, 0 slower by every ratio; 1 past the limit by some ratio' "$d/sdpa/premerge.md" ||
+      fail "the row slower by one yardstick only is not counted: $(grep '^| bench attention' "$d/sdpa/premerge.md")"
+    # A launch-bound row (bench compact 1 MiB, about 10 us): 15 % slower passes (limit 1.25), 40 % fails.
+    edit "$d/head/bench-compact.json" "x=r['rows'][0]; assert x['median_us'] < 20, x['median_us']; x['of_ceiling']/=1.15"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"
+    cp "$d/head/bench-compact.json" "$d/compact-short.json"
+    edit "$d/head/bench-compact.json" "x=r['rows'][0]; x['of_ceiling']/=1.4/1.15"
+    expect 1 "x slower by every same-run ratio, limit 1.25 (launch-bound row)" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"
+    # ... unless the head folder holds premerge's second run of that bench, which does not confirm it.
+    cp "$d/compact-short.json" "$d/head/bench-compact-rerun.json"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"
+    grep -q 'bench compact | fail -> fail | 0 | 0 | 54 measured times of 54 head rows compared by their same-run ratios, 0 slower by every ratio in both runs; 1 past' "$d/short/premerge.md" ||
+      fail "the re-run did not clear the row: $(grep '^| bench compact' "$d/short/premerge.md")"
+    rm "$d/head/bench-compact-rerun.json"; cp "$d/base/bench-compact.json" "$d/head/"
+    # One row 10 % slower (its time, so both of its same-run ratios: ours / SDPA is 1.1x from
+    # above, now achieved / ceiling too); one target met -> not met.
+    edit "$d/head/bench-attention.json" "x=r['rows'][0]; x['of_ceiling']*=0.9; x['median_us']/=0.9"
     edit "$d/head/bench-attention.json" "t=[t for t in r['targets'] if t['name']=='32K x b8 window: fp8 / bf16'][0]; t['value']=0.7; t['met']=False; r['verdict']='fail'; r['verdict_reasons']=['target '+t['name']+': 0.7 > 0.65']"
     expect 1 "regression: bench attention: row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling " -- \
       --base "$d/base" --head "$d/head" --out-dir "$d/slow"
-    grep -q 'row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling [0-9.]* -> [0-9.]* (1.11x slower, limit 1.05)' "$d/slow/premerge.md" ||
+    grep -q 'row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling [0-9.]* -> [0-9.]* (1.11x), ours_over_sdpa_best [0-9.]* -> [0-9.]* (1.1x): 1.1x slower by every same-run ratio, limit 1.05' "$d/slow/premerge.md" ||
       fail "premerge.md does not give the row's slowdown: $(grep 'of_ceiling' "$d/slow/premerge.md" | head -2)"
     expect 1 "regression: bench attention: target 32K x b8 window: fp8 / bf16: met -> NOT met" -- --base "$d/base" --head "$d/head" --out-dir "$d/slow"
     head -1 "$d/slow/premerge.md" | grep -q '^## premerge: FAIL - 2 regressions$' || fail "premerge.md: $(head -1 "$d/slow/premerge.md")"

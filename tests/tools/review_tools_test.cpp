@@ -212,6 +212,60 @@ TEST(Premerge, SlowdownOfSameRunRatios) {
   EXPECT_EQ(same_run_slowdown("of_ceiling", 0.5, std::nan("")), 0);
 }
 
+TEST(Premerge, RatioGroupsAreTheMeasuredTimes) {
+  EXPECT_EQ(ratio_group("of_ceiling"), std::string());
+  EXPECT_EQ(ratio_group("ours_over_sdpa_best"), std::string());
+  EXPECT_EQ(ratio_group("pack_of_ceiling"), std::string("pack"));
+  EXPECT_EQ(ratio_group("unpack_of_ceiling"), std::string("unpack"));
+  EXPECT_EQ(ratio_group("fp8_over_bf16"), std::string("fp8"));
+  EXPECT_FALSE(ratio_group("median_us").has_value());
+  EXPECT_FALSE(ratio_group("_over_x").has_value());
+}
+
+TEST(Premerge, ATimeIsSlowerOnlyWhenEveryYardstickAndRunSaysSo) {
+  PremergeOptions o;  // 1.05, 1.25 under 20 us
+  const json base = {{"median_us", 50.0}, {"of_ceiling", 0.8}, {"ours_over_sdpa_best", 0.9},
+                     {"pack_us", 10.0}, {"pack_of_ceiling", 0.9}, {"unpack_us", 30.0}, {"unpack_of_ceiling", 0.9}};
+  auto one = [&](const json& head, const json* rerun, const std::string& g) {
+    for (const TimeSlowdown& t : time_slowdowns(base, head, rerun, o))
+      if (t.group == g) return t;
+    ADD_FAILURE() << "no group '" << g << "'";
+    return TimeSlowdown{};
+  };
+  json h = base;
+  h["ours_over_sdpa_best"] = 1.0;  // SDPA's own time fell by 10 %, ours held: the ceiling's ratio says so
+  TimeSlowdown t = one(h, nullptr, "");
+  EXPECT_NEAR(t.slowdown, 1.0, 1e-12);
+  EXPECT_EQ(t.slower_by_some, 1);
+  EXPECT_EQ(t.limit, 1.05);
+  h["of_ceiling"] = 0.7;  // now our time rose too: slower by both, the smaller slowdown reported
+  t = one(h, nullptr, "");
+  EXPECT_NEAR(t.slowdown, 1.0 / 0.9, 1e-12);
+  EXPECT_EQ(t.field, "ours_over_sdpa_best");
+  EXPECT_GT(t.slowdown, t.limit);
+  json again = base;  // a re-run that does not confirm it
+  t = one(h, &again, "");
+  EXPECT_NEAR(t.slowdown, 1.0, 1e-12);
+  EXPECT_EQ(t.slower_by_some, 2);
+  // pack and unpack are two times of one row: one slower, the other not.
+  h = base;
+  h["pack_of_ceiling"] = 0.6;   // 1.5x, but 10 us: launch-bound, limit 1.25
+  h["unpack_of_ceiling"] = 0.8;  // 1.125x at 30 us: limit 1.05
+  t = one(h, nullptr, "pack");
+  EXPECT_TRUE(t.launch_bound);
+  EXPECT_EQ(t.limit, 1.25);
+  EXPECT_GT(t.slowdown, t.limit);
+  t = one(h, nullptr, "unpack");
+  EXPECT_FALSE(t.launch_bound);
+  EXPECT_GT(t.slowdown, t.limit);
+  h["pack_of_ceiling"] = 0.8;  // 1.125x at 10 us: within the launch-bound limit
+  EXPECT_LT(one(h, nullptr, "pack").slowdown, 1.25);
+  h["pack_us"] = 25.0;  // the head's time is not launch-bound, but the base's is: still the short limit
+  EXPECT_TRUE(one(h, nullptr, "pack").launch_bound);
+  o.short_row_us = 0;  // no launch-bound rows
+  EXPECT_FALSE(one(h, nullptr, "pack").launch_bound);
+}
+
 int count(const std::string& s, const std::string& what) {
   int n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;

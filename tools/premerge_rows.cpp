@@ -1,0 +1,88 @@
+// The pure part of premerge's bench comparison (tools/premerge.h): which same-run ratios
+// measure one time of a row, and how much slower that time is by all of them. Linked into
+// kc_receipt_views so that the unit tests reach it without the contracts.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "tools/premerge.h"
+
+namespace kc {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream o;
+  o << std::setprecision(prec) << v;
+  return o.str();
+}
+
+}  // namespace
+
+std::optional<std::string> ratio_group(const std::string& field) {
+  static const std::string of = "of_ceiling", over = "_over_";
+  if (field.size() >= of.size() && field.compare(field.size() - of.size(), of.size(), of) == 0) {
+    std::string g = field.substr(0, field.size() - of.size());
+    if (!g.empty() && g.back() == '_') g.pop_back();
+    return g;
+  }
+  const size_t p = field.find(over);
+  if (p != std::string::npos && p > 0) {
+    const std::string g = field.substr(0, p);
+    return g == "ours" ? std::string() : g;
+  }
+  return std::nullopt;
+}
+
+std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_row, const json* rerun_row,
+                                         const PremergeOptions& o) {
+  std::map<std::string, TimeSlowdown> groups;
+  std::map<std::string, bool> seen;
+  auto time_of = [](const json& row, const std::string& g) {
+    const std::string f = g.empty() ? "median_us" : g + "_us";
+    return row.contains(f) && row[f].is_number() ? row[f].get<double>() : std::nan("");
+  };
+  for (auto it = head_row.begin(); it != head_row.end(); ++it) {
+    const std::string& fld = it.key();
+    const std::optional<std::string> g = ratio_group(fld);
+    if (!g || !it.value().is_number() || !base_row.contains(fld) || !base_row[fld].is_number()) continue;
+    const double bv = base_row[fld].get<double>(), hv = it.value().get<double>();
+    double s = same_run_slowdown(fld, bv, hv);
+    if (s == 0) continue;
+    TimeSlowdown& t = groups[*g];
+    if (!seen[*g]) {
+      seen[*g] = true;
+      t.group = *g;
+      t.slowdown = std::numeric_limits<double>::infinity();
+      const double bt = time_of(base_row, *g), ht = time_of(head_row, *g);
+      t.launch_bound = std::min(bt, ht) < o.short_row_us;  // false when a time is missing (NaN)
+      t.limit = t.launch_bound ? std::max(o.max_slowdown_short, o.max_slowdown) : o.max_slowdown;
+    }
+    std::string d = fld + " " + fmt(bv) + " -> " + fmt(hv) + " (" + fmt(s, 3) + "x";
+    if (s > t.limit) ++t.slower_by_some;
+    double use = s, used = hv;
+    if (rerun_row && rerun_row->contains(fld) && (*rerun_row)[fld].is_number()) {
+      const double cv = (*rerun_row)[fld].get<double>(), cs = same_run_slowdown(fld, bv, cv);
+      d += ", re-run " + fmt(cv) + " " + fmt(cs, 3) + "x";
+      if (cs > t.limit) ++t.slower_by_some;
+      if (cs > 0 && cs < use) use = cs, used = cv;
+    }
+    d += ")";
+    t.detail += (t.detail.empty() ? "" : ", ") + d;
+    if (use < t.slowdown) {
+      t.slowdown = use;
+      t.field = fld;
+      t.base = bv;
+      t.head = used;
+    }
+  }
+  std::vector<TimeSlowdown> out;
+  for (auto& [g, t] : groups) out.push_back(std::move(t));
+  return out;
+}
+
+}  // namespace kc
