@@ -421,7 +421,7 @@ int main(int argc, char** argv) {
       "mode of the base's receipt, a bench run twice when rows are slower), or read the head's receipts from --head, "
       "diff each against the base folder's receipt, write premerge.md (verdict, regressions, tables: the comment a "
       "reviewer pastes) and the diffs in --out-dir. Exit 1 on any regression (a gate ok -> FAIL, a control red -> "
-      "green, a target met -> not met, a bench row slower than --max-slowdown by a same-run ratio), each named; "
+      "green, a target met -> not met, a bench row's time slower than --max-slowdown by every same-run ratio), each named; "
       "2 for a base of another backend or contract set (the mismatch named) or unreadable receipts");
   premerge->add_option("--base", pm.base_dir,
                        "Folder of the merge base's receipts (<contract>.json as kernel-contract --out-dir writes them, "

@@ -7,9 +7,9 @@
 // writes premerge.md (the comment a reviewer pastes: verdict, regressions, then tables) and
 // exits 1 on any regression:
 //   a gate ok -> FAIL or removed, a control red -> GREEN or removed, a verdict pass -> fail,
-//   a bench target met -> not met (targets both runs measured), a bench row slower than
-//   --max-slowdown by a same-run ratio (achieved / ceiling, ours / SDPA: never absolute
-//   times from two machines), a receipt the base has and the head did not write, a new
+//   a bench target met -> not met (targets both runs measured), a bench row's time slower
+//   than --max-slowdown (--max-slowdown-short under --short-row-us) by every same-run ratio
+//   of it (achieved / ceiling and ours / SDPA: never absolute times from two machines), a receipt the base has and the head did not write, a new
 //   contract (with --allow-contract-changes) that fails.
 // The base folder holds receipts as kernel-contract --out-dir writes them (<contract>.json)
 // and benches as bench-<name>.json; other files are listed as not compared. Refused with
