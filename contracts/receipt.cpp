@@ -1,4 +1,5 @@
 #include "contracts/receipt.h"
+#include "contracts/json_type.h"
 
 #include <cerrno>
 #include <cstring>
@@ -121,15 +122,6 @@ std::string Receipt::device_line() const {
 
 namespace {
 
-std::string type_name(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
 // ---- Validation: the first problem found, as "file: field: reason".
 enum class Want { string, boolean, integer, number, object, array };
 const char* want_name(Want w) {
@@ -165,7 +157,7 @@ struct Checker {
   bool field(const json& o, const std::string& at, const char* key, Want w, bool optional = false) {
     const std::string f = at.empty() ? key : at + "." + key;
     if (!o.contains(key)) return optional || fail(f, "missing");
-    if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + type_name(o[key]));
+    if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + json_type_name(o[key]));
     return true;
   }
   bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed) {
@@ -184,7 +176,7 @@ struct Checker {
     const std::string f = at.empty() ? key : at + "." + key;
     for (size_t i = 0; i < o[key].size(); ++i)
       if (!o[key][i].is_string())
-        return fail(f + "[" + std::to_string(i) + "]", "expected a string, got " + type_name(o[key][i]));
+        return fail(f + "[" + std::to_string(i) + "]", "expected a string, got " + json_type_name(o[key][i]));
     return true;
   }
 };
@@ -199,7 +191,7 @@ std::string num_text(double x) {
 }
 
 bool check_receipt(const json& r, Checker& c) {
-  if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + type_name(r));
+  if (!r.is_object()) return c.fail("(top level)", "expected an object, got " + json_type_name(r));
   if (!c.field(r, "", "schema", Want::string)) return false;
   if (r["schema"] != kReceiptSchema)
     return c.fail("schema", "'" + r["schema"].get<std::string>() + "' is not " + kReceiptSchema);
@@ -220,7 +212,7 @@ bool check_receipt(const json& r, Checker& c) {
     return c.fail("seed", r["seed"].is_number_integer() ? "expected an integer from 0 to 2^64 - 1, got " + r["seed"].dump()
                                                         : std::string("expected an integer") +
                                                               (is_bench_doc(r) ? " or null" : "") + ", got " +
-                                                              type_name(r["seed"]));
+                                                              json_type_name(r["seed"]));
   if (r.contains("cases")) {
     for (const char* k : {"requested", "run", "filtered_out"})
       if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
@@ -235,7 +227,7 @@ bool check_receipt(const json& r, Checker& c) {
   for (size_t i = 0; i < r["gates"].size(); ++i) {
     const json& g = r["gates"][i];
     const std::string at = "gates[" + std::to_string(i) + "]";
-    if (!g.is_object()) return c.fail(at, "expected an object, got " + type_name(g));
+    if (!g.is_object()) return c.fail(at, "expected an object, got " + json_type_name(g));
     if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
     for (const char* k : {"passed", "failed", "skipped", "total"}) {
       if (!c.field(g, at, k, Want::integer)) return false;
@@ -263,13 +255,13 @@ bool check_receipt(const json& r, Checker& c) {
       if (w.contains("ratio") && !w["ratio"].is_number() && w["ratio"] != "nan")
         return c.fail(at + ".worst.ratio", "expected a number or \"nan\", got " +
                                                (w["ratio"].is_string() ? "\"" + w["ratio"].get<std::string>() + "\""
-                                                                       : type_name(w["ratio"])));
+                                                                       : json_type_name(w["ratio"])));
     }
   }
   for (size_t i = 0; i < r["controls"].size(); ++i) {
     const json& k = r["controls"][i];
     const std::string at = "controls[" + std::to_string(i) + "]";
-    if (!k.is_object()) return c.fail(at, "expected an object, got " + type_name(k));
+    if (!k.is_object()) return c.fail(at, "expected an object, got " + json_type_name(k));
     if (!c.field(k, at, "name", Want::string) || !c.field(k, at, "red", Want::boolean) ||
         !c.strings(k, at, "caught_by") || !c.strings(k, at, "errors", true) ||
         !c.field(k, at, "description", Want::string, true) || !c.field(k, at, "time_s", Want::number, true))
@@ -282,13 +274,13 @@ bool check_receipt(const json& r, Checker& c) {
     for (size_t i = 0; i < r["rows"].size(); ++i) {
       const json& row = r["rows"][i];
       const std::string at = "rows[" + std::to_string(i) + "]";
-      if (!row.is_object()) return c.fail(at, "expected an object, got " + type_name(row));
+      if (!row.is_object()) return c.fail(at, "expected an object, got " + json_type_name(row));
       if (!c.field(row, at, "config", Want::string)) return false;
     }
     for (size_t i = 0; i < r["targets"].size(); ++i) {
       const json& t = r["targets"][i];
       const std::string at = "targets[" + std::to_string(i) + "]";
-      if (!t.is_object()) return c.fail(at, "expected an object, got " + type_name(t));
+      if (!t.is_object()) return c.fail(at, "expected an object, got " + json_type_name(t));
       if (!c.field(t, at, "name", Want::string) || !c.field(t, at, "value", Want::number) ||
           !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
           !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
@@ -310,7 +302,7 @@ bool check_receipt(const json& r, Checker& c) {
     for (size_t i = 0; i < kv["depths"].size(); ++i) {
       const json& d = kv["depths"][i];
       const std::string at = "kv.depths[" + std::to_string(i) + "]";
-      if (!d.is_object()) return c.fail(at, "expected an object, got " + type_name(d));
+      if (!d.is_object()) return c.fail(at, "expected an object, got " + json_type_name(d));
       for (const char* k : {"depth", "rows", "worst_pos"})
         if (!c.field(d, at, k, Want::integer)) return false;
       for (const char* k : {"mean_kl", "worst_kl", "top1_agreement"})
@@ -329,7 +321,7 @@ bool check_receipt(const json& r, Checker& c) {
       for (size_t j = 0; j < d["top1_differences"].size(); ++j) {
         const json& x = d["top1_differences"][j];
         const std::string xa = at + ".top1_differences[" + std::to_string(j) + "]";
-        if (!x.is_object()) return c.fail(xa, "expected an object, got " + type_name(x));
+        if (!x.is_object()) return c.fail(xa, "expected an object, got " + json_type_name(x));
         for (const char* k : {"pos", "target", "bf16_top", "quant_top"})
           if (!c.field(x, xa, k, Want::integer)) return false;
         if (!c.field(x, xa, "bf16_margin", Want::number) || !c.field(x, xa, "quant_margin", Want::number)) return false;
@@ -338,7 +330,7 @@ bool check_receipt(const json& r, Checker& c) {
     for (size_t i = 0; i < kv["recall"].size(); ++i) {
       const json& x = kv["recall"][i];
       const std::string at = "kv.recall[" + std::to_string(i) + "]";
-      if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+      if (!x.is_object()) return c.fail(at, "expected an object, got " + json_type_name(x));
       if (!c.field(x, at, "probe", Want::string) || !c.field(x, at, "depth", Want::integer) ||
           !c.field(x, at, "outcome", Want::string) || !c.field(x, at, "bf16", Want::object) ||
           !c.field(x, at, "quant", Want::object) || !c.field(x["bf16"], at + ".bf16", "recalled", Want::boolean) ||
@@ -357,7 +349,7 @@ bool check_receipt(const json& r, Checker& c) {
       for (size_t i = 0; i < kv["recall_summary"].size(); ++i) {
         const json& x = kv["recall_summary"][i];
         const std::string at = "kv.recall_summary[" + std::to_string(i) + "]";
-        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + json_type_name(x));
         if (!c.field(x, at, "group", Want::string) || !c.field(x, at, "beyond_training", Want::boolean)) return false;
         for (const char* k : {"depth", "probes", "bf16_recalled", "quant_recalled", "lost", "gained"})
           if (!c.field(x, at, k, Want::integer)) return false;
@@ -375,7 +367,7 @@ bool check_receipt(const json& r, Checker& c) {
     for (size_t i = 0; i < m["arms"].size(); ++i) {
       const json& a = m["arms"][i];
       const std::string at = "memory.arms[" + std::to_string(i) + "]";
-      if (!a.is_object()) return c.fail(at, "expected an object, got " + type_name(a));
+      if (!a.is_object()) return c.fail(at, "expected an object, got " + json_type_name(a));
       if (!c.field(a, at, "arm", Want::string) || !c.field(a, at, "lanes", Want::array)) return false;
       for (const char* k : {"page_stride", "arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use",
                             "free_pages_after", "admitted"})
@@ -400,7 +392,7 @@ bool check_receipt(const json& r, Checker& c) {
       for (size_t i = 0; i < g[k].size(); ++i)
         if (!g[k][i].is_number_integer())
           return c.fail(std::string("generate.") + k + "[" + std::to_string(i) + "]",
-                        "expected an integer, got " + type_name(g[k][i]));
+                        "expected an integer, got " + json_type_name(g[k][i]));
   }
   if (r["kind"] == "bench-engine") {  // what the engine bench's extra tables read
     if (!c.field(r, "", "transformers", Want::object) || !c.field(r, "", "attention_share", Want::object, true))
@@ -411,7 +403,7 @@ bool check_receipt(const json& r, Checker& c) {
       for (size_t i = 0; i < a["rows"].size(); ++i) {
         const json& x = a["rows"][i];
         const std::string at = "attention_share.rows[" + std::to_string(i) + "]";
-        if (!x.is_object()) return c.fail(at, "expected an object, got " + type_name(x));
+        if (!x.is_object()) return c.fail(at, "expected an object, got " + json_type_name(x));
         if (!c.field(x, at, "parallel", Want::integer) || !c.field(x, at, "step_us", Want::number) ||
             !c.field(x, at, "attention_us_per_layer", Want::number) || !c.field(x, at, "share", Want::number))
           return false;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/json_type.h"
 #include "engine/safetensors.h"
 
 namespace kc::engine {
@@ -23,15 +24,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
-}
-
-std::string type_name(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
 }
 
 struct Located {
@@ -67,16 +59,16 @@ Status open_sharded(const std::string& dir, const std::string& index_path, OpenC
   } catch (const json::exception& e) {
     return fail("(file)", std::string("not JSON: ") + e.what());
   }
-  if (!j.is_object()) return fail("(top level)", "expected an object, got " + type_name(j));
+  if (!j.is_object()) return fail("(top level)", "expected an object, got " + json_type_name(j));
   if (!j.contains("weight_map")) return fail("weight_map", "missing");
   const json& wm = j["weight_map"];
-  if (!wm.is_object()) return fail("weight_map", "expected an object, got " + type_name(wm));
+  if (!wm.is_object()) return fail("weight_map", "expected an object, got " + json_type_name(wm));
   if (wm.empty()) return fail("weight_map", "empty");
   std::map<std::string, size_t> shard_index;
   std::map<std::string, std::string> listed;  // tensor -> shard
   for (auto it = wm.begin(); it != wm.end(); ++it) {
     const std::string field = "weight_map." + it.key();
-    if (!it.value().is_string()) return fail(field, "expected a string, got " + type_name(it.value()));
+    if (!it.value().is_string()) return fail(field, "expected a string, got " + json_type_name(it.value()));
     const std::string shard = it.value().get<std::string>();
     if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos)
       return fail(field, "'" + shard + "' is not a file name in the model directory");
