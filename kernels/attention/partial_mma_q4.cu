@@ -6,29 +6,38 @@
 // Every address comes from kv_row / kv_scale (kv_plane); no stride arithmetic here.
 //
 // Block (chunk, kv head x sub-group of <= 8 q heads, row), 256 threads (8 warps); the
-// block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded), inputs fp16:
-//  0. each warp issues its first K tile's loads; warp h rotates q of head slot h (the
-//     inverse rotation 2^-2 H32 per group, by shuffles: the fp32 adds and subtracts of
-//     hadamard32_inv), scales it by 2^attn_f16_shift(its largest magnitude) (exact) and
-//     splits it into two fp16 parts (q's B fragments); each key's V row pointer and V
-//     group scales (fp16) to shared memory, and each warp's largest V scale per group;
-//  1. scores: warp per 16-key tile; lane (g, t) reads, for keys g and g + 8, the 4 bytes
+// block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded), inputs fp16. With at
+// most 4 heads at head_dim 128 (PK, attn_mma_q4_packed) the columns hold hi parts of heads 0..3, then lo
+// parts: one mma where two run otherwise, the two sums added at the end (rows.h).
+//  0. each warp issues its first K tile's loads (position from the page table); each key's
+//     position (KvPos: page offset and slot, the same for every plane) goes to shared
+//     memory once, with its V group scales as fp32 (NaN where not finite, 0 past n up to
+//     the last tile's end) and each warp's largest V scale per group; warp h rotates q of
+//     head slot h (the inverse rotation 2^-2 H32 per group, by shuffles: the fp32 adds and
+//     subtracts of hadamard32_inv), scales it by 2^attn_f16_shift(its largest magnitude)
+//     (exact) and splits it into two fp16 parts (q's B fragments);
+//  1. scores: warp per 16-key tile (two per round, the next one's loads in flight; rows
+//     from the shared positions); lane (g, t) reads, for keys g and g + 8, the 4 bytes
 //     16 G + 4 t of every group G (elements 8 t .. 8 t + 7 of G) and the key's group
-//     scales; codes are exact in fp16 (nibble pairs (n0, n4), (n1, n5) | (n2, n6), (n3, n7)
-//     of a word by (w & 0x000F000F) | 0x64006400 - 1032: k-steps 2 G and 2 G + 1, so a
-//     k-step lies inside one group); per k-step c = 0, c += mma(K codes, q lo), c +=
-//     mma(K codes, q hi), then s = fmaf(c, the key's scale of the step's group, s);
-//     score = ldexpf(s, -shift) * scale;
-//  2. warp h: m, p = expf(s - m), l (as the fma kernel); the V ring's first stages (16-byte
+//     scales (two per fp16 fma: NaN where not finite); codes are exact in fp16 (nibble
+//     pairs (n0, n4), (n1, n5) | (n2, n6), (n3, n7) of a word by one lop3 ((w & mask) |
+//     0x64006400) and one fp16 add or fma each: k-steps 2 G and 2 G + 1, so a k-step lies
+//     inside one group); per k-step c = 0, c += mma(K codes, q lo), c += mma(K codes, q
+//     hi) (PK: c = mma(K codes, q parts)), then s = fmaf(c, the key's scale of the step's
+//     group, s) (PK: then s = s_hi + s_lo); score = s 2^-shift * scale;
+//  2. warp h: m, p = expf(s - m), l (as the fma kernel), p = 0 past n to the tile's end;
+//     the V scales of each group times 2^shift_G (shift_G from the chunk's largest V scale
+//     of G, so that p' = p * that < 2^15; exact); the V ring's first stages (16-byte
 //     cp.async of the code rows, zero-filled past n) went out before the scores;
 //  3. p.v: warp w of key group kg (attn_mma_key_groups: one of 8 warps at d 256, two of 4
 //     at d 128 taking alternate tiles) owns element group G = w % (8 / KG), 32 elements in
 //     two m-tiles (m slot g of m-tile jt is element 32 G + 4 g + 2 jt, slot g + 8 the next);
-//     per tile, lane (g, t) forms p' = (p * V scale of (key, G)) * 2^shift_G for head g and
-//     keys 2t, 2t+1, 2t+8, 2t+9 (shift_G from the chunk's largest V scale of G, so p' <
-//     2^15) in two fp16 parts, reads the 16 bits 2 g of its keys' group-G codes from the
-//     ring (the A fragments: two keys per half2), and c = 0, c += mma(V^T, p' lo), c +=
-//     mma(V^T, p' hi), o += c; with two key groups o = o_0 + o_1; stored times 2^-shift_G.
+//     per tile, lane (g, t) forms p' = p * (V scale of (key, G) 2^shift_G) (one fp32
+//     product) for head g and keys 2t, 2t+1, 2t+8, 2t+9 in two fp16 parts, takes the 16
+//     bits 2 g of its keys' group-G codes from the ring by one transposing ldmatrix (rows:
+//     the keys' group-G chunks), and c = 0, c += mma(V^T, p' lo), c += mma(V^T, p' hi)
+//     (PK: c = mma(V^T, p' parts)), o += c; with two key groups o = o_0 + o_1 (PK: then o =
+//     o_hi + o_lo); stored times 2^-shift_G.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -145,12 +154,16 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, ui
 #endif
 }
 
-template <int D>
+// PK: at most 4 heads per block (attn_mma_q4_packed): the two parts of q and of p' sit side
+// by side in the 8 columns (hi of heads 0..3, then lo of heads 0..3), one mma per k-step and
+// per tile and m-tile; the hi and lo sums are added at the end of each score and output.
+template <int D, bool PK>
 __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attention_partial_mma_q4_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;
   using SV = typename M::SV;
+  static_assert(!PK || D == 128, "q4 mma partial: packed parts at head_dim 128 only (attn_mma_q4_packed)");
   constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = M::RS, RT = M::RT, RB = M::RB, CPK = M::CPK;
   extern __shared__ __align__(16) unsigned char smb[];
   const AttnBlock blk(views, p, rows, tails, nsub);
@@ -161,6 +174,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
   const int S = lay.ss_stride, W16 = lay.w16;
   float* ss = reinterpret_cast<float*>(smb + lay.ss);
   uint4* qf = reinterpret_cast<uint4*>(smb + lay.qf);
+  const uint2* qfp = reinterpret_cast<const uint2*>(qf);  // PK: [k-step][4 h + t][part] uint2
+  const int q_lane = (4 * (lg & 3) + lt) * 2 + (lg >> 2);  // PK: column g = part g / 4 of head g % 4
   float* vsf = reinterpret_cast<float*>(smb + lay.vsc);
   uint64_t* pgb = reinterpret_cast<uint64_t*>(smb + lay.pgb);  // each key's KvPos
   uint32_t* pslot = reinterpret_cast<uint32_t*>(smb + lay.slot);
@@ -284,12 +299,19 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
 #pragma unroll 1
   for (int st = 0; st < RS - 1; ++st) issue(st, st);  // the V ring's first stages, during the scores
 
-  // 1. scores: warp w takes tiles w, w + 8, ..; the next tile's reads go out first.
-  for (int kt = warp; kt < nt; kt += M::NW) {
-    const bool more = kt + M::NW < nt;
-    uint32_t kn[2][NG];
-    SV ksn[2];
-    if (more) k_load(kt + M::NW, false, kn, ksn);
+  // 1. scores: warp w takes tiles w, w + 8, ..; the next tile's reads go out first (two
+  // tiles per round, so that the buffers swap without copies). Packed (PK): lane (g, t)'s
+  // columns 2t, 2t+1 are hi parts of heads 2t, 2t+1 for t < 2 and lo parts of heads
+  // 2t - 4, 2t - 3 for t >= 2; the two sums meet in one add (lanes t and t ^ 2).
+  // The unscale 2^-shift of lane's heads 2t, 2t+1 (exact; ldexpf where 2^-shift is not a
+  // normal fp32).
+  float qmul[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int sh = qsh[(2 * lt + j) & (PK ? 3 : 7)];
+    qmul[j] = sh <= 126 ? __int_as_float((127 - sh) << 23) : 0.0f;
+  }
+  auto score_tile = [&](int kt, const uint32_t (&kw)[2][NG], const SV (&ks)[2]) {
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < NG / 2; ++j) {
@@ -305,11 +327,17 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
         for (int s = 0; s < 2; ++s) {
           const int k = 2 * g + s;
           const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
-          const uint4 qv = qf[k * 32 + lane];
           float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if constexpr (PK) {
+            uint2 b = qfp[k * 64 + q_lane];
+            if (M::NPU == 1 && lg >= 4) b = make_uint2(0u, 0u);  // the plant: no lo part
+            mma_16816<true>(cc, a, b);
+          } else {
+            const uint4 qv = qf[k * 32 + lane];
 #pragma unroll
-          for (int q3 = M::NPU - 1; q3 >= 0; --q3)
-            mma_16816<true>(cc, a, q3 ? make_uint2(qv.z, qv.w) : make_uint2(qv.x, qv.y));
+            for (int q3 = M::NPU - 1; q3 >= 0; --q3)
+              mma_16816<true>(cc, a, q3 ? make_uint2(qv.z, qv.w) : make_uint2(qv.x, qv.y));
+          }
           acc[0] = fmaf(cc[0], sc0, acc[0]);
           acc[1] = fmaf(cc[1], sc0, acc[1]);
           acc[2] = fmaf(cc[2], sc1, acc[2]);
@@ -317,20 +345,27 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
         }
       }
     }
+    if constexpr (PK)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[e] = acc[e] + __shfl_xor_sync(0xFFFFFFFFu, acc[e], 2);  // hi + lo
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-      if (i < n && h < G) ss[h * S + i] = ldexpf(acc[e], -qsh[h]) * p.scale;
-    }
-    if (more) {
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        ks[rr] = ksn[rr];
-#pragma unroll
-        for (int g = 0; g < NG; ++g) kw[rr][g] = kn[rr][g];
+      if (i < n && h < G) {
+        const float m = qmul[e & 1];
+        ss[h * S + i] = (m != 0.0f ? acc[e] * m : ldexpf(acc[e], -qsh[h])) * p.scale;
       }
     }
+  };
+  for (int kt = warp; kt < nt; kt += 2 * M::NW) {
+    const bool second = kt + M::NW < nt;
+    uint32_t kw2[2][NG];
+    SV ks2[2];
+    if (second) k_load(kt + M::NW, false, kw2, ks2);
+    score_tile(kt, kw, ks);
+    if (kt + 2 * M::NW < nt) k_load(kt + 2 * M::NW, false, kw, ks);
+    if (second) score_tile(kt + M::NW, kw2, ks2);
   }
 
   __syncthreads();
@@ -367,7 +402,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
   const int kg = warp / M::WPG, gv = warp % M::WPG;
   const int psh = attn_f16_shift(__half2float(__ushort_as_half(
       uint16_t(__reduce_max_sync(0xFFFFFFFFu, lane < M::NW ? wm[lane * NG + gv] : 0u)))));
-  const float* sp = ss + lg * S;      // head g's p
+  const float* sp = ss + (PK ? lg & 3 : lg) * S;  // head g's p (PK: head g % 4)
   const float* vs = vsf + gv * W16;   // group gv's scaled V scales
   const int lrow = lane & 15;         // the ldmatrix row (key) this lane addresses
   const uint32_t lm_off = uint32_t(lrow * RB + ((gv ^ ring_swz<D>(lrow)) << 4));
@@ -390,6 +425,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
         uint32_t lo[NPT], hi[NPT];
         split_parts<true>(pa.x * va.x, pa.y * va.y, lo);
         split_parts<true>(pb.x * vb.x, pb.y * vb.y, hi);
+        if constexpr (PK) {  // column g: part g / 4 (the plant: no lo part)
+          const bool lop = lg >= 4;
+          lo[0] = lop ? (M::NPU == 2 ? lo[1] : 0u) : lo[0];
+          hi[0] = lop ? (M::NPU == 2 ? hi[1] : 0u) : hi[0];
+        }
         uint32_t w01, w89;
         ldmatrix_x2_trans(w01, w89, ring_s + uint32_t((slot * RT + u) * 16 * RB) + lm_off);
         uint32_t c01[4], c89[4];
@@ -399,9 +439,13 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
         for (int jt = 0; jt < 2; ++jt) {
           const uint32_t a[4] = {c01[2 * jt], c01[2 * jt + 1], c89[2 * jt], c89[2 * jt + 1]};
           float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if constexpr (PK) {
+            mma_16816<true>(cc, a, make_uint2(lo[0], hi[0]));
+          } else {
 #pragma unroll
-          for (int part = M::NPU - 1; part >= 0; --part)
-            mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
+            for (int part = M::NPU - 1; part >= 0; --part)
+              mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
+          }
 #pragma unroll
           for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
         }
@@ -427,6 +471,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
 #endif
     }
   }
+  // PK: hi + lo (lanes t and t ^ 2), after the key groups' sum.
+  if constexpr (PK)
+#pragma unroll
+    for (int jt = 0; jt < 2; ++jt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[jt][e] = o[jt][e] + __shfl_xor_sync(0xFFFFFFFFu, o[jt][e], 2);
   // c0, c1: heads 2t, 2t+1 of m slot g (element 32 gv + 4 g + 2 jt); c2, c3: of slot g + 8 (+1).
 #pragma unroll
   for (int jt = 0; jt < 2; ++jt)
@@ -449,8 +499,11 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
   size_t smem = 0;
-  if (d == 128) kern = attention_partial_mma_q4_kernel<128>, smem = mma_q4_smem<128>(p.chunk).total;
-  if (d == 256) kern = attention_partial_mma_q4_kernel<256>, smem = mma_q4_smem<256>(p.chunk).total;
+  const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
+  if (d == 128)
+    kern = pk ? attention_partial_mma_q4_kernel<128, true> : attention_partial_mma_q4_kernel<128, false>,
+    smem = mma_q4_smem<128>(p.chunk).total;
+  if (d == 256) kern = attention_partial_mma_q4_kernel<256, false>, smem = mma_q4_smem<256>(p.chunk).total;
   if (!kern)
     return Status::Error("attention (tensor cores): format q4 at head_dim " + std::to_string(d) +
                          " has no tensor-core partial");
