@@ -861,8 +861,8 @@ class QwenCaseRun {
     // parts' remainder, +1 for p * row-scale), and the extras of mma_extras. Both: l over
     // a lane's keys then the butterfly.
     const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split;
-    const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt) : d;
-    const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt) : attn_pv_depth(c.chunk, d);
+    const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt, hq / hkv) : d;
+    const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt, hq / hkv) : attn_pv_depth(c.chunk, d);
     const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
     std::vector<double> out_extra(d, 0.0);
     if (mma) mma_extras(qv, K, V, vscale, &extra, &out_extra);

@@ -87,32 +87,37 @@ struct MmaTune {
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 // The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
-// ring_tiles 16-key tiles of q4 code rows) and blocks per SM asked of the register allocator.
+// ring_tiles 16-key tiles of q4 code rows; one tile per warp and stage) and blocks per SM
+// asked of the register allocator.
 template <int D>
 struct MmaQ4Tune {
   static constexpr int min_blocks = 3;
-  static constexpr int ring_stages = 8;
-  static constexpr int ring_tiles = D == 128 ? 2 : 1;
+  static constexpr int ring_stages = 6;
+  static constexpr int ring_tiles = D == 128 ? 4 : 2;
   static constexpr int stage_bytes = ring_tiles * 16 * D / 2;
 };
 // Its shared memory, byte offsets in order: the V ring; the scores then p ([8 heads] rows of
 // ss_stride floats: the width rounded up to 32, plus 8, so that the p.v's 8-byte reads of
 // (head g, keys 2t, 2t+1) hit distinct banks; at least 8 x D floats, as q is rotated there
-// first); q's B fragments ([k-steps][2 parts][32] uint2; the key groups' exchange after the
-// p.v); V row scales as fp16, group-major [D / 32][W rounded up to 16]; V row pointers;
-// each warp's largest V scale per group (fp16 magnitude bits); q's shifts [8].
+// first); q's B fragments ([k-steps][32] uint4, both fp16 parts; the key groups' exchange
+// after the p.v); V group scales as fp32 (times the group's p' power of two once the
+// scores are done; 0 past the chunk's keys), group-major [D / 32][W rounded up to 16]; each
+// key's position (KvPos: page byte offsets [W rounded up to 16] as uint64, then slots as
+// uint32: every plane's row address from one split); each warp's largest V scale per group
+// (fp16 magnitude bits); q's shifts [8].
 struct MmaQ4Smem {
   int ss_stride, w16;
-  size_t ring, ss, qf, vsc, vrows, wm, qsh, total;
+  size_t ring, ss, qf, vsc, pgb, slot, wm, qsh, total;
   KC_HD constexpr MmaQ4Smem(int W, int D, int stage_bytes, int stages)
       : ss_stride((W + 31) / 32 * 32 + 8),
         w16((W + 15) / 16 * 16),
         ring(0),
         ss(size_t(stage_bytes) * stages),
         qf(ss + size_t(kAttnHeadsPerBlock) * 4 * (ss_stride > D ? ss_stride : D)),
-        vsc(qf + size_t(D / 16) * 2 * 32 * 8),
-        vrows(vsc + (size_t(D / 32) * w16 * 2 + 15) / 16 * 16),
-        wm(vrows + size_t(w16) * 8),
+        vsc(qf + size_t(D / 16) * 32 * 16),
+        pgb(vsc + size_t(D / 32) * w16 * 4),
+        slot(pgb + size_t(w16) * 8),
+        wm(slot + size_t(w16) * 4),
         qsh(wm + size_t(kAttnThreads / 32) * (D / 32) * 4),
         total(qsh + size_t(kAttnHeadsPerBlock) * 4) {}
 };

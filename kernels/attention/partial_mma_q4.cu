@@ -6,34 +6,44 @@
 // Every address comes from kv_row / kv_scale (kv_plane); no stride arithmetic here.
 //
 // Block (chunk, kv head x sub-group of <= 8 q heads, row), 256 threads (8 warps); the
-// block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded), inputs fp16:
-//  0. each warp issues its first K tile's loads; warp h rotates q of head slot h (the
-//     inverse rotation 2^-2 H32 per group, by shuffles: the fp32 adds and subtracts of
-//     hadamard32_inv), scales it by 2^attn_f16_shift(its largest magnitude) (exact) and
-//     splits it into two fp16 parts (q's B fragments); each key's V row pointer and V
-//     group scales (fp16) to shared memory, and each warp's largest V scale per group;
-//  1. scores: warp per 16-key tile; lane (g, t) reads, for keys g and g + 8, the 4 bytes
+// block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded), inputs fp16. With at
+// most 4 heads at head_dim 128 (PK, attn_mma_q4_packed) the columns hold hi parts of heads 0..3, then lo
+// parts: one mma where two run otherwise, the two sums added at the end (rows.h).
+//  0. each warp issues its first K tile's loads (position from the page table); each key's
+//     position (KvPos: page offset and slot, the same for every plane) goes to shared
+//     memory once, with its V group scales as fp32 (NaN where not finite, 0 past n up to
+//     the last tile's end) and each warp's largest V scale per group; warp h rotates q of
+//     head slot h (the inverse rotation 2^-2 H32 per group, by shuffles: the fp32 adds and
+//     subtracts of hadamard32_inv), scales it by 2^attn_f16_shift(its largest magnitude)
+//     (exact) and splits it into two fp16 parts (q's B fragments);
+//  1. scores: warp per 16-key tile (two per round, the next one's loads in flight; rows
+//     from the shared positions); lane (g, t) reads, for keys g and g + 8, the 4 bytes
 //     16 G + 4 t of every group G (elements 8 t .. 8 t + 7 of G) and the key's group
-//     scales; codes are exact in fp16 (nibble pairs (n0, n4), (n1, n5) | (n2, n6), (n3, n7)
-//     of a word by (w & 0x000F000F) | 0x64006400 - 1032: k-steps 2 G and 2 G + 1, so a
-//     k-step lies inside one group); per k-step c = 0, c += mma(K codes, q lo), c +=
-//     mma(K codes, q hi), then s = fmaf(c, the key's scale of the step's group, s);
-//     score = ldexpf(s, -shift) * scale;
-//  2. warp h: m, p = expf(s - m), l (as the fma kernel); the V ring's first stages (16-byte
+//     scales (two per fp16 fma: NaN where not finite); codes are exact in fp16 (nibble
+//     pairs (n0, n4), (n1, n5) | (n2, n6), (n3, n7) of a word by one lop3 ((w & mask) |
+//     0x64006400) and one fp16 add or fma each: k-steps 2 G and 2 G + 1, so a k-step lies
+//     inside one group); per k-step c = 0, c += mma(K codes, q lo), c += mma(K codes, q
+//     hi) (PK: c = mma(K codes, q parts)), then s = fmaf(c, the key's scale of the step's
+//     group, s) (PK: then s = s_hi + s_lo); score = s 2^-shift * scale;
+//  2. warp h: m, p = expf(s - m), l (as the fma kernel), p = 0 past n to the tile's end;
+//     the V scales of each group times 2^shift_G (shift_G from the chunk's largest V scale
+//     of G, so that p' = p * that < 2^15; exact); the V ring's first stages (16-byte
 //     cp.async of the code rows, zero-filled past n) went out before the scores;
 //  3. p.v: warp w of key group kg (attn_mma_key_groups: one of 8 warps at d 256, two of 4
 //     at d 128 taking alternate tiles) owns element group G = w % (8 / KG), 32 elements in
 //     two m-tiles (m slot g of m-tile jt is element 32 G + 4 g + 2 jt, slot g + 8 the next);
-//     per tile, lane (g, t) forms p' = (p * V scale of (key, G)) * 2^shift_G for head g and
-//     keys 2t, 2t+1, 2t+8, 2t+9 (shift_G from the chunk's largest V scale of G, so p' <
-//     2^15) in two fp16 parts, reads the 16 bits 2 g of its keys' group-G codes from the
-//     ring (the A fragments: two keys per half2), and c = 0, c += mma(V^T, p' lo), c +=
-//     mma(V^T, p' hi), o += c; with two key groups o = o_0 + o_1; stored times 2^-shift_G.
+//     per tile, lane (g, t) forms p' = p * (V scale of (key, G) 2^shift_G) (one fp32
+//     product) for head g and keys 2t, 2t+1, 2t+8, 2t+9 in two fp16 parts, takes the 16
+//     bits 2 g of its keys' group-G codes from the ring by one transposing ldmatrix (rows:
+//     the keys' group-G chunks), and c = 0, c += mma(V^T, p' lo), c += mma(V^T, p' hi)
+//     (PK: c = mma(V^T, p' parts)), o += c; with two key groups o = o_0 + o_1 (PK: then o =
+//     o_hi + o_lo); stored times 2^-shift_G.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
@@ -62,36 +72,98 @@ struct MmaQ4Shape {
   static_assert(NPT == 2, "q4 mma partial: two fp16 parts");
   static_assert(WPG == NG, "q4 mma partial: a key group's warps own one element group each");
   static_assert(RS >= 2, "q4 mma partial: V ring of at least 2 stages");
+  static_assert(RT % KG == 0, "q4 mma partial: a stage's tiles split evenly over the key groups");
+  static_assert(RT * 16 * CPK == kAttnThreads, "q4 mma partial: one 16-byte copy per thread and stage");
+  static_assert(NW % NG == 0, "q4 mma partial: whole warps per group for the scale pass");
 };
 
-// Two 4-bit codes at bits 0 and 16 of w (nibbles n and n + 4 of a 32-bit word) as fp16x2,
-// exactly: 1024 + nibble - 1032 = the code.
-__device__ __forceinline__ uint32_t q4x2_to_f16x2(uint32_t w) {
-  const uint32_t u = (w & 0x000F000Fu) | 0x64006400u;
-  __half2 h;
-  memcpy(&h, &u, 4);
-  h = __hsub2(h, __halves2half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408)));  // 1032
-  uint32_t r;
-  memcpy(&r, &h, 4);
-  return r;
+// The ring's 16-byte chunk ch of key k sits at 16 (ch ^ ring_swz(k)) of the key's row: the
+// rows of 8 consecutive keys' same chunk fall on distinct banks (the p.v's ldmatrix).
+template <int D>
+__device__ __forceinline__ int ring_swz(int k) {
+  return D == 256 ? (k & 7) : ((k >> 1) & 3);
 }
-// fp16 bits to fp32; a scale that is not finite gives NaN (q4_decode_group_rotated's values).
+
+// A word's 8 nibbles n0..n7 (codes + 8) as four fp16x2, exactly: r0 = (n0, n4), r1 = (n1,
+// n5), r2 = (n2, n6), r3 = (n3, n7), each nibble minus 8 (the code). n0 / n4 by (w &
+// 0x000F000F) | 0x64006400 = 1024 + n, minus 1032; n1 / n5 by the mask 0x00F000F0: 1024 +
+// 16 n, times 1/16 minus 72 (one fp16 fma, exact); n2.. from w >> 8 the same way.
+__device__ __forceinline__ void q4_word_to_f16x2(uint32_t w, uint32_t (&r)[4]) {
+  const __half2 k1032 = __halves2half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408));      // 1032
+  const __half2 k16th = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));      // 1/16
+  const __half2 km72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));       // -72
+  const uint32_t magic = 0x64006400u;  // 1024 in both halves (one register: each lop3 below is one instruction)
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t x = j ? w >> 8 : w;
+    uint32_t u0, u1;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(u0) : "r"(x), "n"(0x000F000F), "r"(magic));  // (x & mask) | magic
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(u1) : "r"(x), "n"(0x00F000F0), "r"(magic));
+    __half2 h0, h1;
+    memcpy(&h0, &u0, 4);
+    memcpy(&h1, &u1, 4);
+    h0 = __hsub2(h0, k1032);
+    h1 = __hfma2(h1, k16th, km72);
+    memcpy(&r[2 * j], &h0, 4);
+    memcpy(&r[2 * j + 1], &h1, 4);
+  }
+}
+// Two fp16 scales (a word of a scale row) as fp32, a scale that is not finite as NaN
+// (q4_decode_group_rotated's values): fma(h, 0, h) is h for finite h (signed zeros
+// included) and NaN for +-Inf and NaN.
+__device__ __forceinline__ float2 q4_scales_f32(uint32_t w) {
+  uint32_t r;
+  asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(r) : "r"(w), "r"(0u));
+  __half2 h;
+  memcpy(&h, &r, 4);
+  return __half22float2(h);
+}
 __device__ __forceinline__ float q4_scale_f32(uint32_t h16) {
   return (h16 & 0x7C00u) == 0x7C00u ? __uint_as_float(0x7FC00000u) : __half2float(__ushort_as_half(uint16_t(h16)));
 }
-// The fp16 bits of group g's scale in a row's scales as loaded (uint2: 4 groups, uint4: 8).
-__device__ __forceinline__ uint32_t sv_half(const uint2& v, int g) { return ((g < 2 ? v.x : v.y) >> (16 * (g % 2))) & 0xFFFFu; }
-__device__ __forceinline__ uint32_t sv_half(const uint4& v, int g) {
-  const uint32_t w = g < 2 ? v.x : g < 4 ? v.y : g < 6 ? v.z : v.w;
-  return (w >> (16 * (g % 2))) & 0xFFFFu;
+// The fp16 bits of group g's scale in a row's scales as loaded (uint2: 4 groups, uint4: 8),
+// and the word holding groups 2j, 2j + 1.
+__device__ __forceinline__ uint32_t sv_word(const uint2& v, int j) { return j == 0 ? v.x : v.y; }
+__device__ __forceinline__ uint32_t sv_word(const uint4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+template <class SVT>
+__device__ __forceinline__ uint32_t sv_half(const SVT& v, int g) { return (sv_word(v, g / 2) >> (16 * (g % 2))) & 0xFFFFu; }
+// The 4-byte words at p + 16 g, g < N (one address, immediate offsets), L2 prefetch hint
+// as ldg_mma.
+template <int OFF>
+__device__ __forceinline__ uint32_t ldg_word_at(const uint8_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm volatile("ld.global.nc" KC_MMA_LDQ ".u32 %0, [%1+%2];" : "=r"(r) : "l"(p), "n"(OFF));
+  return r;
+#else
+  return __ldg(reinterpret_cast<const uint32_t*>(p + OFF));
+#endif
+}
+template <int N, int... I>
+__device__ __forceinline__ void ldg_words16(const uint8_t* p, uint32_t (&w)[N], std::integer_sequence<int, I...>) {
+  ((w[I] = ldg_word_at<16 * I>(p)), ...);
+}
+template <int N>
+__device__ __forceinline__ void ldg_words16(const uint8_t* p, uint32_t (&w)[N]) {
+  ldg_words16(p, w, std::make_integer_sequence<int, N>());
+}
+// Two 8x8 b16 matrices from shared memory, transposed (lanes 0..15 give the row addresses).
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr) : "memory");
+#endif
 }
 
-template <int D>
+// PK: at most 4 heads per block (attn_mma_q4_packed): the two parts of q and of p' sit side
+// by side in the 8 columns (hi of heads 0..3, then lo of heads 0..3), one mma per k-step and
+// per tile and m-tile; the hi and lo sums are added at the end of each score and output.
+template <int D, bool PK>
 __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attention_partial_mma_q4_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;
   using SV = typename M::SV;
+  static_assert(!PK || D == 128, "q4 mma partial: packed parts at head_dim 128 only (attn_mma_q4_packed)");
   constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = M::RS, RT = M::RT, RB = M::RB, CPK = M::CPK;
   extern __shared__ __align__(16) unsigned char smb[];
   const AttnBlock blk(views, p, rows, tails, nsub);
@@ -101,58 +173,74 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
   const MmaQ4Smem lay = mma_q4_smem<D>(p.chunk);
   const int S = lay.ss_stride, W16 = lay.w16;
   float* ss = reinterpret_cast<float*>(smb + lay.ss);
-  uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
-  uint16_t* vsc = reinterpret_cast<uint16_t*>(smb + lay.vsc);
-  const uint8_t** vrows = reinterpret_cast<const uint8_t**>(smb + lay.vrows);
+  uint4* qf = reinterpret_cast<uint4*>(smb + lay.qf);
+  const uint2* qfp = reinterpret_cast<const uint2*>(qf);  // PK: [k-step][4 h + t][part] uint2
+  const int q_lane = (4 * (lg & 3) + lt) * 2 + (lg >> 2);  // PK: column g = part g / 4 of head g % 4
+  float* vsf = reinterpret_cast<float*>(smb + lay.vsc);
+  uint64_t* pgb = reinterpret_cast<uint64_t*>(smb + lay.pgb);  // each key's KvPos
+  uint32_t* pslot = reinterpret_cast<uint32_t*>(smb + lay.slot);
   uint32_t* wm = reinterpret_cast<uint32_t*>(smb + lay.wm);
   int* qsh = reinterpret_cast<int*>(smb + lay.qsh);
 
   const KvPlane kp = kv_plane(blk.v, p.layer, 0, blk.kvh), vp = kv_plane(blk.v, p.layer, 1, blk.kvh);
   const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, true), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, true);
   // Lane (g, t)'s K reads of tile kt: code words at 16 G + 4 t of keys 16 kt + g and + 8
-  // (keys past n read key n - 1, whose scores are not kept) and the two keys' scale rows.
-  auto k_load = [&](int kt, uint32_t (&kw)[2][NG], SV (&ks)[2]) {
+  // (keys past n read key n - 1, whose scores are not kept) and the two keys' scale rows;
+  // the key's position from the page table (the first tile, before the positions are in
+  // shared memory) or from shared memory.
+  auto k_load = [&](int kt, bool direct, uint32_t (&kw)[2][NG], SV (&ks)[2]) {
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int i = min(kt * 16 + lg + 8 * rr, n - 1);
-      const KvPos at = kv_pos(kp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
-      const uint8_t* cr = kv_plane_at(kp, at) + 4 * lt;
-#pragma unroll
-      for (int g = 0; g < NG; ++g) kw[rr][g] = ldg_mma<uint32_t>(cr + 16 * g);
+      KvPos at;
+      if (direct) {
+        at = kv_pos(kp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
+      } else {
+        at.page_base = pgb[i];
+        at.slot = pslot[i];
+      }
+      ldg_words16(kv_plane_at(kp, at) + 4 * lt, kw[rr]);
       ks[rr] = ldg_mma<SV>(kv_plane_at(ksp, at));
     }
   };
   uint32_t kw[2][NG];
   SV ks[2];
-  if (warp < nt) k_load(warp, kw, ks);
+  if (warp < nt) k_load(warp, true, kw, ks);
 
-  // Each key's V row pointer and group scales; this warp's largest |scale| bits per group
-  // (a scale that is not finite counts as 0: its keys' p' are NaN whatever the shift).
+  // Each key's position and V group scales as fp32 (a scale that is not finite as NaN;
+  // 0 for the last tile's keys past n); this warp's largest |scale| bits per group (a scale
+  // that is not finite counts as 0: its keys' p' are NaN whatever the shift).
   uint32_t vmx[NG];
 #pragma unroll
   for (int g = 0; g < NG; ++g) vmx[g] = 0;
-  for (int i = tid; i < n; i += kAttnThreads) {
-    const KvPos at = kv_pos(vp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
-    vrows[i] = kv_plane_at(vp, at);
-    const SV sv = ldg_mma<SV>(kv_plane_at(vsp, at));
+  for (int i = tid; i < nt * 16; i += kAttnThreads) {
+    if (i < n) {
+      const KvPos at = kv_pos(vp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
+      pgb[i] = at.page_base;
+      pslot[i] = at.slot;
+      const SV sv = ldg_mma<SV>(kv_plane_at(vsp, at));
 #pragma unroll
-    for (int g = 0; g < NG; ++g) {
-      const uint32_t h = sv_half(sv, g), mag = h & 0x7FFFu;
-      vsc[g * W16 + i] = uint16_t(h);
-      vmx[g] = max(vmx[g], mag < 0x7C00u ? mag : 0u);
+      for (int g = 0; g < NG; ++g) {
+        const uint32_t h = sv_half(sv, g), mag = h & 0x7FFFu;
+        vsf[g * W16 + i] = q4_scale_f32(h);
+        vmx[g] = max(vmx[g], mag < 0x7C00u ? mag : 0u);
+      }
+    } else {
+#pragma unroll
+      for (int g = 0; g < NG; ++g) vsf[g * W16 + i] = 0.0f;
     }
   }
 #pragma unroll
   for (int g = 0; g < NG; ++g) {
-    uint32_t m = vmx[g];
-    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, vmx[g]);
     if (lane == 0) wm[warp * NG + g] = m;
   }
 
   // q of head slot `warp`, rotated (lane = element of each group), shifted, split: B
-  // fragment (k-step 2 G + s, part, lane (g, t)) holds, for head g, the elements of k slots
+  // fragment (k-step 2 G + s, lane (g, t)) holds, for head g, the elements of k slots
   // 2t, 2t+1 | 2t+8, 2t+9: 8t + 2s, 8t + 2s + 4 | 8t + 2s + 1, 8t + 2s + 5 of group G (the
-  // K codes' pairs). The rotated q is staged in the scores' space (dead until the scores).
+  // K codes' pairs), hi part in .x, .y and lo part in .z, .w. The rotated q is staged in
+  // the scores' space (dead until the scores).
   {
     float* qs = ss + warp * D;
     float x[NG];
@@ -184,30 +272,25 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
       uint32_t lo[NPT], hi[NPT];
       split_parts<true>(qs[e], qs[e + 4], lo);
       split_parts<true>(qs[e + 1], qs[e + 5], hi);
-#pragma unroll
-      for (int s = 0; s < NPT; ++s) qf[(k * NPT + s) * 32 + 4 * warp + t] = make_uint2(lo[s], hi[s]);
+      qf[k * 32 + 4 * warp + t] = make_uint4(lo[0], hi[0], lo[1], hi[1]);
     }
   }
   // The V ring: stage st holds tiles st*RT .. of code rows, chunk ch of key k at
-  // 16 (ch ^ ((k >> 1) & (CPK - 1))) (the p.v's reads of keys 2t, 2t+1 hit distinct banks),
-  // keys past n zero-filled (p' = 0 there).
+  // 16 (ch ^ ring_swz(k)), keys past n zero-filled (their p' is 0); one 16-byte copy per
+  // thread and stage.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   const int nst = (nt + RT - 1) / RT;
   auto issue = [&](int st, int slot) {
     if (st < nst) {
-      constexpr int CPS = RT * 16 * CPK;
-#pragma unroll
-      for (int q0 = 0; q0 < CPS; q0 += kAttnThreads) {
-        const int qq = q0 + tid;
-        if (CPS % kAttnThreads == 0 || qq < CPS) {
-          const int u = qq / (16 * CPK), key = (qq / CPK) % 16, ch = qq % CPK, kt = st * RT + u;
-          if (kt < nt) {
-            const bool in = kt * 16 + key < n;
-            const uint32_t dst =
-                ring_s + uint32_t(((slot * RT + u) * 16 + key) * RB + ((ch ^ ((key >> 1) & (CPK - 1))) << 4));
-            cp_async16_zfill(dst, vrows[in ? kt * 16 + key : 0] + 16 * ch, in);
-          }
-        }
+      const int u = tid / (16 * CPK), key = (tid / CPK) % 16, ch = tid % CPK, kt = st * RT + u;
+      if (kt < nt) {
+        const bool in = kt * 16 + key < n;
+        const uint32_t dst = ring_s + uint32_t(((slot * RT + u) * 16 + key) * RB + ((ch ^ ring_swz<D>(key)) << 4));
+        const int i = in ? kt * 16 + key : 0;
+        KvPos at;
+        at.page_base = pgb[i];
+        at.slot = pslot[i];
+        cp_async16_zfill(dst, kv_plane_at(vp, at) + 16 * ch, in);
       }
     }
     cp_async_commit();
@@ -216,51 +299,79 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
 #pragma unroll 1
   for (int st = 0; st < RS - 1; ++st) issue(st, st);  // the V ring's first stages, during the scores
 
-  // 1. scores: warp w takes tiles w, w + 8, ..; the next tile's reads go out first.
-  for (int kt = warp; kt < nt; kt += M::NW) {
-    const bool more = kt + M::NW < nt;
-    uint32_t kn[2][NG];
-    SV ksn[2];
-    if (more) k_load(kt + M::NW, kn, ksn);
+  // 1. scores: warp w takes tiles w, w + 8, ..; the next tile's reads go out first (two
+  // tiles per round, so that the buffers swap without copies). Packed (PK): lane (g, t)'s
+  // columns 2t, 2t+1 are hi parts of heads 2t, 2t+1 for t < 2 and lo parts of heads
+  // 2t - 4, 2t - 3 for t >= 2; the two sums meet in one add (lanes t and t ^ 2).
+  // The unscale 2^-shift of lane's heads 2t, 2t+1 (exact; ldexpf where 2^-shift is not a
+  // normal fp32).
+  float qmul[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int sh = qsh[(2 * lt + j) & (PK ? 3 : 7)];
+    qmul[j] = sh <= 126 ? __int_as_float((127 - sh) << 23) : 0.0f;
+  }
+  auto score_tile = [&](int kt, const uint32_t (&kw)[2][NG], const SV (&ks)[2]) {
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int g = 0; g < NG; ++g) {
-      uint32_t a0[4], a1[4];
+    for (int j = 0; j < NG / 2; ++j) {
+      const float2 s0 = q4_scales_f32(sv_word(ks[0], j)), s1 = q4_scales_f32(sv_word(ks[1], j));
 #pragma unroll
-      for (int j = 0; j < 4; ++j) a0[j] = q4x2_to_f16x2(kw[0][g] >> (4 * j)), a1[j] = q4x2_to_f16x2(kw[1][g] >> (4 * j));
-      const float s0 = q4_scale_f32(sv_half(ks[0], g)), s1 = q4_scale_f32(sv_half(ks[1], g));
+      for (int gg = 0; gg < 2; ++gg) {
+        const int g = 2 * j + gg;
+        const float sc0 = gg ? s0.y : s0.x, sc1 = gg ? s1.y : s1.x;
+        uint32_t a0[4], a1[4];
+        q4_word_to_f16x2(kw[0][g], a0);
+        q4_word_to_f16x2(kw[1][g], a1);
 #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const int k = 2 * g + s;
-        const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
-        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int s = 0; s < 2; ++s) {
+          const int k = 2 * g + s;
+          const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
+          float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if constexpr (PK) {
+            uint2 b = qfp[k * 64 + q_lane];
+            if (M::NPU == 1 && lg >= 4) b = make_uint2(0u, 0u);  // the plant: no lo part
+            mma_16816<true>(cc, a, b);
+          } else {
+            const uint4 qv = qf[k * 32 + lane];
 #pragma unroll
-        for (int q3 = M::NPU - 1; q3 >= 0; --q3) mma_16816<true>(cc, a, qf[(k * NPT + q3) * 32 + lane]);
-        acc[0] = fmaf(cc[0], s0, acc[0]);
-        acc[1] = fmaf(cc[1], s0, acc[1]);
-        acc[2] = fmaf(cc[2], s1, acc[2]);
-        acc[3] = fmaf(cc[3], s1, acc[3]);
+            for (int q3 = M::NPU - 1; q3 >= 0; --q3)
+              mma_16816<true>(cc, a, q3 ? make_uint2(qv.z, qv.w) : make_uint2(qv.x, qv.y));
+          }
+          acc[0] = fmaf(cc[0], sc0, acc[0]);
+          acc[1] = fmaf(cc[1], sc0, acc[1]);
+          acc[2] = fmaf(cc[2], sc1, acc[2]);
+          acc[3] = fmaf(cc[3], sc1, acc[3]);
+        }
       }
     }
+    if constexpr (PK)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[e] = acc[e] + __shfl_xor_sync(0xFFFFFFFFu, acc[e], 2);  // hi + lo
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-      if (i < n && h < G) ss[h * S + i] = ldexpf(acc[e], -qsh[h]) * p.scale;
-    }
-    if (more) {
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        ks[rr] = ksn[rr];
-#pragma unroll
-        for (int g = 0; g < NG; ++g) kw[rr][g] = kn[rr][g];
+      if (i < n && h < G) {
+        const float m = qmul[e & 1];
+        ss[h * S + i] = (m != 0.0f ? acc[e] * m : ldexpf(acc[e], -qsh[h])) * p.scale;
       }
     }
+  };
+  for (int kt = warp; kt < nt; kt += 2 * M::NW) {
+    const bool second = kt + M::NW < nt;
+    uint32_t kw2[2][NG];
+    SV ks2[2];
+    if (second) k_load(kt + M::NW, false, kw2, ks2);
+    score_tile(kt, kw, ks);
+    if (kt + 2 * M::NW < nt) k_load(kt + 2 * M::NW, false, kw, ks);
+    if (second) score_tile(kt + M::NW, kw2, ks2);
   }
 
   __syncthreads();
 
-  // 2. softmax of head slot `warp` (the order of the fma kernel); p stays in ss.
+  // 2. softmax of head slot `warp` (the order of the fma kernel); p stays in ss, 0 past n
+  // up to the last tile's end (the p.v reads whole tiles; a head slot >= G is all 0).
   if (warp < G) {
     const WarpSoftmax sx = warp_softmax<false, false>(ss + warp * S, n, lane, nullptr);
     if (lane == 0) {
@@ -269,20 +380,32 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
       pl[pidx] = sx.l;
     }
   }
+  for (int i = (warp < G ? n : 0) + lane; i < nt * 16; i += 32) ss[warp * S + i] = 0.0f;
+  // The V scales of group warp % NG times 2^shift, shift from the chunk's largest V scale of
+  // the group (exact: a power of two), so that p' = p * (scale 2^shift) < 2^15.
+  {
+    constexpr int WPS = M::NW / NG;  // warps per group in this pass
+    const int g = warp % NG;
+    const uint32_t mb = __reduce_max_sync(0xFFFFFFFFu, lane < M::NW ? wm[lane * NG + g] : 0u);
+    const float sc = ldexpf(1.0f, attn_f16_shift(__half2float(__ushort_as_half(uint16_t(mb)))));
+    for (int i = (warp / NG) * 32 + lane; i < nt * 16; i += 32 * WPS) vsf[g * W16 + i] *= sc;
+  }
   __syncthreads();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
 
-  // 3. p.v of element group gv over the key group kg's tiles.
+  // 3. p.v of element group gv over the key group kg's tiles: per tile, lane (g, t) forms
+  // p' = p * (V scale 2^shift) of head g, keys 2t, 2t+1 | 2t+8, 2t+9 (one fp32 product
+  // each) in two fp16 parts, and takes its keys' group-gv codes (16 bits 2 g: elements 4g ..
+  // 4g + 3) from the ring by one transposing ldmatrix (row = key, the group's 16 bytes).
   const int kg = warp / M::WPG, gv = warp % M::WPG;
-  uint32_t vmax_bits = 0;
-#pragma unroll
-  for (int w = 0; w < M::NW; ++w) vmax_bits = max(vmax_bits, wm[w * NG + gv]);
-  const int psh = attn_f16_shift(__half2float(__ushort_as_half(uint16_t(vmax_bits))));
-  const float pscale = ldexpf(1.0f, psh);  // exact: a power of two
-  const float* sp = ss + lg * S;            // head g's p
-  const uint16_t* vs = vsc + gv * W16;      // group gv's V scales
+  const int psh = attn_f16_shift(__half2float(__ushort_as_half(
+      uint16_t(__reduce_max_sync(0xFFFFFFFFu, lane < M::NW ? wm[lane * NG + gv] : 0u)))));
+  const float* sp = ss + (PK ? lg & 3 : lg) * S;  // head g's p (PK: head g % 4)
+  const float* vs = vsf + gv * W16;   // group gv's scaled V scales
+  const int lrow = lane & 15;         // the ldmatrix row (key) this lane addresses
+  const uint32_t lm_off = uint32_t(lrow * RB + ((gv ^ ring_swz<D>(lrow)) << 4));
   float o[2][4];
 #pragma unroll
   for (int j = 0; j < 2; ++j)
@@ -293,42 +416,39 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
     __syncthreads();
     issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
 #pragma unroll
-    for (int u = 0; u < RT; ++u) {
-      const int kt = st * RT + u;
-      if (kt >= nt) break;
-      if (M::KG > 1 && kt % M::KG != kg) continue;
-      // p' of head g, keys kb, kb + 1 | kb + 8, kb + 9 (zero past n and for slots >= G).
-      const int kb = kt * 16 + 2 * lt;
-      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      if (lg < G) {
+    for (int uu = 0; uu < RT / M::KG; ++uu) {
+      const int u = uu * M::KG + kg, kt = st * RT + u;
+      if (kt < nt) {
+        const int kb = kt * 16 + 2 * lt;
         const float2 pa = *reinterpret_cast<const float2*>(sp + kb), pb = *reinterpret_cast<const float2*>(sp + kb + 8);
-        const uint32_t va = *reinterpret_cast<const uint32_t*>(vs + kb), vb = *reinterpret_cast<const uint32_t*>(vs + kb + 8);
-        const float pp[4] = {pa.x, pa.y, pb.x, pb.y};
-        const uint32_t vv[4] = {va & 0xFFFFu, va >> 16, vb & 0xFFFFu, vb >> 16};
+        const float2 va = *reinterpret_cast<const float2*>(vs + kb), vb = *reinterpret_cast<const float2*>(vs + kb + 8);
+        uint32_t lo[NPT], hi[NPT];
+        split_parts<true>(pa.x * va.x, pa.y * va.y, lo);
+        split_parts<true>(pb.x * vb.x, pb.y * vb.y, hi);
+        if constexpr (PK) {  // column g: part g / 4 (the plant: no lo part)
+          const bool lop = lg >= 4;
+          lo[0] = lop ? (M::NPU == 2 ? lo[1] : 0u) : lo[0];
+          hi[0] = lop ? (M::NPU == 2 ? hi[1] : 0u) : hi[0];
+        }
+        uint32_t w01, w89;
+        ldmatrix_x2_trans(w01, w89, ring_s + uint32_t((slot * RT + u) * 16 * RB) + lm_off);
+        uint32_t c01[4], c89[4];
+        q4_word_to_f16x2(w01, c01);
+        q4_word_to_f16x2(w89, c89);
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (kb + (j & 1) + 8 * (j >> 1) < n) x[j] = (pp[j] * q4_scale_f32(vv[j])) * pscale;
-      }
-      uint32_t lo[NPT], hi[NPT];
-      split_parts<true>(x[0], x[1], lo);
-      split_parts<true>(x[2], x[3], hi);
-      // Codes: the 16 bits 2 g of group gv of keys 2t, 2t+1, 2t+8, 2t+9 (elements 4g .. 4g+3).
-      const unsigned char* tb = smb + lay.ring + size_t((slot * RT + u) * 16) * RB + 2 * lg;
-      auto code16 = [&](int key) -> uint32_t {
-        return *reinterpret_cast<const uint16_t*>(tb + key * RB + ((gv ^ ((key >> 1) & (CPK - 1))) << 4));
-      };
-      const uint32_t w01 = code16(2 * lt) | (code16(2 * lt + 1) << 16);
-      const uint32_t w89 = code16(2 * lt + 8) | (code16(2 * lt + 9) << 16);
+        for (int jt = 0; jt < 2; ++jt) {
+          const uint32_t a[4] = {c01[2 * jt], c01[2 * jt + 1], c89[2 * jt], c89[2 * jt + 1]};
+          float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if constexpr (PK) {
+            mma_16816<true>(cc, a, make_uint2(lo[0], hi[0]));
+          } else {
 #pragma unroll
-      for (int jt = 0; jt < 2; ++jt) {
-        const uint32_t a[4] = {q4x2_to_f16x2(w01 >> (8 * jt)), q4x2_to_f16x2(w01 >> (8 * jt + 4)),
-                               q4x2_to_f16x2(w89 >> (8 * jt)), q4x2_to_f16x2(w89 >> (8 * jt + 4))};
-        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int part = M::NPU - 1; part >= 0; --part)
+              mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
+          }
 #pragma unroll
-        for (int part = M::NPU - 1; part >= 0; --part)
-          mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+          for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+        }
       }
     }
   }
@@ -336,7 +456,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
   if constexpr (M::KG == 2) {
     // Group 1 hands its sums to group 0 through q's fragment space (dead since the scores).
     float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
-    static_assert(size_t(KS) * NPT * 32 * 8 >= size_t(M::WPG) * 32 * 2 * 16, "q4 mma partial: exchange space");
+    static_assert(size_t(KS) * 32 * 16 >= size_t(M::WPG) * 32 * 2 * 16, "q4 mma partial: exchange space");
     __syncthreads();
     if (kg == 1)
 #pragma unroll
@@ -351,6 +471,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attent
 #endif
     }
   }
+  // PK: hi + lo (lanes t and t ^ 2), after the key groups' sum.
+  if constexpr (PK)
+#pragma unroll
+    for (int jt = 0; jt < 2; ++jt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[jt][e] = o[jt][e] + __shfl_xor_sync(0xFFFFFFFFu, o[jt][e], 2);
   // c0, c1: heads 2t, 2t+1 of m slot g (element 32 gv + 4 g + 2 jt); c2, c3: of slot g + 8 (+1).
 #pragma unroll
   for (int jt = 0; jt < 2; ++jt)
@@ -373,8 +499,11 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
   size_t smem = 0;
-  if (d == 128) kern = attention_partial_mma_q4_kernel<128>, smem = mma_q4_smem<128>(p.chunk).total;
-  if (d == 256) kern = attention_partial_mma_q4_kernel<256>, smem = mma_q4_smem<256>(p.chunk).total;
+  const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
+  if (d == 128)
+    kern = pk ? attention_partial_mma_q4_kernel<128, true> : attention_partial_mma_q4_kernel<128, false>,
+    smem = mma_q4_smem<128>(p.chunk).total;
+  if (d == 256) kern = attention_partial_mma_q4_kernel<256, false>, smem = mma_q4_smem<256>(p.chunk).total;
   if (!kern)
     return Status::Error("attention (tensor cores): format q4 at head_dim " + std::to_string(d) +
                          " has no tensor-core partial");

@@ -93,8 +93,9 @@ KC_HD constexpr int attn_pv_depth(int w, int d) {
 //    c = 0, then c += mma(K, part) from the last part to hi (m16n8k16, fp32 accumulate),
 //    then s += c in fp32 (q4: s = fmaf(c, the key's scale of the step's group, s), the
 //    group's scale on its partial dot); s = s * scale (fp8: (s * row scale) * scale).
-//  - p.v: p (fp8: p * V row scale; q4: p * the key's V scale of the element group, one
-//    fp32 product each) is split the same way. The chunk's 16-key tiles are dealt to
+//  - p.v: p (fp8: p * V row scale; q4: p * (the key's V scale of the element group times
+//    the group's power of two below), one fp32 product each) is split the same way. The
+//    chunk's 16-key tiles are dealt to
 //    attn_mma_key_groups(d) key groups (tile j to group j % G); group g, for each of its
 //    tiles in key order: c = 0, c += mma(V^T, p part) .. hi, then o_g += c in fp32; with
 //    two groups o = o_0 + o_1 at last.
@@ -141,6 +142,26 @@ KC_HD constexpr int attn_mma_dot_depth(int d, Format f) { return kMmaStepDepth +
 KC_HD constexpr int attn_mma_pv_depth(int w, int d, Format f) {
   const int kg = attn_mma_key_groups(d), tiles = (w + 15) / 16;
   return kMmaStepDepth + attn_mma_split_depth(f) + (tiles + kg - 1) / kg + (kg > 1 ? 1 : 0) + (attn_mma_f16(f) ? 1 : 0);
+}
+// q4 at head_dim 128 with a GQA group of at most 4 q heads (so at most 4 per block; d 256
+// stays unpacked: the contract's d 256 shapes have groups of 6 and 8, so a packed d 256
+// kernel would run unchecked): q's and p's two fp16
+// parts go side by side into the mma's 8 columns (hi of heads 0..3, lo of heads 0..3), one
+// mma per k-step (per tile and m-tile in the p.v) where two run otherwise. Each part's
+// products then sum on their own: per k-step c_part = mma(K, part) from 0, s_part =
+// fmaf(c_part, scale, s_part); per tile c_part = mma(V^T, p' part) from 0, o_part += c_part
+// (the key groups' sum per part), and the parts meet in one fp32 add at the end: s = s_hi +
+// s_lo, o = o_hi + o_lo. The mma steps' error stays < 37 u of sum |a b| over both parts (36
+// u of each part's sum, the lo part's sum at most 2^-11 of the hi's); the final add is one
+// more rounding: depth + 1 in both products.
+KC_HD constexpr bool attn_mma_q4_packed(Format f, int d, int group) {
+  return f == Format::q4 && d == 128 && group <= kAttnHeadsPerBlock / 2;
+}
+KC_HD constexpr int attn_mma_dot_depth(int d, Format f, int group) {
+  return attn_mma_dot_depth(d, f) + (attn_mma_q4_packed(f, d, group) ? 1 : 0);
+}
+KC_HD constexpr int attn_mma_pv_depth(int w, int d, Format f, int group) {
+  return attn_mma_pv_depth(w, d, f) + (attn_mma_q4_packed(f, d, group) ? 1 : 0);
 }
 
 }  // namespace kc

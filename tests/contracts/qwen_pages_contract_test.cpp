@@ -84,6 +84,20 @@ TEST(AttentionArith, TensorCoresForBf16Fp8AndQ4AtHeadDim128And256Only) {  // mxf
   EXPECT_EQ(attn_mma_dot_depth(128, Format::q4), 37 + 4 + 8);
   EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::q4), 37 + 4 + 16 + 1 + 1);
   EXPECT_EQ(attn_mma_pv_depth(512, 256, Format::q4), 37 + 4 + 32 + 1);
+  // q4 with a GQA group of <= 4: both parts in one mma's columns, summed apart and added at
+  // the end (one more rounding in each product); larger groups and other formats as above.
+  EXPECT_TRUE(attn_mma_q4_packed(Format::q4, 128, 4));
+  EXPECT_TRUE(attn_mma_q4_packed(Format::q4, 128, 1));
+  EXPECT_FALSE(attn_mma_q4_packed(Format::q4, 128, 6));
+  EXPECT_FALSE(attn_mma_q4_packed(Format::q4, 256, 4));  // d 256 unpacked (no contract shape would run it)
+  EXPECT_FALSE(attn_mma_q4_packed(Format::fp8, 128, 4));
+  EXPECT_EQ(attn_mma_dot_depth(256, Format::q4, 4), 37 + 4 + 16);
+  EXPECT_EQ(attn_mma_dot_depth(128, Format::q4, 4), 37 + 4 + 8 + 1);
+  EXPECT_EQ(attn_mma_dot_depth(128, Format::q4, 6), 37 + 4 + 8);
+  EXPECT_EQ(attn_mma_dot_depth(256, Format::fp8, 4), 37 + 4 + 16);
+  EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::q4, 4), 37 + 4 + 16 + 1 + 1 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 256, Format::q4, 8), 37 + 4 + 32 + 1);
+  EXPECT_EQ(attn_mma_pv_depth(512, 128, Format::bf16, 2), 37 + 16 + 1);
 }
 
 // fp16 round to nearest even in float64 (11 significant bits, subnormal step 2^-24, no

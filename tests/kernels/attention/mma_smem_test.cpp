@@ -68,12 +68,14 @@ void check_q4_widths() {
     ASSERT_EQ(m.ss_stride % 32, 8);  // (head g, keys 2t, 2t+1) 8-byte reads: distinct banks
     ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * std::max(m.ss_stride, D));
     ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * D);  // q's staging
+    ASSERT_GE(m.vsc - m.qf, size_t(D / 16) * 32 * 16);  // q's fragments, both parts
     ASSERT_GE(m.vsc - m.qf, size_t(attn_mma_key_groups(D) == 2 ? 4 : 0) * 32 * 2 * 16);  // exchange
-    ASSERT_GE(m.vrows - m.vsc, size_t(D / 32) * m.w16 * 2);
+    ASSERT_GE(m.pgb - m.vsc, size_t(D / 32) * m.w16 * 4);  // fp32 scales
     ASSERT_GE(m.w16, w);
-    ASSERT_GE(m.wm - m.vrows, size_t(m.w16) * 8);
+    ASSERT_GE(m.slot - m.pgb, size_t(m.w16) * 8);
+    ASSERT_GE(m.wm - m.slot, size_t(m.w16) * 4);
     ASSERT_LE(m.qsh, m.total);
-    for (size_t off : {m.ss, m.qf, m.vsc, m.vrows, m.wm}) ASSERT_EQ(off % 16, 0u);
+    for (size_t off : {m.ss, m.qf, m.vsc, m.pgb, m.slot, m.wm}) ASSERT_EQ(off % 16, 0u);
     ASSERT_LE(m.total, kMaxSmemPerBlock);
   }
   const size_t per_block = mma_q4_smem<D>(512).total + kReservedPerBlock;
