@@ -29,6 +29,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -198,11 +202,133 @@ __global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvVie
   }
 }
 
+// ---- the previous kernel (d4bdbb2), for the A/B measurement only (KC_MOVES_VARIANT=0) ----
+constexpr int kRopeStageFloatsV0 = 16384;
+constexpr int kRopeLoadsV0 = 8;
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel_v0(const KvView* views, RopeParams p,
+                                                                      const RopeRow* rows, const float* q,
+                                                                      const float* k, const float* vin, float* q_out,
+                                                                      int ws) {
+  extern __shared__ __align__(16) float xs[];  // [stage slots][D] inputs of the staged head slots
+  __shared__ float tc[kMaxHeadDim / 2], tsn[kMaxHeadDim / 2];
+  constexpr int NT = D / 32, D4 = D / 4;  // elements per lane; float4s per slot row (ws: slots per stage)
+  const int hkv = views[0].lay.kv_heads;
+  if (!q) p.q_heads = 0;  // no queries: store k and v only
+  const int slots = p.q_heads + 2 * hkv;
+  const int r = blockIdx.x, tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const RopeRow row = rows[r];
+  const KvView v = views[row.lane];
+  const int h2 = p.rot_dims / 2;
+  // The 16-byte word e of slot hs's input row.
+  auto src4 = [&](int hs, int e) -> const float4* {
+    const float* x = hs < p.q_heads         ? q + (size_t(r) * p.q_heads + hs) * D
+                     : hs < p.q_heads + hkv ? k + (size_t(r) * hkv + hs - p.q_heads) * D
+                                            : vin + (size_t(r) * hkv + hs - p.q_heads - hkv) * D;
+    return reinterpret_cast<const float4*>(x) + e;
+  };
+  for (int s0 = 0; s0 < slots; s0 += ws) {
+    const int n4 = min(ws, slots - s0) * D4;
+    for (int b = 0; b < n4; b += kRopeLoadsV0 * kRopeThreads) {
+      float4 t[kRopeLoadsV0];
+#pragma unroll
+      for (int u = 0; u < kRopeLoadsV0; ++u) {
+        const int i = b + u * kRopeThreads + tid;
+        if (i < n4) t[u] = __ldg(src4(s0 + i / D4, i % D4));
+      }
+      if (s0 == 0 && b == 0)  // the table, while the first loads are in flight
+        for (int i = tid; i < h2; i += kRopeThreads) rope_cos_sin(row.pos, i, p.rot_dims, p.base, &tc[i], &tsn[i]);
+#pragma unroll
+      for (int u = 0; u < kRopeLoadsV0; ++u) {
+        const int i = b + u * kRopeThreads + tid;
+        if (i < n4) reinterpret_cast<float4*>(xs)[i] = t[u];
+      }
+    }
+    __syncthreads();
+    for (int hs = s0 + warp; hs < s0 + min(ws, slots - s0); hs += kRopeThreads / 32) {
+      const float* x = xs + (hs - s0) * D;
+      const bool rotate = hs < p.q_heads + hkv;  // V is stored unrotated
+      float y[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int j = lane + 32 * t;
+        if (!rotate || j >= p.rot_dims) {
+          y[t] = x[j];
+        } else {
+          const int i = j < h2 ? j : j - h2;
+          const float c = tc[i], s = tsn[i];
+          y[t] = j < h2 ? x[j] * c - x[j + h2] * s : x[j] * c + x[i] * s;
+        }
+      }
+      if (hs < p.q_heads) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) q_out[(size_t(r) * p.q_heads + hs) * D + lane + 32 * t] = y[t];
+      } else {
+        const int kv = hs < p.q_heads + hkv ? 0 : 1;
+        const int head = hs - p.q_heads - kv * hkv;
+        // The format's store (Codec<F>::store_warp): the twin's encode_row bytes.
+        Codec<F>::store_warp(v, RowRef{row.lane, p.layer, kv, head, row.slot}, y, NT, lane);
+      }
+    }
+    __syncthreads();  // the stage is read before the next one overwrites it
+  }
+}
+
+// Blocks per SM of a kernel at a dynamic shared size, per device: asked once (the launch
+// path stays free of the occupancy query), the shared-memory limit raised at the same time.
+struct RopeOcc {
+  const void* kern;
+  int dev;
+  size_t smem;
+  int per_sm;
+};
+static Status rope_blocks_per_sm(const void* kern, size_t smem, int* per_sm, int* sms) {
+  static std::mutex mu;
+  static std::vector<RopeOcc> known;
+  int dev = 0;
+  KC_CUDA_TRY(cudaGetDevice(&dev));
+  KC_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  std::lock_guard<std::mutex> lock(mu);
+  for (const RopeOcc& o : known)
+    if (o.kern == kern && o.dev == dev && o.smem == smem) {
+      *per_sm = o.per_sm;
+      return Status::Ok();
+    }
+  // Dynamic plus static shared memory may pass 48 KiB: the limit goes up to the dynamic size.
+  KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern, kRopeThreads, smem));
+  if (*per_sm < 1) return Status::Error("rope_store: the kernel does not fit on an SM");
+  known.push_back({kern, dev, smem, *per_sm});
+  return Status::Ok();
+}
+
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
   if ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15u)
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are copied 16 bytes at a time)");
+  static const char* variant = std::getenv("KC_MOVES_VARIANT");
+  if (variant && std::strcmp(variant, "0") == 0) {  // the previous kernel (A/B measurement only)
+    const int slots = (q ? p.q_heads : 0) + 2 * hkv;
+    const int ws = std::min(slots, kRopeStageFloatsV0 / d);
+    const size_t stage = size_t(ws) * d * sizeof(float);
+    void (*kern)(const KvView*, RopeParams, const RopeRow*, const float*, const float*, const float*, float*, int) =
+        nullptr;
+    with_format(fmt, [&](auto codec) {
+      constexpr Format F = decltype(codec)::kFormat;
+      switch (d) {
+        case 32: kern = rope_store_kernel_v0<32, F>; break;
+        case 64: kern = rope_store_kernel_v0<64, F>; break;
+        case 128: kern = rope_store_kernel_v0<128, F>; break;
+        case 256: kern = rope_store_kernel_v0<256, F>; break;
+      }
+    });
+    if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
+    if (stage > 48 * 1024) KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(stage)));
+    kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
+    KC_LAUNCH_CHECK("rope_store_kernel");
+    return Status::Ok();
+  }
   void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*,
                int) = nullptr;
   with_format(fmt, [&](auto codec) {
@@ -219,12 +345,9 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
   const int ws = std::min(slots, kRopeBufFloats / d);
   const size_t smem = 2 * size_t(ws) * d * sizeof(float);
-  if (smem > 48 * 1024) KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  int dev = 0, sms = 0, per_sm = 0;
-  KC_CUDA_TRY(cudaGetDevice(&dev));
-  KC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kRopeThreads, smem));
-  const int grid = std::min<int64_t>(n, int64_t(std::max(per_sm, 1)) * sms);
+  int per_sm = 0, sms = 0;
+  KC_RETURN_IF_ERROR(rope_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, &per_sm, &sms));
+  const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
   kern<<<unsigned(grid), kRopeThreads, smem, s>>>(views, p, rows, n, q, k, v, q_out, ws);
   KC_LAUNCH_CHECK("rope_store_kernel");
   return Status::Ok();
