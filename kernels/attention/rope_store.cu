@@ -1,36 +1,45 @@
-// Rope store kernel. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
-// bench: bench rope-store.
+// Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
+// bench: bench rope-store. launch_rope_store picks one by format (measured on the H200,
+// bench rope-store, commit 4137649; reports/h200/issue20-moves.md):
 //
-// rope_store_kernel: persistent blocks of 256 threads (as many as fit on the device, at
-//   most one per row); block b takes rows b, b + grid, .. . A row's work is its head slots:
-//   its q heads, then its kv heads' K, then their V, staged up to ws slots at a time (one
-//   stage per row when the row fits: 48 slots of d 128 do). Each stage (an item) comes from
-//   global memory into one of two shared buffers by cp.async (16 bytes a copy), the next
-//   item's copy in flight while the block works on this one. In the stage, the eight 16-byte
-//   words of each group of 32 floats are permuted (word w at w ^ (group index & 7), the
-//   group index counting over the stage's slot rows), so eight threads that each read a word
-//   of their own group hit distinct banks, and a warp over one group's 32 elements too. Per item:
+// rope_store_kernel (bf16, fp8, mxfp4): block per row, 256 threads (8 warps). Head slots are the row's q
+//   heads, then its kv heads' K, then their V. The row's cos / sin table (rope_cos_sin for
+//   pairs 0 .. rot_dims / 2 - 1: float64 angle from the row's logical pos, rounded once to
+//   fp32) is computed once per row into shared memory, while the row's inputs (fp32 q, k,
+//   v rows of the head slots, up to kRopeStageFloats at a time) come into shared memory
+//   with 16-byte loads, several in flight per thread. Then warp w takes slots w, w + 8, ..:
+//   q and k are rotated (neox pairing over the first rot_dims dims: the same expressions
+//   as the twin's, c and s from the table), q goes to q_out [n][Hq][d] fp32, K and V (V
+//   unrotated) are stored at the row's slot through kv_row in the cache format by its
+//   Codec<F>::store_warp (codecs/: bf16 RNE; the fp8 and mxfp4 row rules over the
+//   rotated values, the bytes of their encode_row). 0.70-0.78 (bf16) and 0.60-0.66 (fp8) of
+//   the copy ceiling from 64 MiB up; rope_store_q4_kernel's scheme with store_warp gave
+//   0.68-0.74 and 0.57-0.60 in the same run.
+//
+// rope_store_q4_kernel (q4): persistent blocks of 256 threads (as many as fit on the device,
+//   at most one per row); block b takes rows b, b + grid, .. . A row's head slots (the same
+//   order) are staged up to ws at a time (one stage per row when the row fits: 48 slots of
+//   d 128 do). Each stage (an item) comes from global memory into one of two shared buffers
+//   by cp.async (16 bytes a copy), the next item's copy in flight while the block works on
+//   this one. In the stage, the eight 16-byte words of each group of 32 floats are permuted
+//   (word w at w ^ (group index & 7), the group index counting over the stage's slot rows),
+//   so eight threads that each read a word of their own group hit distinct banks, and a warp
+//   over one group's 32 elements too. Per item:
 //   - the row's cos / sin table (rope_cos_sin_theta for pairs 0 .. rot_dims / 2 - 1: float64
 //     angle pos * theta_i, rounded once to fp32; theta_i = rope_theta once per block),
-//   - rotation (neox pairing over the first rot_dims dims, the twin's expressions with fp32
-//     products and sums rounded one by one: no contraction into fmas): warp w takes the
-//     stage's q and K slots w, w + 8, ..; q goes to q_out [n][Hq][d] fp32, K is rotated in
-//     place in the stage,
-//   - the stores of K and V (V unrotated) at the row's slot through kv_row / kv_scale, the
-//     bytes of the format's encode_row: q4 by a thread per group of 32 (q4_store_group
-//     below: the twin's q4_encode_group helpers, 16 code bytes in one store), bf16, fp8 and
-//     mxfp4 by a warp per row (Codec<F>::store_warp, element lane + 32 t in y[t]).
-//   (Before: a block per row, staging then working with nothing in flight, the float64 pow
-//   of every pair recomputed per row, and q4's store by shuffles over a warp per row (five
-//   butterfly stages and the amax reduction as shuffles, the scale per lane): 0.70-0.78
-//   (bf16), 0.60-0.64 (fp8), 0.42-0.44 (q4) of the copy ceiling. Before that, a warp per
-//   (row, slot) computing its own float64 angles per element.)
+//   - rotation (the twin's expressions with fp32 products and sums rounded one by one: no
+//     contraction into fmas): warp w takes the stage's q and K slots w, w + 8, ..; q goes to
+//     q_out, K is rotated in place in the stage,
+//   - the stores of K and V (V unrotated) at the row's slot through kv_row / kv_scale by a
+//     thread per group of 32 (q4_store_group below: q4_encode_group's helpers, so the bytes
+//     of the twin's encode_row; 16 code bytes in one store).
+//   0.55-0.59 of the copy ceiling from 64 MiB up, where rope_store_kernel's q4 store (a warp
+//   per row: the five butterfly stages and the amax reduction as shuffles, the scale per
+//   lane) gave 0.41-0.45.
 // Every address comes from kv_row / kv_scale; no stride arithmetic here.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -40,9 +49,85 @@
 namespace kc {
 
 constexpr int kRopeThreads = 256;
-constexpr int kRopeBufFloats = 8192;  // one stage buffer (32 KiB; two per block): 64 slots of d 128
+constexpr int kRopeStageFloats = 16384;  // rope_store_kernel: 64 KiB, the head slots staged at a time (all of them up to 64 at d 256)
+constexpr int kRopeLoads = 8;            // rope_store_kernel: 16-byte loads in flight per thread while staging
+constexpr int kRopeBufFloats = 8192;     // rope_store_q4_kernel: one stage buffer (32 KiB; two per block): 64 slots of d 128
+constexpr size_t kRopeQ4SmemMax = 2 * size_t(kRopeBufFloats) * sizeof(float);
 
-// Element j of stage slot row ls (head_dim D): its group's words permuted by the group index.
+// One instantiation per head_dim and format: the row in registers (y[D / 32]) and the one
+// format's store compiled in (a runtime head_dim kept y in local memory, and the four
+// formats' stores in one kernel took 80 registers: 3 blocks per SM).
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvView* views, RopeParams p,
+                                                                      const RopeRow* rows, const float* q,
+                                                                      const float* k, const float* vin, float* q_out,
+                                                                      int ws) {
+  extern __shared__ __align__(16) float xs[];  // [stage slots][D] inputs of the staged head slots
+  __shared__ float tc[kMaxHeadDim / 2], tsn[kMaxHeadDim / 2];
+  constexpr int NT = D / 32, D4 = D / 4;  // elements per lane; float4s per slot row (ws: slots per stage)
+  const int hkv = views[0].lay.kv_heads;
+  if (!q) p.q_heads = 0;  // no queries: store k and v only
+  const int slots = p.q_heads + 2 * hkv;
+  const int r = blockIdx.x, tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const RopeRow row = rows[r];
+  const KvView v = views[row.lane];
+  const int h2 = p.rot_dims / 2;
+  // The 16-byte word e of slot hs's input row.
+  auto src4 = [&](int hs, int e) -> const float4* {
+    const float* x = hs < p.q_heads         ? q + (size_t(r) * p.q_heads + hs) * D
+                     : hs < p.q_heads + hkv ? k + (size_t(r) * hkv + hs - p.q_heads) * D
+                                            : vin + (size_t(r) * hkv + hs - p.q_heads - hkv) * D;
+    return reinterpret_cast<const float4*>(x) + e;
+  };
+  for (int s0 = 0; s0 < slots; s0 += ws) {
+    const int n4 = min(ws, slots - s0) * D4;
+    for (int b = 0; b < n4; b += kRopeLoads * kRopeThreads) {
+      float4 t[kRopeLoads];
+#pragma unroll
+      for (int u = 0; u < kRopeLoads; ++u) {
+        const int i = b + u * kRopeThreads + tid;
+        if (i < n4) t[u] = __ldg(src4(s0 + i / D4, i % D4));
+      }
+      if (s0 == 0 && b == 0)  // the table, while the first loads are in flight
+        for (int i = tid; i < h2; i += kRopeThreads) rope_cos_sin(row.pos, i, p.rot_dims, p.base, &tc[i], &tsn[i]);
+#pragma unroll
+      for (int u = 0; u < kRopeLoads; ++u) {
+        const int i = b + u * kRopeThreads + tid;
+        if (i < n4) reinterpret_cast<float4*>(xs)[i] = t[u];
+      }
+    }
+    __syncthreads();
+    for (int hs = s0 + warp; hs < s0 + min(ws, slots - s0); hs += kRopeThreads / 32) {
+      const float* x = xs + (hs - s0) * D;
+      const bool rotate = hs < p.q_heads + hkv;  // V is stored unrotated
+      float y[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int j = lane + 32 * t;
+        if (!rotate || j >= p.rot_dims) {
+          y[t] = x[j];
+        } else {
+          const int i = j < h2 ? j : j - h2;
+          const float c = tc[i], s = tsn[i];
+          y[t] = j < h2 ? x[j] * c - x[j + h2] * s : x[j] * c + x[i] * s;
+        }
+      }
+      if (hs < p.q_heads) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) q_out[(size_t(r) * p.q_heads + hs) * D + lane + 32 * t] = y[t];
+      } else {
+        const int kv = hs < p.q_heads + hkv ? 0 : 1;
+        const int head = hs - p.q_heads - kv * hkv;
+        // The format's store (Codec<F>::store_warp): the twin's encode_row bytes.
+        Codec<F>::store_warp(v, RowRef{row.lane, p.layer, kv, head, row.slot}, y, NT, lane);
+      }
+    }
+    __syncthreads();  // the stage is read before the next one overwrites it
+  }
+}
+
+// rope_store_q4_kernel's stage: element j of slot row ls (head_dim D), its group's words
+// permuted by the group index.
 template <int D>
 __device__ __forceinline__ int rope_ix(int ls, int j) {
   const int key = (ls * (D / 32) + (j >> 5)) & 7;
@@ -110,16 +195,16 @@ __device__ void q4_store_group(const float* yg, int key, uint8_t* codes16, uint8
   }
 }
 
-// One instantiation per head_dim and format (y[] in registers, the one format's store).
-template <int D, Format F>
-__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvView* views, RopeParams p,
+// One instantiation per head_dim.
+template <int D>
+__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_q4_kernel(const KvView* views, RopeParams p,
                                                                       const RopeRow* rows, int n, const float* q,
                                                                       const float* k, const float* vin, float* q_out,
                                                                       int ws) {
   extern __shared__ __align__(16) float xs[];  // two stages of ws slot rows of D floats
   __shared__ double th[kMaxHeadDim / 2];
   __shared__ float tc[kMaxHeadDim / 2], tsn[kMaxHeadDim / 2];
-  constexpr int D4 = D / 4, NT = D / 32, G = D / 32;
+  constexpr int D4 = D / 4, G = D / 32;
   const int hkv = views[0].lay.kv_heads;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int slots = p.q_heads + 2 * hkv, nst = (slots + ws - 1) / ws;
@@ -178,126 +263,49 @@ __global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvVie
       }
     }
     __syncthreads();
-    // K and V: local slots kv0 .. cnt - 1.
+    // K and V: local slots kv0 .. cnt - 1, a thread per group of 32.
     const int kv0 = max(0, min(cnt, p.q_heads - s0));
-    if constexpr (F == Format::q4) {
-      for (int t = tid; t < (cnt - kv0) * G; t += kRopeThreads) {
-        const int ls = kv0 + t / G, g = t % G, hs = s0 + ls;
-        const int kv = hs < p.q_heads + hkv ? 0 : 1, head = hs - p.q_heads - kv * hkv;
-        q4_store_group(buf + ls * D + 32 * g, (ls * G + g) & 7, kv_row(v, p.layer, kv, head, row.slot) + 16 * g,
-                       kv_scale(v, p.layer, kv, head, row.slot) + 2 * g);
-      }
-    } else {
-      for (int ls = kv0 + warp; ls < cnt; ls += kRopeThreads / 32) {
-        const int hs = s0 + ls;
-        const int kv = hs < p.q_heads + hkv ? 0 : 1, head = hs - p.q_heads - kv * hkv;
-        float y[NT];
-#pragma unroll
-        for (int t = 0; t < NT; ++t) y[t] = buf[rope_ix<D>(ls, lane + 32 * t)];
-        // The format's store (Codec<F>::store_warp): the twin's encode_row bytes.
-        Codec<F>::store_warp(v, RowRef{row.lane, p.layer, kv, head, row.slot}, y, NT, lane);
-      }
+    for (int t = tid; t < (cnt - kv0) * G; t += kRopeThreads) {
+      const int ls = kv0 + t / G, g = t % G, hs = s0 + ls;
+      const int kv = hs < p.q_heads + hkv ? 0 : 1, head = hs - p.q_heads - kv * hkv;
+      q4_store_group(buf + ls * D + 32 * g, (ls * G + g) & 7, kv_row(v, p.layer, kv, head, row.slot) + 16 * g,
+                     kv_scale(v, p.layer, kv, head, row.slot) + 2 * g);
     }
     __syncthreads();  // the stage is read before a later copy overwrites it
   }
 }
 
-// ---- the previous kernel (d4bdbb2), for the A/B measurement only (KC_MOVES_VARIANT=0) ----
-constexpr int kRopeStageFloatsV0 = 16384;
-constexpr int kRopeLoadsV0 = 8;
-template <int D, Format F>
-__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel_v0(const KvView* views, RopeParams p,
-                                                                      const RopeRow* rows, const float* q,
-                                                                      const float* k, const float* vin, float* q_out,
-                                                                      int ws) {
-  extern __shared__ __align__(16) float xs[];  // [stage slots][D] inputs of the staged head slots
-  __shared__ float tc[kMaxHeadDim / 2], tsn[kMaxHeadDim / 2];
-  constexpr int NT = D / 32, D4 = D / 4;  // elements per lane; float4s per slot row (ws: slots per stage)
-  const int hkv = views[0].lay.kv_heads;
-  if (!q) p.q_heads = 0;  // no queries: store k and v only
-  const int slots = p.q_heads + 2 * hkv;
-  const int r = blockIdx.x, tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const RopeRow row = rows[r];
-  const KvView v = views[row.lane];
-  const int h2 = p.rot_dims / 2;
-  // The 16-byte word e of slot hs's input row.
-  auto src4 = [&](int hs, int e) -> const float4* {
-    const float* x = hs < p.q_heads         ? q + (size_t(r) * p.q_heads + hs) * D
-                     : hs < p.q_heads + hkv ? k + (size_t(r) * hkv + hs - p.q_heads) * D
-                                            : vin + (size_t(r) * hkv + hs - p.q_heads - hkv) * D;
-    return reinterpret_cast<const float4*>(x) + e;
-  };
-  for (int s0 = 0; s0 < slots; s0 += ws) {
-    const int n4 = min(ws, slots - s0) * D4;
-    for (int b = 0; b < n4; b += kRopeLoadsV0 * kRopeThreads) {
-      float4 t[kRopeLoadsV0];
-#pragma unroll
-      for (int u = 0; u < kRopeLoadsV0; ++u) {
-        const int i = b + u * kRopeThreads + tid;
-        if (i < n4) t[u] = __ldg(src4(s0 + i / D4, i % D4));
-      }
-      if (s0 == 0 && b == 0)  // the table, while the first loads are in flight
-        for (int i = tid; i < h2; i += kRopeThreads) rope_cos_sin(row.pos, i, p.rot_dims, p.base, &tc[i], &tsn[i]);
-#pragma unroll
-      for (int u = 0; u < kRopeLoadsV0; ++u) {
-        const int i = b + u * kRopeThreads + tid;
-        if (i < n4) reinterpret_cast<float4*>(xs)[i] = t[u];
-      }
-    }
-    __syncthreads();
-    for (int hs = s0 + warp; hs < s0 + min(ws, slots - s0); hs += kRopeThreads / 32) {
-      const float* x = xs + (hs - s0) * D;
-      const bool rotate = hs < p.q_heads + hkv;  // V is stored unrotated
-      float y[NT];
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int j = lane + 32 * t;
-        if (!rotate || j >= p.rot_dims) {
-          y[t] = x[j];
-        } else {
-          const int i = j < h2 ? j : j - h2;
-          const float c = tc[i], s = tsn[i];
-          y[t] = j < h2 ? x[j] * c - x[j + h2] * s : x[j] * c + x[i] * s;
-        }
-      }
-      if (hs < p.q_heads) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) q_out[(size_t(r) * p.q_heads + hs) * D + lane + 32 * t] = y[t];
-      } else {
-        const int kv = hs < p.q_heads + hkv ? 0 : 1;
-        const int head = hs - p.q_heads - kv * hkv;
-        // The format's store (Codec<F>::store_warp): the twin's encode_row bytes.
-        Codec<F>::store_warp(v, RowRef{row.lane, p.layer, kv, head, row.slot}, y, NT, lane);
-      }
-    }
-    __syncthreads();  // the stage is read before the next one overwrites it
-  }
-}
-
-// Blocks per SM of a kernel at a dynamic shared size, per device: asked once (the launch
-// path stays free of the occupancy query), the shared-memory limit raised at the same time.
+// Blocks per SM of rope_store_q4_kernel<D> at a dynamic shared size, per device: asked once
+// (the launch path stays free of the occupancy query). The kernel's dynamic shared limit is
+// raised once to the most any launch asks (kRopeQ4SmemMax), never lowered.
 struct RopeOcc {
   const void* kern;
   int dev;
   size_t smem;
   int per_sm;
 };
-static Status rope_blocks_per_sm(const void* kern, size_t smem, int* per_sm, int* sms) {
+static Status rope_q4_blocks_per_sm(const void* kern, size_t smem, int* per_sm, int* sms) {
   static std::mutex mu;
-  static std::vector<RopeOcc> known;
+  static std::vector<RopeOcc> known;  // smem 0: the limit is raised on that device
   int dev = 0;
   KC_CUDA_TRY(cudaGetDevice(&dev));
   KC_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
   std::lock_guard<std::mutex> lock(mu);
-  for (const RopeOcc& o : known)
-    if (o.kern == kern && o.dev == dev && o.smem == smem) {
+  bool raised = false;
+  for (const RopeOcc& o : known) {
+    if (o.kern != kern || o.dev != dev) continue;
+    raised = raised || o.smem == 0;
+    if (o.smem == smem && smem != 0) {
       *per_sm = o.per_sm;
       return Status::Ok();
     }
-  // Dynamic plus static shared memory may pass 48 KiB: the limit goes up to the dynamic size.
-  KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  }
+  if (!raised) {
+    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kRopeQ4SmemMax)));
+    known.push_back({kern, dev, 0, 0});
+  }
   KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern, kRopeThreads, smem));
-  if (*per_sm < 1) return Status::Error("rope_store: the kernel does not fit on an SM");
+  if (*per_sm < 1) return Status::Error("rope_store: the q4 kernel does not fit on an SM");
   known.push_back({kern, dev, smem, *per_sm});
   return Status::Ok();
 }
@@ -306,49 +314,47 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
   if ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15u)
-    return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are copied 16 bytes at a time)");
-  static const char* variant = std::getenv("KC_MOVES_VARIANT");
-  if (variant && std::strcmp(variant, "0") == 0) {  // the previous kernel (A/B measurement only)
-    const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-    const int ws = std::min(slots, kRopeStageFloatsV0 / d);
-    const size_t stage = size_t(ws) * d * sizeof(float);
-    void (*kern)(const KvView*, RopeParams, const RopeRow*, const float*, const float*, const float*, float*, int) =
-        nullptr;
-    with_format(fmt, [&](auto codec) {
-      constexpr Format F = decltype(codec)::kFormat;
-      switch (d) {
-        case 32: kern = rope_store_kernel_v0<32, F>; break;
-        case 64: kern = rope_store_kernel_v0<64, F>; break;
-        case 128: kern = rope_store_kernel_v0<128, F>; break;
-        case 256: kern = rope_store_kernel_v0<256, F>; break;
-      }
-    });
+    return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
+  const int slots = (q ? p.q_heads : 0) + 2 * hkv;
+  if (fmt == Format::q4) {
+    void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*,
+                 int) = nullptr;
+    switch (d) {
+      case 32: kern = rope_store_q4_kernel<32>; break;
+      case 64: kern = rope_store_q4_kernel<64>; break;
+      case 128: kern = rope_store_q4_kernel<128>; break;
+      case 256: kern = rope_store_q4_kernel<256>; break;
+    }
     if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
-    if (stage > 48 * 1024) KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(stage)));
-    kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
-    KC_LAUNCH_CHECK("rope_store_kernel");
+    // The stages: every head slot of a row when they fit a buffer (kRopeBufFloats), two buffers.
+    const int ws = std::min(slots, kRopeBufFloats / d);
+    const size_t smem = 2 * size_t(ws) * d * sizeof(float);
+    int per_sm = 0, sms = 0;
+    KC_RETURN_IF_ERROR(rope_q4_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, &per_sm, &sms));
+    const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
+    kern<<<unsigned(grid), kRopeThreads, smem, s>>>(views, p, rows, n, q, k, v, q_out, ws);
+    KC_LAUNCH_CHECK("rope_store_q4_kernel");
     return Status::Ok();
   }
-  void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*,
-               int) = nullptr;
+  // The stage: every head slot of a row, up to kRopeStageFloats floats.
+  const int ws = std::min(slots, kRopeStageFloats / d);
+  const size_t stage = size_t(ws) * d * sizeof(float);
+  void (*kern)(const KvView*, RopeParams, const RopeRow*, const float*, const float*, const float*, float*, int) =
+      nullptr;
   with_format(fmt, [&](auto codec) {
     constexpr Format F = decltype(codec)::kFormat;
-    switch (d) {
-      case 32: kern = rope_store_kernel<32, F>; break;
-      case 64: kern = rope_store_kernel<64, F>; break;
-      case 128: kern = rope_store_kernel<128, F>; break;
-      case 256: kern = rope_store_kernel<256, F>; break;
+    if constexpr (F != Format::q4) {
+      switch (d) {
+        case 32: kern = rope_store_kernel<32, F>; break;
+        case 64: kern = rope_store_kernel<64, F>; break;
+        case 128: kern = rope_store_kernel<128, F>; break;
+        case 256: kern = rope_store_kernel<256, F>; break;
+      }
     }
   });
   if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
-  // The stages: every head slot of a row when they fit a buffer (kRopeBufFloats), two buffers.
-  const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  const int ws = std::min(slots, kRopeBufFloats / d);
-  const size_t smem = 2 * size_t(ws) * d * sizeof(float);
-  int per_sm = 0, sms = 0;
-  KC_RETURN_IF_ERROR(rope_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, &per_sm, &sms));
-  const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
-  kern<<<unsigned(grid), kRopeThreads, smem, s>>>(views, p, rows, n, q, k, v, q_out, ws);
+  if (stage > 48 * 1024) KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(stage)));
+  kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
   KC_LAUNCH_CHECK("rope_store_kernel");
   return Status::Ok();
 }
