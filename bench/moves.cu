@@ -240,7 +240,7 @@ Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, Move
     KC_LAUNCH_CHECK("keep_reference_kernel");
     return Status::Ok();
   };
-  auto launch = [&]() { return launch_keep(A.dviews.get(), fields, dm.get(), doff.get(), c.lanes, cudaStream_t(0)); };
+  auto launch = [&]() { return launch_keep(A.dviews.get(), lay, dm.get(), doff.get(), c.lanes, cudaStream_t(0)); };
   KC_RETURN_IF_ERROR(reference());
   KC_RETURN_IF_ERROR(launch());
   unsigned long long diff = 1;

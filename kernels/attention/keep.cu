@@ -1,24 +1,35 @@
 // Compaction (keep) kernel. Host twin: keep_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench compact.
 //
-// keep_kernel: block (field, lane), 256 threads. The lane's moves run in batches: the
-//   block reads the source rows of a batch (each row in pieces of W bytes, W the widest of
-//   16, 8, 4, 2, 1 that every row address of the field allows; kKeepLoads pieces in flight
-//   per thread), a barrier, writes them to their destinations, then the next batch.
+// Two kernels, one chosen per cache layout by launch_keep (measured on the H200, bench
+// compact, commit 4137649, reports/h200/issue20-moves.md):
+//   keep_kernel<128, 8>  layouts without scale planes (bf16): 128 threads, 8 blocks per SM,
+//                        so the (field, lane) blocks of a bench-sized keep run in about one
+//                        wave; 0.85-0.99 of the copy ceiling from 64 MiB up (0.74-0.85 with
+//                        the 256-thread kernel in the same run).
+//   keep_kernel_wide     layouts with scale planes (fp8, q4, mxfp4): 256 threads, 3 blocks
+//                        per SM (the kernel of d4bdbb2); 0.63-0.75 (fp8), 0.62-0.69 (q4), where
+//                        the 128-thread kernel gave 0.59-0.75 and 0.55-0.66.
+// Both: block (field, lane group). The lane's moves run in batches: the block reads the
+//   source rows of a batch (each row in pieces of W bytes, W the widest of 16, 8, 4, 2, 1
+//   that every row address of the field allows; kKeepLoads pieces in flight per thread), a
+//   barrier, writes them to their destinations, then the next batch.
 //   This equals sequential in-order moves: a lane's moves ascend in src and in dst, with
 //   dst < src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for
 //   i < j); a later move may write the row an earlier one reads (dst_j == src_i, j > i),
 //   and every read of a batch comes before the batch's writes and every later batch's
 //   (the barrier of the next batch). Every declared field (codes and scales) moves; addresses come from kv_plane.
-//   (Before: a barrier after every move, and one byte per thread per move: 128 B to 512 B
-//   rows kept a block's threads idle; bench compact measures the kernel.)
+//   keep_kernel keeps its pieces' destination positions, not addresses, across the barrier,
+//   and each W's loop is its own function (64 registers without spills).
+// Tried (reports/h200/issue20-moves.md): a warp per (lane, field, 64-byte column) with no
+// block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42 (q4), slower than either;
+// 64-thread blocks, 16 per SM: 0.66-0.79 (bf16).
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
 
 namespace kc {
 
-constexpr int kKeepThreads = 256;
 constexpr int kKeepLoads = 8;  // pieces in flight per thread
 
 template <int W>
@@ -30,49 +41,49 @@ template <> struct KeepPiece<2> { using T = uint16_t; };
 template <> struct KeepPiece<1> { using T = uint8_t; };
 
 // The moves [i0, i1) of one plane. Thread tid takes piece tid % per of moves tid / per,
-// + kKeepThreads / per, .. (per = pieces per row, a power of two up to kKeepThreads: every
-// row width is one), kKeepLoads of them per batch: consecutive threads, consecutive
-// pieces of a row and then the next row. One barrier per batch, between its reads and its
-// writes: a batch's writes never reach a later batch's reads (no move reads a row an
-// earlier move wrote), and every thread's reads of batch b precede the barrier of batch
-// b + 1, so every later write too.
-template <int W>
-__device__ void keep_moves(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
+// + NT / per, .. (per = pieces per row, a power of two up to NT: every row width is one),
+// kKeepLoads of them per batch: consecutive threads, consecutive pieces of a row and then
+// the next row. One barrier per batch, between its reads and its writes: a batch's writes
+// never reach a later batch's reads (no move reads a row an earlier move wrote), and every
+// thread's reads of batch b precede the barrier of batch b + 1, so every later write too.
+template <int W, int NT>
+__device__ __noinline__ void keep_moves(const KvPlane pl, const KeepMove* moves, int i0, int i1) {
   using T = typename KeepPiece<W>::T;
   const int per = int(pl.bytes / W);
-  if (kKeepThreads % per != 0) {  // no layout makes one (row widths are powers of two); kept correct: one move at a time
+  if (NT % per != 0) {  // no layout makes one (row widths are powers of two); kept correct: one move at a time
     for (int m = i0; m < i1; ++m) {
       const KeepMove mv = moves[m];
-      for (int b = threadIdx.x; b < per; b += kKeepThreads)
+      for (int b = threadIdx.x; b < per; b += NT)
         *reinterpret_cast<T*>(kv_plane_row(pl, mv.dst) + b * W) = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + b * W);
       __syncthreads();
     }
     return;
   }
-  const int mstep = kKeepThreads / per;                    // moves per load slot
+  const int mstep = NT / per;  // moves per load slot
   const int mi = threadIdx.x / per, off = (threadIdx.x % per) * W;
   for (int m0 = i0; m0 < i1; m0 += kKeepLoads * mstep) {  // the same trips in every thread
     T x[kKeepLoads];
-    uint8_t* dst[kKeepLoads];
+    int32_t dst[kKeepLoads];
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u) {
       const int m = m0 + u * mstep + mi;
-      dst[u] = nullptr;
+      dst[u] = -1;
       if (m < i1) {
         const KeepMove mv = moves[m];
         x[u] = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + off);
-        dst[u] = kv_plane_row(pl, mv.dst) + off;
+        dst[u] = mv.dst;
       }
     }
     __syncthreads();  // every read of the batch before any of its writes
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u)
-      if (dst[u]) *reinterpret_cast<T*>(dst[u]) = x[u];
+      if (dst[u] >= 0) *reinterpret_cast<T*>(kv_plane_row(pl, dst[u]) + off) = x[u];
   }
 }
 
-__global__ void __launch_bounds__(kKeepThreads, 3) keep_kernel(const KvView* views, const KeepMove* moves,
-                                                           const int32_t* lane_off) {
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
+                                                      const int32_t* lane_off) {
   const int f = blockIdx.x, g = blockIdx.y;
   const int i0 = lane_off[g], i1 = lane_off[g + 1];
   if (i0 >= i1) return;
@@ -86,18 +97,79 @@ __global__ void __launch_bounds__(kKeepThreads, 3) keep_kernel(const KvView* vie
   // plane offset and row width all multiples of it.
   const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
   switch (a & (~a + 1)) {
-    case 16: keep_moves<16>(pl, moves, i0, i1); break;
-    case 8: keep_moves<8>(pl, moves, i0, i1); break;
-    case 4: keep_moves<4>(pl, moves, i0, i1); break;
-    case 2: keep_moves<2>(pl, moves, i0, i1); break;
-    default: keep_moves<1>(pl, moves, i0, i1); break;
+    case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
+    case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
+    case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
+    case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
+    default: keep_moves<1, NT>(pl, moves, i0, i1); break;
   }
 }
 
-Status launch_keep(const KvView* views, int fields, const KeepMove* moves, const int32_t* lane_off, int groups,
+// ---- keep_kernel_wide: 256 threads, 3 blocks per SM (layouts with scale planes) ----
+constexpr int kKeepThreadsWide = 256;
+template <int W>
+__device__ void keep_moves_wide(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
+  using T = typename KeepPiece<W>::T;
+  const int per = int(pl.bytes / W);
+  if (kKeepThreadsWide % per != 0) {
+    for (int m = i0; m < i1; ++m) {
+      const KeepMove mv = moves[m];
+      for (int b = threadIdx.x; b < per; b += kKeepThreadsWide)
+        *reinterpret_cast<T*>(kv_plane_row(pl, mv.dst) + b * W) = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + b * W);
+      __syncthreads();
+    }
+    return;
+  }
+  const int mstep = kKeepThreadsWide / per;
+  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * W;
+  for (int m0 = i0; m0 < i1; m0 += kKeepLoads * mstep) {
+    T x[kKeepLoads];
+    uint8_t* dst[kKeepLoads];
+#pragma unroll
+    for (int u = 0; u < kKeepLoads; ++u) {
+      const int m = m0 + u * mstep + mi;
+      dst[u] = nullptr;
+      if (m < i1) {
+        const KeepMove mv = moves[m];
+        x[u] = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + off);
+        dst[u] = kv_plane_row(pl, mv.dst) + off;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kKeepLoads; ++u)
+      if (dst[u]) *reinterpret_cast<T*>(dst[u]) = x[u];
+  }
+}
+__global__ void __launch_bounds__(kKeepThreadsWide, 3) keep_kernel_wide(const KvView* views, const KeepMove* moves,
+                                                                 const int32_t* lane_off) {
+  const int f = blockIdx.x, g = blockIdx.y;
+  const int i0 = lane_off[g], i1 = lane_off[g + 1];
+  if (i0 >= i1) return;
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+  const KvView v = views[moves[0].lane];
+#else
+  const KvView v = views[moves[i0].lane];
+#endif
+  const KvPlane pl = kv_plane(v, f);
+  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
+  switch (a & (~a + 1)) {
+    case 16: keep_moves_wide<16>(pl, moves, i0, i1); break;
+    case 8: keep_moves_wide<8>(pl, moves, i0, i1); break;
+    case 4: keep_moves_wide<4>(pl, moves, i0, i1); break;
+    case 2: keep_moves_wide<2>(pl, moves, i0, i1); break;
+    default: keep_moves_wide<1>(pl, moves, i0, i1); break;
+  }
+}
+
+Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  keep_kernel<<<dim3(fields, groups), kKeepThreads, 0, s>>>(views, moves, lane_off);
+  const dim3 grid(lay.field_count(), groups);
+  if (lay.scale_bytes == 0)
+    keep_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  else
+    keep_kernel_wide<<<grid, kKeepThreadsWide, 0, s>>>(views, moves, lane_off);
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }

@@ -13,6 +13,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, cudaStream_t s);
-Status launch_keep(const KvView* views, int fields, const KeepMove* moves, const int32_t* lane_off, int groups,
+// keep: every field of `lay` (the views' layout: it picks the kernel, keep.cu) moves.
+Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s);
 }  // namespace kc

@@ -22,8 +22,10 @@ inline void dequant_row(const KvView& v, int layer, int kv, int head, int64_t po
 // RoPE (neox pairing) angle of pair i at position pos: theta_i = base^(-2i/r), the
 // angle pos * theta_i and its cos / sin in float64, rounded once to fp32. An fp32
 // pos * theta would be off by up to ~0.016 rad at pos 2^18.
-KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c, float* s) {
-  const double theta = pow(base, -2.0 * double(i) / double(rot_dims));
+// theta_i, once per pair (the rope store's blocks keep it across their rows).
+KC_HD double rope_theta(int i, int rot_dims, double base) { return pow(base, -2.0 * double(i) / double(rot_dims)); }
+// cos / sin of pos * theta_i (theta_i from rope_theta).
+KC_HD void rope_cos_sin_theta(int64_t pos, double theta, float* c, float* s) {
 #ifdef KC_PLANT_ROPE_FP32_ANGLE
   const double ang = double(float(pos) * float(theta));  // planted bug (test builds only): fp32 angle
 #else
@@ -31,6 +33,9 @@ KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c,
 #endif
   *c = float(cos(ang));
   *s = float(sin(ang));
+}
+KC_HD void rope_cos_sin(int64_t pos, int i, int rot_dims, double base, float* c, float* s) {
+  rope_cos_sin_theta(pos, rope_theta(i, rot_dims, base), c, s);
 }
 
 // Logical key position -> cache position of a row with `len` committed keys and a tail

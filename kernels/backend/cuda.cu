@@ -178,7 +178,7 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(attach(c, &a));
     KC_RETURN_IF_ERROR(scratch_.put(0, sorted.data(), size_t(n), s_, &dm));
     KC_RETURN_IF_ERROR(scratch_.put(1, off.data(), off.size(), s_, &doff));
-    KC_RETURN_IF_ERROR(launch_keep(a->views(), c.lay.field_count(), dm, doff, int(off.size()) - 1, s_));
+    KC_RETURN_IF_ERROR(launch_keep(a->views(), c.lay, dm, doff, int(off.size()) - 1, s_));
     if (is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
     KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);

@@ -83,7 +83,7 @@ TEST(DeviceArena, StepsOnACallersStreamEqualTheHostTwins) {
     ASSERT_TRUE(launch_encode_rows(f, arena.views(), dx, dr, n, d, s).ok);
     ASSERT_TRUE(scratch.put(2, moves.data(), moves.size(), s, &dm).ok);
     ASSERT_TRUE(scratch.put(3, lane_off.data(), lane_off.size(), s, &doff).ok);
-    ASSERT_TRUE(launch_keep(arena.views(), lay.field_count(), dm, doff, 1, s).ok);
+    ASSERT_TRUE(launch_keep(arena.views(), lay, dm, doff, 1, s).ok);
     ASSERT_TRUE(scratch.put(4, read.data(), read.size(), s, &dread).ok);
     ASSERT_TRUE(scratch.get(5, out.size(), &dout).ok);
     ASSERT_TRUE(launch_decode_rows(f, arena.views(), dread, int(read.size()), d, dout, s).ok);
