@@ -45,11 +45,6 @@ struct LineChart {
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                 "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
-}
 std::string px(double v) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(1) << v;
@@ -115,7 +110,7 @@ std::string render_line_chart(const LineChart& c) {
     const double yy = sy_t(t);
     o << "<line x1=\"" << L << "\" x2=\"" << L + pw << "\" y1=\"" << px(yy) << "\" y2=\"" << px(yy) << "\" class=\"grid\"/>\n";
     o << "<text x=\"" << L - 6 << "\" y=\"" << px(yy + 4) << "\" text-anchor=\"end\" class=\"tick\">"
-      << html_escape(c.y_log ? "1e" + fmt(t) : fmt(t)) << "</text>\n";
+      << html_escape(c.y_log ? "1e" + fmt_sig(t) : fmt_sig(t)) << "</text>\n";
   }
   std::set<double> xt(xs.begin(), xs.end());
   for (double x : xt) {
@@ -149,7 +144,7 @@ std::string render_line_chart(const LineChart& c) {
     o << "\"/>\n";
     for (const auto& [x, y] : pts)
       o << "<circle cx=\"" << px(sx(x)) << "\" cy=\"" << px(sy(y)) << "\" r=\"2.8\" fill=\"" << s.color << "\"><title>"
-        << html_escape(s.name + ": " + c.x_tick(x) + ", " + fmt(y)) << "</title></circle>\n";
+        << html_escape(s.name + ": " + c.x_tick(x) + ", " + fmt_sig(y)) << "</title></circle>\n";
     const double ly = T + 8 + 16 * double(i);
     o << "<line x1=\"" << W + 6 << "\" x2=\"" << W + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\"" << s.color
       << "\" stroke-width=\"2\"" << (s.dash.empty() ? "" : " stroke-dasharray=\"" + s.dash + "\"") << "/>\n";
@@ -186,7 +181,7 @@ std::string render_bar_chart(const BarChart& c) {
   for (double t : ticks) {
     o << "<line x1=\"" << px(sx(t)) << "\" x2=\"" << px(sx(t)) << "\" y1=\"" << T << "\" y2=\"" << bottom
       << "\" class=\"grid\"/>\n<text x=\"" << px(sx(t)) << "\" y=\"" << bottom + 14 << "\" text-anchor=\"middle\" class=\"tick\">"
-      << fmt(t) << "</text>\n";
+      << fmt_sig(t) << "</text>\n";
   }
   o << "<text x=\"" << label_w + pw / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\" class=\"al\">"
     << html_escape(c.x_label) << "</text>\n";
@@ -198,9 +193,9 @@ std::string render_bar_chart(const BarChart& c) {
     if (std::isfinite(v) && v > 0)
       o << "<rect x=\"" << label_w << "\" y=\"" << px(y) << "\" width=\"" << px(sx(v) - label_w) << "\" height=\"" << bar_h
         << "\" fill=\"" << (i < c.colors.size() ? c.colors[i] : kPalette[0]) << "\"><title>"
-        << html_escape(c.bars[i].first + ": " + fmt(v)) << "</title></rect>\n";
+        << html_escape(c.bars[i].first + ": " + fmt_sig(v)) << "</title></rect>\n";
     o << "<text x=\"" << px((std::isfinite(v) && v > 0 ? sx(v) : label_w) + 4) << "\" y=\"" << px(y + bar_h - 2)
-      << "\" class=\"bv\">" << html_escape(std::isfinite(v) && v > 0 ? fmt(v, 3) : "not measured") << "</text>\n";
+      << "\" class=\"bv\">" << html_escape(std::isfinite(v) && v > 0 ? fmt_sig(v, 3) : "not measured") << "</text>\n";
   }
   for (const auto& r : c.refs) {
     o << "<line x1=\"" << px(sx(r.y)) << "\" x2=\"" << px(sx(r.y)) << "\" y1=\"" << T - 4 << "\" y2=\"" << bottom
@@ -233,8 +228,8 @@ void split_config(const std::string& cfg, std::string* panel, double* ctx) {
 }
 
 std::string context_tick(double x) {
-  if (x >= 1024 && std::fmod(x, 1024) == 0) return fmt(x / 1024) + "K";
-  return fmt(x);
+  if (x >= 1024 && std::fmod(x, 1024) == 0) return fmt_sig(x / 1024) + "K";
+  return fmt_sig(x);
 }
 
 const json* num_field(const json& row, const char* k) {
@@ -377,10 +372,10 @@ std::string kv_plots(const json& r) {
   c.series = {mean, worst};
   if (kv.contains("bar") && kv["bar"].is_object()) {
     if (kv["bar"].contains("mean_kl") && kv["bar"]["mean_kl"].is_number())
-      c.refs.push_back({kv["bar"]["mean_kl"].get<double>(), "bar: mean " + fmt(kv["bar"]["mean_kl"].get<double>())});
+      c.refs.push_back({kv["bar"]["mean_kl"].get<double>(), "bar: mean " + fmt_sig(kv["bar"]["mean_kl"].get<double>())});
     if (kv["bar"].contains("worst_token_kl") && kv["bar"]["worst_token_kl"].is_number())
       c.refs.push_back(
-          {kv["bar"]["worst_token_kl"].get<double>(), "bar: worst " + fmt(kv["bar"]["worst_token_kl"].get<double>())});
+          {kv["bar"]["worst_token_kl"].get<double>(), "bar: worst " + fmt_sig(kv["bar"]["worst_token_kl"].get<double>())});
   }
   return "<h3>KL per depth</h3>\n<div class=\"grid\">\n" + render_line_chart(c) + "</div>\n";
 }

@@ -107,12 +107,6 @@ std::string short_commit(const json& r) {
   return r["git"]["commit"].get<std::string>().substr(0, 12) + (r["git"]["dirty"].get<bool>() ? " (dirty)" : " (clean)");
 }
 
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
-}
-
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -162,7 +156,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     head_targets.insert(n);
     const bool hm = t["measured"].get<bool>(), hmet = t["met"].get<bool>();
     if (!bt.count(n)) {
-      if (hm && !hmet) c->regressions.push_back("target " + n + ": not met (" + fmt(t["value"].get<double>()) + "; new target)");
+      if (hm && !hmet) c->regressions.push_back("target " + n + ": not met (" + fmt_sig(t["value"].get<double>()) + "; new target)");
       continue;
     }
     const json& b = *bt[n];
@@ -171,8 +165,8 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       continue;
     }
     if (b["met"].get<bool>() && !hmet)
-      c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt(b["value"].get<double>()) + " -> " +
-                               fmt(t["value"].get<double>()) + ", limit " + fmt(t["limit"].get<double>()) + ")");
+      c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
+                               fmt_sig(t["value"].get<double>()) + ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
     else if (!b["met"].get<bool>() && hmet)
       ++c->improvements;
   }
@@ -198,8 +192,8 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       if (t.slowdown > t.limit) {
         ++slower;
         c->regressions.push_back("row " + k + (t.group.empty() ? "" : " (" + t.group + ")") + ": " + t.detail + ": " +
-                                 fmt(t.slowdown, 3) + "x slower by every same-run ratio" +
-                                 (again ? " in both runs" : "") + ", limit " + fmt(t.limit, 3) +
+                                 fmt_sig(t.slowdown, 3) + "x slower by every same-run ratio" +
+                                 (again ? " in both runs" : "") + ", limit " + fmt_sig(t.limit, 3) +
                                  (t.launch_bound ? " (launch-bound row)" : ""));
       } else if (t.slower_by_some > 0) {
         ++one_yardstick;
@@ -212,8 +206,8 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                      std::to_string(one_yardstick) +
                      " past the limit by some ratio or run only (another yardstick of the same run, or the re-run, "
                      "says the time held); " +
-                     std::to_string(short_rows) + " launch-bound (under " + fmt(o.short_row_us) + " us, limit " +
-                     fmt(o.max_slowdown_short, 3) + ")");
+                     std::to_string(short_rows) + " launch-bound (under " + fmt_sig(o.short_row_us) + " us, limit " +
+                     fmt_sig(o.max_slowdown_short, 3) + ")");
 }
 
 }  // namespace
@@ -224,11 +218,11 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     return 2;
   };
   if (!(o.max_slowdown >= 1.0) || !std::isfinite(o.max_slowdown))
-    return refuse("--max-slowdown " + fmt(o.max_slowdown) + ": expected a ratio of at least 1 (1.05: 5 % slower)");
+    return refuse("--max-slowdown " + fmt_sig(o.max_slowdown) + ": expected a ratio of at least 1 (1.05: 5 % slower)");
   if (!(o.max_slowdown_short >= 1.0) || !std::isfinite(o.max_slowdown_short))
-    return refuse("--max-slowdown-short " + fmt(o.max_slowdown_short) + ": expected a ratio of at least 1");
+    return refuse("--max-slowdown-short " + fmt_sig(o.max_slowdown_short) + ": expected a ratio of at least 1");
   if (!(o.short_row_us >= 0) || !std::isfinite(o.short_row_us))
-    return refuse("--short-row-us " + fmt(o.short_row_us) + ": expected a time in microseconds, 0 or more");
+    return refuse("--short-row-us " + fmt_sig(o.short_row_us) + ": expected a time in microseconds, 0 or more");
   Folder base, head;
   Status st = read_folder(o.base_dir, "--base", &base);
   if (!st.ok) return refuse(st.message);
@@ -511,8 +505,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   md << "Head: commit " << short_commit(any_head) << ", " << head_backend << " on "
      << any_head["device"]["name"].get<std::string>() << (o.head_dir.empty() ? " (run by premerge)" : ", receipts " + o.head_dir)
      << ". Base: " << o.base_dir << ", commit " << short_commit(base.contracts.begin()->second) << ". Bench rows compared by "
-     << "same-run ratios (a time is slower when every ratio of its run says so), limit " << fmt(o.max_slowdown, 3)
-     << "x slower, " << fmt(o.max_slowdown_short, 3) << "x for launch-bound rows (under " << fmt(o.short_row_us) << " us).\n\n";
+     << "same-run ratios (a time is slower when every ratio of its run says so), limit " << fmt_sig(o.max_slowdown, 3)
+     << "x slower, " << fmt_sig(o.max_slowdown_short, 3) << "x for launch-bound rows (under " << fmt_sig(o.short_row_us) << " us).\n\n";
   md << "### Regressions (" << regressions.size() << ")\n\n";
   for (const auto& r : regressions) md << "- " << r << "\n";
   if (regressions.empty()) md << "- none\n";
@@ -526,8 +520,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     md << "\n### Bench rows: largest slowdowns (same-run ratios)\n\n| row | ratio (the time's smallest slowdown) | base | head | slowdown |\n|---|---|---|---|---|\n";
     for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > row_changes[i].limit); ++i) {
       const RowChange& r = row_changes[i];
-      md << "| " << r.row << " | " << r.field << " | " << fmt(r.base) << " | " << fmt(r.head) << " | " << fmt(r.slowdown, 3)
-         << "x" << (r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit " << fmt(r.limit, 3) << ") |\n";
+      md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | " << fmt_sig(r.slowdown, 3)
+         << "x" << (r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit " << fmt_sig(r.limit, 3) << ") |\n";
     }
   }
   std::vector<std::string> not_compared = run_notes;

@@ -3,25 +3,15 @@
 // kc_receipt_views so that the unit tests reach it without the contracts.
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "tools/premerge.h"
+#include "tools/receipt_views.h"
 
 namespace kc {
-namespace {
 
 using json = nlohmann::json;
-
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
-}
-
-}  // namespace
 
 std::optional<std::string> ratio_group(const std::string& field) {
   static const std::string of = "of_ceiling", over = "_over_";
@@ -62,12 +52,12 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
       t.launch_bound = std::min(bt, ht) < o.short_row_us;  // false when a time is missing (NaN)
       t.limit = t.launch_bound ? std::max(o.max_slowdown_short, o.max_slowdown) : o.max_slowdown;
     }
-    std::string d = fld + " " + fmt(bv) + " -> " + fmt(hv) + " (" + fmt(s, 3) + "x";
+    std::string d = fld + " " + fmt_sig(bv) + " -> " + fmt_sig(hv) + " (" + fmt_sig(s, 3) + "x";
     if (s > t.limit) ++t.slower_by_some;
     double use = s, used = hv;
     if (rerun_row && rerun_row->contains(fld) && (*rerun_row)[fld].is_number()) {
       const double cv = (*rerun_row)[fld].get<double>(), cs = same_run_slowdown(fld, bv, cv);
-      d += ", re-run " + fmt(cv) + " " + fmt(cs, 3) + "x";
+      d += ", re-run " + fmt_sig(cv) + " " + fmt_sig(cs, 3) + "x";
       if (cs > t.limit) ++t.slower_by_some;
       if (cs > 0 && cs < use) use = cs, used = cv;
     }

@@ -216,6 +216,12 @@ void each_by_name(const json& base, const json& head, Row row) {
 
 }  // namespace
 
+std::string fmt_sig(double v, int digits) {
+  std::ostringstream o;
+  o << std::setprecision(digits) << v;
+  return o.str();
+}
+
 std::string bench_row_key(const json& row) { return row_key(row); }
 
 std::string html_escape(const std::string& s) {

@@ -43,6 +43,9 @@ int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::o
 // A bench row's identity: its string fields (config, format, addressing first), joined by
 // spaces; rows of two receipts with the same key are the same configuration.
 std::string bench_row_key(const nlohmann::json& row);
+
+// A number to `digits` significant digits, as report, premerge and the HTML page print it.
+std::string fmt_sig(double v, int digits = 4);
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string html_escape(const std::string& s);
 // `tf-cuda-test diff BASE HEAD`: 0 (no regression), 1 (a regression) or 2 (unreadable or
