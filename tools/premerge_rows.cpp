@@ -31,7 +31,6 @@ std::optional<std::string> ratio_group(const std::string& field) {
 std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_row, const json* rerun_row,
                                          const PremergeOptions& o) {
   std::map<std::string, TimeSlowdown> groups;
-  std::map<std::string, bool> seen;
   auto time_of = [](const json& row, const std::string& g) {
     const std::string f = g.empty() ? "median_us" : g + "_us";
     return row.contains(f) && row[f].is_number() ? row[f].get<double>() : std::nan("");
@@ -43,9 +42,9 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
     const double bv = base_row[fld].get<double>(), hv = it.value().get<double>();
     double s = same_run_slowdown(fld, bv, hv);
     if (s == 0) continue;
-    TimeSlowdown& t = groups[*g];
-    if (!seen[*g]) {
-      seen[*g] = true;
+    auto [at, fresh] = groups.try_emplace(*g);
+    TimeSlowdown& t = at->second;
+    if (fresh) {
       t.group = *g;
       t.slowdown = std::numeric_limits<double>::infinity();
       const double bt = time_of(base_row, *g), ht = time_of(head_row, *g);
