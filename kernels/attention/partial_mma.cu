@@ -55,20 +55,38 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 //  X4: bf16 d128 ring 10 pre 4; bf16 d256 pre 4; fp8 d128 4 blocks/SM ring 7 x 2
 //  X5: bf16 ring stages of 2 tiles (d128 4 x 2 pre 1, d256 4 x 2 pre 2); fp8 d128 6 x 4
 //  X6: X2 + X4's bf16 d128 / fp8 d128
+//  X7: X11 with K loads .L2::128B; X8: X11 with K loads without an L2 prefetch hint
+//  X9, X10: other rings (table below); X11: X5's bf16 rings and X4's fp8 d128
+struct KcXt {
+  int mb, rs, rt, pre;
+};
+template <int D, Format F, int X>
+constexpr KcXt kc_xt() {
+  using B = MmaTune<D, F>;
+  constexpr bool kB = F == Format::bf16;
+  const KcXt base{B::min_blocks, B::ring_stages, B::ring_tiles, B::ring_pre};
+  const KcXt fin = kB ? KcXt{B::min_blocks, 4, 2, D == 256 ? 2 : 1} : D == 128 ? KcXt{4, 7, 2, 1} : base;
+  if (X == 4 || X == 6) {
+    if (kB && D == 128) return {B::min_blocks, 10, 1, 4};
+    if (kB) return {B::min_blocks, B::ring_stages, 1, 4};
+    if (D == 128) return {4, 7, 2, 1};
+    return base;
+  }
+  if (X == 5) {
+    if (kB) return fin;
+    if (D == 128) return {B::min_blocks, 6, 4, 1};
+    return base;
+  }
+  if (X == 7 || X == 8 || X == 11) return fin;
+  if (X == 9) return kB ? (D == 128 ? KcXt{3, 5, 2, 1} : KcXt{2, 5, 2, 2}) : (D == 128 ? KcXt{4, 3, 4, 1} : KcXt{3, 5, 2, 2});
+  if (X == 10) return kB ? (D == 128 ? KcXt{3, 3, 2, 1} : KcXt{2, 3, 2, 1}) : (D == 128 ? KcXt{4, 6, 2, 2} : KcXt{3, 4, 2, 2});
+  return base;
+}
 template <int D, Format F, int X>
 struct MmaTuneX {
-  using B = MmaTune<D, F>;
-  static constexpr bool kB = F == Format::bf16;
-  static constexpr bool x4 = X == 4 || X == 6;
-  static constexpr int min_blocks = x4 && !kB && D == 128 ? 4 : B::min_blocks;
-  static constexpr int ring_stages = x4 && kB && D == 128   ? 10
-                                     : x4 && !kB && D == 128 ? 7
-                                     : X == 5 && kB          ? 4
-                                     : X == 5 && D == 128    ? 6
-                                                             : B::ring_stages;
-  static constexpr int ring_tiles = X == 5 && kB ? 2 : X == 5 && D == 128 ? 4 : B::ring_tiles;
-  static constexpr int ring_pre = x4 && kB ? 4 : X == 5 && kB && D == 256 ? 2 : B::ring_pre;
-  static constexpr int stage_bytes = ring_tiles * 16 * D * (kB ? 2 : 1);
+  static constexpr KcXt t = kc_xt<D, F, X>();
+  static constexpr int min_blocks = t.mb, ring_stages = t.rs, ring_tiles = t.rt, ring_pre = t.pre;
+  static constexpr int stage_bytes = ring_tiles * 16 * D * (F == Format::bf16 ? 2 : 1);
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 constexpr bool kc_x_ilp(int X) { return X == 1 || X == 2 || X == 6; }
@@ -109,6 +127,14 @@ struct MmaShape {
 template <int X>
 __device__ __forceinline__ uint4 ldg_k(const uint8_t* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (X == 7 || X == 8) {
+    uint4 r;
+    if constexpr (X == 7)
+      asm volatile("ld.global.nc.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    else
+      asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+  }
   if constexpr (X == 3) {
     uint4 r;
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -705,6 +731,11 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     case 4: pick(std::integral_constant<int, 4>{}); break;
     case 5: pick(std::integral_constant<int, 5>{}); break;
     case 6: pick(std::integral_constant<int, 6>{}); break;
+    case 7: pick(std::integral_constant<int, 7>{}); break;
+    case 8: pick(std::integral_constant<int, 8>{}); break;
+    case 9: pick(std::integral_constant<int, 9>{}); break;
+    case 10: pick(std::integral_constant<int, 10>{}); break;
+    case 11: pick(std::integral_constant<int, 11>{}); break;
     default: pick(std::integral_constant<int, 0>{}); break;
   }
   if (!kern)
