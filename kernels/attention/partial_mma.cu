@@ -9,8 +9,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <type_traits>
 
 #include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
@@ -47,53 +45,8 @@ __device__ unsigned long long kc_phase_sum[8];  // [0] warps, [1..6] cycles of e
 #define KC_PHASE_DONE() do {} while (0)
 #endif
 
-// EXPERIMENT HOOK (issue 20, helper bf16; removed before the final commit): variant X of
-// the kernel, picked at run time by KC_MMA_X (0 = main's kernel).
-//  X1: softmax with its loads batched (same order of every sum)
-//  X2: X1, and with G <= 4 two warps per head (expf halves; l summed by one warp in order)
-//  X3: K loads L1::no_allocate
-//  X4: bf16 d128 ring 10 pre 4; bf16 d256 pre 4; fp8 d128 4 blocks/SM ring 7 x 2
-//  X5: bf16 ring stages of 2 tiles (d128 4 x 2 pre 1, d256 4 x 2 pre 2); fp8 d128 6 x 4
-//  X6: X2 + X4's bf16 d128 / fp8 d128
-//  X7: X11 with K loads .L2::128B; X8: X11 with K loads without an L2 prefetch hint
-//  X9, X10: other rings (table below); X11: X5's bf16 rings and X4's fp8 d128
-struct KcXt {
-  int mb, rs, rt, pre;
-};
-template <int D, Format F, int X>
-constexpr KcXt kc_xt() {
-  using B = MmaTune<D, F>;
-  constexpr bool kB = F == Format::bf16;
-  const KcXt base{B::min_blocks, B::ring_stages, B::ring_tiles, B::ring_pre};
-  const KcXt fin = kB ? KcXt{B::min_blocks, 4, 2, D == 256 ? 2 : 1} : D == 128 ? KcXt{4, 7, 2, 1} : base;
-  if (X == 4 || X == 6) {
-    if (kB && D == 128) return {B::min_blocks, 10, 1, 4};
-    if (kB) return {B::min_blocks, B::ring_stages, 1, 4};
-    if (D == 128) return {4, 7, 2, 1};
-    return base;
-  }
-  if (X == 5) {
-    if (kB) return fin;
-    if (D == 128) return {B::min_blocks, 6, 4, 1};
-    return base;
-  }
-  if (X == 7 || X == 8 || X == 11) return fin;
-  if (X == 9) return kB ? (D == 128 ? KcXt{3, 5, 2, 1} : KcXt{2, 5, 2, 2}) : (D == 128 ? KcXt{4, 3, 4, 1} : KcXt{3, 5, 2, 2});
-  if (X == 10) return kB ? (D == 128 ? KcXt{3, 3, 2, 1} : KcXt{2, 3, 2, 1}) : (D == 128 ? KcXt{4, 6, 2, 2} : KcXt{3, 4, 2, 2});
-  return base;
-}
-template <int D, Format F, int X>
-struct MmaTuneX {
-  static constexpr KcXt t = kc_xt<D, F, X>();
-  static constexpr int min_blocks = t.mb, ring_stages = t.rs, ring_tiles = t.rt, ring_pre = t.pre;
-  static constexpr int stage_bytes = ring_tiles * 16 * D * (F == Format::bf16 ? 2 : 1);
-  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
-};
-constexpr bool kc_x_ilp(int X) { return X == 1 || X == 2 || X == 6; }
-constexpr bool kc_x_split(int X) { return X == 2 || X == 6; }
-
 // The constants of one instantiation (D, F): fragment geometry, parts, key groups, V ring.
-template <int D, Format F, int X>
+template <int D, Format F>
 struct MmaShape {
   static constexpr int H = kAttnHeadsPerBlock;
   static constexpr int KS = D / 16;                       // k-steps of a K row
@@ -115,36 +68,13 @@ struct MmaShape {
   // ws = w % WPG.
   static constexpr int KG = attn_mma_key_groups(D), WPG = NW / KG, MT = D / 16 / WPG;
   static constexpr int EB = kFp8 ? 1 : 2;  // bytes per V element
-  static constexpr int RS = MmaTuneX<D, F, X>::ring_stages, RT = MmaTuneX<D, F, X>::ring_tiles;
+  static constexpr int RS = MmaTune<D, F>::ring_stages, RT = MmaTune<D, F>::ring_tiles;
   static_assert(D == 128 || D == 256, "mma partial: head_dim 128 or 256");
   static_assert(F == Format::bf16 || F == Format::fp8, "mma partial: bf16 or fp8");
   static_assert(kAttnThreads / 32 == H, "mma partial: one warp per head slot");
   static_assert((KG == 1 || KG == 2) && MT == 2, "mma partial: p.v key groups, 2 V m-tiles per warp");
   static_assert(RS >= 2, "mma partial: V ring of at least 2 stages");
 };
-
-// K loads (X3: L1::no_allocate).
-template <int X>
-__device__ __forceinline__ uint4 ldg_k(const uint8_t* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (X == 7 || X == 8) {
-    uint4 r;
-    if constexpr (X == 7)
-      asm volatile("ld.global.nc.L2::128B.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-    else
-      asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-    return r;
-  }
-  if constexpr (X == 3) {
-    uint4 r;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-  }
-#endif
-  return ldg_mma<uint4>(p);
-}
 
 // Where lane (g, t) reads key tile kt: keys 16 kt + g and 16 kt + g + 8 (rows resolved in
 // registers; keys past n read key n - 1, whose scores are not kept), bytes from 16t.
@@ -174,9 +104,9 @@ __device__ __forceinline__ void mma_key_meta(const KvPlane& vp, const KvPlane& k
 //    q[head g] at the four elements of k slots 2t, 2t+1 | 2t+8, 2t+9 of that step; slots
 //    >= G are zero. fp8 runs on fp16 inputs: q of each head is scaled by
 //    2^attn_f16_shift(its largest magnitude), exactly (the shift to qsh[h]).
-template <int D, Format F, int X>
+template <int D, Format F>
 __device__ __forceinline__ void mma_q_fragments(const float* qr, int h, int G, int lane, uint2* qf, int* qsh) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
   int sh = 0;
   if constexpr (M::kFp8) {
     if (h < G) sh = attn_f16_shift(warp_amax(qr, D, lane));
@@ -198,10 +128,10 @@ __device__ __forceinline__ void mma_q_fragments(const float* qr, int h, int G, i
 }
 
 // The scores of K load lb of a lane's two key rows (r0, r1) against q's fragments, into acc.
-template <int D, Format F, int X>
+template <int D, Format F>
 __device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4& r1, const uint2* qf, int lane,
                                            float (&acc)[4]) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
   const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w};
   const uint32_t w1[4] = {r1.x, r1.y, r1.z, r1.w};
 #pragma unroll
@@ -228,11 +158,11 @@ __device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4&
 //    (H200, 32K x b8, against two half-tile buffers: bf16 d256 296 -> 289 us, fp8 197
 //    -> 192). kf holds the warp's first tile (issued at the start). Scores to ss[h W + i],
 //    scaled by p.scale (fp8: unshifted and times K's row scale).
-template <int D, Format F, int X>
+template <int D, Format F>
 __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b, const AttnParams& p, int nt,
-                                           int warp, int lane, int lg, int lt, uint4 (&kf)[2][MmaShape<D, F, X>::NB],
+                                           int warp, int lane, int lg, int lt, uint4 (&kf)[2][MmaShape<D, F>::NB],
                                            const uint2* qf, const int* qsh, const float* ksc, float* ss) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
   const int n = b.n, G = b.G, W = p.chunk;
   for (int kt = warp; kt < nt; kt += M::NW) {
     const bool more = kt + M::NW < nt;
@@ -241,8 +171,8 @@ __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int bb = 0; bb < M::NB; ++bb) {
-      mma_k_load<D, F, X>(bb, kf[0][bb], kf[1][bb], qf, lane, acc);
-      if (more) kf[0][bb] = ldg_k<X>(kn[0] + 64 * bb), kf[1][bb] = ldg_k<X>(kn[1] + 64 * bb);
+      mma_k_load<D, F>(bb, kf[0][bb], kf[1][bb], qf, lane, acc);
+      if (more) kf[0][bb] = ldg_mma<uint4>(kn[0] + 64 * bb), kf[1][bb] = ldg_mma<uint4>(kn[1] + 64 * bb);
     }
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
@@ -261,13 +191,13 @@ __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b
 // (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit eight
 // different bank groups): issue(st, slot) sends stage st into slot `slot`, then one commit
 // group (empty past the last stage, nst).
-template <int D, Format F, int X>
+template <int D, Format F>
 struct MmaVRing {
   const int &nst, &nt, &n, &tid;
   const uint32_t& ring_s;  // the ring's shared-memory address
   const uint8_t** const& vrows;
   __device__ __forceinline__ void issue(int st, int slot) const {
-    using M = MmaShape<D, F, X>;
+    using M = MmaShape<D, F>;
     if (st < nst) {
       constexpr int RB = D * M::EB, CPK = RB / 16, CPS = M::RT * 16 * CPK;
 #pragma unroll
@@ -295,11 +225,11 @@ struct MmaVRing {
 //    row scale and its shift in psh[hw]), m and l to the partial arrays, then that head's
 //    p' B fragments: entry (tile, part, lane (w, t)): keys 2t, 2t+1 | 2t+8, 2t+9 of the
 //    tile; slots >= G are zero.
-template <int D, Format F, int X>
+template <int D, Format F>
 __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const AttnBlock& b, const AttnParams& p,
                                               int nt, int max_chunks, const float* vsc, float* pm, float* pl,
                                               uint2* pf, int* psh) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
   const int n = b.n, G = b.G;
   int sh = 0;
   if (hw < G) {
@@ -329,147 +259,15 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
   }
 }
 
-// Softmax pieces with their loads batched (X1, X2): the same expressions and the same
-// order of every sum as warp_softmax (attention/partial.cuh); keys lane + 32 j, j in [j0, j1).
-__device__ __forceinline__ float mma_smax(const float* s, int j0, int j1, int n, int lane, float m) {
-  for (int j = j0; j < j1; j += 8) {
-    float v[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int i = lane + 32 * (j + u);
-      v[u] = j + u < j1 && i < n ? s[i] : -INFINITY;
-    }
-#pragma unroll
-    for (int u = 0; u < 8; ++u) m = fmaxf(m, v[u]);
-  }
-  return m;
-}
-// kRaw: s[i] = e_i already (written by the other warp of the pair): read it instead of
-// computing it. Stores p_i (times vs[i] when kW); with kSum l += e_i in key order; pa:
-// the largest value stored.
-template <bool kW, bool kRaw, bool kSum>
-__device__ __forceinline__ void mma_sexp(float* s, const float* vs, int j0, int j1, int n, int lane, float m,
-                                         float& l, float& pa, bool weigh) {
-  for (int j = j0; j < j1; j += 8) {
-    float x[8], w[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int i = lane + 32 * (j + u);
-      const bool in = j + u < j1 && i < n;
-      x[u] = in ? s[i] : 0.0f;
-      w[u] = kW && weigh && in ? vs[i] : 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-      if constexpr (!kRaw) x[u] = expf(x[u] - m);
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int i = lane + 32 * (j + u);
-      if (j + u < j1 && i < n) {
-        const float st = kW && weigh ? x[u] * w[u] : x[u];
-        s[i] = st;
-        pa = fmaxf(pa, st);
-        if constexpr (kSum) l += x[u];
-      }
-    }
-  }
-}
-__device__ __forceinline__ void pair_bar(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
-
-// p' B fragments of head slot hw for tiles [k0, k1) (zeros when !live).
-template <int D, Format F, int X>
-__device__ __forceinline__ void mma_p_frags(const float* s, int hw, bool live, int sh, int n, int k0, int k1, int lane,
-                                            uint2* pf) {
-  using M = MmaShape<D, F, X>;
-#pragma unroll 2
-  for (int i = lane + 4 * k0; i < 4 * k1; i += 32) {
-    const int kt = i / 4, t = i % 4;
-    float x[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
-      x[j] = live && key < n ? (M::kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
-    }
-    uint32_t lo[M::NPT], hi[M::NPT];
-    split_parts<M::kFp8>(x[0], x[1], lo);
-    split_parts<M::kFp8>(x[2], x[3], hi);
-#pragma unroll
-    for (int q3 = 0; q3 < M::NPT; ++q3) pf[(kt * M::NPT + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
-  }
-}
-
-// X1 / X2: the softmax and p' fragments of mma_softmax_p, batched; with X2 and G <= 4,
-// warps w and w + 4 share head slot w (w < 4): both find m; warp w + 4 computes e_i of
-// the second half of each lane's keys, warp w the first half and then, in key order, the
-// sum l and the second half's stores; each builds the fragments of half the tiles (and
-// zeros for slot w + 4).
-template <int D, Format F, int X>
-__device__ __forceinline__ void mma_softmax_x(float* ss, int warp, int lane, const AttnBlock& b, const AttnParams& p,
-                                              int nt, int max_chunks, const float* vsc, float* pm, float* pl,
-                                              uint2* pf, int* psh) {
-  using M = MmaShape<D, F, X>;
-  const int n = b.n, G = b.G, J = (n + 31) / 32;
-  const bool split = kc_x_split(X) && G <= 4;
-  const int hw = split ? warp & 3 : warp, part = split ? warp >> 2 : 0;
-  float* s = ss + hw * p.chunk;
-  int sh = 0;
-  if (hw < G) {
-#ifdef KC_PLANT_ATTN_MAX_ZERO
-    float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
-#else
-    float m = -INFINITY;
-#endif
-    m = mma_smax(s, 0, J, n, lane, m);
-    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-    float l = 0.0f, pa = 0.0f;
-    if (!split) {
-      mma_sexp<M::kFp8, false, true>(s, vsc, 0, J, n, lane, m, l, pa, true);
-    } else {
-      const int Jh = (J + 1) / 2;
-      if (part == 0)
-        mma_sexp<M::kFp8, false, true>(s, vsc, 0, Jh, n, lane, m, l, pa, true);
-      else
-        mma_sexp<M::kFp8, false, false>(s, vsc, Jh, J, n, lane, m, l, pa, false);
-      pair_bar(1 + hw);
-      if (part == 0) mma_sexp<M::kFp8, true, true>(s, vsc, Jh, J, n, lane, m, l, pa, true);
-    }
-    if (part == 0) {
-      for (int off = 16; off > 0; off >>= 1) {
-        l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);
-        if constexpr (M::kFp8) pa = fmaxf(pa, __shfl_xor_sync(0xFFFFFFFFu, pa, off));
-      }
-      if constexpr (M::kFp8) sh = attn_f16_shift(pa);
-      if (lane == 0) {
-        const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + hw) * max_chunks + b.c;
-        pm[pidx] = m;
-        pl[pidx] = l;
-        psh[hw] = sh;
-      }
-    }
-    if (split) {
-      pair_bar(1 + hw);
-      if (part == 1) sh = psh[hw];
-    }
-  }
-  __syncwarp();
-  if (!split) {
-    mma_p_frags<D, F, X>(s, hw, hw < G, sh, n, 0, nt, lane, pf);
-  } else {
-    const int t0 = part == 0 ? 0 : (nt + 1) / 2, t1 = part == 0 ? (nt + 1) / 2 : nt;
-    mma_p_frags<D, F, X>(s, hw, hw < G, sh, n, t0, t1, lane, pf);
-    mma_p_frags<D, F, X>(s, hw + 4, false, 0, n, t0, t1, lane, pf);
-  }
-}
-
 // 3. p.v: warp w of key group kg owns elements [16 MT ws, 16 MT (ws + 1)); m slot g of its
 //    m-tile jt is element 16 MT ws + 16 jt + 2g (fp8; bf16: + g) and slot g + 8 the next
 //    one (bf16: 8 further). The group's tiles kg, kg + KG, .. in key order, as the ring's
 //    stages arrive (stages ring_pre .. RS - 2 are issued here, the rest one per stage
 //    consumed).
-template <int D, Format F, int X>
-__device__ __forceinline__ void mma_pv(const MmaVRing<D, F, X>& ring, int kg, int ws, int lane, const uint2* pf,
-                                       float (&o)[MmaShape<D, F, X>::MT][4]) {
-  using M = MmaShape<D, F, X>;
+template <int D, Format F>
+__device__ __forceinline__ void mma_pv(const MmaVRing<D, F>& ring, int kg, int ws, int lane, const uint2* pf,
+                                       float (&o)[MmaShape<D, F>::MT][4]) {
+  using M = MmaShape<D, F>;
   constexpr int RS = M::RS, RT = M::RT, NPT = M::NPT;
   // ldmatrix rows of this lane: matrix lane >> 3 is keys 0-7 | 8-15 (bit 0) of 16-byte
   // block 2 ws | 2 ws + 1 (bit 1); lane (g, t) then holds key 2t, 2t+1 (and 2t+8, 2t+9)
@@ -483,7 +281,7 @@ __device__ __forceinline__ void mma_pv(const MmaVRing<D, F, X>& ring, int kg, in
   const uint32_t bofs0 = uint32_t(bkey * 2 * D + ((bcb ^ (bkey & 7)) << 4));
   const uint32_t bofs1 = uint32_t(bkey * 2 * D + (((bcb + 2) ^ (bkey & 7)) << 4));
 #pragma unroll
-  for (int st = MmaTuneX<D, F, X>::ring_pre; st < RS - 1; ++st) ring.issue(st, st);
+  for (int st = MmaTune<D, F>::ring_pre; st < RS - 1; ++st) ring.issue(st, st);
   const int nst = ring.nst, nt = ring.nt;
   for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
     cp_async_wait<RS - 2>();
@@ -524,9 +322,9 @@ __device__ __forceinline__ void mma_pv(const MmaVRing<D, F, X>& ring, int kg, in
 // With two key groups, group 1 hands its sums to group 0 through the q fragments' space
 // (dead since the scores; ox), lane-contiguous float4s. False for group 1's warps, whose
 // work ends here.
-template <int D, Format F, int X>
-__device__ __forceinline__ bool mma_pv_join(int kg, int ws, int lane, float4* ox, float (&o)[MmaShape<D, F, X>::MT][4]) {
-  using M = MmaShape<D, F, X>;
+template <int D, Format F>
+__device__ __forceinline__ bool mma_pv_join(int kg, int ws, int lane, float4* ox, float (&o)[MmaShape<D, F>::MT][4]) {
+  using M = MmaShape<D, F>;
   constexpr int MT = M::MT;
   static_assert(mma_qf_bytes(D, M::NPT) >= size_t(M::WPG) * 32 * MT * 16, "mma partial: p.v exchange space");
   __syncthreads();  // the ring's slots cover the q fragments' space
@@ -547,11 +345,11 @@ __device__ __forceinline__ bool mma_pv_join(int kg, int ws, int lane, float4* ox
 
 // The partial output: c0, c1 are heads 2t, 2t+1 of m slot g; c2, c3 of m slot g + 8
 // (fp8: unshifted by the head's p' shift).
-template <int D, Format F, int X>
-__device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F, X>::MT][4], const AttnBlock& b,
+template <int D, Format F>
+__device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F>::MT][4], const AttnBlock& b,
                                                   const AttnParams& p, int ws, int lg, int lt, int max_chunks,
                                                   const int* psh, float* po) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
 #pragma unroll
   for (int jt = 0; jt < M::MT; ++jt)
 #pragma unroll
@@ -587,11 +385,11 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
 //     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
 //     memory.
 // Each phase is a device function above; this body orders them and their barriers.
-template <int D, Format F, int X>
-__global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) attention_partial_mma_kernel(
+template <int D, Format F>
+__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
-  using M = MmaShape<D, F, X>;
+  using M = MmaShape<D, F>;
   constexpr bool kFp8 = M::kFp8;
   constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, RS = M::RS, MT = M::MT;
   extern __shared__ __align__(16) unsigned char smb[];
@@ -599,7 +397,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) a
   const int n = blk.n;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const MmaSmem lay(p.chunk, D, NPT, MmaTuneX<D, F, X>::stage_bytes, RS, MmaTuneX<D, F, X>::ring_pre);
+  const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
   __shared__ long long kc_phase_t[kAttnThreads / 32][8];
 #endif
@@ -622,7 +420,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) a
   if (warp < nt) {
     mma_tile_rows(kp, blk, warp, lg, lt, kc);
 #pragma unroll
-    for (int b = 0; b < NB; ++b) kf[0][b] = ldg_k<X>(kc[0] + 64 * b), kf[1][b] = ldg_k<X>(kc[1] + 64 * b);
+    for (int b = 0; b < NB; ++b) kf[0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
   }
 
   // Each key's V row pointer (and fp8 K and V row scales). fp8: the first KPT * 256 keys'
@@ -634,7 +432,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) a
   for (int k = 0; k < KPT; ++k)
     if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
 
-  mma_q_fragments<D, F, X>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
+  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
   if constexpr (kFp8)
 #pragma unroll
     for (int k = 0; k < KPT; ++k)
@@ -652,28 +450,25 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) a
   __syncthreads();
   KC_PHASE(1);
 
-  mma_scores<D, F, X>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
+  mma_scores<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
   const int kg = warp / M::WPG, ws = warp % M::WPG;
 
   // The V ring's stages 0 .. pre - 1 go out before the softmax (their slots overlap no
   // live array), the rest of the first RS - 1 in mma_pv.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   const int nst = (nt + M::RT - 1) / M::RT;
-  const MmaVRing<D, F, X> ring{nst, nt, n, tid, ring_s, vrows};
-  if constexpr (MmaTuneX<D, F, X>::ring_pre == 1) {
+  const MmaVRing<D, F> ring{nst, nt, n, tid, ring_s, vrows};
+  if constexpr (MmaTune<D, F>::ring_pre == 1) {
     ring.issue(0, 0);
   } else {
 #pragma unroll 1
-    for (int st = 0; st < MmaTuneX<D, F, X>::ring_pre; ++st) ring.issue(st, st);
+    for (int st = 0; st < MmaTune<D, F>::ring_pre; ++st) ring.issue(st, st);
   }
   KC_PHASE(2);
   __syncthreads();
   KC_PHASE(3);
 
-  if constexpr (kc_x_ilp(X))
-    mma_softmax_x<D, F, X>(ss, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
-  else
-    mma_softmax_p<D, F, X>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
+  mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
   __syncthreads();
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -685,12 +480,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTuneX<D, F, X>::min_blocks) a
   for (int j = 0; j < MT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  mma_pv<D, F, X>(ring, kg, ws, lane, pf, o);
+  mma_pv<D, F>(ring, kg, ws, lane, pf, o);
   if constexpr (M::KG == 2)
-    if (!mma_pv_join<D, F, X>(kg, ws, lane, reinterpret_cast<float4*>(smb + lay.qf), o))
+    if (!mma_pv_join<D, F>(kg, ws, lane, reinterpret_cast<float4*>(smb + lay.qf), o))
       return;  // (KC_MMA_PHASES: group 1's warps leave unstamped)
   KC_PHASE(5);
-  mma_store_partial<D, F, X>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
+  mma_store_partial<D, F>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
   KC_PHASE(6);
   KC_PHASE_DONE();
 }
@@ -702,42 +497,19 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     return launch_partial_mma_q4(views, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
+  const size_t smem = mma_smem(p.chunk, d, fmt).total;
   const dim3 grid(max_chunks, hkv * nsub, n);
   // The one dispatch: formats with a tensor-core path (Codec<F>::kAttnMma), head_dim 128
   // or 256; launch_attention sends every other case to the fma partial.
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
-  size_t smem = 0;
-  static const int kx = [] {
-    const char* e = std::getenv("KC_MMA_X");
-    const int x = e ? std::atoi(e) : 0;
-    std::fprintf(stderr, "KC_MMA_X=%d\n", x);
-    return x;
-  }();
-  auto pick = [&](auto xc) {
-    constexpr int X = decltype(xc)::value;
-    with_format(fmt, [&](auto codec) {
-      using C = decltype(codec);
-      if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
-        if (d == 128) kern = attention_partial_mma_kernel<128, C::kFormat, X>, smem = MmaTuneX<128, C::kFormat, X>::smem(p.chunk).total;
-        if (d == 256) kern = attention_partial_mma_kernel<256, C::kFormat, X>, smem = MmaTuneX<256, C::kFormat, X>::smem(p.chunk).total;
-      }
-    });
-  };
-  switch (kx) {
-    case 1: pick(std::integral_constant<int, 1>{}); break;
-    case 2: pick(std::integral_constant<int, 2>{}); break;
-    case 3: pick(std::integral_constant<int, 3>{}); break;
-    case 4: pick(std::integral_constant<int, 4>{}); break;
-    case 5: pick(std::integral_constant<int, 5>{}); break;
-    case 6: pick(std::integral_constant<int, 6>{}); break;
-    case 7: pick(std::integral_constant<int, 7>{}); break;
-    case 8: pick(std::integral_constant<int, 8>{}); break;
-    case 9: pick(std::integral_constant<int, 9>{}); break;
-    case 10: pick(std::integral_constant<int, 10>{}); break;
-    case 11: pick(std::integral_constant<int, 11>{}); break;
-    default: pick(std::integral_constant<int, 0>{}); break;
-  }
+  with_format(fmt, [&](auto codec) {
+    using C = decltype(codec);
+    if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
+      if (d == 128) kern = attention_partial_mma_kernel<128, C::kFormat>;
+      if (d == 256) kern = attention_partial_mma_kernel<256, C::kFormat>;
+    }
+  });
   if (!kern)
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
