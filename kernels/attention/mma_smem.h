@@ -44,7 +44,9 @@ struct MmaTune {
 #ifdef KC_MMA_MIN_BLOCKS
   static constexpr int min_blocks = KC_MMA_MIN_BLOCKS;
 #else
-  static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : 3;
+  // fp8 d128: 4 (64 registers, 12 bytes of spills) with a ring of 7 stages of two tiles:
+  // 194.9 / 193.5 us against 205.4 / 205.9 at 3 (12 stages; reports/h200/issue20-bf16/).
+  static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : D == 128 && F == Format::fp8 ? 4 : 3;
 #endif
   // V tiles through a shared-memory ring (stages of ring_tiles key tiles; before 933afba
   // (fp8) and e3327ec (bf16) they went to registers), and the stages issued before the
@@ -58,20 +60,27 @@ struct MmaTune {
   //  - bf16: 8 stages of one tile (d256 64 KB at 2 blocks per SM, d128 32 KB at 3), pre 3 /
   //    1: d256 276.5 / 275.5 against 292.2 / 291.5 / 289.9 with register loads, d128 280.2
   //    / 279.5 against 296.7 / 297.8 / 297.2; 10 stages were slower (300, 294).
+  //  - bf16, stages of two tiles (one barrier per two tiles; at d128 each of the two key
+  //    groups gets a tile of every stage), 4 stages (the same bytes), pre 2 (d256) / 1
+  //    (d128): d256 279.2 / 279.6 against 281.1 / 282.0, d128 278.9 / 277.7 against 280.8
+  //    / 282.0, d128 b1 x 128K 159.8 / 158.6 against 163.6 / 163.8
+  //    (reports/h200/issue20-bf16/).
+  //  - fp8 d128 at 4 blocks per SM (min_blocks): 7 stages of two tiles, pre 1.
 #ifdef KC_MMA_VRING_STAGES
   static constexpr int fp8_ring_stages = D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES;
   static constexpr int fp8_ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
 #else
-  static constexpr int fp8_ring_stages = D == 128 ? 12 : 10;
+  static constexpr int fp8_ring_stages = D == 128 ? 7 : 10;
   static constexpr int fp8_ring_tiles = D == 128 ? 2 : 1;
 #endif
 #ifdef KC_MMA_BRING
   static constexpr int bf16_ring_stages = D == 128 ? KC_MMA_BRING128 : KC_MMA_BRING;
 #else
-  static constexpr int bf16_ring_stages = 8;
+  static constexpr int bf16_ring_stages = 4;
 #endif
+  static constexpr int bf16_ring_tiles = 2;
   static constexpr int ring_stages = F == Format::fp8 ? fp8_ring_stages : bf16_ring_stages;
-  static constexpr int ring_tiles = F == Format::fp8 ? fp8_ring_tiles : 1;
+  static constexpr int ring_tiles = F == Format::fp8 ? fp8_ring_tiles : bf16_ring_tiles;
   static constexpr int stage_bytes = ring_tiles * 16 * D * (F == Format::fp8 ? 1 : 2);
 #ifdef KC_MMA_VRING_PRE
   static constexpr int fp8_ring_pre = D == 128 ? KC_MMA_VRING_PRE128 : KC_MMA_VRING_PRE;
@@ -81,7 +90,7 @@ struct MmaTune {
 #ifdef KC_MMA_BPRE
   static constexpr int bf16_ring_pre = D == 128 ? KC_MMA_BPRE128 : KC_MMA_BPRE;
 #else
-  static constexpr int bf16_ring_pre = D == 256 ? 3 : 1;
+  static constexpr int bf16_ring_pre = D == 256 ? 2 : 1;
 #endif
   static constexpr int ring_pre = F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
