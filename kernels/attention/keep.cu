@@ -26,6 +26,9 @@
 // 64-thread blocks, 16 per SM: 0.66-0.79 (bf16).
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/attention/launch.h"
 
 namespace kc {
@@ -162,14 +165,117 @@ __global__ void __launch_bounds__(kKeepThreadsWide, 3) keep_kernel_wide(const Kv
   }
 }
 
+// ---- keep_pair_kernel: a block per (code plane, lane group) that moves the plane's scale plane too ----
+// Layouts with scale planes: the code plane and its scale plane (field planes() + f) of one
+// lane group in one block, so every block carries the same bytes (the scale plane's batch
+// pieces ride along in the code plane's batches: one barrier for both).
+constexpr int kKeepScaleLoads = 2;  // scale pieces in flight per thread (fp8, q4, mxfp4 at d 128 need 1 or 2)
+
+template <int WC, int WS, int NT>
+__device__ __noinline__ void keep_moves_pair(const KvPlane pc, const KvPlane ps, const KeepMove* moves, int i0, int i1,
+                                             int ss) {
+  using TC = typename KeepPiece<WC>::T;
+  using TS = typename KeepPiece<WS>::T;
+  const int per = int(pc.bytes / WC), pers = int(ps.bytes / WS);
+  const int mstep = NT / per, batch = kKeepLoads * mstep;  // moves per batch (both planes)
+  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * WC;
+  for (int m0 = i0; m0 < i1; m0 += batch) {  // the same trips in every thread
+    TC x[kKeepLoads];
+    TS y[kKeepScaleLoads];
+    int32_t dst[kKeepLoads], dsts[kKeepScaleLoads];
+#pragma unroll
+    for (int u = 0; u < kKeepLoads; ++u) {
+      const int m = m0 + u * mstep + mi;
+      dst[u] = -1;
+      if (m < i1) {
+        const KeepMove mv = moves[m];
+        x[u] = *reinterpret_cast<const TC*>(kv_plane_row(pc, mv.src) + off);
+        dst[u] = mv.dst;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kKeepScaleLoads; ++u) {
+      const int q = threadIdx.x + NT * u, m = m0 + q / pers;  // scale piece q of the batch
+      dsts[u] = -1;
+      if (u < ss && q < batch * pers && m < i1) {
+        const KeepMove mv = moves[m];
+        y[u] = *reinterpret_cast<const TS*>(kv_plane_row(ps, mv.src) + (q % pers) * WS);
+        dsts[u] = mv.dst;
+      }
+    }
+    __syncthreads();  // every read of the batch (both planes) before any of its writes
+#pragma unroll
+    for (int u = 0; u < kKeepLoads; ++u)
+      if (dst[u] >= 0) *reinterpret_cast<TC*>(kv_plane_row(pc, dst[u]) + off) = x[u];
+#pragma unroll
+    for (int u = 0; u < kKeepScaleLoads; ++u)
+      if (dsts[u] >= 0) {
+        const int q = threadIdx.x + NT * u;
+        *reinterpret_cast<TS*>(kv_plane_row(ps, dsts[u]) + (q % pers) * WS) = y[u];
+      }
+  }
+}
+
+// The widest piece every row address of a plane allows: base, page stride (paged), plane
+// offset and row width all multiples of it.
+__device__ __forceinline__ int keep_piece_width(const KvPlane& pl) {
+  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
+  return int(a & (~a + 1));
+}
+template <int NT>
+__device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
+  switch (keep_piece_width(pl)) {
+    case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
+    case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
+    case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
+    case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
+    default: keep_moves<1, NT>(pl, moves, i0, i1); break;
+  }
+}
+
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_pair_kernel(const KvView* views, const KeepMove* moves,
+                                                           const int32_t* lane_off) {
+  const int f = blockIdx.x, g = blockIdx.y;
+  const int i0 = lane_off[g], i1 = lane_off[g + 1];
+  if (i0 >= i1) return;
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+#else
+  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
+#endif
+  const KvPlane pc = kv_plane(v, f), ps = kv_plane(v, v.lay.planes() + f);
+  const int wc = keep_piece_width(pc), ws = keep_piece_width(ps);
+  const int per = int(pc.bytes) / wc, pers = int(ps.bytes) / ws;
+  // Both planes in one batch loop: 16-byte code pieces, a code row's pieces dividing the
+  // block, and the batch's scale pieces at most kKeepScaleLoads per thread.
+  const int ss = (kKeepLoads * (NT / max(per, 1)) * pers + NT - 1) / NT;
+  if (wc == 16 && per <= NT && NT % per == 0 && ws >= 2 && ss <= kKeepScaleLoads) {
+    switch (ws) {
+      case 16: keep_moves_pair<16, 16, NT>(pc, ps, moves, i0, i1, ss); return;
+      case 8: keep_moves_pair<16, 8, NT>(pc, ps, moves, i0, i1, ss); return;
+      case 4: keep_moves_pair<16, 4, NT>(pc, ps, moves, i0, i1, ss); return;
+      default: keep_moves_pair<16, 2, NT>(pc, ps, moves, i0, i1, ss); return;
+    }
+  }
+  keep_plane<NT>(pc, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
+  keep_plane<NT>(ps, moves, i0, i1);
+}
+
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  const dim3 grid(lay.field_count(), groups);
-  if (lay.scale_bytes == 0)
-    keep_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
-  else
-    keep_kernel_wide<<<grid, kKeepThreadsWide, 0, s>>>(views, moves, lane_off);
+  static const char* var = std::getenv("KC_MOVES_VARIANT");  // EXPERIMENT ONLY (removed before the final commit)
+  const bool old = var && std::strstr(var, "keepold");
+  if (lay.scale_bytes == 0) {
+    keep_kernel<128, 8><<<dim3(lay.field_count(), groups), 128, 0, s>>>(views, moves, lane_off);
+  } else if (old) {
+    keep_kernel_wide<<<dim3(lay.field_count(), groups), kKeepThreadsWide, 0, s>>>(views, moves, lane_off);
+  } else if (var && std::strstr(var, "keep6")) {
+    keep_pair_kernel<128, 6><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  } else {
+    keep_pair_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  }
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
