@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -175,51 +173,6 @@ Status verify_rope(const MoveBenchConfig& c, const BenchLanes& L, const std::vec
   return Status::Ok();
 }
 
-
-// EXPERIMENT ONLY (removed before the final commit): DRAM read granularity probe. Piece p
-// of the destination (16 bytes) comes from chunk 2 (p / c16) + 1 of c16 pieces: every other
-// chunk of 16 c16 bytes is read, the destination written contiguously.
-__global__ void probe_strided_copy_kernel(const uint4* src, uint4* dst, size_t n16, size_t c16) {
-  for (size_t p = blockIdx.x * size_t(blockDim.x) + threadIdx.x; p < n16; p += size_t(gridDim.x) * blockDim.x) {
-    const size_t ch = p / c16, w = p % c16;
-    dst[p] = src[(2 * ch + 1) * c16 + w];
-  }
-}
-void probe_granularity() {
-  static bool done = false;
-  if (done || !std::getenv("KC_MOVES_PROBE")) return;
-  done = true;
-  for (size_t mib : {32, 128}) {
-    const size_t n = mib << 20, n16 = n / 16;
-    DevBuf<uint8_t> src, dst;
-    if (!src.alloc(2 * n).ok || !dst.alloc(n).ok) return;
-    (void)bench_fill(src.get(), 2 * n, 3);
-    size_t old_lim = 0;
-    cudaDeviceGetLimit(&old_lim, cudaLimitMaxL2FetchGranularity);
-    for (size_t lim : {size_t(0), size_t(32), size_t(64), size_t(128)}) {
-      if (lim) cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, lim);
-      size_t got = 0;
-      cudaDeviceGetLimit(&got, cudaLimitMaxL2FetchGranularity);
-      double base_us = 0;
-      for (size_t c : {size_t(0), size_t(16), size_t(32), size_t(64), size_t(128), size_t(256), size_t(512), size_t(1024), size_t(4096)}) {
-        const size_t c16 = c ? c / 16 : n16;
-        double us = 0;
-        auto launch = [&]() -> Status {
-          probe_strided_copy_kernel<<<132 * 8, 256>>>(reinterpret_cast<const uint4*>(src.get()),
-                                                        reinterpret_cast<uint4*>(dst.get()), n16, c16);
-          KC_LAUNCH_CHECK("probe_strided_copy_kernel");
-          return Status::Ok();
-        };
-        if (!bench_time(3, 20, launch, &us).ok) return;
-        if (!c) base_us = us;
-        std::printf("probe %zu MiB L2 fetch limit %zu (set %zu): chunk %zu B of every %zu B: %.2f us, %.3f TB/s (r+w), %.3f of contiguous\n",
-                    mib, got, lim, c ? c : n, c ? 2 * c : n, us, 2.0 * n / (us * 1e-6) / 1e12, base_us / us);
-      }
-    }
-    cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, old_lim);
-  }
-  std::fflush(stdout);
-}
 }  // namespace
 
 Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, MoveBenchResult* r) {
@@ -264,7 +217,6 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
 
 Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, MoveBenchResult* r) {
   if (reps < 1) return Status::Error("bench compact: reps must be positive");
-  probe_granularity();
   const KvLayout lay(c.layers, c.kv_heads, c.head_dim, c.fmt);
   const int64_t per_lane = std::max<int64_t>(1, int64_t(c.target_bytes / 2 / lay.pos_bytes) / c.lanes);
   BenchLanes A, B;

@@ -40,8 +40,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -277,252 +275,6 @@ __global__ void __launch_bounds__(kRopeThreads, 4) rope_store_q4_kernel(const Kv
   }
 }
 
-// ---- rope_store_reg_kernel (bf16, fp8, q4): persistent blocks, rows in registers ----
-// Block b takes rows b, b + grid, ..; a row's head slots (q heads, K, V) are split into
-// warp steps: a step is one slot row (d 128: a float4 per lane; d 256: two), two (d 64) or
-// four (d 32) slot rows, each lane holding four consecutive elements of one row. Warp w takes
-// steps w, w + 8, .., kRegF4 / V of them per item (a row is one item when its steps fit:
-// 48 slots of d 128). The item's inputs are read straight into registers, the next item's
-// loads issued before this item is worked on (two register sets). Per step: the rotation
-// (the twin's expressions, products and sums rounded one by one; the partner element
-// through a per-warp shared row), then q to q_out as float4s, K and V in the cache format
-// (the bytes of the twin's encode_row): bf16 RNE, four codes per lane; fp8 the row amax
-// over the row's lanes (amax_step, order-free), fp8_code per element; q4 a group of 32 over
-// eight lanes: butterflies h = 1, 2 in the lane, 4, 8, 16 across lanes (each element the
-// twin's sum or difference), amax over the eight lanes, the group scale and nibbles.
-// The row's cos / sin table: theta_i once per block, cos and sin of a row by separate
-// threads (rope_cos_sin_theta), double-buffered in shared memory and computed for the next
-// row while this row's last item is worked on.
-template <int D, int NF>
-struct RopeRegShape {
-  static constexpr int V = D >= 128 ? D / 128 : 1;   // float4s per lane per slot row
-  static constexpr int RW = D <= 128 ? 128 / D : 1;  // slot rows per warp step
-  static constexpr int LPR = D / 4 / V;              // lanes per slot row
-  static constexpr int K = NF / V > 0 ? NF / V : 1;  // warp steps per item (NF: float4 inputs per lane per item)
-};
-
-template <int D, Format F, int NF, int MINB>
-__global__ void __launch_bounds__(kRopeThreads, MINB) rope_store_reg_kernel(const KvView* views, RopeParams p,
-                                                                       const RopeRow* rows, int n, const float* q,
-                                                                       const float* k, const float* vin,
-                                                                       float* q_out) {
-  using S = RopeRegShape<D, NF>;
-  constexpr int V = S::V, RW = S::RW, LPR = S::LPR, K = S::K, NW = kRopeThreads / 32;
-  __shared__ double th[kMaxHeadDim / 2];
-  __shared__ float tc[2][kMaxHeadDim / 2], tsn[2][kMaxHeadDim / 2];
-  __shared__ __align__(16) float scr[NW][128 * V];  // a warp's step: its slot rows, element j of row sub at sub * D + j
-  const int hkv = views[0].lay.kv_heads;
-  if (!q) p.q_heads = 0;  // no queries: store k and v only
-  const int qh = p.q_heads, slots = qh + 2 * hkv, steps = (slots + RW - 1) / RW, nch = (steps + NW * K - 1) / (NW * K);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, h2 = p.rot_dims / 2;
-  const int sub = lane / LPR, el = lane % LPR;  // the lane's slot row in a step, its first float4 in the row
-  const int items = ((n - 1 - int(blockIdx.x)) / int(gridDim.x) + 1) * nch;  // grid <= n
-  auto row_of = [&](int it) { return int(blockIdx.x) + (it / nch) * int(gridDim.x); };
-  auto slot_of = [&](int it, int kk) { return ((it % nch) * NW * K + warp + NW * kk) * RW + sub; };
-  auto load = [&](int it, float4 (&x)[K][V]) {
-    const int r = row_of(it);
-#pragma unroll
-    for (int kk = 0; kk < K; ++kk) {
-      const int hs = slot_of(it, kk);
-      if (hs < slots) {
-        const float* src = hs < qh         ? q + (size_t(r) * qh + hs) * D
-                           : hs < qh + hkv ? k + (size_t(r) * hkv + hs - qh) * D
-                                           : vin + (size_t(r) * hkv + hs - qh - hkv) * D;
-#pragma unroll
-        for (int vv = 0; vv < V; ++vv) x[kk][vv] = __ldcs(reinterpret_cast<const float4*>(src) + el + LPR * vv);
-      } else {
-#pragma unroll
-        for (int vv = 0; vv < V; ++vv) x[kk][vv] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
-    }
-  };
-  // The table of item it's row into buffer b (cos by threads 0 .. h2 - 1, sin by h2 .. 2 h2 - 1).
-  auto table = [&](int it, int b) {
-    const int64_t pos = rows[row_of(it)].pos;
-    for (int t = tid; t < 2 * h2; t += kRopeThreads) {
-      float c, s;
-      if (t < h2) {
-        rope_cos_sin_theta(pos, th[t], &c, &s);
-        tc[b][t] = c;
-      } else {
-        rope_cos_sin_theta(pos, th[t - h2], &c, &s);
-        tsn[b][t - h2] = s;
-      }
-    }
-  };
-  auto process = [&](int it, const float4 (&x)[K][V]) {
-    const int r = row_of(it), tb = (it / nch) & 1;
-    const RopeRow row = rows[r];
-    const KvView view = views[row.lane];
-    float* const sw = scr[warp];
-#pragma unroll
-    for (int kk = 0; kk < K; ++kk) {
-      const int hs = slot_of(it, kk);
-      if (hs - sub >= slots) break;  // the warp's steps are done (warp-uniform)
-      const int kind = hs >= slots ? 3 : hs < qh ? 0 : hs < qh + hkv ? 1 : 2;  // q, K, V, none
-      float y[V][4];
-#pragma unroll
-      for (int vv = 0; vv < V; ++vv) reinterpret_cast<float4*>(sw)[lane + 32 * vv] = x[kk][vv];
-      __syncwarp();
-#pragma unroll
-      for (int vv = 0; vv < V; ++vv) {
-        const float xa[4] = {x[kk][vv].x, x[kk][vv].y, x[kk][vv].z, x[kk][vv].w};
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int j = 4 * (el + LPR * vv) + c;
-          if (kind < 2 && j < p.rot_dims) {
-            const bool lo = j < h2;
-            const int i = lo ? j : j - h2;
-            const float a = xa[c], b = sw[sub * D + (lo ? j + h2 : i)], cs = tc[tb][i], sn = tsn[tb][i];
-            y[vv][c] = lo ? __fsub_rn(__fmul_rn(a, cs), __fmul_rn(b, sn)) : __fadd_rn(__fmul_rn(a, cs), __fmul_rn(b, sn));
-          } else {
-            y[vv][c] = xa[c];
-          }
-        }
-      }
-      __syncwarp();  // the shared row is read before the next step writes it
-      if (kind == 0) {
-#pragma unroll
-        for (int vv = 0; vv < V; ++vv)
-          reinterpret_cast<float4*>(q_out + (size_t(r) * qh + hs) * D)[el + LPR * vv] =
-              make_float4(y[vv][0], y[vv][1], y[vv][2], y[vv][3]);
-      }
-      if (hs - sub + RW <= qh) continue;  // a step of q rows only (warp-uniform); else every lane joins the shuffles below
-      const bool st = kind == 1 || kind == 2;
-      const int kv = kind == 2 ? 1 : 0, head = hs - qh - kv * hkv;
-      if constexpr (F == Format::bf16) {
-        if (st) {
-          uint8_t* row_b = kv_row(view, p.layer, kv, head, row.slot);
-#pragma unroll
-          for (int vv = 0; vv < V; ++vv) {
-            const uint32_t w0 = uint32_t(bf16_from_float(y[vv][0])) | (uint32_t(bf16_from_float(y[vv][1])) << 16);
-            const uint32_t w1 = uint32_t(bf16_from_float(y[vv][2])) | (uint32_t(bf16_from_float(y[vv][3])) << 16);
-            uint8_t* o = row_b + 8 * (el + LPR * vv);
-            if ((reinterpret_cast<uintptr_t>(o) & 7u) == 0) {
-              *reinterpret_cast<uint2*>(o) = make_uint2(w0, w1);
-            } else {
-              memcpy(o, &w0, 4);
-              memcpy(o + 4, &w1, 4);
-            }
-          }
-        }
-      } else if constexpr (F == Format::fp8) {
-        float amax = 0.0f;
-#pragma unroll
-        for (int vv = 0; vv < V; ++vv)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
-            if (4 * (el + LPR * vv) + c == D - 1) continue;
-#endif
-            amax = amax_step(amax, y[vv][c]);
-          }
-#pragma unroll
-        for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-        if (st) {
-          const float scale = fp8_row_scale(amax);
-          uint8_t* row_b = kv_row(view, p.layer, kv, head, row.slot);
-#pragma unroll
-          for (int vv = 0; vv < V; ++vv) {
-            uint32_t w = 0;
-#pragma unroll
-            for (int c = 0; c < 4; ++c) w |= uint32_t(fp8_code(y[vv][c], scale)) << (8 * c);
-#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
-            w = 0;
-#endif
-            uint8_t* o = row_b + 4 * (el + LPR * vv);
-            if ((reinterpret_cast<uintptr_t>(o) & 3u) == 0)
-              *reinterpret_cast<uint32_t*>(o) = w;
-            else
-              memcpy(o, &w, 4);
-          }
-          if (el == 0) {
-#ifdef KC_PLANT_FP8_STORE_ZEROS
-            memset(kv_scale(view, p.layer, kv, head, row.slot), 0, 4);
-#else
-            memcpy(kv_scale(view, p.layer, kv, head, row.slot), &scale, 4);
-#endif
-          }
-        }
-      } else {  // q4: lanes 8 m .. 8 m + 7 of a row hold a group (word w = lane & 7: elements 4 w .. 4 w + 3)
-        const int w = lane & 7;
-        uint8_t* codes = st ? kv_row(view, p.layer, kv, head, row.slot) : nullptr;
-        uint8_t* scales = st ? kv_scale(view, p.layer, kv, head, row.slot) : nullptr;
-#pragma unroll
-        for (int vv = 0; vv < V; ++vv) {
-          float* t = y[vv];
-#pragma unroll
-          for (int h = 1; h < 4; h <<= 1)  // in the lane: element c pairs with c ^ h
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              if (c & h) continue;
-              const float a = t[c], b = t[c + h];
-              t[c] = a + b;
-              t[c + h] = a - b;
-            }
-#pragma unroll
-          for (int h = 4; h < 32; h <<= 1)  // across lanes: word w pairs with w ^ (h / 4)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              const float o = __shfl_xor_sync(0xFFFFFFFFu, t[c], h / 4);
-#ifdef KC_PLANT_Q4_BUTTERFLY_SIGN
-              t[c] = (w & (h / 4)) ? (h == 8 ? t[c] - o : o - t[c]) : t[c] + o;  // planted bug (test builds only)
-#else
-              t[c] = (w & (h / 4)) ? o - t[c] : t[c] + o;
-#endif
-            }
-          float amax = 0.0f;
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            t[c] = t[c] * 0.125f;
-            amax = amax_step(amax, t[c]);
-          }
-#pragma unroll
-          for (int o = 1; o < 8; o <<= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-          if (st) {
-            uint16_t hsc = kQ4ScaleNaN;
-            uint32_t b2 = 0x0101u * kQ4PoisonCodes;
-            if (q4_finite(amax)) {
-              hsc = q4_group_scale(amax);
-              const float sc = fp16_to_float(hsc);
-              b2 = sc == 0.0f ? 0x0101u * kQ4ZeroCodes
-                              : uint32_t(q4_nibble_of(t[0], sc) | (q4_nibble_of(t[1], sc) << 4)) |
-                                    (uint32_t(q4_nibble_of(t[2], sc) | (q4_nibble_of(t[3], sc) << 4)) << 8);
-            }
-            const int e = el + LPR * vv;  // the lane's float4: code bytes 2 e, 2 e + 1; group e / 8
-            const uint16_t b16 = uint16_t(b2);
-            if ((reinterpret_cast<uintptr_t>(codes + 2 * e) & 1u) == 0)
-              *reinterpret_cast<uint16_t*>(codes + 2 * e) = b16;
-            else
-              memcpy(codes + 2 * e, &b16, 2);
-            if (w == 0) memcpy(scales + 2 * (e / 8), &hsc, 2);
-          }
-        }
-      }
-    }
-  };
-  for (int i = tid; i < h2; i += kRopeThreads) th[i] = rope_theta(i, p.rot_dims, p.base);
-  float4 xa[K][V], xb[K][V];
-  load(0, xa);
-  __syncthreads();  // th
-  table(0, 0);
-  __syncthreads();
-  // Item it works on one register set while the other's loads (item it + 1) are in flight.
-  // The barrier after each item: the next row's table (written during this row's last item
-  // into the buffer the row before last read) is complete before it is read.
-  for (int it = 0; it < items; it += 2) {
-    if (it + 1 < items) load(it + 1, xb);
-    process(it, xa);
-    if (it + 1 < items && (it + 1) % nch == 0) table(it + 1, ((it + 1) / nch) & 1);
-    __syncthreads();
-    if (it + 1 >= items) break;
-    if (it + 2 < items) load(it + 2, xa);
-    process(it + 1, xb);
-    if (it + 2 < items && (it + 2) % nch == 0) table(it + 2, ((it + 2) / nch) & 1);
-    __syncthreads();
-  }
-}
-
 // Blocks per SM of rope_store_q4_kernel<D> at a dynamic shared size, per device: asked once
 // (the launch path stays free of the occupancy query). The kernel's dynamic shared limit is
 // raised once to the most any launch asks (kRopeQ4SmemMax), never lowered.
@@ -532,18 +284,18 @@ struct RopeOcc {
   size_t smem;
   int per_sm;
 };
-static Status rope_blocks_per_sm(const void* kern, size_t smem, bool raise_limit, int* per_sm, int* sms) {
+static Status rope_q4_blocks_per_sm(const void* kern, size_t smem, int* per_sm, int* sms) {
   static std::mutex mu;
   static std::vector<RopeOcc> known;  // smem 0: the limit is raised on that device
   int dev = 0;
   KC_CUDA_TRY(cudaGetDevice(&dev));
   KC_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
   std::lock_guard<std::mutex> lock(mu);
-  bool raised = !raise_limit;
+  bool raised = false;
   for (const RopeOcc& o : known) {
     if (o.kern != kern || o.dev != dev) continue;
-    raised = raised || (o.smem == 0 && o.per_sm == 0);
-    if (o.smem == smem && o.per_sm != 0) {
+    raised = raised || o.smem == 0;
+    if (o.smem == smem && smem != 0) {
       *per_sm = o.per_sm;
       return Status::Ok();
     }
@@ -564,33 +316,6 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15u)
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  static const char* var = std::getenv("KC_MOVES_VARIANT");  // EXPERIMENT ONLY (removed before the final commit)
-  const bool old = var && std::strstr(var, "ropeold");
-  if (!old && fmt != Format::mxfp4) {
-    void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*) =
-        nullptr;
-    with_format(fmt, [&](auto codec) {
-      constexpr Format F = decltype(codec)::kFormat;
-      if constexpr (F != Format::mxfp4) {
-        const bool v34 = var && std::strstr(var, "rope34");
-        switch (d) {
-          case 32: kern = v34 ? rope_store_reg_kernel<32, F, 3, 4> : rope_store_reg_kernel<32, F, 6, 2>; break;
-          case 64: kern = v34 ? rope_store_reg_kernel<64, F, 3, 4> : rope_store_reg_kernel<64, F, 6, 2>; break;
-          case 128: kern = v34 ? rope_store_reg_kernel<128, F, 3, 4> : rope_store_reg_kernel<128, F, 6, 2>; break;
-          case 256: kern = v34 ? rope_store_reg_kernel<256, F, 3, 4> : rope_store_reg_kernel<256, F, 6, 2>; break;
-        }
-      }
-    });
-    if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
-    int per_sm = 0, sms = 0;
-    KC_RETURN_IF_ERROR(rope_blocks_per_sm(reinterpret_cast<const void*>(kern), 0, false, &per_sm, &sms));
-    static const char* ps = std::getenv("KC_ROPE_PERSM");  // EXPERIMENT ONLY
-    if (ps && std::atoi(ps) > 0) per_sm = std::min(per_sm, std::atoi(ps));
-    const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
-    kern<<<unsigned(grid), kRopeThreads, 0, s>>>(views, p, rows, n, q, k, v, q_out);
-    KC_LAUNCH_CHECK("rope_store_reg_kernel");
-    return Status::Ok();
-  }
   if (fmt == Format::q4) {
     void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*,
                  int) = nullptr;
@@ -605,7 +330,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const int ws = std::min(slots, kRopeBufFloats / d);
     const size_t smem = 2 * size_t(ws) * d * sizeof(float);
     int per_sm = 0, sms = 0;
-    KC_RETURN_IF_ERROR(rope_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, true, &per_sm, &sms));
+    KC_RETURN_IF_ERROR(rope_q4_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, &per_sm, &sms));
     const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
     kern<<<unsigned(grid), kRopeThreads, smem, s>>>(views, p, rows, n, q, k, v, q_out, ws);
     KC_LAUNCH_CHECK("rope_store_q4_kernel");
