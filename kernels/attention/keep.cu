@@ -2,28 +2,33 @@
 // bench: bench compact.
 //
 // Two kernels, one chosen per cache layout by launch_keep (measured on the H200, bench
-// compact, commit 4137649, reports/h200/issue20-moves.md):
-//   keep_kernel<128, 8>  layouts without scale planes (bf16): 128 threads, 8 blocks per SM,
-//                        so the (field, lane) blocks of a bench-sized keep run in about one
-//                        wave; 0.85-0.99 of the copy ceiling from 64 MiB up (0.74-0.85 with
-//                        the 256-thread kernel in the same run).
-//   keep_kernel_wide     layouts with scale planes (fp8, q4, mxfp4): 256 threads, 3 blocks
-//                        per SM (the kernel of d4bdbb2); 0.63-0.75 (fp8), 0.62-0.69 (q4), where
-//                        the 128-thread kernel gave 0.59-0.75 and 0.55-0.66.
-// Both: block (field, lane group). The lane's moves run in batches: the block reads the
-//   source rows of a batch (each row in pieces of W bytes, W the widest of 16, 8, 4, 2, 1
-//   that every row address of the field allows; kKeepLoads pieces in flight per thread), a
-//   barrier, writes them to their destinations, then the next batch.
+// compact, reports/h200/issue20-moves.md and issue20-moves2/issue20-moves2.md):
+//   keep_kernel<128, 8>       layouts without scale planes (bf16): a block per (field, lane
+//                             group), 128 threads, 8 blocks per SM, so the blocks of a
+//                             bench-sized keep run in about one wave; 0.85-0.94 of the copy
+//                             ceiling from 64 MiB up.
+//   keep_pair_kernel<128, 8>  layouts with scale planes (fp8, q4, mxfp4): a block per (code
+//                             plane, lane group) that also moves the plane's scale plane, the
+//                             scale pieces riding in the code batches (one barrier for both):
+//                             every block carries the same bytes. 0.68-0.77 (fp8) and
+//                             0.66-0.72 (q4) where d4bdbb2's 256-thread kernel (a block per
+//                             field: half the blocks moved 1-4 KiB of scales) gave 0.63-0.71
+//                             and 0.61-0.67 in the same run.
+// Both: the lane group's moves run in batches: the block reads the source rows of a batch
+//   (each row in pieces of W bytes, W the widest of 16, 8, 4, 2, 1 that every row address of
+//   the plane allows; kKeepLoads pieces in flight per thread), a barrier, writes them to
+//   their destinations, then the next batch.
 //   This equals sequential in-order moves: a lane's moves ascend in src and in dst, with
 //   dst < src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for
 //   i < j); a later move may write the row an earlier one reads (dst_j == src_i, j > i),
 //   and every read of a batch comes before the batch's writes and every later batch's
 //   (the barrier of the next batch). Every declared field (codes and scales) moves; addresses come from kv_plane.
-//   keep_kernel keeps its pieces' destination positions, not addresses, across the barrier,
-//   and each W's loop is its own function (64 registers without spills).
-// Tried (reports/h200/issue20-moves.md): a warp per (lane, field, 64-byte column) with no
-// block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42 (q4), slower than either;
-// 64-thread blocks, 16 per SM: 0.66-0.79 (bf16).
+//   Both keep their pieces' destination positions, not addresses, across the barrier, and
+//   each piece width's loop is its own function (keep_kernel: 64 registers without spills;
+//   keep_pair_kernel: 64 registers, 8-64 bytes spilled per loop).
+// Tried (reports/h200/issue20-moves.md, issue20-moves2/): a warp per (lane, field, 64-byte
+// column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42 (q4); 64-thread
+// blocks, 16 per SM: 0.66-0.79 (bf16); keep_pair_kernel at 6 blocks per SM: 0.52-0.63.
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
@@ -105,71 +110,110 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   }
 }
 
-// ---- keep_kernel_wide: 256 threads, 3 blocks per SM (layouts with scale planes) ----
-constexpr int kKeepThreadsWide = 256;
-template <int W>
-__device__ void keep_moves_wide(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
-  using T = typename KeepPiece<W>::T;
-  const int per = int(pl.bytes / W);
-  if (kKeepThreadsWide % per != 0) {
-    for (int m = i0; m < i1; ++m) {
-      const KeepMove mv = moves[m];
-      for (int b = threadIdx.x; b < per; b += kKeepThreadsWide)
-        *reinterpret_cast<T*>(kv_plane_row(pl, mv.dst) + b * W) = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + b * W);
-      __syncthreads();
-    }
-    return;
-  }
-  const int mstep = kKeepThreadsWide / per;
-  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * W;
-  for (int m0 = i0; m0 < i1; m0 += kKeepLoads * mstep) {
-    T x[kKeepLoads];
-    uint8_t* dst[kKeepLoads];
+// ---- keep_pair_kernel: a block per (code plane, lane group) that moves the plane's scale plane too ----
+// Layouts with scale planes: the code plane and its scale plane (field planes() + f) of one
+// lane group in one block, so every block carries the same bytes (the scale plane's batch
+// pieces ride along in the code plane's batches: one barrier for both).
+constexpr int kKeepScaleLoads = 2;  // scale pieces in flight per thread (fp8, q4, mxfp4 at d 128 need 1 or 2)
+
+template <int WC, int WS, int NT>
+__device__ __noinline__ void keep_moves_pair(const KvPlane pc, const KvPlane ps, const KeepMove* moves, int i0, int i1,
+                                             int ss) {
+  using TC = typename KeepPiece<WC>::T;
+  using TS = typename KeepPiece<WS>::T;
+  const int per = int(pc.bytes / WC), pers = int(ps.bytes / WS);
+  const int mstep = NT / per, batch = kKeepLoads * mstep;  // moves per batch (both planes)
+  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * WC;
+  for (int m0 = i0; m0 < i1; m0 += batch) {  // the same trips in every thread
+    TC x[kKeepLoads];
+    TS y[kKeepScaleLoads];
+    int32_t dst[kKeepLoads], dsts[kKeepScaleLoads];
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u) {
       const int m = m0 + u * mstep + mi;
-      dst[u] = nullptr;
+      dst[u] = -1;
       if (m < i1) {
         const KeepMove mv = moves[m];
-        x[u] = *reinterpret_cast<const T*>(kv_plane_row(pl, mv.src) + off);
-        dst[u] = kv_plane_row(pl, mv.dst) + off;
+        x[u] = *reinterpret_cast<const TC*>(kv_plane_row(pc, mv.src) + off);
+        dst[u] = mv.dst;
       }
     }
-    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kKeepScaleLoads; ++u) {
+      const int q = threadIdx.x + NT * u, m = m0 + q / pers;  // scale piece q of the batch
+      dsts[u] = -1;
+      if (u < ss && q < batch * pers && m < i1) {
+        const KeepMove mv = moves[m];
+        y[u] = *reinterpret_cast<const TS*>(kv_plane_row(ps, mv.src) + (q % pers) * WS);
+        dsts[u] = mv.dst;
+      }
+    }
+    __syncthreads();  // every read of the batch (both planes) before any of its writes
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u)
-      if (dst[u]) *reinterpret_cast<T*>(dst[u]) = x[u];
+      if (dst[u] >= 0) *reinterpret_cast<TC*>(kv_plane_row(pc, dst[u]) + off) = x[u];
+#pragma unroll
+    for (int u = 0; u < kKeepScaleLoads; ++u)
+      if (dsts[u] >= 0) {
+        const int q = threadIdx.x + NT * u;
+        *reinterpret_cast<TS*>(kv_plane_row(ps, dsts[u]) + (q % pers) * WS) = y[u];
+      }
   }
 }
-__global__ void __launch_bounds__(kKeepThreadsWide, 3) keep_kernel_wide(const KvView* views, const KeepMove* moves,
-                                                                 const int32_t* lane_off) {
+
+// The widest piece every row address of a plane allows: base, page stride (paged), plane
+// offset and row width all multiples of it.
+__device__ __forceinline__ int keep_piece_width(const KvPlane& pl) {
+  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
+  return int(a & (~a + 1));
+}
+template <int NT>
+__device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
+  switch (keep_piece_width(pl)) {
+    case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
+    case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
+    case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
+    case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
+    default: keep_moves<1, NT>(pl, moves, i0, i1); break;
+  }
+}
+
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_pair_kernel(const KvView* views, const KeepMove* moves,
+                                                           const int32_t* lane_off) {
   const int f = blockIdx.x, g = blockIdx.y;
   const int i0 = lane_off[g], i1 = lane_off[g + 1];
   if (i0 >= i1) return;
 #ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView v = views[moves[0].lane];
+  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
 #else
-  const KvView v = views[moves[i0].lane];
+  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
 #endif
-  const KvPlane pl = kv_plane(v, f);
-  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
-  switch (a & (~a + 1)) {
-    case 16: keep_moves_wide<16>(pl, moves, i0, i1); break;
-    case 8: keep_moves_wide<8>(pl, moves, i0, i1); break;
-    case 4: keep_moves_wide<4>(pl, moves, i0, i1); break;
-    case 2: keep_moves_wide<2>(pl, moves, i0, i1); break;
-    default: keep_moves_wide<1>(pl, moves, i0, i1); break;
+  const KvPlane pc = kv_plane(v, f), ps = kv_plane(v, v.lay.planes() + f);
+  const int wc = keep_piece_width(pc), ws = keep_piece_width(ps);
+  const int per = int(pc.bytes) / wc, pers = int(ps.bytes) / ws;
+  // Both planes in one batch loop: 16-byte code pieces, a code row's pieces dividing the
+  // block, and the batch's scale pieces at most kKeepScaleLoads per thread.
+  const int ss = (kKeepLoads * (NT / max(per, 1)) * pers + NT - 1) / NT;
+  if (wc == 16 && per <= NT && NT % per == 0 && ws >= 2 && ss <= kKeepScaleLoads) {
+    switch (ws) {
+      case 16: keep_moves_pair<16, 16, NT>(pc, ps, moves, i0, i1, ss); return;
+      case 8: keep_moves_pair<16, 8, NT>(pc, ps, moves, i0, i1, ss); return;
+      case 4: keep_moves_pair<16, 4, NT>(pc, ps, moves, i0, i1, ss); return;
+      default: keep_moves_pair<16, 2, NT>(pc, ps, moves, i0, i1, ss); return;
+    }
   }
+  keep_plane<NT>(pc, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
+  keep_plane<NT>(ps, moves, i0, i1);
 }
 
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  const dim3 grid(lay.field_count(), groups);
   if (lay.scale_bytes == 0)
-    keep_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
+    keep_kernel<128, 8><<<dim3(lay.field_count(), groups), 128, 0, s>>>(views, moves, lane_off);
   else
-    keep_kernel_wide<<<grid, kKeepThreadsWide, 0, s>>>(views, moves, lane_off);
+    keep_pair_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
