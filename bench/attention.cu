@@ -4,9 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <string>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -14,7 +11,6 @@
 #include "bench/attention.h"
 #include "bench/hash.cuh"
 #include "kernels/attention/launch.h"
-#include "kernels/attention/rows.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/layout/cache.h"
 
@@ -43,13 +39,6 @@ __global__ void read_kernel(const int4* p, size_t n, int* sink) {
     acc ^= a.x ^ a.y ^ a.z ^ a.w;
   }
   if (acc == 0x12345678) sink[0] = acc;  // keeps the loads alive
-}
-
-// Holds the stream until the host sets *flag (host memory mapped into the device): the
-// launches behind it are all enqueued before any runs (experiment mode KC_BENCH_MODE=gated).
-__global__ void bench_gate_kernel(volatile int* flag) {
-  while (*flag == 0) {
-  }
 }
 
 double median(std::vector<float> v) {
@@ -138,8 +127,8 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   KC_RETURN_IF_ERROR(dtails.upload(&zero, 1));
   KC_RETURN_IF_ERROR(dq.upload(q.data(), q.size()));
   KC_RETURN_IF_ERROR(dout.alloc(q.size()));
-  const AttnParams p{c.q_heads, 0, c.chunk, float(1.0 / std::sqrt(double(c.head_dim))), c.row_blocks};
-  const int max_chunks = attn_row_chunks(p, c.ctx, c.kv_heads);  // every row has ctx keys
+  const AttnParams p{c.q_heads, 0, c.chunk, float(1.0 / std::sqrt(double(c.head_dim)))};
+  const int max_chunks = (c.ctx + c.chunk - 1) / c.chunk;
   const size_t np = size_t(c.batch) * c.q_heads * max_chunks;
   KC_RETURN_IF_ERROR(pm.alloc(np));
   KC_RETURN_IF_ERROR(pl.alloc(np));
@@ -147,63 +136,18 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   cudaEvent_t a, b;
   KC_CUDA_TRY(cudaEventCreate(&a));
   KC_CUDA_TRY(cudaEventCreate(&b));
-  // Experiment modes (KC_BENCH_MODE): "gated" enqueues each rep behind a gate kernel, so the
-  // events time the device alone (no host enqueue inside); "graph" replays a CUDA graph of
-  // the two launches per cache copy. Default: events around launch_attention on an idle device.
-  const char* mode_env = std::getenv("KC_BENCH_MODE");
-  const std::string mode = mode_env ? mode_env : "";
-  int* flag_h = nullptr;
-  int* flag_d = nullptr;
-  if (mode == "gated") {
-    KC_CUDA_TRY(cudaHostAlloc(&flag_h, sizeof(int), cudaHostAllocMapped));
-    KC_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_d), flag_h, 0));
-  }
-  std::vector<cudaGraphExec_t> graphs;
-  cudaStream_t gs = nullptr;
-  if (mode == "graph") {
-    KC_CUDA_TRY(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
-    for (int k = 0; k < copies; ++k) {
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      KC_CUDA_TRY(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
-      const Status ls = launch_attention(dviews[k].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
-                                         dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(), gs);
-      KC_CUDA_TRY(cudaStreamEndCapture(gs, &g));
-      KC_RETURN_IF_ERROR(ls);
-      KC_CUDA_TRY(cudaGraphInstantiate(&ge, g, 0));
-      cudaGraphDestroy(g);
-      graphs.push_back(ge);
-    }
-  }
-  const cudaStream_t ts = mode == "graph" ? gs : cudaStream_t(0);
   std::vector<float> t;
   for (int i = 0; i < warmup + reps; ++i) {
-    if (flag_h) {
-      *reinterpret_cast<volatile int*>(flag_h) = 0;
-      bench_gate_kernel<<<1, 1>>>(flag_d);
-      KC_LAUNCH_CHECK("bench_gate_kernel");
-    }
-    KC_CUDA_TRY(cudaEventRecord(a, ts));
-    if (mode == "graph") {
-      KC_CUDA_TRY(cudaGraphLaunch(graphs[i % copies], gs));
-    } else {
-      KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(),
-                                          c.batch, dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(),
-                                          dout.get(), cudaStream_t(0)));
-    }
-    KC_CUDA_TRY(cudaEventRecord(b, ts));
-    if (flag_h) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      *reinterpret_cast<volatile int*>(flag_h) = 1;
-    }
+    KC_CUDA_TRY(cudaEventRecord(a));
+    KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+                                        dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(),
+                                        cudaStream_t(0)));
+    KC_CUDA_TRY(cudaEventRecord(b));
     KC_CUDA_TRY(cudaEventSynchronize(b));
     float ms;
     KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
     if (i >= warmup) t.push_back(ms);
   }
-  for (cudaGraphExec_t ge : graphs) cudaGraphExecDestroy(ge);
-  if (gs) cudaStreamDestroy(gs);
-  if (flag_h) cudaFreeHost(flag_h);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   r->median_us = median(t) * 1e3;

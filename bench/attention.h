@@ -14,7 +14,6 @@ struct AttnBenchConfig {
   Format fmt;
   int ptok;  // 0: window
   int chunk;
-  int row_blocks = 0;  // the chunk policy (AttnParams::row_blocks); 0: every row's chunk is `chunk`
 };
 struct AttnBenchResult {
   double median_us = 0;

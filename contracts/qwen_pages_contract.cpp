@@ -90,10 +90,6 @@ struct QwenCase {
   // output stays an ordinary weighting of V.
   const int logits;
   const uint64_t seed;
-  // The chunk policy (AttnParams::row_blocks, attention/rows.h): 0 every row's chunk is
-  // `chunk`; otherwise each row's own chunk, halved from `chunk` while the row has fewer
-  // blocks (rows==solo and tail==committed then also prove it depends on the row alone).
-  const int row_blocks = 0;
   float scale(int d) const {
     return scale_kind == 2 ? 1.0f : scale_kind == 1 ? float(1.0 / d) : float(1.0 / std::sqrt(double(d)));
   }
@@ -102,8 +98,7 @@ struct QwenCase {
     o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
       << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
       << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)")
-      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "")
-      << (row_blocks ? ",row_blocks=" + std::to_string(row_blocks) : std::string()) << ",seed=" << seed << ")";
+      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "") << ",seed=" << seed << ")";
     return o.str();
   }
 };
@@ -146,11 +141,7 @@ QwenCase draw_case(uint64_t seed, int index) {
   // Scores near -200 in cases 1, 5, 9, ... and near +200 in cases 2, 6, 10, ... (every
   // format among the first twelve).
   const int logits = index % 4 == 1 ? -1 : index % 4 == 2 ? 1 : 0;
-  // The chunk policy on the odd cases: the engine's blocks per row (kAttnRowBlocks), 16
-  // and 4096 in turn (every row of these cases then runs chunks of 64 to the drawn chunk).
-  const int row_blocks = index % 2 == 0 ? 0 : index / 2 % 3 == 0 ? kAttnRowBlocks : index / 2 % 3 == 1 ? 16 : 4096;
-  return QwenCase{shape,      fmt,    ptok, chunk, len0, len1, tail, pos_base, scale_kind,
-                  logits,     mix_seed(seed, index + 5), row_blocks};
+  return QwenCase{shape, fmt, ptok, chunk, len0, len1, tail, pos_base, scale_kind, logits, mix_seed(seed, index + 5)};
 }
 
 struct Setup {
@@ -439,7 +430,6 @@ class QwenCaseRun {
                     {"shape", S.name},
                     {"page_tokens", std::to_string(c.ptok)},
                     {"chunk", std::to_string(c.chunk)},
-                    {"row_blocks", std::to_string(c.row_blocks)},
                     {"scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)"},
                     {"scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn"},
                     {"lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) +
@@ -708,7 +698,7 @@ class QwenCaseRun {
     const int qsrc[kRows] = {tail + tail1, tail - 1, tail, tail, tail, tail - 1};
     q.assign(size_t(kRows) * hq * d, 0.0f);
     for (int r = 0; r < kRows; ++r) std::copy_n(&qrot_p[size_t(qsrc[r]) * hq * d], size_t(hq) * d, &q[size_t(r) * hq * d]);
-    ap = AttnParams{hq, 1, c.chunk, c.scale(d), c.row_blocks};
+    ap = AttnParams{hq, 1, c.chunk, c.scale(d)};
     const size_t no = size_t(kRows) * hq * d;
     const uint64_t cache_hash = fnv1a(su.paged.mem.data(), su.paged.mem.size());
     if (fail(be.attention(su.paged, ap, rows.data(), kRows, tails, q.data(), outp.data()))) return false;
@@ -859,22 +849,21 @@ class QwenCaseRun {
 
   // The float64 reference of attention row r, query head h, over the keys K, V, with its
   // per-element bound in the backend's order.
-  ref::AttnRef attention_reference(int r, int h, int w, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
+  ref::AttnRef attention_reference(int r, int h, const Eigen::MatrixXd& K, const Eigen::MatrixXd& V,
                                    const std::vector<double>& vscale) {
     Eigen::VectorXd qv(d);
     for (int j = 0; j < d; ++j) qv[j] = q[(size_t(r) * hq + h) * d + j];
     std::vector<double> extra;
     if (c.fmt == Format::q4) q4_rotate_query(&q[(size_t(r) * hq + h) * d], K, &qv, &extra);
-    // Depths of the backend's order (attention/rows.h) over chunks of w keys (the row's
-    // chunk: attn_row_chunk). fma chain: dot d; p.v per key
+    // Depths of the backend's order (attention/rows.h). fma chain: dot d; p.v per key
     // group then the halving tree. Tensor cores: 37 u per mma step plus the fp32 sums
     // over k-steps / a key group's tiles and the groups' sum (fp8: +4 for the two fp16
     // parts' remainder, +1 for p * row-scale), and the extras of mma_extras. Both: l over
     // a lane's keys then the butterfly.
     const bool mma = be.attention_arith(c.fmt, d) == AttnArith::mma_split;
     const int dot_depth = mma ? attn_mma_dot_depth(d, c.fmt, hq / hkv) : d;
-    const int pv_depth = mma ? attn_mma_pv_depth(w, d, c.fmt, hq / hkv) : attn_pv_depth(w, d);
-    const int acc_depth = std::max(pv_depth, (w + 31) / 32 + 5);
+    const int pv_depth = mma ? attn_mma_pv_depth(c.chunk, d, c.fmt, hq / hkv) : attn_pv_depth(c.chunk, d);
+    const int acc_depth = std::max(pv_depth, (c.chunk + 31) / 32 + 5);
     std::vector<double> out_extra(d, 0.0);
     if (mma) mma_extras(qv, K, V, vscale, &extra, &out_extra);
     if (c.logits != 0 && plant == Plant::none) {  // the scores' range, in the receipt
@@ -884,7 +873,7 @@ class QwenCaseRun {
       if (rng.is_null()) rng = nlohmann::json::array({lo, hi});
       else rng = nlohmann::json::array({std::min(lo, rng[0].get<double>()), std::max(hi, rng[1].get<double>())});
     }
-    ref::AttnRef want = ref::attention(qv, K, V, ap.scale, w, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
+    ref::AttnRef want = ref::attention(qv, K, V, ap.scale, c.chunk, dot_depth, acc_depth, extra.empty() ? nullptr : &extra);
     for (int j = 0; j < d; ++j) want.bound[j] += out_extra[j];
     if (c.fmt == Format::q4) q4_unrotate(&want);
     return want;
@@ -906,7 +895,7 @@ class QwenCaseRun {
         std::vector<double> vscale(size_t(n) * (c.fmt == Format::q4 ? d / 32 : 1), 1.0);  // fp8: V row scales; q4: [key][group]
         load_keys(row, kvh, &K, &V, &vscale);
         for (int h = kvh * (hq / hkv); h < (kvh + 1) * (hq / hkv); ++h) {
-          const ref::AttnRef want = attention_reference(r, h, attn_row_chunk(ap, n, hkv), K, V, vscale);
+          const ref::AttnRef want = attention_reference(r, h, K, V, vscale);
           for (int j = 0; j < d; ++j) {
             const float got = outp.data()[(size_t(r) * hq + h) * d + j];
             const double ratio = std::isnan(got) ? NAN : std::fabs(got - want.out[j]) / want.bound[j];

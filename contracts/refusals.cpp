@@ -186,7 +186,6 @@ std::vector<Probe> attention_probes() {
   p.push_back({"rows", "full-and-tail", true, "", call(Args{})});
   p.push_back({"chunk", "1", true, "", call(mod([](Args& a) { a.p.chunk = 1; }))});
   p.push_back({"chunk", "1024", true, "", call(mod([](Args& a) { a.p.chunk = 1024; }))});
-  p.push_back({"row_blocks", "65536", true, "", call(mod([](Args& a) { a.p.row_blocks = 65536; }))});
   p.push_back({"q_heads", "32*kv_heads", true, "", call(mod([](Args& a) { a.p.q_heads = 32 * kKvHeads; }))});
   p.push_back({"layer", "0", true, "", call(mod([](Args& a) { a.p.layer = 0; }))});
   p.push_back({"len", "0", true, "", call(mod([](Args& a) { a.rows[1] = {0, 0, 0, 0}; }))});
@@ -195,8 +194,6 @@ std::vector<Probe> attention_probes() {
   p.push_back({"n", "0", true, "", call(mod([](Args& a) { a.n = 0; }))});
   p.push_back({"chunk", "0", false, "chunk", call(mod([](Args& a) { a.p.chunk = 0; }))});
   p.push_back({"chunk", "1025", false, "chunk", call(mod([](Args& a) { a.p.chunk = 1025; }))});
-  p.push_back({"row_blocks", "-1", false, "row_blocks", call(mod([](Args& a) { a.p.row_blocks = -1; }))});
-  p.push_back({"row_blocks", "65537", false, "row_blocks", call(mod([](Args& a) { a.p.row_blocks = 65537; }))});
   p.push_back({"q_heads", "0", false, "q_heads", call(mod([](Args& a) { a.p.q_heads = 0; }))});
   p.push_back({"q_heads", "33*kv_heads", false, "q_heads", call(mod([](Args& a) { a.p.q_heads = 33 * kKvHeads; }))});
   p.push_back({"layer", "-1", false, "layer", call(mod([](Args& a) { a.p.layer = -1; }))});

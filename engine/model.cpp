@@ -77,8 +77,6 @@ Status Model::create(const Qwen3Weights& w, const ModelOptions& opts, Model* out
     return Status::Error(std::string("kv cache format ") + format_name(opts.kv_format) + ": head_dim " +
                          std::to_string(c.head_dim) + " is not a multiple of 32");
   if (opts.attn_chunk < 1 || opts.attn_chunk > 1024) return Status::Error("attention chunk must be in 1..1024");
-  if (opts.attn_row_blocks < 0 || opts.attn_row_blocks > 65536)
-    return Status::Error("attention row blocks must be in 0..65536");
   if (int64_t(w.layers.size()) != c.num_hidden_layers) return Status::Error("weights: layer count differs from config");
   static std::atomic<uint64_t> next_id{1};
   Model m;
@@ -253,7 +251,7 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     KC_RETURN_IF_ERROR(eb->rope_store(cache, rp, rope_rows.data(), n, q, k, v, qr));
     const int chunk = chunk_override > 0 ? chunk_override
                       : opts_.plant_batch_dependent_chunk && n > 1 ? 4 : opts_.attn_chunk;
-    AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D))), opts_.attn_row_blocks};
+    AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D)))};
     KC_RETURN_IF_ERROR(eb->attention(cache, ap, attn.data(), n, tails, qr, att));
     KC_RETURN_IF_ERROR(matmul(L.o_proj, att, tmp));
     KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));

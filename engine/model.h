@@ -35,7 +35,6 @@
 
 #include "engine/checkpoint.h"
 #include "engine/ops.h"
-#include "kernels/attention/rows.h"
 #include "kernels/backend/backend.h"
 
 namespace kc::engine {
@@ -67,11 +66,7 @@ Status make_engine_cache(const KvLayout& lay, const std::vector<LaneSpec>& lanes
 
 struct ModelOptions {
   Format kv_format = Format::bf16;  // bf16, fp8 or q4
-  // Split-K chunk of attention: the widest chunk and the policy's blocks per row
-  // (AttnParams::row_blocks; attention/rows.h: attn_row_chunk; 0 keeps attn_chunk for
-  // every row). The defaults are the policy `bench attention` times.
-  int attn_chunk = kAttnChunk;
-  int attn_row_blocks = kAttnRowBlocks;
+  int attn_chunk = 256;             // split-K chunk width of attention (keys)
   double rope_theta = 0;            // 0: the config's; otherwise overrides it (tests' controls)
   // Test-only planted bug (a control of the batch-invariance tests): attention's chunk
   // becomes 4 whenever a forward batch holds more than one row, as a split-K tuned to the

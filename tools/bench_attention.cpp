@@ -51,7 +51,6 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   Receipt r(Receipt::Head{"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
   r["chunk"] = o.chunk;
-  r["row_blocks"] = o.row_blocks;
   r["method"] = "CUDA events around partial+merge, warm-up 3, median of " + std::to_string(o.reps) +
                 " runs, caches rotated through >= 512 MB; ceiling: read-only int4 (16-byte) __ldcs kernel over 4 GiB";
   double ceiling = 0;
@@ -97,7 +96,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
           for (int a : addrs) {
             if (!std::regex_search(row_name(key(s, b, ctx), f, a), filter)) continue;
             AttnBenchResult res;
-            st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk, o.row_blocks}, 3, o.reps, &res);
+            st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk}, 3, o.reps, &res);
             if (!st.ok) {
               std::cerr << "tf-cuda-test: error: " << st.message << "\n";
               return 1;
@@ -161,19 +160,6 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
     const double b = get(k + "/bf16/window");
     target("32K x b8 window d" + std::to_string(sh.d) + ": q4 / bf16", b > 0 ? get(k + "/q4/window") / b : 0, 0.40,
            false);
-  }
-  // Issue 20: b1 x 4K partial + merge <= 15 us on both shapes (the slowest of bf16, fp8 and
-  // q4, window), and fp8 / bf16 <= 0.60 at 32K x b8 on the d128 shape too.
-  for (const Shape& sh : shapes) {
-    const std::string k = key(sh, 1, 4096);
-    double worst = 0;
-    for (Format f : formats) worst = std::max(worst, get(k + "/" + format_name(f) + "/window"));
-    target("b1 x 4K window d" + std::to_string(sh.d) + ": slowest format, us", worst, 15.0, false);
-  }
-  {
-    const std::string k = key(shapes[1], 8, 32768);
-    const double b = get(k + "/bf16/window");
-    target("32K x b8 window d128: fp8 / bf16", b > 0 ? get(k + "/fp8/window") / b : 0, 0.60, false);
   }
   r["targets"] = targets;
   // Reported, no target: q4 against bf16 at b1.

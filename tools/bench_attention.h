@@ -5,17 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/receipt.h"
-#include "kernels/attention/rows.h"
 
 namespace kc {
 struct BenchOptions {
   bool quick = false;
   int reps = 30;
-  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8) and the chunk
-  // policy's blocks per row (attention/rows.h: attn_row_chunk; 0: every row's chunk is
-  // `chunk`). The defaults are the engine's; --chunk alone sets row_blocks to 0.
-  int chunk = kAttnChunk;
-  int row_blocks = kAttnRowBlocks;
+  int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
   std::string script_dir = "tools";  // bench_sdpa.py, transformers_decode_bench.py
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)
   // engine: the trained model's folder, the synthetic preset's layers, the python that runs

@@ -470,7 +470,7 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
       AttnBenchResult ar;
       if (st.ok)
         st = bench_attention_config({int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim), P, kLongCtx,
-                                     Format::bf16, 0, mo.attn_chunk, mo.attn_row_blocks},
+                                     Format::bf16, 0, mo.attn_chunk},
                                     3, 20, &ar);
       if (!st.ok) break;
       const double layers = double(c.num_hidden_layers);

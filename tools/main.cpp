@@ -254,15 +254,8 @@ int main(int argc, char** argv) {
   auto* bench_script_dir = bench->add_option("--script-dir", bo.script_dir,
                                              "attention, engine: folder of bench_sdpa.py and "
                                              "transformers_decode_bench.py (default tools)");
-  auto* bench_chunk = bench->add_option("--chunk", bo.chunk,
-                                        "attention: key chunk width of the split-K partial (default 512); given "
-                                        "alone, every row takes it (--row-blocks 0)")
+  auto* bench_chunk = bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
-  auto* bench_row_blocks = bench->add_option("--row-blocks", bo.row_blocks,
-                                             "attention: the chunk policy's partial blocks per row (default 128, the "
-                                             "engine's): a row's chunk is halved, down to 64 keys, while the row has "
-                                             "fewer blocks; 0: every row takes --chunk")
-      ->check(CLI::Range(0, 65536));
   auto* bench_filter = bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
@@ -571,8 +564,7 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     // Options of one bench given to another are refused, not ignored.
-    if (bench_chunk->count() && !bench_row_blocks->count()) bo.row_blocks = 0;  // --chunk overrides the policy
-    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_row_blocks, bench_filter}) {
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_filter}) {
       const bool applies = bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
                            (opt == bench_filter && (bench_what == "rope-store" || bench_what == "compact"));
       if (opt->count() && !applies) {

@@ -25,7 +25,7 @@ namespace kc {
 // Batch of 16: on the H200 (24q/4kv/d256) 54.8 us against 59.5 us before at 32K x b1 and
 // 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better.
 constexpr int kMergeTile = 256, kMergeBatch = 16;
-__global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int hkv, int d, int max_chunks, const float* pm,
+__global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
   __shared__ float tl[kMergeTile], tm[kMergeTile], wmax[kMaxHeadDim / 32];
@@ -35,7 +35,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int hk
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
   const AttnRow row = rows[r];
-  const int nc = attn_row_chunks(p, row.len + row.tail_len, hkv);  // the row's chunks (attention/rows.h)
+  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
   auto load_batch = [&](int c, int tn) {
@@ -110,7 +110,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int hk
   out[(size_t(r) * p.q_heads + qh) * d + j] = res;
 }
 
-Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int hkv, int d, int max_chunks, const float* pm,
+Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s) {
   // Launched with a programmatic dependency on the partial: its blocks may be scheduled
   // while the partial's last blocks run, and wait in cudaGridDependencySynchronize.
@@ -123,7 +123,7 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int hkv, in
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, hkv, d, max_chunks, pm, pl, po, unrotate, out));
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
   return Status::Ok();
 }

@@ -21,13 +21,8 @@ struct RopeRow {
 struct AttnParams {
   int q_heads;
   int layer;
-  int chunk;    // split-K chunk width in logical key positions (with row_blocks: the widest)
+  int chunk;    // split-K chunk width in logical key positions, the same for every row
   float scale;  // softmax scale, 1/sqrt(head_dim) typically
-  // 0: every row's chunk is `chunk`. > 0: each row's own chunk is `chunk`, halved while
-  // the row would have fewer than row_blocks partial blocks (chunks x kv heads x head
-  // sub-groups) and the half is still kAttnMinChunk keys or more (attn_row_chunk,
-  // attention/rows.h): a function of the row's own key count, never of its batch.
-  int row_blocks = 0;
 };
 // One query row: its lane, the committed length (keys at cache positions 0..len-1), and
 // a tail of tail_len keys at logical positions len.. whose cache positions are

@@ -12,25 +12,20 @@
 namespace kc {
 
 // What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
-// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row (chunks
-// of the row's own width, attn_row_chunk; at most p.chunk).
+// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row.
 struct AttnBlock {
   int c, r, kvh, G, qh0, n;
   int32_t k0;
   AttnRow row;
   KvView v;
   const int32_t* tail;
-  // c: the block's chunk (a block walks one or more chunks of its row: attn_walk); need:
-  // attn_row_need of the launch (the chunk policy; from the launcher).
-  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
-                       int need, int chunk)
-      : c(chunk), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
+  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub)
+      : c(blockIdx.x), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
     const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
     G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
-    const int w = attn_row_chunk_need(p.chunk, row.len + row.tail_len, need);  // attn_row_chunk
-    k0 = c * w;
-    n = max(0, min(row.len + row.tail_len, k0 + w) - k0);
+    k0 = c * p.chunk;
+    n = max(0, min(row.len + row.tail_len, k0 + p.chunk) - k0);
 #ifdef KC_PLANT_ATTN_FIRST_ROW_TAIL
     tail = tails + rows[0].tail_off;  // planted bug (test builds only): the first row's tail list
 #else
@@ -70,30 +65,6 @@ __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, c
   return {m, l, pa};
 }
 
-// The launch-level mapping of chunks to blocks (it leaves every sum as it is): block x of a
-// row takes chunks [x walk, (x + 1) walk) of it, one after the other, each written as its own
-// partial; the shared memory is reused after a barrier. walk 1 is one chunk per block.
-template <class Body>
-__device__ __forceinline__ void attn_walk(int max_chunks, int walk, Body&& body) {
-  const int c0 = blockIdx.x * walk, c1 = min(max_chunks, c0 + walk);
-  for (int c = c0; c < c1; ++c) {
-    if (c > c0) __syncthreads();  // the previous chunk's shared memory is dead
-    body(c);
-  }
-}
-// A partial launch's shape: the chunk policy's need (attn_row_need), the chunks each block
-// walks and the grid. attn_launch_shape asks the kernel's resident blocks per SM once
-// (cached with its shared-memory size, which it also sets once): walk is 1 while the launch's
-// blocks fit on the device, otherwise the largest power of two <= blocks / resident, at most
-// kAttnWalkMax (KC_ATTN_WALK in the environment overrides it: experiments).
-struct AttnLaunchShape {
-  int need, walk;
-  dim3 grid;
-};
-constexpr int kAttnWalkMax = 4;
-Status attn_launch_shape(const void* kern, size_t smem, const AttnParams& p, int hkv, int nsub, int n, int max_chunks,
-                         AttnLaunchShape* out);
-
 // Launchers of the pieces (device pointers, enqueued on s, Status out); launch_attention
 // composes them.
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
@@ -106,7 +77,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                              const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                              cudaStream_t s);
-Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int hkv, int d, int max_chunks, const float* pm,
+Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
 
 }  // namespace kc

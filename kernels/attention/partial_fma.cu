@@ -49,11 +49,10 @@ __host__ __device__ constexpr size_t attn_ptr_offset_floats(int G, int W, int D)
 //  3. warp h: m, p = expf(s - m) (kept in shared memory), l;
 //  4. p.v: thread (key group g, elements [4t, 4t+4)) accumulates every head over the
 //     keys of its group, V read once for all heads; then the halving tree over groups.
-// The body runs once per chunk the block walks (attn_walk; the kernel below).
 template <int D, Format F>
-__device__ __forceinline__ void attention_partial_chunk(const KvView* views, const AttnParams& p, const AttnRow* rows,
-                                                        const int32_t* tails, const float* q, int max_chunks, int nsub,
-                                                        int need, int chunk, float* pm, float* pl, float* po) {
+__global__ void __launch_bounds__(kAttnThreads, Codec<F>::kAttnMinBlocks) attention_partial_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
   using C = Codec<F>;
   extern __shared__ __align__(16) float sm[];
   constexpr int H = kAttnHeadsPerBlock;
@@ -61,7 +60,7 @@ __device__ __forceinline__ void attention_partial_chunk(const KvView* views, con
   constexpr int NV = D / VEC;           // 16-byte loads of a K row
   constexpr int TPR = D / kAttnElems;   // threads per V row
   constexpr int KG = kAttnThreads / TPR;  // key groups (attn_key_groups(D))
-  const AttnBlock blk(views, p, rows, tails, nsub, need, chunk);
+  const AttnBlock blk(views, p, rows, tails, nsub);
   const int c = blk.c, r = blk.r, kvh = blk.kvh, G = blk.G, qh0 = blk.qh0, W = p.chunk, n = blk.n;
   const int32_t k0 = blk.k0, *tail = blk.tail;
   const AttnRow& row = blk.row;
@@ -211,14 +210,6 @@ __device__ __forceinline__ void attention_partial_chunk(const KvView* views, con
         for (int e = 0; e < kAttnElems; ++e) po[pidx * D + e0 + e] = o[h][e];
       }
 }
-template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, Codec<F>::kAttnMinBlocks) attention_partial_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int need, int walk, float* pm, float* pl, float* po) {
-  attn_walk(max_chunks, walk, [&](int c) {
-    attention_partial_chunk<D, F>(views, p, rows, tails, q, max_chunks, nsub, need, c, pm, pl, po);
-  });
-}
 
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
@@ -227,11 +218,12 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const int G = std::min(group, kAttnHeadsPerBlock);
   const size_t smem = attn_ptr_offset_floats(G, p.chunk, d) * sizeof(float) + size_t(2) * p.chunk * sizeof(void*);
+  const dim3 grid(max_chunks, hkv * nsub, n);
   // The one dispatch: the format's kernel for the head_dim (every format takes this path).
   return with_format(fmt, [&](auto codec) -> Status {
     constexpr Format F = decltype(codec)::kFormat;
-    void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, int, int, float*,
-                 float*, float*);
+    void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
+                 float*);
     switch (d) {
       case 32: kern = attention_partial_kernel<32, F>; break;
       case 64: kern = attention_partial_kernel<64, F>; break;
@@ -239,9 +231,8 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
       case 256: kern = attention_partial_kernel<256, F>; break;
       default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
     }
-    AttnLaunchShape ls;
-    KC_RETURN_IF_ERROR(attn_launch_shape(reinterpret_cast<const void*>(kern), smem, p, hkv, nsub, n, max_chunks, &ls));
-    kern<<<ls.grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, ls.need, ls.walk, pm, pl, po);
+    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
     KC_LAUNCH_CHECK("attention_partial_kernel");
     return Status::Ok();
   });

@@ -385,17 +385,15 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
 //     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
 //     memory.
 // Each phase is a device function above; this body orders them and their barriers.
-// The body runs once per chunk the block walks (attn_walk; the kernel below).
 template <int D, Format F>
-__device__ __forceinline__ void attention_partial_mma_chunk(const KvView* views, const AttnParams& p,
-                                                            const AttnRow* rows, const int32_t* tails, const float* q,
-                                                            int max_chunks, int nsub, int need, int chunk, float* pm,
-                                                            float* pl, float* po) {
+__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
   using M = MmaShape<D, F>;
   constexpr bool kFp8 = M::kFp8;
   constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, RS = M::RS, MT = M::MT;
   extern __shared__ __align__(16) unsigned char smb[];
-  const AttnBlock blk(views, p, rows, tails, nsub, need, chunk);
+  const AttnBlock blk(views, p, rows, tails, nsub);
   const int n = blk.n;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
@@ -491,14 +489,6 @@ __device__ __forceinline__ void attention_partial_mma_chunk(const KvView* views,
   KC_PHASE(6);
   KC_PHASE_DONE();
 }
-template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int need, int walk, float* pm, float* pl, float* po) {
-  attn_walk(max_chunks, walk, [&](int c) {
-    attention_partial_mma_chunk<D, F>(views, p, rows, tails, q, max_chunks, nsub, need, c, pm, pl, po);
-  });
-}
 
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
@@ -508,10 +498,11 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
   const size_t smem = mma_smem(p.chunk, d, fmt).total;
+  const dim3 grid(max_chunks, hkv * nsub, n);
   // The one dispatch: formats with a tensor-core path (Codec<F>::kAttnMma), head_dim 128
   // or 256; launch_attention sends every other case to the fma partial.
-  void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, int, int, float*,
-               float*, float*) = nullptr;
+  void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
+               float*) = nullptr;
   with_format(fmt, [&](auto codec) {
     using C = decltype(codec);
     if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
@@ -522,9 +513,8 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   if (!kern)
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
-  AttnLaunchShape ls;
-  KC_RETURN_IF_ERROR(attn_launch_shape(reinterpret_cast<const void*>(kern), smem, p, hkv, nsub, n, max_chunks, &ls));
-  kern<<<ls.grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, ls.need, ls.walk, pm, pl, po);
+  KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
   {
     unsigned long long h[8] = {};

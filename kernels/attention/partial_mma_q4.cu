@@ -157,18 +157,16 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, ui
 // PK: at most 4 heads per block (attn_mma_q4_packed): the two parts of q and of p' sit side
 // by side in the 8 columns (hi of heads 0..3, then lo of heads 0..3), one mma per k-step and
 // per tile and m-tile; the hi and lo sums are added at the end of each score and output.
-// The body runs once per chunk the block walks (attn_walk; the kernel below).
 template <int D, bool PK>
-__device__ __forceinline__ void attention_partial_mma_q4_chunk(const KvView* views, const AttnParams& p,
-                                                               const AttnRow* rows, const int32_t* tails,
-                                                               const float* q, int max_chunks, int nsub, int need,
-                                                               int chunk, float* pm, float* pl, float* po) {
+__global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attention_partial_mma_q4_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;
   using SV = typename M::SV;
   static_assert(!PK || D == 128, "q4 mma partial: packed parts at head_dim 128 only (attn_mma_q4_packed)");
   constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = M::RS, RT = M::RT, RB = M::RB, CPK = M::CPK;
   extern __shared__ __align__(16) unsigned char smb[];
-  const AttnBlock blk(views, p, rows, tails, nsub, need, chunk);
+  const AttnBlock blk(views, p, rows, tails, nsub);
   const int n = blk.n, G = blk.G;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
@@ -491,22 +489,15 @@ __device__ __forceinline__ void attention_partial_mma_q4_chunk(const KvView* vie
       }
     }
 }
-template <int D, bool PK>
-__global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attention_partial_mma_q4_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int need, int walk, float* pm, float* pl, float* po) {
-  attn_walk(max_chunks, walk, [&](int c) {
-    attention_partial_mma_q4_chunk<D, PK>(views, p, rows, tails, q, max_chunks, nsub, need, c, pm, pl, po);
-  });
-}
 
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                              const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                              cudaStream_t s) {
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-  void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, int, int, float*,
-               float*, float*) = nullptr;
+  const dim3 grid(max_chunks, hkv * nsub, n);
+  void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
+               float*) = nullptr;
   size_t smem = 0;
   const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
   if (d == 128)
@@ -516,9 +507,8 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   if (!kern)
     return Status::Error("attention (tensor cores): format q4 at head_dim " + std::to_string(d) +
                          " has no tensor-core partial");
-  AttnLaunchShape ls;
-  KC_RETURN_IF_ERROR(attn_launch_shape(reinterpret_cast<const void*>(kern), smem, p, hkv, nsub, n, max_chunks, &ls));
-  kern<<<ls.grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, ls.need, ls.walk, pm, pl, po);
+  KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
   KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel");
   return Status::Ok();
 }

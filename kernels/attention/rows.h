@@ -10,7 +10,6 @@
 #include "kernels/codecs/rows.h"
 #include "kernels/layout/kc_hd.h"
 #include "kernels/layout/kv_layout.h"
-#include "kernels/attention/params.h"
 
 namespace kc {
 
@@ -79,46 +78,6 @@ constexpr int kAttnThreads = 256;   // threads of one partial block
 constexpr int kAttnHeadsPerBlock = 8;  // q heads of one block (a larger GQA group is split)
 constexpr int kAttnElems = 4;       // elements of a V row one thread accumulates
 KC_HD constexpr int attn_key_groups(int d) { return kAttnThreads * kAttnElems / d; }
-
-// The chunk policy (AttnParams::row_blocks). A row of `keys` keys (committed + tail) is
-// split into chunks of attn_row_chunk keys: p.chunk, halved while the row's partial blocks
-// (its chunks x kv heads x head sub-groups of <= kAttnHeadsPerBlock q heads) number fewer
-// than p.row_blocks and the half is kAttnMinChunk keys or more. It depends on the row
-// alone (never on its batch), so a row's bytes are the same in any launch; every backend,
-// the merge and the float64 bound take the row's chunk from here. kAttnChunk and
-// kAttnRowBlocks are the policy the engine and `bench attention` use by default: on the
-// H200 (132 SMs) a b1 x 4K row of 4 kv heads has 32 blocks of 512 keys, one per SM on a
-// quarter of the SMs, and 128 of 128 keys with the policy; a row of 64 chunks or more
-// (32K and up on these shapes) keeps 512. Measured (reports/h200/issue20-short.md): b1 x
-// 4K 24-34 us -> 18-21 us; rows that already fill the device lose (b32 x 4K, 24q/4kv/d256:
-// 4x the blocks, bf16 152 -> 192 us); 0 turns the policy off.
-constexpr int kAttnChunk = 512, kAttnRowBlocks = 128, kAttnMinChunk = 64;
-KC_HD constexpr int attn_row_units(int q_heads, int kv_heads) {
-  return kv_heads * ((q_heads / kv_heads + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock);
-}
-// Without a division per step (the partials compute it per block): ceil(keys / c) * units
-// < row_blocks exactly when keys <= (need - 1) c, need = ceil(row_blocks / units).
-// (need - 1) c < 2^16 * 2^10 fits an int.
-// need: ceil(row_blocks / units) for a launch (0: the policy off), units being the blocks
-// per chunk (attn_row_units); the tensor-core partial gets it from its launcher (a division
-// per block there made ptxas spill at the 80-register bound).
-KC_HD constexpr int attn_row_need(const AttnParams& p, int units) {
-  return p.row_blocks > 0 ? (p.row_blocks + units - 1) / units : 0;
-}
-KC_HD constexpr int attn_row_chunk_need(int chunk, int32_t keys, int need) {
-  int c = chunk;
-  if (need <= 0) return c;
-  while (c >= 2 * kAttnMinChunk && keys <= (need - 1) * c) c /= 2;
-  return c;
-}
-KC_HD constexpr int attn_row_chunk(const AttnParams& p, int32_t keys, int kv_heads) {
-  return attn_row_chunk_need(p.chunk, keys, attn_row_need(p, attn_row_units(p.q_heads, kv_heads)));
-}
-// Chunks of a row (attn_row_chunk wide; the last one may be shorter); 0 for no keys.
-KC_HD constexpr int attn_row_chunks(const AttnParams& p, int32_t keys, int kv_heads) {
-  const int c = attn_row_chunk(p, keys, kv_heads);
-  return int((int64_t(keys) + c - 1) / c);
-}
 // Depth of the p.v accumulation of one chunk of width w (for the float64 bound).
 KC_HD constexpr int attn_pv_depth(int w, int d) {
   int g = attn_key_groups(d), levels = 0;

@@ -55,9 +55,8 @@ static void attention_partial_host(const KvView& view, const AttnParams& p, cons
                                    const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
   const int d = view.lay.head_dim;
   const int32_t total = row.len + row.tail_len;
-  const int w = attn_row_chunk(p, total, view.lay.kv_heads);  // the row's chunk (attention/rows.h)
-  const int32_t k0 = chunk * w;
-  const int n = std::max(0, std::min<int32_t>(total, k0 + w) - k0);
+  const int32_t k0 = chunk * p.chunk;
+  const int n = std::max(0, std::min<int32_t>(total, k0 + p.chunk) - k0);
   std::vector<float> s(n), x(d);
 #ifdef KC_PLANT_ATTN_MAX_ZERO
   float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
@@ -130,6 +129,7 @@ static void attention_merge_host(const float* m, const float* l, const float* o,
 #endif
 }
 
+static int attention_chunks(const AttnRow& r, int chunk) { return (r.len + r.tail_len + chunk - 1) / chunk; }
 
 template <class C>
 static void attention_host_fmt(const Cache& cache, const AttnParams& p, const AttnRow* rows, int n,
@@ -138,7 +138,7 @@ static void attention_host_fmt(const Cache& cache, const AttnParams& p, const At
   [[maybe_unused]] const int group = p.q_heads / cache.lay.kv_heads;  // unused by the GQA_MODULO plant
   for (int r = 0; r < n; ++r) {
     const KvView view = cache.view(rows[r].lane);
-    const int nc = attn_row_chunks(p, rows[r].len + rows[r].tail_len, cache.lay.kv_heads);
+    const int nc = attention_chunks(rows[r], p.chunk);
     std::vector<float> m(nc), l(nc), o(size_t(nc) * d);
     for (int h = 0; h < p.q_heads; ++h) {
       // q4: attention runs in rotated space; the query is rotated once, the output

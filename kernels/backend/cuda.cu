@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "kernels/attention/launch.h"
-#include "kernels/attention/rows.h"
 #include "kernels/backend/backend.h"
 #include "kernels/backend/cuda_backend.h"
 #include "kernels/backend/cuda_check.h"
@@ -44,9 +43,9 @@ struct AttnShape {
   int max_chunks = 0;
   size_t np = 1;
   std::vector<int32_t> tails;
-  AttnShape(const AttnParams& p, int hkv, const AttnRow* rows, int n, const std::vector<int32_t>& t) : tails(t) {
-    for (int i = 0; i < n; ++i)  // each row's chunks (attention/rows.h: the chunk policy)
-      max_chunks = std::max(max_chunks, attn_row_chunks(p, rows[i].len + rows[i].tail_len, hkv));
+  AttnShape(const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& t) : tails(t) {
+    for (int i = 0; i < n; ++i)
+      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
     if (tails.empty()) tails.push_back(0);
     np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
   }
@@ -131,7 +130,7 @@ class CudaBackend final : public Backend {
                    const float* q, float* out) override {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     const int d = c.lay.head_dim, hkv = c.lay.kv_heads;
-    const AttnShape sh(p, hkv, rows, n, tails);
+    const AttnShape sh(p, rows, n, tails);
     AttnRow* dr;
     int32_t* dt;
     float *dq, *dout, *pm, *pl, *po;
@@ -477,7 +476,7 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     if (n == 0) return Status::Ok();
     const int d = c.lay.head_dim;
-    const AttnShape sh(p, c.lay.kv_heads, rows, n, tails);
+    const AttnShape sh(p, rows, n, tails);
     AttnRow* dr;
     int32_t* dt;
     float *pm, *pl, *po;

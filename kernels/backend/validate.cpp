@@ -74,7 +74,6 @@ Status validate_attention(const Cache& c, const AttnParams& p, const AttnRow* ro
   KC_RETURN_IF_ERROR(check_shape(c, p.q_heads, "attention"));
   if (!std::isfinite(p.scale)) return Status::Error("attention: scale must be finite");
   if (p.chunk <= 0 || p.chunk > 1024) return Status::Error("attention: chunk must be in 1..1024");
-  if (p.row_blocks < 0 || p.row_blocks > 65536) return Status::Error("attention: row_blocks must be in 0..65536");
   if (p.layer < 0 || p.layer >= c.lay.layers) return Status::Error("attention: layer out of range");
   for (int i = 0; i < n; ++i) {
     const AttnRow& r = rows[i];

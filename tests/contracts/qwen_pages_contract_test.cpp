@@ -33,7 +33,7 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   const auto& cov = r.receipt["numbers"]["coverage"];
   ASSERT_TRUE(cov.is_object()) << r.receipt["numbers"].dump();
   EXPECT_EQ(cov["cases"], 3);
-  for (const char* key : {"format", "shape", "page_tokens", "chunk", "row_blocks", "scale", "scores", "lane_mix"}) {
+  for (const char* key : {"format", "shape", "page_tokens", "chunk", "scale", "scores", "lane_mix"}) {
     int sum = 0;
     for (const auto& [k, v] : cov[key].items()) sum += v.get<int>();
     EXPECT_EQ(sum, 3) << key;
@@ -51,35 +51,6 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
       EXPECT_EQ(g["passed"], 48);  // 4 formats x 2 head_dims x NaN/+Inf x q, K, V
     }
   EXPECT_TRUE(found);
-}
-
-// The chunk policy (attention/rows.h): a row's chunk from its own key count and the head
-// shape; the bench's b1 x 4K rows get enough blocks, 32K rows keep 512.
-TEST(AttentionChunkPolicy, RowChunkFromTheRowAlone) {
-  const AttnParams d256{24, 0, kAttnChunk, 0.0625f, kAttnRowBlocks}, d128{32, 0, kAttnChunk, 0.088f, kAttnRowBlocks};
-  EXPECT_EQ(attn_row_units(24, 4), 4);
-  EXPECT_EQ(attn_row_units(32, 8), 8);
-  EXPECT_EQ(attn_row_units(12, 1), 2);  // a group of 12: two head sub-groups
-  EXPECT_EQ(attn_row_chunk(d256, 4096, 4), 128);  // 32 chunks x 4 kv heads = 128 blocks
-  EXPECT_EQ(attn_row_chunk(d128, 4096, 8), 256);  // 16 x 8
-  EXPECT_EQ(attn_row_chunk(d256, 32768, 4), 512);  // 64 x 4 already
-  EXPECT_EQ(attn_row_chunk(d128, 131072, 8), 512);
-  EXPECT_EQ(attn_row_chunk(d256, 100, 4), kAttnMinChunk);  // never below 64 keys
-  EXPECT_EQ(attn_row_chunk(d256, 0, 4), kAttnMinChunk);
-  EXPECT_EQ(attn_row_chunks(d256, 0, 4), 0);
-  EXPECT_EQ(attn_row_chunks(d256, 4096, 4), 32);
-  EXPECT_EQ(attn_row_chunks(d256, 4097, 4), 33);
-  AttnParams off = d256;
-  off.row_blocks = 0;  // the policy off: every row takes p.chunk
-  EXPECT_EQ(attn_row_chunk(off, 4096, 4), 512);
-  EXPECT_EQ(attn_row_chunks(off, 4097, 4), 9);
-  AttnParams odd = d256;
-  odd.chunk = 100;  // 100 / 2 < 64: kept
-  EXPECT_EQ(attn_row_chunk(odd, 4096, 4), 100);
-  odd.chunk = 1000;  // 1000 -> 500 -> 250 -> 125
-  EXPECT_EQ(attn_row_chunk(odd, 4096, 4), 125);
-  odd.chunk = 4;
-  EXPECT_EQ(attn_row_chunk(odd, 4096, 4), 4);
 }
 
 // The cuda backend's choice of order (it decides the bound's depths) and its forwarding
