@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "bench/attention.h"
 #include "bench/hash.cuh"
 #include "kernels/attention/launch.h"
+#include "kernels/attention/partial.cuh"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/layout/cache.h"
 
@@ -41,12 +44,131 @@ __global__ void read_kernel(const int4* p, size_t n, int* sink) {
   if (acc == 0x12345678) sink[0] = acc;  // keeps the loads alive
 }
 
+// Holds the stream until the host sets *flag (host memory mapped into the device), so the
+// launches behind it are all enqueued before any of them runs. Gives up after 2 s (a host
+// that never opens it, or a launch that waits for the device, cannot hang the bench).
+__global__ void bench_gate_kernel(volatile int* flag) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (*flag == 0 && t - t0 < 2000000000ull);
+}
+__global__ void bench_empty_kernel() {}
+__global__ void bench_empty_dependent_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+
 double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
+// warmup + reps runs of enqueue(i, stream) in one timing mode (AttnBenchConfig::timing), each
+// between events a and b; t gets the timed runs' ms, host (gated, partial) the enqueue's us.
+// Warm-up runs are never gated: a kernel's first launch may load its module and wait for
+// the device.
+template <class Enqueue>
+Status bench_timed(const std::string& timing, int warmup, int reps, int copies, Enqueue&& enqueue,
+                   std::vector<float>* t, std::vector<float>* host) {
+  const bool gated = timing == "gated" || timing == "partial", graph = timing == "graph";
+  if (!gated && !graph && timing != "events") return Status::Error("bench: timing '" + timing + "' unknown");
+  cudaEvent_t a = nullptr, b = nullptr;
+  int* flag_h = nullptr;
+  int* flag_d = nullptr;
+  cudaStream_t gs = nullptr;
+  std::vector<cudaGraphExec_t> graphs;
+  auto run = [&]() -> Status {
+    KC_CUDA_TRY(cudaEventCreate(&a));
+    KC_CUDA_TRY(cudaEventCreate(&b));
+    if (gated) {
+      KC_CUDA_TRY(cudaHostAlloc(&flag_h, sizeof(int), cudaHostAllocMapped));
+      KC_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_d), flag_h, 0));
+    }
+    if (graph) {
+      KC_CUDA_TRY(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+      for (int k = 0; k < copies; ++k) {
+        KC_RETURN_IF_ERROR(enqueue(k, cudaStream_t(0)));  // loads the modules before the capture
+        KC_CUDA_TRY(cudaStreamSynchronize(0));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        KC_CUDA_TRY(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
+        const Status st = enqueue(k, gs);
+        KC_CUDA_TRY(cudaStreamEndCapture(gs, &g));
+        KC_RETURN_IF_ERROR(st);
+        const cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
+        cudaGraphDestroy(g);
+        KC_CUDA_TRY(e);
+        graphs.push_back(ge);
+      }
+    }
+    const cudaStream_t s = graph ? gs : cudaStream_t(0);
+    for (int i = 0; i < warmup + reps; ++i) {
+      const bool gate = gated && i >= warmup;
+      if (gate) {
+        *reinterpret_cast<volatile int*>(flag_h) = 0;
+        bench_gate_kernel<<<1, 1, 0, s>>>(flag_d);
+        KC_LAUNCH_CHECK("bench_gate_kernel");
+      }
+      KC_CUDA_TRY(cudaEventRecord(a, s));
+      const auto h0 = std::chrono::steady_clock::now();
+      if (graph) {
+        KC_CUDA_TRY(cudaGraphLaunch(graphs[i % copies], s));
+      } else {
+        KC_RETURN_IF_ERROR(enqueue(i, s));
+      }
+      const auto h1 = std::chrono::steady_clock::now();
+      KC_CUDA_TRY(cudaEventRecord(b, s));
+      if (gate) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        *reinterpret_cast<volatile int*>(flag_h) = 1;
+      }
+      KC_CUDA_TRY(cudaEventSynchronize(b));
+      float ms;
+      KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
+      if (i >= warmup) {
+        t->push_back(ms);
+        if (gate) host->push_back(float(std::chrono::duration<double, std::micro>(h1 - h0).count()));
+      }
+    }
+    return Status::Ok();
+  };
+  const Status st = run();
+  if (!st.ok) cudaDeviceSynchronize();  // nothing left queued behind a gate
+  for (cudaGraphExec_t ge : graphs) cudaGraphExecDestroy(ge);
+  if (gs) cudaStreamDestroy(gs);
+  if (flag_h) cudaFreeHost(flag_h);
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  return st;
+}
+
 }  // namespace
+
+Status bench_launch_floor(const std::string& timing, int reps, double* us) {
+  auto enqueue = [](int, cudaStream_t s) -> Status {
+    bench_empty_kernel<<<1, 32, 0, s>>>();
+    KC_LAUNCH_CHECK("bench_empty_kernel");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(32);
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, bench_empty_dependent_kernel));
+    KC_LAUNCH_CHECK("bench_empty_dependent_kernel");
+    return Status::Ok();
+  };
+  std::vector<float> t, host;
+  KC_RETURN_IF_ERROR(bench_timed(timing == "partial" ? "gated" : timing, 3, reps, 1, enqueue, &t, &host));
+  *us = median(t) * 1e3;
+  return Status::Ok();
+}
 
 Status bench_read_ceiling(size_t bytes, int reps, double* bytes_per_s) {
   DevBuf<uint8_t> buf;
@@ -133,23 +255,20 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   KC_RETURN_IF_ERROR(pm.alloc(np));
   KC_RETURN_IF_ERROR(pl.alloc(np));
   KC_RETURN_IF_ERROR(po.alloc(np * c.head_dim));
-  cudaEvent_t a, b;
-  KC_CUDA_TRY(cudaEventCreate(&a));
-  KC_CUDA_TRY(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < warmup + reps; ++i) {
-    KC_CUDA_TRY(cudaEventRecord(a));
-    KC_RETURN_IF_ERROR(launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
-                                        dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(),
-                                        cudaStream_t(0)));
-    KC_CUDA_TRY(cudaEventRecord(b));
-    KC_CUDA_TRY(cudaEventSynchronize(b));
-    float ms;
-    KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    if (i >= warmup) t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  auto enqueue = [&](int i, cudaStream_t s) -> Status {
+    if (c.timing == "partial") {
+      if (attn_uses_mma(c.fmt, c.head_dim))
+        return launch_partial_mma(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+                                  dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), s);
+      return launch_partial_fma(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+                                dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), s);
+    }
+    return launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+                            dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(), s);
+  };
+  std::vector<float> t, host;
+  KC_RETURN_IF_ERROR(bench_timed(c.timing, warmup, reps, copies, enqueue, &t, &host));
+  r->host_enqueue_us = host.empty() ? 0 : median(host);
   r->median_us = median(t) * 1e3;
   r->bytes = double(c.batch) * c.ctx * c.kv_heads * 2.0 * (lay.code_bytes + lay.scale_bytes) + 2.0 * q.size() * 4;
   return Status::Ok();

@@ -9,6 +9,9 @@ namespace kc {
 Status bench_attention_config(const AttnBenchConfig&, int, int, AttnBenchResult*) {
   return Status::Error("bench needs the cuda backend (this build has none)");
 }
+Status bench_launch_floor(const std::string&, int, double*) {
+  return Status::Error("bench needs the cuda backend (this build has none)");
+}
 Status bench_read_ceiling(size_t, int, double*) { return Status::Error("bench needs the cuda backend (this build has none)"); }
 Status bench_pack_config(const PackBenchConfig&, int, int, PackBenchResult*) {
   return Status::Error("bench needs the cuda backend (this build has none)");

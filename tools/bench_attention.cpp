@@ -51,7 +51,13 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   Receipt r(Receipt::Head{"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
   r["chunk"] = o.chunk;
-  r["method"] = "CUDA events around partial+merge, warm-up 3, median of " + std::to_string(o.reps) +
+  r["timing"] = o.timing;
+  const std::string timed = o.timing == "events"  ? "CUDA events around partial+merge"
+                            : o.timing == "gated" ? "CUDA events around partial+merge enqueued behind a gate kernel "
+                                                    "(device time; the host's enqueue outside)"
+                            : o.timing == "graph" ? "CUDA events around a CUDA graph of partial+merge"
+                                                  : "CUDA events around the partial alone, gated (device time)";
+  r["method"] = timed + ", warm-up 3, median of " + std::to_string(o.reps) +
                 " runs, caches rotated through >= 512 MB; ceiling: read-only int4 (16-byte) __ldcs kernel over 4 GiB";
   double ceiling = 0;
   Status st = bench_read_ceiling(size_t(4) << 30, 10, &ceiling);
@@ -61,6 +67,16 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   }
   r["ceiling_bytes_per_s"] = ceiling;
   std::cerr << "read ceiling: " << ceiling / 1e12 << " TB/s\n";
+  // The launch floor in the same timing: an empty kernel then an empty dependent one (the
+  // partial + merge launch pattern without work).
+  double floor_us = 0;
+  st = bench_launch_floor(o.timing, o.reps, &floor_us);
+  if (!st.ok) {
+    std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+    return 1;
+  }
+  r["launch_floor_us"] = floor_us;
+  std::cerr << "launch floor (" << o.timing << "): " << floor_us << " us\n";
 
   // SDPA on the dense bf16 shapes.
   std::map<std::string, nlohmann::json> sdpa;
@@ -96,7 +112,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
           for (int a : addrs) {
             if (!std::regex_search(row_name(key(s, b, ctx), f, a), filter)) continue;
             AttnBenchResult res;
-            st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk}, 3, o.reps, &res);
+            st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk, o.timing}, 3, o.reps, &res);
             if (!st.ok) {
               std::cerr << "tf-cuda-test: error: " << st.message << "\n";
               return 1;
@@ -108,6 +124,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
                                   {"median_us", res.median_us}, {"bytes", res.bytes},
                                   {"bytes_per_s", res.bytes / (res.median_us * 1e-6)},
                                   {"of_ceiling", res.bytes / (res.median_us * 1e-6) / ceiling}};
+            if (res.host_enqueue_us > 0) row["host_enqueue_us"] = res.host_enqueue_us;
             double best = 0;
             if (sdpa.count(k)) {
               for (const char* n : {"flash_us", "cudnn_us"})

@@ -12,6 +12,8 @@ struct BenchOptions {
   int reps = 30;
   int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
   std::string script_dir = "tools";  // bench_sdpa.py, transformers_decode_bench.py
+  // attention: how each run is timed (AttnBenchConfig::timing: events, gated, graph, partial)
+  std::string timing = "events";
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)
   // engine: the trained model's folder, the synthetic preset's layers, the python that runs
   // tools/transformers_decode_bench.py ("none": transformers not measured), tokens per lane

@@ -256,6 +256,12 @@ int main(int argc, char** argv) {
                                              "transformers_decode_bench.py (default tools)");
   auto* bench_chunk = bench->add_option("--chunk", bo.chunk, "attention: key chunk width of the split-K partial (default 512)")
       ->check(CLI::Range(1, 1024));
+  auto* bench_timing =
+      bench->add_option("--timing", bo.timing,
+                        "attention: how a run is timed: events (default: CUDA events around partial+merge on an "
+                        "idle device, the host's enqueue inside), gated (enqueued behind a gate kernel: the device "
+                        "alone), graph (a CUDA graph of the two launches), partial (gated, the partial alone)")
+          ->check(CLI::IsMember({"events", "gated", "graph", "partial"}));
   auto* bench_filter = bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
@@ -564,7 +570,7 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     // Options of one bench given to another are refused, not ignored.
-    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_filter}) {
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_timing, bench_filter}) {
       const bool applies = bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
                            (opt == bench_filter && (bench_what == "rope-store" || bench_what == "compact"));
       if (opt->count() && !applies) {
