@@ -151,15 +151,8 @@ Status bench_launch_floor(const std::string& timing, int reps, double* us) {
   auto enqueue = [](int, cudaStream_t s) -> Status {
     bench_empty_kernel<<<1, 32, 0, s>>>();
     KC_LAUNCH_CHECK("bench_empty_kernel");
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(32);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = dependent_launch(dim3(1), dim3(32), s, &attr);  // as the merge launches
     KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, bench_empty_dependent_kernel));
     KC_LAUNCH_CHECK("bench_empty_dependent_kernel");
     return Status::Ok();

@@ -8,6 +8,22 @@
 #include "kernels/attention/params.h"
 
 namespace kc {
+// A launch configuration with a programmatic dependency on the stream's previous kernel: its
+// blocks may be scheduled while that kernel's last blocks run and wait in
+// cudaGridDependencySynchronize. The merge launches this way, and bench attention's launch
+// floor times an empty kernel launched the same way. attr must outlive the launch call.
+inline cudaLaunchConfig_t dependent_launch(dim3 grid, dim3 block, cudaStream_t s, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = s;
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s);
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,

@@ -112,17 +112,9 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
 
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s) {
-  // Launched with a programmatic dependency on the partial: its blocks may be scheduled
-  // while the partial's last blocks run, and wait in cudaGridDependencySynchronize.
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(p.q_heads, n);
-  cfg.blockDim = dim3(d);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  // Launched with a programmatic dependency on the partial (dependent_launch).
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
   return Status::Ok();
