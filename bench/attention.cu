@@ -13,7 +13,6 @@
 #include "bench/attention.h"
 #include "bench/hash.cuh"
 #include "kernels/attention/launch.h"
-#include "kernels/attention/partial.cuh"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/layout/cache.h"
 
@@ -172,22 +171,13 @@ Status bench_read_ceiling(size_t bytes, int reps, double* bytes_per_s) {
   KC_LAUNCH_CHECK("fill_kernel");
   int sms = 0;
   KC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaEvent_t a, b;
-  KC_CUDA_TRY(cudaEventCreate(&a));
-  KC_CUDA_TRY(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int r = 0; r < reps + 3; ++r) {
-    KC_CUDA_TRY(cudaEventRecord(a));
-    read_kernel<<<sms * 8, 512>>>(reinterpret_cast<const int4*>(buf.get()), bytes / 16, sink.get());
+  auto enqueue = [&](int, cudaStream_t s) -> Status {
+    read_kernel<<<sms * 8, 512, 0, s>>>(reinterpret_cast<const int4*>(buf.get()), bytes / 16, sink.get());
     KC_LAUNCH_CHECK("read_kernel");
-    KC_CUDA_TRY(cudaEventRecord(b));
-    KC_CUDA_TRY(cudaEventSynchronize(b));
-    float ms;
-    KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    if (r >= 3) t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+    return Status::Ok();
+  };
+  std::vector<float> t, host;
+  KC_RETURN_IF_ERROR(bench_timed("events", 3, reps, 1, enqueue, &t, &host));
   *bytes_per_s = double(bytes) / (median(t) * 1e-3);
   return Status::Ok();
 }
@@ -249,13 +239,9 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   KC_RETURN_IF_ERROR(pl.alloc(np));
   KC_RETURN_IF_ERROR(po.alloc(np * c.head_dim));
   auto enqueue = [&](int i, cudaStream_t s) -> Status {
-    if (c.timing == "partial") {
-      if (attn_uses_mma(c.fmt, c.head_dim))
-        return launch_partial_mma(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
-                                  dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), s);
-      return launch_partial_fma(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
-                                dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), s);
-    }
+    if (c.timing == "partial")
+      return launch_partial(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
+                            dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), s);
     return launch_attention(dviews[i % copies].get(), c.fmt, c.kv_heads, c.head_dim, p, drows.get(), c.batch,
                             dtails.get(), dq.get(), max_chunks, pm.get(), pl.get(), po.get(), dout.get(), s);
   };

@@ -24,6 +24,19 @@ inline cudaLaunchConfig_t dependent_launch(dim3 grid, dim3 block, cudaStream_t s
   return cfg;
 }
 
+// Raises a kernel's dynamic shared-memory limit to smem on the current device, once per
+// (device, kernel, larger size): the limit only grows, so every size set before stays
+// launchable, and a launch pays a cached look-up instead of cudaFuncSetAttribute (host time
+// that a short row's timing includes: bench attention's timing modes). Used by the partials'
+// and the rope store's launchers. A cudaDeviceReset would have to clear this cache.
+Status attn_allow_smem(const void* kern, size_t smem);
+
+// The split-K partial alone (the tensor cores where attn_uses_mma, the fma chain otherwise):
+// launch_attention's first launch, also timed alone by bench attention --timing partial.
+Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
+                      const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
+                      cudaStream_t s);
+
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s);
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,

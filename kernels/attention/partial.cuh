@@ -65,13 +65,6 @@ __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, c
   return {m, l, pa};
 }
 
-// Raises a partial kernel's dynamic shared-memory limit to smem on the current device, once
-// per (device, kernel, larger size): the limit only grows, so every size set before stays
-// launchable, and a launch pays a cached look-up instead of cudaFuncSetAttribute (host
-// time that the b1 rows' partial + merge timing includes: bench attention's timing modes).
-// Nothing here resets a device; a cudaDeviceReset would have to clear this cache.
-Status attn_allow_smem(const void* kern, size_t smem);
-
 // Launchers of the pieces (device pointers, enqueued on s, Status out); launch_attention
 // composes them.
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
