@@ -4,14 +4,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "bench/attention.h"
 #include "bench/hash.cuh"
+#include "bench/timing.cuh"
 #include "kernels/attention/launch.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/layout/cache.h"
@@ -43,16 +42,6 @@ __global__ void read_kernel(const int4* p, size_t n, int* sink) {
   if (acc == 0x12345678) sink[0] = acc;  // keeps the loads alive
 }
 
-// Holds the stream until the host sets *flag (host memory mapped into the device), so the
-// launches behind it are all enqueued before any of them runs. Gives up after 2 s (a host
-// that never opens it, or a launch that waits for the device, cannot hang the bench).
-__global__ void bench_gate_kernel(volatile int* flag) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (*flag == 0 && t - t0 < 2000000000ull);
-}
 __global__ void bench_empty_kernel() {}
 __global__ void bench_empty_dependent_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -63,85 +52,6 @@ __global__ void bench_empty_dependent_kernel() {
 double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// warmup + reps runs of enqueue(i, stream) in one timing mode (AttnBenchConfig::timing), each
-// between events a and b; t gets the timed runs' ms, host (gated, partial) the enqueue's us.
-// Warm-up runs are never gated: a kernel's first launch may load its module and wait for
-// the device.
-template <class Enqueue>
-Status bench_timed(const std::string& timing, int warmup, int reps, int copies, Enqueue&& enqueue,
-                   std::vector<float>* t, std::vector<float>* host) {
-  const bool gated = timing == "gated" || timing == "partial", graph = timing == "graph";
-  if (!gated && !graph && timing != "events") return Status::Error("bench: timing '" + timing + "' unknown");
-  cudaEvent_t a = nullptr, b = nullptr;
-  int* flag_h = nullptr;
-  int* flag_d = nullptr;
-  cudaStream_t gs = nullptr;
-  std::vector<cudaGraphExec_t> graphs;
-  auto run = [&]() -> Status {
-    KC_CUDA_TRY(cudaEventCreate(&a));
-    KC_CUDA_TRY(cudaEventCreate(&b));
-    if (gated) {
-      KC_CUDA_TRY(cudaHostAlloc(&flag_h, sizeof(int), cudaHostAllocMapped));
-      KC_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_d), flag_h, 0));
-    }
-    if (graph) {
-      KC_CUDA_TRY(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
-      for (int k = 0; k < copies; ++k) {
-        KC_RETURN_IF_ERROR(enqueue(k, cudaStream_t(0)));  // loads the modules before the capture
-        KC_CUDA_TRY(cudaStreamSynchronize(0));
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        KC_CUDA_TRY(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
-        const Status st = enqueue(k, gs);
-        KC_CUDA_TRY(cudaStreamEndCapture(gs, &g));
-        KC_RETURN_IF_ERROR(st);
-        const cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
-        cudaGraphDestroy(g);
-        KC_CUDA_TRY(e);
-        graphs.push_back(ge);
-      }
-    }
-    const cudaStream_t s = graph ? gs : cudaStream_t(0);
-    for (int i = 0; i < warmup + reps; ++i) {
-      const bool gate = gated && i >= warmup;
-      if (gate) {
-        *reinterpret_cast<volatile int*>(flag_h) = 0;
-        bench_gate_kernel<<<1, 1, 0, s>>>(flag_d);
-        KC_LAUNCH_CHECK("bench_gate_kernel");
-      }
-      KC_CUDA_TRY(cudaEventRecord(a, s));
-      const auto h0 = std::chrono::steady_clock::now();
-      if (graph) {
-        KC_CUDA_TRY(cudaGraphLaunch(graphs[i % copies], s));
-      } else {
-        KC_RETURN_IF_ERROR(enqueue(i, s));
-      }
-      const auto h1 = std::chrono::steady_clock::now();
-      KC_CUDA_TRY(cudaEventRecord(b, s));
-      if (gate) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        *reinterpret_cast<volatile int*>(flag_h) = 1;
-      }
-      KC_CUDA_TRY(cudaEventSynchronize(b));
-      float ms;
-      KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-      if (i >= warmup) {
-        t->push_back(ms);
-        if (gate) host->push_back(float(std::chrono::duration<double, std::micro>(h1 - h0).count()));
-      }
-    }
-    return Status::Ok();
-  };
-  const Status st = run();
-  if (!st.ok) cudaDeviceSynchronize();  // nothing left queued behind a gate
-  for (cudaGraphExec_t ge : graphs) cudaGraphExecDestroy(ge);
-  if (gs) cudaStreamDestroy(gs);
-  if (flag_h) cudaFreeHost(flag_h);
-  if (a) cudaEventDestroy(a);
-  if (b) cudaEventDestroy(b);
-  return st;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// What the device benches share (nvcc only): the median of event-timed launches, a
+// What the device benches share (nvcc only): timed runs of an enqueue (bench_timed: events,
+// gated, graph or partial; bench_time: the median of events-timed launches), a
 // grid-stride byte fill, a byte-difference count, and the copy ceiling of a byte count (a
 // device-to-device cudaMemcpyAsync and a 16-byte load/store copy kernel over the same bytes,
 // both timed; a bench takes the faster as its ceiling).
@@ -6,6 +7,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
 #include <vector>
 
 #include "bench/copy_ceiling.h"
@@ -58,31 +62,101 @@ Status bench_count_diff(const uint8_t* a, const uint8_t* b, size_t n, unsigned l
   return d.download(diff, 1);
 }
 
+// Holds the stream until the host sets *flag (host memory mapped into the device), so the
+// launches behind it are all enqueued before any of them runs. Gives up after 2 s (a host
+// that never opens it, or a launch that waits for the device, cannot hang the bench).
+__global__ void bench_gate_kernel(volatile int* flag) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (*flag == 0 && t - t0 < 2000000000ull);
+}
+// warmup + reps runs of enqueue(i, stream) in one timing mode (events, gated, graph or partial: bench attention --timing), each
+// between events a and b; t gets the timed runs' ms, host (gated, partial) the enqueue's us.
+// Warm-up runs are never gated: a kernel's first launch may load its module and wait for
+// the device.
+template <class Enqueue>
+Status bench_timed(const std::string& timing, int warmup, int reps, int copies, Enqueue&& enqueue,
+                   std::vector<float>* t, std::vector<float>* host) {
+  const bool gated = timing == "gated" || timing == "partial", graph = timing == "graph";
+  if (!gated && !graph && timing != "events") return Status::Error("bench: timing '" + timing + "' unknown");
+  cudaEvent_t a = nullptr, b = nullptr;
+  int* flag_h = nullptr;
+  int* flag_d = nullptr;
+  cudaStream_t gs = nullptr;
+  std::vector<cudaGraphExec_t> graphs;
+  auto run = [&]() -> Status {
+    KC_CUDA_TRY(cudaEventCreate(&a));
+    KC_CUDA_TRY(cudaEventCreate(&b));
+    if (gated) {
+      KC_CUDA_TRY(cudaHostAlloc(&flag_h, sizeof(int), cudaHostAllocMapped));
+      KC_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_d), flag_h, 0));
+    }
+    if (graph) {
+      KC_CUDA_TRY(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+      for (int k = 0; k < copies; ++k) {
+        KC_RETURN_IF_ERROR(enqueue(k, cudaStream_t(0)));  // loads the modules before the capture
+        KC_CUDA_TRY(cudaStreamSynchronize(0));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        KC_CUDA_TRY(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
+        const Status st = enqueue(k, gs);
+        KC_CUDA_TRY(cudaStreamEndCapture(gs, &g));
+        KC_RETURN_IF_ERROR(st);
+        const cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
+        cudaGraphDestroy(g);
+        KC_CUDA_TRY(e);
+        graphs.push_back(ge);
+      }
+    }
+    const cudaStream_t s = graph ? gs : cudaStream_t(0);
+    for (int i = 0; i < warmup + reps; ++i) {
+      const bool gate = gated && i >= warmup;
+      if (gate) {
+        *reinterpret_cast<volatile int*>(flag_h) = 0;
+        bench_gate_kernel<<<1, 1, 0, s>>>(flag_d);
+        KC_LAUNCH_CHECK("bench_gate_kernel");
+      }
+      KC_CUDA_TRY(cudaEventRecord(a, s));
+      const auto h0 = std::chrono::steady_clock::now();
+      if (graph) {
+        KC_CUDA_TRY(cudaGraphLaunch(graphs[i % copies], s));
+      } else {
+        KC_RETURN_IF_ERROR(enqueue(i, s));
+      }
+      const auto h1 = std::chrono::steady_clock::now();
+      KC_CUDA_TRY(cudaEventRecord(b, s));
+      if (gate) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        *reinterpret_cast<volatile int*>(flag_h) = 1;
+      }
+      KC_CUDA_TRY(cudaEventSynchronize(b));
+      float ms;
+      KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
+      if (i >= warmup) {
+        t->push_back(ms);
+        if (gate) host->push_back(float(std::chrono::duration<double, std::micro>(h1 - h0).count()));
+      }
+    }
+    return Status::Ok();
+  };
+  const Status st = run();
+  if (!st.ok) cudaDeviceSynchronize();  // nothing left queued behind a gate
+  for (cudaGraphExec_t ge : graphs) cudaGraphExecDestroy(ge);
+  if (gs) cudaStreamDestroy(gs);
+  if (flag_h) cudaFreeHost(flag_h);
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  return st;
+}
+
 // Times `launch` (which enqueues work on stream 0) with events: warmup untimed, then reps;
 // the median in microseconds.
 template <class F>
 Status bench_time(int warmup, int reps, F launch, double* median_us) {
-  cudaEvent_t a, b;
-  KC_CUDA_TRY(cudaEventCreate(&a));
-  KC_CUDA_TRY(cudaEventCreate(&b));
-  std::vector<float> t;
-  Status st = Status::Ok();
-  for (int i = 0; i < warmup + reps && st.ok; ++i) {
-    cudaEventRecord(a);
-    st = launch();
-    cudaEventRecord(b);
-    const cudaError_t e = cudaEventSynchronize(b);
-    if (st.ok && e != cudaSuccess) st = cuda_error("cudaEventSynchronize(b)", __FILE__, __LINE__, e);
-    float ms = 0;
-    if (st.ok) {
-      const cudaError_t e2 = cudaEventElapsedTime(&ms, a, b);
-      if (e2 != cudaSuccess) st = cuda_error("cudaEventElapsedTime", __FILE__, __LINE__, e2);
-    }
-    if (i >= warmup) t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  KC_RETURN_IF_ERROR(st);
+  std::vector<float> t, host;
+  KC_RETURN_IF_ERROR(bench_timed("events", warmup, reps, 1, [&](int, cudaStream_t) { return launch(); }, &t, &host));
   std::sort(t.begin(), t.end());
   *median_us = t[t.size() / 2] * 1e3;
   return Status::Ok();

@@ -1,27 +1,9 @@
 // Split-K attention: the partial (on the tensor cores where attn_uses_mma, the fma chain
 // otherwise), then the in-order merge. Host twin: attention_host (attention/twin.cpp);
 // reference: reference/attention_ref.h; contract: qwen-pages.
-#include <map>
-#include <mutex>
-#include <utility>
-
 #include "kernels/attention/partial.cuh"
 
 namespace kc {
-
-Status attn_allow_smem(const void* kern, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, size_t> allowed;  // (device, kernel) -> bytes set
-  int dev = 0;
-  KC_CUDA_TRY(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  size_t& a = allowed[{dev, kern}];
-  if (smem > a) {
-    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    a = smem;
-  }
-  return Status::Ok();
-}
 
 Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                       const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/backend/cuda_check.h"
+#include "kernels/backend/kernel_fit.h"
 #include "kernels/layout/kv_layout.h"
 #include "kernels/attention/params.h"
 
@@ -23,13 +24,6 @@ inline cudaLaunchConfig_t dependent_launch(dim3 grid, dim3 block, cudaStream_t s
   cfg.numAttrs = 1;
   return cfg;
 }
-
-// Raises a kernel's dynamic shared-memory limit to smem on the current device, once per
-// (device, kernel, larger size): the limit only grows, so every size set before stays
-// launchable, and a launch pays a cached look-up instead of cudaFuncSetAttribute (host time
-// that a short row's timing includes: bench attention's timing modes). Used by the partials'
-// and the rope store's launchers. A cudaDeviceReset would have to clear this cache.
-Status attn_allow_smem(const void* kern, size_t smem);
 
 // The split-K partial alone (the tensor cores where attn_uses_mma, the fma chain otherwise):
 // launch_attention's first launch, also timed alone by bench attention --timing partial.

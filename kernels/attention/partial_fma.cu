@@ -231,7 +231,7 @@ Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const
       case 256: kern = attention_partial_kernel<256, F>; break;
       default: return Status::Error("attention: head_dim must be 32, 64, 128 or 256");
     }
-    KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), smem));
+    KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
     kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
     KC_LAUNCH_CHECK("attention_partial_kernel");
     return Status::Ok();

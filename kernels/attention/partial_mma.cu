@@ -513,7 +513,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   if (!kern)
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
-  KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), smem));
+  KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
   {

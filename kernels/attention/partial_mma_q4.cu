@@ -507,7 +507,7 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   if (!kern)
     return Status::Error("attention (tensor cores): format q4 at head_dim " + std::to_string(d) +
                          " has no tensor-core partial");
-  KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), smem));
+  KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
   KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel");
   return Status::Ok();

@@ -353,7 +353,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     }
   });
   if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
-  if (stage > 48 * 1024) KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), stage));
+  if (stage > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), stage));
   kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
   KC_LAUNCH_CHECK("rope_store_kernel");
   return Status::Ok();

@@ -24,10 +24,8 @@
 // order on (value, index) pairs over the non-NaN values) gives the lowest index of the
 // maximum, as the sequential twin does.
 #include <algorithm>
-#include <map>
-#include <mutex>
-#include <utility>
 
+#include "kernels/backend/kernel_fit.h"
 #include "kernels/engine/launch.h"
 #include "kernels/engine/rows.h"
 
@@ -483,48 +481,15 @@ Status launch_matmul_blocks(const uint16_t* W, int64_t rows, int64_t cols, const
   return Status::Ok();
 }
 
-// The device's multiprocessor count and opt-in shared memory per block (current device,
-// read once), and the staged kernels' resident blocks per multiprocessor per (R, D, G,
-// shared memory), computed once each.
-struct XsDevice {
-  int sms = 0, smem_optin = 0;
-  cudaError_t err = cudaSuccess;
-};
-const XsDevice& xs_device() {
-  static const XsDevice d = [] {
-    XsDevice r;
-    int dev = 0;
-    r.err = cudaGetDevice(&dev);
-    if (r.err == cudaSuccess) r.err = cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, dev);
-    if (r.err == cudaSuccess) r.err = cudaDeviceGetAttribute(&r.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    return r;
-  }();
-  return d;
-}
-
 template <int R, int D>
 Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, size_t smem, int64_t blocks_wanted,
                  cudaStream_t s) {
   auto* kern = matmul_xs_kernel<R, D>;
-  static std::mutex mu;
-  static bool attr_set = false;
-  static std::map<std::pair<int, size_t>, int> resident;  // (G, smem) -> blocks per multiprocessor
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   int per_sm = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!attr_set) {
-      KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_device().smem_optin));
-      attr_set = true;
-    }
-    auto it = resident.find({G, smem});
-    if (it == resident.end()) {
-      KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, G * eng::kDotParts, smem));
-      it = resident.emplace(std::make_pair(G, smem), per_sm).first;
-    }
-    per_sm = it->second;
-  }
-  if (per_sm < 1) return Status::Error("engine matmul: the staged kernel cannot be resident");
-  const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(xs_device().sms) * per_sm);
+  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(reinterpret_cast<const void*>(kern), G * eng::kDotParts, smem, &per_sm));
+  const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(dev.sms) * per_sm);
   kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n);
   KC_LAUNCH_CHECK("matmul_xs_kernel");
   return Status::Ok();
@@ -535,8 +500,9 @@ Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, size_t 
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
                                   cudaStream_t s, bool legacy) {
   if (n == 0 || count == 0) return Status::Ok();
-  const XsDevice& dev = xs_device();
-  bool staged = !legacy && n <= 8 && count <= kXsMaxParts && cols % 8 == 0 && dev.err == cudaSuccess &&
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+  bool staged = !legacy && n <= 8 && count <= kXsMaxParts && cols % 8 == 0 &&
                 reinterpret_cast<uintptr_t>(x) % 16 == 0 && cols / 8 <= 0x3fffffff;
   for (int i = 0; i < count && staged; ++i) staged = reinterpret_cast<uintptr_t>(parts[i].W) % 16 == 0;
   const int R = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;

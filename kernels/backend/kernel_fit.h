@@ -1,0 +1,28 @@
+// What a kernel's launch needs to know about the current device, asked of the runtime once
+// per device and cached (a short row's timing includes the launcher's host time, so the
+// launch path makes no attribute or occupancy query after the first).
+#pragma once
+#include <cstddef>
+
+#include "kernels/layout/status.h"
+
+namespace kc {
+
+// The current device's multiprocessor count and opt-in shared memory per block.
+struct CudaDeviceFacts {
+  int sms = 0;
+  int smem_optin = 0;
+};
+Status cuda_device_facts(CudaDeviceFacts* out);
+
+// Raises kern's dynamic shared-memory limit to smem on the current device, once per
+// (device, kernel, larger size): the limit only grows, so every size set before stays
+// launchable. A cudaDeviceReset would have to clear this cache.
+Status cuda_allow_smem(const void* kern, size_t smem);
+
+// Blocks of kern resident per multiprocessor with `threads` threads and smem bytes of
+// dynamic shared memory on the current device (after cuda_allow_smem(kern, smem)), asked
+// once per (device, kernel, threads, smem). An error if not one block fits.
+Status cuda_blocks_per_sm(const void* kern, int threads, size_t smem, int* per_sm);
+
+}  // namespace kc
