@@ -1,40 +1,41 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
-// bench: bench rope-store. launch_rope_store picks one (measured on the H200, bench
-// rope-store; reports/h200/issue20-rope3/):
+// bench: bench rope-store. launch_rope_store picks one by format (measured on the H200,
+// bench rope-store; reports/h200/issue20-rope3/issue20-rope3.md):
 //
-// rope_store_tma_kernel (bf16, fp8, q4, where rot_dims % 8 == 0, q_out is 16-byte aligned and
-//   two rows' stages fit a block's shared memory): persistent, one block of 16 consumer warps, a loader warp
-//   and a table warp per SM; block b takes rows b, b + grid, .. through a ring of stages
-//   (a row each, up to kRopeTmaStages):
+// rope_store_tma_kernel (fp8, q4, where rot_dims % 8 == 0, q_out is 16-byte aligned and two
+//   rows' stages fit a block's shared memory): persistent, one block per SM of 16 consumer
+//   warps, a loader warp and a table warp; block b takes rows b, b + grid, .. through a
+//   ring of kRopeTmaStages stages (a row each):
 //   - the loader (one lane) brings a row's fp32 q, k and v rows (three contiguous pieces)
 //     into a stage by bulk copies (cp.async.bulk, the tensor memory accelerator), their
 //     bytes counted on the stage's full barrier (mbarrier);
 //   - the table warp writes the stage's cos / sin table (rope_cos_sin_theta of the row's pos
 //     for pairs 0 .. rot_dims / 2 - 1: float64 angle pos * theta_i, rounded once to fp32, with
 //     theta_i = rope_theta once per block) and the row's K / V code and scale addresses
-//     (kv_row / kv_scale), then arrives on the full barrier. The float64 table and the page
-//     table loads run up to a ring ahead of the consumers, off their path;
+//     (kv_row / kv_scale), then arrives on the full barrier: the float64 table and the page
+//     table loads are done ahead, off the consumers' path;
 //   - the consumers wait for the full barrier; a slot (head row) per LPR = min(32, D / 4)
 //     lanes, lane lr holding elements 4 (lr + LPR c) .. + 3: q and K are rotated (neox
 //     pairing, the twin's expressions with each fp32 product and sum rounded on its own:
 //     __fmul_rn / __fadd_rn / __fsub_rn, no contraction), q goes to q_out [n][Hq][d] with
 //     16-byte stores, K and V (V unrotated) to the row's slot by rope_kv_store (the bytes
-//     of the format's encode_row: bf16 RNE; fp8 the row's amax by shuffles, codes by
-//     division; q4 hadamard32_fwd's butterflies inside the lane and by shuffles over a
-//     group's 8 lanes, then the group's amax, fp16 scale and nibbles); then they arrive on
-//     the stage's empty barrier, which the loader and the table warp wait for before they
-//     fill the stage again.
+//     of the format's encode_row: fp8 the row's amax by shuffles, codes by division; q4
+//     hadamard32_fwd's butterflies inside the lane and by shuffles over a group's 8 lanes,
+//     then the group's amax, fp16 scale and nibbles); then they arrive on the stage's empty
+//     barrier, which the loader and the table warp wait for before they fill it again.
+//   From 64 MiB up: fp8 0.65-0.72 and q4 0.62-0.70 of the copy ceiling, where the kernels
+//   before gave 0.59-0.63 and 0.55-0.59 in the same run. Its bf16 store (8 bytes a lane)
+//   lost on pages of 16 (0.64-0.65 against 0.66-0.76) and did not win at 64 MiB, so bf16
+//   stays on rope_store_kernel.
 //
-// rope_store_kernel (mxfp4, and every format where the kernel above does not apply): block
+// rope_store_kernel (bf16, mxfp4, and fp8 / q4 where the kernel above does not apply): block
 //   per row, 256 threads (8 warps). Head slots are the row's q heads, then its kv heads' K,
 //   then their V. The row's cos / sin table (rope_cos_sin) is computed once per row into
 //   shared memory, while the row's inputs (up to kRopeStageFloats at a time) come into
 //   shared memory with 16-byte loads, several in flight per thread. Then warp w takes slots
 //   w, w + 8, ..: q and k are rotated (the twin's expressions, c and s from the table), q
 //   goes to q_out, K and V are stored through the format's Codec<F>::store_warp (codecs/).
-//   It was the bf16 / fp8 kernel before rope_store_tma_kernel: 0.70-0.78 (bf16) and
-//   0.60-0.63 (fp8) of the copy ceiling from 64 MiB up at 3269773; q4 had a kernel of its
-//   own (persistent, cp.async double buffer, a thread per q4 group: 0.56-0.59).
+//   bf16: 0.70-0.78 of the copy ceiling from 64 MiB up.
 // Every cache address comes from kv_row / kv_scale; no stride arithmetic here.
 #include <cuda_runtime.h>
 
@@ -50,8 +51,8 @@ constexpr int kRopeStageFloats = 16384;  // rope_store_kernel: 64 KiB, the head 
 constexpr int kRopeLoads = 8;            // rope_store_kernel: 16-byte loads in flight per thread while staging
 constexpr int kRopeTmaConsumerWarps = 16;  // rope_store_tma_kernel: consumer warps (then the loader, then the table warp)
 constexpr int kRopeTmaThreads = 32 * (kRopeTmaConsumerWarps + 2);
-constexpr int kRopeTmaStages = 6;        // rope_store_tma_kernel: most rows in a block's ring
-constexpr size_t kRopeTmaSmem = 227 * 1024;  // opt-in shared memory of a block (sm_90)
+constexpr int kRopeTmaStages = 2;        // rope_store_tma_kernel: rows in a block's ring (2 beat 3 to 6: issue20-rope3.md)
+constexpr size_t kRopeTmaSmem = 227 * 1024;  // rope_store_tma_kernel: opt-in shared memory of a block (sm_90)
 
 // One instantiation per head_dim and format: the row in registers (y[D / 32]) and the one
 // format's store compiled in (a runtime head_dim kept y in local memory, and the four
@@ -193,22 +194,14 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 }
 
 // The K / V row store of the lanes of one row (LPR lanes; lane lr holds elements
-// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format, by
+// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (fp8, q4), by
 // shuffles among the row's lanes. Every lane of the warp calls it (the shuffles); `on`
 // lanes store.
 template <int D, Format F>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
-  if constexpr (F == Format::bf16) {
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      const int j = 4 * (lr + LPR * c);
-      const uint32_t w0 = uint32_t(bf16_from_float(y[4 * c])) | (uint32_t(bf16_from_float(y[4 * c + 1])) << 16);
-      const uint32_t w1 = uint32_t(bf16_from_float(y[4 * c + 2])) | (uint32_t(bf16_from_float(y[4 * c + 3])) << 16);
-      if (on) *reinterpret_cast<uint2*>(codes + 2 * j) = make_uint2(w0, w1);
-    }
-  } else if constexpr (F == Format::fp8) {
+  if constexpr (F == Format::fp8) {
     float amax = 0.0f;
 #pragma unroll
     for (int c = 0; c < CPL; ++c)
@@ -240,7 +233,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 #endif
     if (on && lr == 0) *reinterpret_cast<float*>(scales) = sc;
   } else {
-    static_assert(F == Format::q4, "rope_kv_store: bf16, fp8 or q4");
+    static_assert(F == Format::q4, "rope_kv_store: fp8 or q4");
     // Group g of 32 elements is 8 lanes' four (lane bits 0..2 at the butterfly stages h = 4,
     // 8, 16; h = 1, 2 inside the lane): hadamard32_fwd's adds and subtracts (a + b at i,
     // a - b at i + h), times 2^-3, then q4_encode_group_rotated's amax, scale and nibbles.
@@ -415,21 +408,16 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // rope_store_tma_kernel: as many stages as fit, at least two.
-  const bool tma_format = fmt == Format::bf16 || fmt == Format::fp8 || fmt == Format::q4;
-  if (tma_format && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    auto smem_of = [&](int st) {
-      const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, st);
-      return size_t(L.stage_off) + size_t(st) * L.stage_bytes;
-    };
-    int stages = kRopeTmaStages;
-    while (stages > 2 && smem_of(stages) > kRopeTmaSmem) --stages;
-    if (smem_of(stages) <= kRopeTmaSmem) {
+  // rope_store_tma_kernel, where its ring fits a block's shared memory.
+  if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
+    const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
+    if (smem <= kRopeTmaSmem) {
       void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                    float*, int) = nullptr;
       with_format(fmt, [&](auto codec) {
         constexpr Format F = decltype(codec)::kFormat;
-        if constexpr (F == Format::bf16 || F == Format::fp8 || F == Format::q4) {
+        if constexpr (F == Format::fp8 || F == Format::q4) {
           switch (d) {
             case 32: kern = rope_store_tma_kernel<32, F>; break;
             case 64: kern = rope_store_tma_kernel<64, F>; break;
@@ -438,12 +426,12 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           }
         }
       });
-      KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), kRopeTmaSmem));
+      if (smem > 48 * 1024) KC_RETURN_IF_ERROR(attn_allow_smem(reinterpret_cast<const void*>(kern), smem));
       int dev = 0, sms = 0;
       KC_CUDA_TRY(cudaGetDevice(&dev));
       KC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
       const int grid = std::min(n, sms);
-      kern<<<unsigned(grid), kRopeTmaThreads, smem_of(stages), s>>>(views, p, hkv, rows, n, q, k, v, q_out, stages);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
       return Status::Ok();
     }
