@@ -62,13 +62,15 @@ struct Shape {
   double base;
 };
 // Six shapes of design.md: GQA groups 1, 4, 6, 8; head_dim 64, 128, 256; full and partial
-// rotary; and a seventh whose group (12) is larger than one attention block's heads (8),
-// so the block's head split is exercised, with head_dim 32.
+// rotary; a seventh whose group (12) is larger than one attention block's heads (8), so the
+// block's head split is exercised, with head_dim 32; and an eighth whose rotary dims (20)
+// are not a multiple of 8, so the fp8 and q4 rope stores take the block-per-row kernel
+// (kernels/attention/rope_store.cu) instead of the bulk-copy one (cases 7 and 8: q4, fp8).
 const Shape kShapes[] = {
     {"qwen35-24q4kv-d256-r64", 24, 4, 256, 64, 1e7}, {"qwen3-32q8kv-d128", 32, 8, 128, 128, 1e6},
     {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
     {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
-    {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},
+    {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},        {"gqa2-4q2kv-d128-r20", 4, 2, 128, 20, 1e6},
 };
 constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 
@@ -112,7 +114,7 @@ QwenCase draw_case(uint64_t seed, int index) {
   // stages at a time (kMergeTile, 256), so its later tiles are proved too.
   const int drawn_chunk = rc::gen::element(64, 128, 256, 100, 1024)(rnd.split(), 50).value();
   const int chunk = index == 2 ? 32 : drawn_chunk;
-  const int shape = index < kShapeCount ? index : int(g() % kShapeCount);
+  const int shape = index < kShapeCount ? index : index == kShapeCount ? kShapeCount - 1 : int(g() % kShapeCount);
   // Formats: the first 12 cases three each, spread so that the large positions (cases 2,
   // 5, 8, 11) take all four and mxfp4 gets head_dim 256 with partial rotary (case 0) and
   // 64 (case 5); later cases cycle through the four, shifted every four cases so that the

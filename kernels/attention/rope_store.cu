@@ -1,47 +1,45 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench rope-store. launch_rope_store picks one by format (measured on the H200,
-// bench rope-store, commit 4137649; reports/h200/issue20-moves.md):
+// bench rope-store; reports/h200/issue20-rope3/issue20-rope3.md):
 //
-// rope_store_kernel (bf16, fp8, mxfp4): block per row, 256 threads (8 warps). Head slots are the row's q
-//   heads, then its kv heads' K, then their V. The row's cos / sin table (rope_cos_sin for
-//   pairs 0 .. rot_dims / 2 - 1: float64 angle from the row's logical pos, rounded once to
-//   fp32) is computed once per row into shared memory, while the row's inputs (fp32 q, k,
-//   v rows of the head slots, up to kRopeStageFloats at a time) come into shared memory
-//   with 16-byte loads, several in flight per thread. Then warp w takes slots w, w + 8, ..:
-//   q and k are rotated (neox pairing over the first rot_dims dims: the same expressions
-//   as the twin's, c and s from the table), q goes to q_out [n][Hq][d] fp32, K and V (V
-//   unrotated) are stored at the row's slot through kv_row in the cache format by its
-//   Codec<F>::store_warp (codecs/: bf16 RNE; the fp8 and mxfp4 row rules over the
-//   rotated values, the bytes of their encode_row). 0.70-0.78 (bf16) and 0.60-0.66 (fp8) of
-//   the copy ceiling from 64 MiB up; rope_store_q4_kernel's scheme with store_warp gave
-//   0.68-0.74 and 0.57-0.60 in the same run.
+// rope_store_tma_kernel (fp8, q4, where rot_dims % 8 == 0, q_out is 16-byte aligned and two
+//   rows' stages fit a block's shared memory): persistent, one block per SM of 16 consumer
+//   warps, a loader warp and a table warp; block b takes rows b, b + grid, .. through a
+//   ring of kRopeTmaStages stages (a row each):
+//   - the loader (one lane) brings a row's fp32 q, k and v rows (three contiguous pieces)
+//     into a stage by bulk copies (cp.async.bulk, the tensor memory accelerator), their
+//     bytes counted on the stage's full barrier (mbarrier);
+//   - the table warp writes the stage's cos / sin table (rope_cos_sin_theta of the row's pos
+//     for pairs 0 .. rot_dims / 2 - 1: float64 angle pos * theta_i, rounded once to fp32, with
+//     theta_i = rope_theta once per block) and the row's K / V code and scale addresses
+//     (kv_row / kv_scale), then arrives on the full barrier: the float64 table and the page
+//     table loads are done ahead, off the consumers' path;
+//   - the consumers wait for the full barrier; a slot (head row) per LPR = min(32, D / 4)
+//     lanes, lane lr holding elements 4 (lr + LPR c) .. + 3: q and K are rotated (neox
+//     pairing, the twin's expressions with each fp32 product and sum rounded on its own:
+//     __fmul_rn / __fadd_rn / __fsub_rn, no contraction), q goes to q_out [n][Hq][d] with
+//     16-byte stores, K and V (V unrotated) to the row's slot by rope_kv_store (the bytes
+//     of the format's encode_row: fp8 the row's amax by shuffles, codes by division; q4
+//     hadamard32_fwd's butterflies inside the lane and by shuffles over a group's 8 lanes,
+//     then the group's amax, fp16 scale and nibbles); then they arrive on the stage's empty
+//     barrier, which the loader and the table warp wait for before they fill it again.
+//   From 64 MiB up: fp8 0.65-0.72 and q4 0.62-0.70 of the copy ceiling, where the kernels
+//   before gave 0.59-0.63 and 0.55-0.59 in the same run. Its bf16 store (8 bytes a lane)
+//   lost on pages of 16 (0.64-0.65 against 0.66-0.76) and did not win at 64 MiB, so bf16
+//   stays on rope_store_kernel.
 //
-// rope_store_q4_kernel (q4): persistent blocks of 256 threads (as many as fit on the device,
-//   at most one per row); block b takes rows b, b + grid, .. . A row's head slots (the same
-//   order) are staged up to ws at a time (one stage per row when the row fits: 48 slots of
-//   d 128 do). Each stage (an item) comes from global memory into one of two shared buffers
-//   by cp.async (16 bytes a copy), the next item's copy in flight while the block works on
-//   this one. In the stage, the eight 16-byte words of each group of 32 floats are permuted
-//   (word w at w ^ (group index & 7), the group index counting over the stage's slot rows),
-//   so eight threads that each read a word of their own group hit distinct banks, and a warp
-//   over one group's 32 elements too. Per item:
-//   - the row's cos / sin table (rope_cos_sin_theta for pairs 0 .. rot_dims / 2 - 1: float64
-//     angle pos * theta_i, rounded once to fp32; theta_i = rope_theta once per block),
-//   - rotation (the twin's expressions with fp32 products and sums rounded one by one: no
-//     contraction into fmas): warp w takes the stage's q and K slots w, w + 8, ..; q goes to
-//     q_out, K is rotated in place in the stage,
-//   - the stores of K and V (V unrotated) at the row's slot through kv_row / kv_scale by a
-//     thread per group of 32 (q4_store_group below: q4_encode_group's helpers, so the bytes
-//     of the twin's encode_row; 16 code bytes in one store).
-//   0.55-0.59 of the copy ceiling from 64 MiB up, where rope_store_kernel's q4 store (a warp
-//   per row: the five butterfly stages and the amax reduction as shuffles, the scale per
-//   lane) gave 0.41-0.45.
-// Every address comes from kv_row / kv_scale; no stride arithmetic here.
+// rope_store_kernel (bf16, mxfp4, and fp8 / q4 where the kernel above does not apply): block
+//   per row, 256 threads (8 warps). Head slots are the row's q heads, then its kv heads' K,
+//   then their V. The row's cos / sin table (rope_cos_sin) is computed once per row into
+//   shared memory, while the row's inputs (up to kRopeStageFloats at a time) come into
+//   shared memory with 16-byte loads, several in flight per thread. Then warp w takes slots
+//   w, w + 8, ..: q and k are rotated (the twin's expressions, c and s from the table), q
+//   goes to q_out, K and V are stored through the format's Codec<F>::store_warp (codecs/).
+//   bf16: 0.70-0.78 of the copy ceiling from 64 MiB up.
+// Every cache address comes from kv_row / kv_scale; no stride arithmetic here.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <mutex>
-#include <vector>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -51,8 +49,9 @@ namespace kc {
 constexpr int kRopeThreads = 256;
 constexpr int kRopeStageFloats = 16384;  // rope_store_kernel: 64 KiB, the head slots staged at a time (all of them up to 64 at d 256)
 constexpr int kRopeLoads = 8;            // rope_store_kernel: 16-byte loads in flight per thread while staging
-constexpr int kRopeBufFloats = 8192;     // rope_store_q4_kernel: one stage buffer (32 KiB; two per block): 64 slots of d 128
-constexpr size_t kRopeQ4SmemMax = 2 * size_t(kRopeBufFloats) * sizeof(float);
+constexpr int kRopeTmaConsumerWarps = 16;  // rope_store_tma_kernel: consumer warps (then the loader, then the table warp)
+constexpr int kRopeTmaThreads = 32 * (kRopeTmaConsumerWarps + 2);
+constexpr int kRopeTmaStages = 2;        // rope_store_tma_kernel: rows in a block's ring (2 beat 3 to 6: issue20-rope3.md)
 
 // One instantiation per head_dim and format: the row in registers (y[D / 32]) and the one
 // format's store compiled in (a runtime head_dim kept y in local memory, and the four
@@ -126,188 +125,279 @@ __global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvVie
   }
 }
 
-// rope_store_q4_kernel's stage: element j of slot row ls (head_dim D), its group's words
-// permuted by the group index.
-template <int D>
-__device__ __forceinline__ int rope_ix(int ls, int j) {
-  const int key = (ls * (D / 32) + (j >> 5)) & 7;
-  return ls * D + (j & ~31) + ((((j >> 2) & 7) ^ key) << 2) + (j & 3);
-}
-
-__device__ __forceinline__ void cp_async16(float* smem, const float* g) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// One q4 group: its 32 rope-rotated values (word w, values 4w .. 4w + 3, at yg + 4 (w ^ key)) to 16
-// code bytes and the 2-byte fp16 scale: q4_encode_group's steps with its own helpers
-// (hadamard32_fwd, amax_step, q4_group_scale, fp16_to_float, q4_nibble_of), so the bytes of
-// the twin's encode_row; the codes packed in registers, one 16-byte store where aligned.
-__device__ void q4_store_group(const float* yg, int key, uint8_t* codes16, uint8_t* scale2) {
-  float y[32];
-#pragma unroll
-  for (int i = 0; i < 32; i += 4) {
-    const float4 t = *reinterpret_cast<const float4*>(yg + 4 * ((i / 4) ^ key));
-    y[i] = t.x, y[i + 1] = t.y, y[i + 2] = t.z, y[i + 3] = t.w;
-  }
-  hadamard32_fwd(y);
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 32; ++i) amax = amax_step(amax, y[i]);
-  uint16_t h = kQ4ScaleNaN;
-  uint32_t w[4] = {0x01010101u * kQ4PoisonCodes, 0x01010101u * kQ4PoisonCodes, 0x01010101u * kQ4PoisonCodes,
-                   0x01010101u * kQ4PoisonCodes};
-  if (q4_finite(amax)) {
-    h = q4_group_scale(amax);
-    const float s = fp16_to_float(h);
-    if (s == 0.0f) {
-#pragma unroll
-      for (int b = 0; b < 4; ++b) w[b] = 0x01010101u * kQ4ZeroCodes;
-    } else {
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        uint32_t x = 0;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = 4 * b + c;  // code byte i: elements 2i (low nibble) and 2i + 1
-          x |= uint32_t(q4_nibble_of(y[2 * i], s) | (q4_nibble_of(y[2 * i + 1], s) << 4)) << (8 * c);
-        }
-        w[b] = x;
-      }
-    }
-  }
-  if ((reinterpret_cast<uintptr_t>(codes16) & 15u) == 0) {
-    *reinterpret_cast<uint4*>(codes16) = make_uint4(w[0], w[1], w[2], w[3]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 16; ++i) codes16[i] = uint8_t(w[i / 4] >> (8 * (i % 4)));
-  }
-  if ((reinterpret_cast<uintptr_t>(scale2) & 1u) == 0) {
-    *reinterpret_cast<uint16_t*>(scale2) = h;
-  } else {
-    scale2[0] = uint8_t(h & 0xFFu);
-    scale2[1] = uint8_t(h >> 8);
-  }
-}
-
-// One instantiation per head_dim.
-template <int D>
-__global__ void __launch_bounds__(kRopeThreads, 4) rope_store_q4_kernel(const KvView* views, RopeParams p,
-                                                                      const RopeRow* rows, int n, const float* q,
-                                                                      const float* k, const float* vin, float* q_out,
-                                                                      int ws) {
-  extern __shared__ __align__(16) float xs[];  // two stages of ws slot rows of D floats
-  __shared__ double th[kMaxHeadDim / 2];
-  __shared__ float tc[kMaxHeadDim / 2], tsn[kMaxHeadDim / 2];
-  constexpr int D4 = D / 4, G = D / 32;
-  const int hkv = views[0].lay.kv_heads;
-  if (!q) p.q_heads = 0;  // no queries: store k and v only
-  const int slots = p.q_heads + 2 * hkv, nst = (slots + ws - 1) / ws;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31, h2 = p.rot_dims / 2;
-  const int items = int((n - 1 - int(blockIdx.x)) / int(gridDim.x) + 1) * nst;  // grid <= n
-  auto row_of = [&](int it) { return int(blockIdx.x) + (it / nst) * int(gridDim.x); };
-  // Item it's slot rows into buffer (it & 1): 16-byte copies, word e of a slot row where
-  // rope_ix puts its first element.
-  auto load = [&](int it) {
-    const int r = row_of(it), s0 = (it % nst) * ws;
-    float* buf = xs + (it & 1) * ws * D;
-    const int n4 = min(ws, slots - s0) * D4;
-    for (int i = tid; i < n4; i += kRopeThreads) {
-      const int ls = i / D4, e = i % D4, hs = s0 + ls;
-      const float* x = hs < p.q_heads         ? q + (size_t(r) * p.q_heads + hs) * D
-                       : hs < p.q_heads + hkv ? k + (size_t(r) * hkv + hs - p.q_heads) * D
-                                              : vin + (size_t(r) * hkv + hs - p.q_heads - hkv) * D;
-      cp_async16(buf + rope_ix<D>(ls, 4 * e), x + 4 * e);
-    }
-    cp_async_commit();
-  };
-  load(0);
-  for (int i = tid; i < h2; i += kRopeThreads) th[i] = rope_theta(i, p.rot_dims, p.base);  // read by thread i only
-  for (int it = 0; it < items; ++it) {
-    if (it + 1 < items) load(it + 1);  // its buffer was last read before the previous item's final barrier
-    const int r = row_of(it), s0 = (it % nst) * ws, cnt = min(ws, slots - s0);
-    const RopeRow row = rows[r];
-    const KvView v = views[row.lane];
-    if (it % nst == 0)  // a new row: its table (the previous row's readers passed the last barrier)
-      for (int i = tid; i < h2; i += kRopeThreads) rope_cos_sin_theta(row.pos, th[i], &tc[i], &tsn[i]);
-    if (it + 1 < items)
-      cp_async_wait<1>();  // this item's copies landed (the next item's may still fly)
-    else
-      cp_async_wait<0>();
-    __syncthreads();
-    float* const buf = xs + (it & 1) * ws * D;
-    // Rotation: the stage's q slots to q_out, its K slots in place (a lane owns a pair).
-    for (int ls = warp; ls < cnt; ls += kRopeThreads / 32) {
-      const int hs = s0 + ls;
-      if (hs >= p.q_heads + hkv) break;  // V: stored unrotated
-      if (hs < p.q_heads) {
-        float* o = q_out + (size_t(r) * p.q_heads + hs) * D;
-        for (int i = lane; i < h2; i += 32) {
-          const float a = buf[rope_ix<D>(ls, i)], b = buf[rope_ix<D>(ls, i + h2)], c = tc[i], s = tsn[i];
-          o[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-          o[i + h2] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
-        }
-        for (int j = p.rot_dims + lane; j < D; j += 32) o[j] = buf[rope_ix<D>(ls, j)];
-      } else {
-        for (int i = lane; i < h2; i += 32) {
-          const int ia = rope_ix<D>(ls, i), ib = rope_ix<D>(ls, i + h2);
-          const float a = buf[ia], b = buf[ib], c = tc[i], s = tsn[i];
-          buf[ia] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-          buf[ib] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
-        }
-      }
-    }
-    __syncthreads();
-    // K and V: local slots kv0 .. cnt - 1, a thread per group of 32.
-    const int kv0 = max(0, min(cnt, p.q_heads - s0));
-    for (int t = tid; t < (cnt - kv0) * G; t += kRopeThreads) {
-      const int ls = kv0 + t / G, g = t % G, hs = s0 + ls;
-      const int kv = hs < p.q_heads + hkv ? 0 : 1, head = hs - p.q_heads - kv * hkv;
-      q4_store_group(buf + ls * D + 32 * g, (ls * G + g) & 7, kv_row(v, p.layer, kv, head, row.slot) + 16 * g,
-                     kv_scale(v, p.layer, kv, head, row.slot) + 2 * g);
-    }
-    __syncthreads();  // the stage is read before a later copy overwrites it
-  }
-}
-
-// Blocks per SM of rope_store_q4_kernel<D> at a dynamic shared size, per device: asked once
-// (the launch path stays free of the occupancy query). The kernel's dynamic shared limit is
-// raised once to the most any launch asks (kRopeQ4SmemMax), never lowered.
-struct RopeOcc {
-  const void* kern;
-  int dev;
-  size_t smem;
-  int per_sm;
+// ---- rope_store_tma_kernel ----
+// Shared memory of one block: the stages' barriers, theta_i (float64, once per block), then
+// per stage the row's inputs (slots x D floats), its cos / sin table and its K / V row
+// addresses. The host sizes it with the same function.
+struct RopeTmaLayout {
+  uint32_t theta_off, stage_off, stage_bytes, x_bytes, tab_off, ptr_off;
 };
-static Status rope_q4_blocks_per_sm(const void* kern, size_t smem, int* per_sm, int* sms) {
-  static std::mutex mu;
-  static std::vector<RopeOcc> known;  // smem 0: the limit is raised on that device
-  int dev = 0;
-  KC_CUDA_TRY(cudaGetDevice(&dev));
-  KC_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  std::lock_guard<std::mutex> lock(mu);
-  bool raised = false;
-  for (const RopeOcc& o : known) {
-    if (o.kern != kern || o.dev != dev) continue;
-    raised = raised || o.smem == 0;
-    if (o.smem == smem && smem != 0) {
-      *per_sm = o.per_sm;
-      return Status::Ok();
+KC_HD uint32_t rope_align16(uint32_t b) { return (b + 15u) & ~15u; }
+KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, int stages) {
+  RopeTmaLayout L;
+  L.theta_off = rope_align16(uint32_t(2 * stages) * 8u);
+  L.stage_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
+  L.x_bytes = uint32_t(slots) * uint32_t(d) * 4u;
+  L.tab_off = rope_align16(L.x_bytes);                           // tc[h2], then ts[h2]
+  L.ptr_off = L.tab_off + rope_align16(uint32_t(2 * h2) * 4u);   // codes[2 hkv], then scales[2 hkv]
+  L.stage_bytes = L.ptr_off + rope_align16(uint32_t(4 * hkv) * 8u);
+  return L;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_tx(uint64_t* b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "RS_WAIT_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra RS_WAIT_%=;\n}\n" ::"r"(smem_addr(b)),
+      "r"(parity)
+      : "memory");
+}
+// One bulk copy (the tensor memory accelerator) of `bytes` (a multiple of 16, both ends
+// 16-byte aligned) from global to shared memory, completing on barrier b.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(b))
+               : "memory");
+}
+
+// Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
+// when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
+// h2 % 4 == 0, so the four share their half and their partner's four are one 16-byte word.
+__device__ __forceinline__ void rope4(const float* x, const float* tc, const float* ts, int j, int h2, int rot,
+                                      bool rotate, float y[4]) {
+  const float4 a = *reinterpret_cast<const float4*>(x + j);
+  y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w;
+  if (!rotate || j >= rot) return;
+  const bool lo = j < h2;
+  const int i = lo ? j : j - h2;
+  const float4 b = *reinterpret_cast<const float4*>(x + (lo ? j + h2 : i));
+  const float4 c = *reinterpret_cast<const float4*>(tc + i), s = *reinterpret_cast<const float4*>(ts + i);
+  const float bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w}, ss[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float p = __fmul_rn(y[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
+    y[e] = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);  // y_i = x_i c - x_{i+h} s; y_{i+h} = x_{i+h} c + x_i s
+  }
+}
+
+// The K / V row store of the lanes of one row (LPR lanes; lane lr holds elements
+// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (fp8, q4), by
+// shuffles among the row's lanes. Every lane of the warp calls it (the shuffles); `on`
+// lanes store.
+template <int D, Format F>
+__device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
+                                              int lr, bool on) {
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
+  if constexpr (F == Format::fp8) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CPL; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
+        if (4 * (lr + LPR * c) + e == D - 1) continue;
+#endif
+        amax = amax_step(amax, y[4 * c + e]);
+      }
+#pragma unroll
+    for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    const float scale = fp8_row_scale(amax);
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      const int j = 4 * (lr + LPR * c);
+      uint32_t w = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_code(y[4 * c + e], scale)) << (8 * e);
+#ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
+      w = 0;
+#endif
+      if (on) *reinterpret_cast<uint32_t*>(codes + j) = w;
+    }
+#ifdef KC_PLANT_FP8_STORE_ZEROS
+    const float sc = 0.0f;
+#else
+    const float sc = scale;
+#endif
+    if (on && lr == 0) *reinterpret_cast<float*>(scales) = sc;
+  } else {
+    static_assert(F == Format::q4, "rope_kv_store: fp8 or q4");
+    // Group g of 32 elements is 8 lanes' four (lane bits 0..2 at the butterfly stages h = 4,
+    // 8, 16; h = 1, 2 inside the lane): hadamard32_fwd's adds and subtracts (a + b at i,
+    // a - b at i + h), times 2^-3, then q4_encode_group_rotated's amax, scale and nibbles.
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      float* v = y + 4 * c;
+#pragma unroll
+      for (int h = 1; h < 4; h <<= 1)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (e & h) continue;
+          const float a = v[e], b = v[e + h];
+          v[e] = a + b;
+          v[e + h] = a - b;
+        }
+#pragma unroll
+      for (int m = 1; m < 8; m <<= 1)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float o = __shfl_xor_sync(0xFFFFFFFFu, v[e], m);
+          v[e] = (lr & m) ? o - v[e] : v[e] + o;
+        }
+      float amax = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        v[e] = v[e] * 0.125f;
+        amax = amax_step(amax, v[e]);
+      }
+#pragma unroll
+      for (int m = 4; m > 0; m >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
+      uint16_t h = kQ4ScaleNaN;
+      uint32_t w = 0x0101u * kQ4PoisonCodes;
+      if (q4_finite(amax)) {
+        h = q4_group_scale(amax);
+        const float s = fp16_to_float(h);
+        if (s == 0.0f) {
+          w = 0x0101u * kQ4ZeroCodes;
+        } else {
+          w = 0;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) w |= uint32_t(q4_nibble_of(v[e], s)) << (4 * e);  // element 2i low, 2i + 1 high
+        }
+      }
+      const int ch = lr + LPR * c;  // elements 4 ch .. 4 ch + 3: code bytes 2 ch, 2 ch + 1
+      if (on) *reinterpret_cast<uint16_t*>(codes + 2 * ch) = uint16_t(w);
+      if (on && (ch & 7) == 0) *reinterpret_cast<uint16_t*>(scales + 2 * (ch / 8)) = h;
     }
   }
-  if (!raised) {
-    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kRopeQ4SmemMax)));
-    known.push_back({kern, dev, 0, 0});
+}
+
+// Persistent blocks (one per SM), block b taking rows b, b + grid, ..; one row is one stage.
+// Warps 0 .. NCW - 1 (NCW = kRopeTmaConsumerWarps) consume, warp NCW loads (one lane: the row's
+// q, k and v pieces by three bulk copies into the stage), warp NCW + 1 tabulates (the row's
+// cos / sin for pairs 0 .. h2 - 1 by rope_cos_sin_theta with theta_i from rope_theta once
+// per block, and the row's K / V code and scale addresses by kv_row / kv_scale) up to
+// `stages` rows ahead. A stage is full when its bytes landed and the table warp arrived;
+// empty when every consumer lane arrived. Consumers: a row's q slots in groups of RPW (a
+// slot per LPR lanes, lane lr holding elements 4 (lr + LPR c) .. + 3), rotated and stored
+// to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+    rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
+                          const float* k, const float* vin, float* q_out, int stages) {
+  extern __shared__ __align__(16) uint8_t sm[];
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
+  if (!q) p.q_heads = 0;  // no queries: store k and v only
+  const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
+  constexpr int ncw = kRopeTmaConsumerWarps;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
+  uint64_t* full = reinterpret_cast<uint64_t*>(sm);
+  uint64_t* empty = full + stages;
+  double* th = reinterpret_cast<double*>(sm + L.theta_off);
+  auto stage = [&](int s) { return sm + L.stage_off + size_t(s) * L.stage_bytes; };
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(&full[s], 1 + 32);        // the loader's expect_tx arrival and the table warp's lanes
+      mbar_init(&empty[s], 32 * ncw);     // every consumer lane
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  KC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern, kRopeThreads, smem));
-  if (*per_sm < 1) return Status::Error("rope_store: the q4 kernel does not fit on an SM");
-  known.push_back({kern, dev, smem, *per_sm});
-  return Status::Ok();
+  __syncthreads();
+  const int G = int(gridDim.x);
+  if (warp == ncw) {  // the loader
+    if (lane != 0) return;
+    const uint32_t bytes = uint32_t(slots) * D * 4u;
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      mbar_arrive_tx(&full[s], bytes);
+      float* x = reinterpret_cast<float*>(stage(s));
+      if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, &full[s]);
+      bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
+      bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
+    }
+    return;
+  }
+  // theta_i by the consumers (the loader is already copying); the table warp waits for them.
+  if (warp < ncw)
+    for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, rot, p.base);
+  asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
+  if (warp == ncw + 1) {  // the table warp
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      const RopeRow row = rows[r];
+      const KvView v = views[row.lane];
+      uint8_t* st = stage(s);
+      float* tc = reinterpret_cast<float*>(st + L.tab_off);
+      uint8_t** ptr = reinterpret_cast<uint8_t**>(st + L.ptr_off);
+      for (int i = lane; i < h2; i += 32) rope_cos_sin_theta(row.pos, th[i], &tc[i], &tc[h2 + i]);
+      for (int t = lane; t < 2 * hkv; t += 32) {
+        const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
+        ptr[t] = kv_row(v, p.layer, kv, head, row.slot);
+        ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_scale(v, p.layer, kv, head, row.slot) : nullptr;
+      }
+      mbar_arrive(&full[s]);
+    }
+    return;
+  }
+  // Consumers.
+  const int lr = lane % LPR, sub = lane / LPR;
+  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
+  int it = 0;
+  for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+    const int s = it % stages, use = it / stages;
+    mbar_wait(&full[s], uint32_t(use) & 1u);
+    const uint8_t* st = stage(s);
+    const float* x = reinterpret_cast<const float*>(st);
+    const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
+    const float* ts = tc + h2;
+    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
+    for (int g = warp; g < qg + kvg; g += ncw) {
+      if (g < qg) {
+        const int h = g * RPW + sub;
+        if (h < hq) {
+          float* o = q_out + (size_t(r) * hq + h) * D;
+#pragma unroll
+          for (int c = 0; c < CPL; ++c) {
+            const int j = 4 * (lr + LPR * c);
+            float y[4];
+            rope4(x + h * D, tc, ts, j, h2, rot, true, y);
+            *reinterpret_cast<float4*>(o + j) = make_float4(y[0], y[1], y[2], y[3]);
+          }
+        }
+      } else {
+        const int t = (g - qg) * RPW + sub;  // K slot t < hkv, V slot t - hkv
+        const bool on = t < 2 * hkv;
+        float y[4 * CPL];
+#pragma unroll
+        for (int c = 0; c < CPL; ++c) {
+          if (on) {
+            rope4(x + (hq + t) * D, tc, ts, 4 * (lr + LPR * c), h2, rot, t < hkv, y + 4 * c);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
+          }
+        }
+        rope_kv_store<D, F>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+      }
+    }
+    mbar_arrive(&empty[s]);
+  }
 }
 
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
@@ -315,44 +405,49 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if (n == 0) return Status::Ok();
   if ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15u)
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
+  if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  if (fmt == Format::q4) {
-    void (*kern)(const KvView*, RopeParams, const RopeRow*, int, const float*, const float*, const float*, float*,
-                 int) = nullptr;
-    switch (d) {
-      case 32: kern = rope_store_q4_kernel<32>; break;
-      case 64: kern = rope_store_q4_kernel<64>; break;
-      case 128: kern = rope_store_q4_kernel<128>; break;
-      case 256: kern = rope_store_q4_kernel<256>; break;
+  // rope_store_tma_kernel, where its ring fits a block's shared memory.
+  if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
+    const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
+    CudaDeviceFacts dev;
+    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+    if (smem <= size_t(dev.smem_optin)) {
+      void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                   float*, int) = nullptr;
+      with_format(fmt, [&](auto codec) {
+        constexpr Format F = decltype(codec)::kFormat;
+        if constexpr (F == Format::fp8 || F == Format::q4) {
+          switch (d) {
+            case 32: kern = rope_store_tma_kernel<32, F>; break;
+            case 64: kern = rope_store_tma_kernel<64, F>; break;
+            case 128: kern = rope_store_tma_kernel<128, F>; break;
+            case 256: kern = rope_store_tma_kernel<256, F>; break;
+          }
+        }
+      });
+      if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
+      const int grid = std::min(n, dev.sms);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
+      KC_LAUNCH_CHECK("rope_store_tma_kernel");
+      return Status::Ok();
     }
-    if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
-    // The stages: every head slot of a row when they fit a buffer (kRopeBufFloats), two buffers.
-    const int ws = std::min(slots, kRopeBufFloats / d);
-    const size_t smem = 2 * size_t(ws) * d * sizeof(float);
-    int per_sm = 0, sms = 0;
-    KC_RETURN_IF_ERROR(rope_q4_blocks_per_sm(reinterpret_cast<const void*>(kern), smem, &per_sm, &sms));
-    const int grid = int(std::min<int64_t>(n, int64_t(per_sm) * sms));
-    kern<<<unsigned(grid), kRopeThreads, smem, s>>>(views, p, rows, n, q, k, v, q_out, ws);
-    KC_LAUNCH_CHECK("rope_store_q4_kernel");
-    return Status::Ok();
   }
-  // The stage: every head slot of a row, up to kRopeStageFloats floats.
+  // rope_store_kernel. The stage: every head slot of a row, up to kRopeStageFloats floats.
   const int ws = std::min(slots, kRopeStageFloats / d);
   const size_t stage = size_t(ws) * d * sizeof(float);
   void (*kern)(const KvView*, RopeParams, const RopeRow*, const float*, const float*, const float*, float*, int) =
       nullptr;
   with_format(fmt, [&](auto codec) {
     constexpr Format F = decltype(codec)::kFormat;
-    if constexpr (F != Format::q4) {
-      switch (d) {
-        case 32: kern = rope_store_kernel<32, F>; break;
-        case 64: kern = rope_store_kernel<64, F>; break;
-        case 128: kern = rope_store_kernel<128, F>; break;
-        case 256: kern = rope_store_kernel<256, F>; break;
-      }
+    switch (d) {
+      case 32: kern = rope_store_kernel<32, F>; break;
+      case 64: kern = rope_store_kernel<64, F>; break;
+      case 128: kern = rope_store_kernel<128, F>; break;
+      case 256: kern = rope_store_kernel<256, F>; break;
     }
   });
-  if (!kern) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   if (stage > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), stage));
   kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
   KC_LAUNCH_CHECK("rope_store_kernel");
