@@ -44,8 +44,9 @@ struct MmaTune {
 #ifdef KC_MMA_MIN_BLOCKS
   static constexpr int min_blocks = KC_MMA_MIN_BLOCKS;
 #else
-  // fp8 d128: 4 (64 registers, 12 bytes of spills) with a ring of 7 stages of two tiles:
-  // 194.9 / 193.5 us against 205.4 / 205.9 at 3 (12 stages; reports/h200/issue20-bf16/).
+  // fp8 d128: 4 (64 registers; 12 bytes of spills with a ring of 7 stages of two tiles, 4
+  // with today's 3 stages of four): 194.9 / 193.5 us against 205.4 / 205.9 at 3 (12 stages;
+  // reports/h200/issue20-bf16/).
   static constexpr int min_blocks = D == 256 && F == Format::bf16 ? 2 : D == 128 && F == Format::fp8 ? 4 : 3;
 #endif
   // V tiles through a shared-memory ring (stages of ring_tiles key tiles; before 933afba
@@ -65,13 +66,16 @@ struct MmaTune {
   //    (d128): d256 279.2 / 279.6 against 281.1 / 282.0, d128 278.9 / 277.7 against 280.8
   //    / 282.0, d128 b1 x 128K 159.8 / 158.6 against 163.6 / 163.8
   //    (reports/h200/issue20-bf16/).
-  //  - fp8 d128 at 4 blocks per SM (min_blocks): 7 stages of two tiles, pre 1.
+  //  - fp8 d128 at 4 blocks per SM (min_blocks): 7 stages of two tiles, pre 1: 193.2 /
+  //    194.8 (reports/h200/issue20-bf16/); 3 stages of four tiles (the same 24 KB in fewer,
+  //    larger stages; 4 bytes of spills): 188.4 us median of 6 rounds against 194.5
+  //    (reports/h200/issue20-tune3/; 4 stages of two tiles: 196.4).
 #ifdef KC_MMA_VRING_STAGES
   static constexpr int fp8_ring_stages = D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES;
   static constexpr int fp8_ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
 #else
-  static constexpr int fp8_ring_stages = D == 128 ? 7 : 10;
-  static constexpr int fp8_ring_tiles = D == 128 ? 2 : 1;
+  static constexpr int fp8_ring_stages = D == 128 ? 3 : 10;
+  static constexpr int fp8_ring_tiles = D == 128 ? 4 : 1;
 #endif
 #ifdef KC_MMA_BRING
   static constexpr int bf16_ring_stages = D == 128 ? KC_MMA_BRING128 : KC_MMA_BRING;
@@ -93,11 +97,20 @@ struct MmaTune {
   static constexpr int bf16_ring_pre = D == 256 ? 2 : 1;
 #endif
   static constexpr int ring_pre = F == Format::fp8 ? fp8_ring_pre : bf16_ring_pre;
+  // The K loads' 256-byte L2 prefetch hint (ldg_mma): bf16 without it (the kernel is L2-bound,
+  // 93 % L2 against 84 % DRAM; 6 rounds, 32K x b8: d128 273.2 against 275.7 us, d256 276.1
+  // against 277.9; 128-byte hint alike), fp8 with it (d128 without: 196.4 against 194.5;
+  // d256 alike). reports/h200/issue20-tune3/.
+#ifdef KC_MMA_K_L2_HINT
+  static constexpr bool k_l2_hint = KC_MMA_K_L2_HINT;
+#else
+  static constexpr bool k_l2_hint = F == Format::fp8;
+#endif
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 // The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
 // ring_tiles 16-key tiles of q4 code rows; one tile per warp and stage) and blocks per SM
-// asked of the register allocator.
+// asked of the register allocator (the packed d128 kernel: MmaQ4PackedTune below).
 template <int D>
 struct MmaQ4Tune {
   static constexpr int min_blocks = 3;
@@ -130,9 +143,31 @@ struct MmaQ4Smem {
         qsh(wm + size_t(kAttnThreads / 32) * (D / 32) * 4),
         total(qsh + size_t(kAttnHeadsPerBlock) * 4) {}
 };
-template <int D>
+// The packed q4 partial (head_dim 128, GQA group <= 4: attn_mma_q4_packed; the bench's
+// 32q/8kv shape): 4 blocks per SM (64 registers, no spills, ptxas sm_90) with a V ring of
+// 5 stages (6 would not fit 4 blocks at chunk 512): 172.6 us median of 6 rounds at 32K x b8
+// against 187.5 at 3 blocks and 6 stages (4 stages: 173.1; reports/h200/issue20-tune3/).
+// KC_Q4_PACKED_* override them for experiments.
+struct MmaQ4PackedTune {
+#ifdef KC_Q4_PACKED_MIN_BLOCKS
+  static constexpr int min_blocks = KC_Q4_PACKED_MIN_BLOCKS;
+  static constexpr int ring_stages = KC_Q4_PACKED_RING_STAGES;
+#else
+  static constexpr int min_blocks = 4;
+  static constexpr int ring_stages = 5;
+#endif
+};
+template <int D, bool PK>
+KC_HD constexpr int mma_q4_ring_stages() {
+  return PK ? MmaQ4PackedTune::ring_stages : MmaQ4Tune<D>::ring_stages;
+}
+template <int D, bool PK>
+KC_HD constexpr int mma_q4_min_blocks() {
+  return PK ? MmaQ4PackedTune::min_blocks : MmaQ4Tune<D>::min_blocks;
+}
+template <int D, bool PK = false>
 KC_HD constexpr MmaQ4Smem mma_q4_smem(int W) {
-  return MmaQ4Smem(W, D, MmaQ4Tune<D>::stage_bytes, MmaQ4Tune<D>::ring_stages);
+  return MmaQ4Smem(W, D, MmaQ4Tune<D>::stage_bytes, mma_q4_ring_stages<D, PK>());
 }
 
 inline MmaSmem mma_smem(int W, int d, Format f) {

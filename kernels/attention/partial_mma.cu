@@ -172,7 +172,9 @@ __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b
 #pragma unroll
     for (int bb = 0; bb < M::NB; ++bb) {
       mma_k_load<D, F>(bb, kf[0][bb], kf[1][bb], qf, lane, acc);
-      if (more) kf[0][bb] = ldg_mma<uint4>(kn[0] + 64 * bb), kf[1][bb] = ldg_mma<uint4>(kn[1] + 64 * bb);
+      if (more)
+        kf[0][bb] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kn[0] + 64 * bb),
+        kf[1][bb] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kn[1] + 64 * bb);
     }
     // c0, c1: key kt*16 + g, heads 2t, 2t+1; c2, c3: key kt*16 + g + 8.
 #pragma unroll
@@ -420,7 +422,9 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   if (warp < nt) {
     mma_tile_rows(kp, blk, warp, lg, lt, kc);
 #pragma unroll
-    for (int b = 0; b < NB; ++b) kf[0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
+    for (int b = 0; b < NB; ++b)
+      kf[0][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[0] + 64 * b),
+      kf[1][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[1] + 64 * b);
   }
 
   // Each key's V row pointer (and fp8 K and V row scales). fp8: the first KPT * 256 keys'

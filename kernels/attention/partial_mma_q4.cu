@@ -158,19 +158,20 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, ui
 // by side in the 8 columns (hi of heads 0..3, then lo of heads 0..3), one mma per k-step and
 // per tile and m-tile; the hi and lo sums are added at the end of each score and output.
 template <int D, bool PK>
-__global__ void __launch_bounds__(kAttnThreads, MmaQ4Tune<D>::min_blocks) attention_partial_mma_q4_kernel(
+__global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) attention_partial_mma_q4_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;
   using SV = typename M::SV;
   static_assert(!PK || D == 128, "q4 mma partial: packed parts at head_dim 128 only (attn_mma_q4_packed)");
-  constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = M::RS, RT = M::RT, RB = M::RB, CPK = M::CPK;
+  constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = mma_q4_ring_stages<D, PK>(), RT = M::RT, RB = M::RB, CPK = M::CPK;
+  static_assert(RS >= 2, "q4 mma partial: V ring of at least 2 stages");
   extern __shared__ __align__(16) unsigned char smb[];
   const AttnBlock blk(views, p, rows, tails, nsub);
   const int n = blk.n, G = blk.G;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const MmaQ4Smem lay = mma_q4_smem<D>(p.chunk);
+  const MmaQ4Smem lay = mma_q4_smem<D, PK>(p.chunk);
   const int S = lay.ss_stride, W16 = lay.w16;
   float* ss = reinterpret_cast<float*>(smb + lay.ss);
   uint4* qf = reinterpret_cast<uint4*>(smb + lay.qf);
@@ -502,7 +503,7 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
   if (d == 128)
     kern = pk ? attention_partial_mma_q4_kernel<128, true> : attention_partial_mma_q4_kernel<128, false>,
-    smem = mma_q4_smem<128>(p.chunk).total;
+    smem = pk ? mma_q4_smem<128, true>(p.chunk).total : mma_q4_smem<128>(p.chunk).total;
   if (d == 256) kern = attention_partial_mma_q4_kernel<256, false>, smem = mma_q4_smem<256>(p.chunk).total;
   if (!kern)
     return Status::Error("attention (tensor cores): format q4 at head_dim " + std::to_string(d) +

@@ -28,16 +28,29 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
   __trap();  // launch_attention picks this kernel only on sm_80 and newer builds
 #endif
 }
-// Global loads asking L2 to fetch the 256 bytes around each miss
+// Global loads, by default asking L2 to fetch the 256 bytes around each miss
 // (the mma partial reads the rest of a K row or the neighbouring V slices next; 1.5 % faster
-// at 32K x b8 on the H200, in two repeated pairs).
-#ifndef KC_MMA_LDQ  // the loads' cache qualifiers (experiments override)
+// at 32K x b8 on the H200, in two repeated pairs, on the 8 x 1 ring). kL2Hint = false: no
+// hint (MmaTune::k_l2_hint picks it per format for the K loads of the bf16 / fp8 partial).
+#ifndef KC_MMA_LDQ  // the hinted loads' cache qualifiers (experiments override)
 #define KC_MMA_LDQ ".L2::256B"
 #endif
-template <typename T>
+template <typename T, bool kL2Hint = true>
 __device__ __forceinline__ T ldg_mma(const uint8_t* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (sizeof(T) == 16) {
+  if constexpr (!kL2Hint && sizeof(T) == 16) {
+    uint4 r;
+    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return reinterpret_cast<T&>(r);
+  } else if constexpr (!kL2Hint && sizeof(T) == 8) {
+    uint2 r;
+    asm volatile("ld.global.nc.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    return reinterpret_cast<T&>(r);
+  } else if constexpr (!kL2Hint && sizeof(T) == 4) {
+    uint32_t r;
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(r) : "l"(p));
+    return reinterpret_cast<T&>(r);
+  } else if constexpr (sizeof(T) == 16) {
     uint4 r;
     asm volatile("ld.global.nc" KC_MMA_LDQ ".v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     return reinterpret_cast<T&>(r);

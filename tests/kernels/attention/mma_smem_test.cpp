@@ -55,15 +55,18 @@ void check_all_widths() {
 
 // The q4 partial's layout (MmaQ4Smem): arrays in order and aligned, the scores' rows hold
 // q's staging (8 x D floats), the key groups' exchange fits in q's fragments, the sm_90
-// limit, and the blocks the register budget asks for at the bench's chunk.
-template <int D>
+// limit, and the blocks the register budget asks for at the bench's chunk; PK: the packed
+// d128 kernel (MmaQ4PackedTune: its own ring stages and blocks per SM).
+template <int D, bool PK>
 void check_q4_widths() {
-  const std::string what = "q4 d" + std::to_string(D);
+  const std::string what = "q4 d" + std::to_string(D) + (PK ? " packed" : "");
+  constexpr int stages = mma_q4_ring_stages<D, PK>(), min_blocks = mma_q4_min_blocks<D, PK>();
+  ASSERT_GE(stages, 2) << what;
   for (int w = 1; w <= 1024; ++w) {
-    const MmaQ4Smem m = mma_q4_smem<D>(w);
+    const MmaQ4Smem m = mma_q4_smem<D, PK>(w);
     SCOPED_TRACE(what + " chunk " + std::to_string(w));
     ASSERT_EQ(m.ring, 0u);
-    ASSERT_EQ(m.ss, size_t(MmaQ4Tune<D>::stage_bytes) * MmaQ4Tune<D>::ring_stages);
+    ASSERT_EQ(m.ss, size_t(MmaQ4Tune<D>::stage_bytes) * stages);
     ASSERT_GE(m.ss_stride, w);
     ASSERT_EQ(m.ss_stride % 32, 8);  // (head g, keys 2t, 2t+1) 8-byte reads: distinct banks
     ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * std::max(m.ss_stride, D));
@@ -78,13 +81,14 @@ void check_q4_widths() {
     for (size_t off : {m.ss, m.qf, m.vsc, m.pgb, m.slot, m.wm}) ASSERT_EQ(off % 16, 0u);
     ASSERT_LE(m.total, kMaxSmemPerBlock);
   }
-  const size_t per_block = mma_q4_smem<D>(512).total + kReservedPerBlock;
-  EXPECT_GE(kSmemPerSm / per_block, size_t(MmaQ4Tune<D>::min_blocks)) << what << ": " << per_block << " bytes per block";
+  const size_t per_block = mma_q4_smem<D, PK>(512).total + kReservedPerBlock;
+  EXPECT_GE(kSmemPerSm / per_block, size_t(min_blocks)) << what << ": " << per_block << " bytes per block";
 }
 
 TEST(MmaSmem, Q4LayoutHoldsForEveryChunkWidth) {
-  check_q4_widths<128>();
-  check_q4_widths<256>();
+  check_q4_widths<128, false>();
+  check_q4_widths<128, true>();
+  check_q4_widths<256, false>();
 }
 
 TEST(MmaSmem, LayoutHoldsForEveryChunkWidth) {
