@@ -86,28 +86,47 @@ __device__ __noinline__ void keep_moves(const KvPlane pl, const KeepMove* moves,
   }
 }
 
-template <int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
-                                                      const int32_t* lane_off) {
-  const int f = blockIdx.x, g = blockIdx.y;
-  const int i0 = lane_off[g], i1 = lane_off[g + 1];
-  if (i0 >= i1) return;
-#ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
-#else
-  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
-#endif
-  const KvPlane pl = kv_plane(v, f);
-  // The widest piece every row address of the plane allows: base, page stride (paged),
-  // plane offset and row width all multiples of it.
+// The widest piece every row address of a plane allows: base, page stride (paged), plane
+// offset and row width all multiples of it.
+__device__ __forceinline__ int keep_piece_width(const KvPlane& pl) {
   const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
-  switch (a & (~a + 1)) {
+  return int(a & (~a + 1));
+}
+template <int NT>
+__device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
+  switch (keep_piece_width(pl)) {
     case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
     case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
     case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
     case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
     default: keep_moves<1, NT>(pl, moves, i0, i1); break;
   }
+}
+
+// The block's lane group (blockIdx.y): its moves [*i0, *i1) (one lane's, in order) and that
+// lane's view. False for an empty group.
+__device__ __forceinline__ bool keep_group(const KvView* views, const KeepMove* moves, const int32_t* lane_off, int* i0,
+                                           int* i1, KvView* v) {
+  const int g = blockIdx.y;
+  *i0 = lane_off[g];
+  *i1 = lane_off[g + 1];
+  if (*i0 >= *i1) return false;
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+  *v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+#else
+  *v = views[moves[*i0].lane];  // a group holds one lane's moves
+#endif
+  return true;
+}
+
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
+                                                      const int32_t* lane_off) {
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
+  keep_plane<NT>(kv_plane(v, f), moves, i0, i1);
 }
 
 // ---- keep_pair_kernel: a block per (code plane, lane group) that moves the plane's scale plane too ----
@@ -161,34 +180,13 @@ __device__ __noinline__ void keep_moves_pair(const KvPlane pc, const KvPlane ps,
   }
 }
 
-// The widest piece every row address of a plane allows: base, page stride (paged), plane
-// offset and row width all multiples of it.
-__device__ __forceinline__ int keep_piece_width(const KvPlane& pl) {
-  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
-  return int(a & (~a + 1));
-}
-template <int NT>
-__device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int i1) {
-  switch (keep_piece_width(pl)) {
-    case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
-    case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
-    case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
-    case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
-    default: keep_moves<1, NT>(pl, moves, i0, i1); break;
-  }
-}
-
 template <int NT, int MINB>
 __global__ void __launch_bounds__(NT, MINB) keep_pair_kernel(const KvView* views, const KeepMove* moves,
                                                            const int32_t* lane_off) {
-  const int f = blockIdx.x, g = blockIdx.y;
-  const int i0 = lane_off[g], i1 = lane_off[g + 1];
-  if (i0 >= i1) return;
-#ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
-#else
-  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
-#endif
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
   const KvPlane pc = kv_plane(v, f), ps = kv_plane(v, v.lay.planes() + f);
   const int wc = keep_piece_width(pc), ws = keep_piece_width(ps);
   const int per = int(pc.bytes) / wc, pers = int(ps.bytes) / ws;
