@@ -31,6 +31,8 @@
 // blocks, 16 per SM: 0.66-0.79 (bf16); keep_pair_kernel at 6 blocks per SM: 0.52-0.63.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "kernels/attention/launch.h"
 
 namespace kc {
@@ -205,10 +207,216 @@ __global__ void __launch_bounds__(NT, MINB) keep_pair_kernel(const KvView* views
   keep_plane<NT>(ps, moves, i0, i1);
 }
 
+// ---- keep_table_kernel (experiment): the batch's moves resolved once per block into shared memory ----
+// A block per (code plane, lane group), moving the plane's scale plane too where the layout has
+// one. Each batch's moves are resolved (the move's load, the page split, the page table's load:
+// kv_pos of src and dst, then kv_plane_at of each plane) once per block into a shared table of
+// row addresses; every piece (code and scale) then takes its row's address from the table.
+// Two tables in turn (see keep_table_batch).
+constexpr int kKeepTable = 256;  // moves per batch at most (rows of a table)
+struct KeepTable {
+  uint8_t* src[kKeepTable];  // code rows
+  uint8_t* dst[kKeepTable];
+  uint8_t* ssrc[kKeepTable];  // scale rows
+  uint8_t* sdst[kKeepTable];
+};
+struct KeepPlanes {
+  KvPlane c, s;
+};
+
+// A batch's moves, RM per thread (k = threadIdx.x + r * NT), fetched into registers, then
+// resolved into a table: the row addresses of src and dst (one kv_pos per position, both planes).
+template <int RM>
+struct KeepFetched {
+  int32_t src[RM], dst[RM];
+};
+template <int NT, int RM>
+__device__ __forceinline__ void keep_fetch(KeepFetched<RM>& f, const KeepMove* moves, int m0, int n) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n) {
+      f.src[r] = moves[m0 + k].src;
+      f.dst[r] = moves[m0 + k].dst;
+    }
+  }
+}
+template <int NT, int RM, bool SCALES>
+__device__ __forceinline__ void keep_fill(KeepTable& t, const KeepPlanes& pp, const KeepFetched<RM>& f, int n) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n) {
+      const KvPos a = kv_pos(pp.c, f.src[r]), b = kv_pos(pp.c, f.dst[r]);
+      t.src[k] = kv_plane_at(pp.c, a);
+      t.dst[k] = kv_plane_at(pp.c, b);
+      if (SCALES) {
+        t.ssrc[k] = kv_plane_at(pp.s, a);
+        t.sdst[k] = kv_plane_at(pp.s, b);
+      }
+    }
+  }
+}
+
+// Global loads and stores (the table's addresses are generic pointers): CS, streaming (.cs).
+template <bool CS, typename T>
+__device__ __forceinline__ T keep_load(const uint8_t* p) {
+  if constexpr (CS) {
+    return __ldcs(reinterpret_cast<const T*>(p));
+  } else {
+    __builtin_assume(__isGlobal(p));
+    return *reinterpret_cast<const T*>(p);
+  }
+}
+template <bool CS, typename T>
+__device__ __forceinline__ void keep_store(uint8_t* p, const T& x) {
+  if constexpr (CS) {
+    __stcs(reinterpret_cast<T*>(p), x);
+  } else {
+    __builtin_assume(__isGlobal(p));
+    *reinterpret_cast<T*>(p) = x;
+  }
+}
+
+// PER code pieces of 16 bytes per code row (PER divides NT; kKeepLoads * NT / PER moves per
+// batch, at most kKeepTable); scale rows of WS bytes, one piece each (WS = 0: no scale plane).
+// Compile-time strides: each piece's table entry is a fixed offset from the thread's first.
+// FULL: a whole batch (no guards). A guarded load leaves a zero, not the previous batch's
+// register (kept live across the loop, it spilled).
+// The next batch's table: its moves fetched (MID: between this batch's reads and the barrier,
+// their latency under the reads), resolved into the other table after this batch's writes
+// (the table last read by the previous batch's writes, before this batch's barrier), then a
+// second barrier.
+template <int NT, int PER, int WS, bool CS, bool MID, bool FULL>
+__device__ __forceinline__ void keep_table_batch(KeepTable* tab, int cur, const KeepPlanes& pp, const KeepMove* moves,
+                                                 int m0, int i1) {
+  using TS = typename KeepPiece<WS ? WS : 1>::T;
+  constexpr int MSTEP = NT / PER, B = kKeepLoads * MSTEP;  // moves per load slot; per batch
+  constexpr int LS = WS ? (B + NT - 1) / NT : 0;          // scale pieces per thread
+  constexpr int RM = (B + NT - 1) / NT;                   // moves resolved per thread
+  const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+  const int n = min(B, i1 - m0), lim = n - mi, slim = n - int(threadIdx.x);  // this thread's pieces: index < lim
+  const int nn = min(B, i1 - m0 - B);  // the next batch's moves (none if <= 0)
+  const KeepTable& t = tab[cur];
+  uint4 x[kKeepLoads];
+  TS y[LS ? LS : 1];
+#pragma unroll
+  for (int u = 0; u < kKeepLoads; ++u)
+    x[u] = FULL || u * MSTEP < lim ? keep_load<CS, uint4>(t.src[u * MSTEP + mi] + off) : uint4{};
+#pragma unroll
+  for (int u = 0; u < LS; ++u)
+    y[u] = (FULL && (u + 1) * NT <= B) || u * NT < slim ? keep_load<CS, TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
+  KeepFetched<RM> f;
+  if (MID) keep_fetch<NT, RM>(f, moves, m0 + B, nn);
+  __syncthreads();  // every read of the batch (both planes) before any of its writes
+#pragma unroll
+  for (int u = 0; u < kKeepLoads; ++u)
+    if (FULL || u * MSTEP < lim) keep_store<CS>(t.dst[u * MSTEP + mi] + off, x[u]);
+#pragma unroll
+  for (int u = 0; u < LS; ++u)
+    if ((FULL && (u + 1) * NT <= B) || u * NT < slim) keep_store<CS>(t.sdst[u * NT + threadIdx.x], y[u]);
+  if (nn > 0) {
+    if (!MID) keep_fetch<NT, RM>(f, moves, m0 + B, nn);
+    keep_fill<NT, RM, WS != 0>(tab[cur ^ 1], pp, f, nn);
+    __syncthreads();  // the next table before the next batch's reads
+  }
+}
+
+template <int NT, int PER, int WS, bool CS, bool MID>
+__device__ __noinline__ void keep_table_moves(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
+                                              int i1) {
+  constexpr int B = kKeepLoads * (NT / PER), RM = (B + NT - 1) / NT;
+  static_assert(B <= kKeepTable && NT % PER == 0, "batch exceeds the table");
+  KeepFetched<RM> f;
+  keep_fetch<NT, RM>(f, moves, i0, min(B, i1 - i0));
+  keep_fill<NT, RM, WS != 0>(tab[0], pp, f, min(B, i1 - i0));
+  __syncthreads();
+  int cur = 0;
+  for (int m0 = i0; m0 < i1; m0 += B, cur ^= 1) {  // the same trips in every thread
+    if (i1 - m0 >= B) keep_table_batch<NT, PER, WS, CS, MID, true>(tab, cur, pp, moves, m0, i1);
+    else keep_table_batch<NT, PER, WS, CS, MID, false>(tab, cur, pp, moves, m0, i1);
+  }
+}
+
+template <int NT, int WS, bool CS, bool MID>
+__device__ bool keep_table_per(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
+  switch (per) {
+    case 4: keep_table_moves<NT, 4, WS, CS, MID>(tab, pp, moves, i0, i1); return true;
+    case 8: keep_table_moves<NT, 8, WS, CS, MID>(tab, pp, moves, i0, i1); return true;
+    case 16: keep_table_moves<NT, 16, WS, CS, MID>(tab, pp, moves, i0, i1); return true;
+    case 32: keep_table_moves<NT, 32, WS, CS, MID>(tab, pp, moves, i0, i1); return true;
+  }
+  return false;
+}
+
+template <int NT, int MINB, bool CS, bool MID>
+__global__ void __launch_bounds__(NT, MINB) keep_table_kernel(const KvView* views, const KeepMove* moves,
+                                                            const int32_t* lane_off, int codes_only) {
+  __shared__ KeepTable tab[2];
+  __shared__ KeepPlanes pp;
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
+  const bool scales = v.lay.scale_bytes != 0;
+  const KvPlane pc = kv_plane(v, f);
+  const KvPlane ps = scales ? kv_plane(v, v.lay.planes() + f) : pc;
+  const int ws = scales && !codes_only ? keep_piece_width(ps) : 0;
+  const int per = keep_piece_width(pc) == 16 ? int(pc.bytes) / 16 : 0;
+  if (threadIdx.x == 0) pp = KeepPlanes{pc, ps};
+  __syncthreads();
+  if (ws == 0 || ws == int(ps.bytes)) {  // one piece per scale row
+    bool done = false;
+    switch (ws) {
+      case 0: done = keep_table_per<NT, 0, CS, MID>(tab, pp, moves, i0, i1, per); break;
+      case 2: done = keep_table_per<NT, 2, CS, MID>(tab, pp, moves, i0, i1, per); break;
+      case 4: done = keep_table_per<NT, 4, CS, MID>(tab, pp, moves, i0, i1, per); break;
+      case 8: done = keep_table_per<NT, 8, CS, MID>(tab, pp, moves, i0, i1, per); break;
+      case 16: done = keep_table_per<NT, 16, CS, MID>(tab, pp, moves, i0, i1, per); break;
+    }
+    if (done) return;
+  }
+  keep_plane<NT>(pc, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
+  if (scales && !codes_only) keep_plane<NT>(ps, moves, i0, i1);
+}
+
+// Experiment: the kernel picked by KC_KEEP_VARIANT: 0 main's; 1 table, next moves fetched
+// mid-batch (MID), for scale layouts, main's keep_kernel for bf16; 2 table without MID for scale
+// layouts; 3 table without MID for every layout; 4 table MID for every layout; 5 variant 4 with
+// streaming hints (ld/st .cs); 6 main's pair kernel, codes only, and 7 variant 4, codes only
+// (timing only: unverified).
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_pair_codes_kernel(const KvView* views, const KeepMove* moves,
+                                                                 const int32_t* lane_off) {
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
+  keep_plane<NT>(kv_plane(v, f), moves, i0, i1);
+}
+static int keep_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("KC_KEEP_VARIANT");
+    return e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  if (lay.scale_bytes == 0)
+  const int var = keep_variant();
+  const dim3 grid(lay.planes(), groups);
+  const bool sc = lay.scale_bytes != 0;
+  if ((var == 1 && sc) || var == 4 || var == 7)
+    keep_table_kernel<128, 8, false, true><<<grid, 128, 0, s>>>(views, moves, lane_off, var == 7);
+  else if ((var == 2 && sc) || var == 3)
+    keep_table_kernel<128, 8, false, false><<<grid, 128, 0, s>>>(views, moves, lane_off, 0);
+  else if (var == 5)
+    keep_table_kernel<128, 8, true, true><<<grid, 128, 0, s>>>(views, moves, lane_off, 0);
+  else if (var == 6 && sc)
+    keep_pair_codes_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  else if (!sc)
     keep_kernel<128, 8><<<dim3(lay.field_count(), groups), 128, 0, s>>>(views, moves, lane_off);
   else
     keep_pair_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
