@@ -1,34 +1,35 @@
 // Compaction (keep) kernel. Host twin: keep_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench compact.
 //
-// Two kernels, one chosen per cache layout by launch_keep (measured on the H200, bench
-// compact, reports/h200/issue20-moves.md and issue20-moves2/issue20-moves2.md):
-//   keep_kernel<128, 8>       layouts without scale planes (bf16): a block per (field, lane
-//                             group), 128 threads, 8 blocks per SM, so the blocks of a
-//                             bench-sized keep run in about one wave; 0.85-0.94 of the copy
-//                             ceiling from 64 MiB up.
-//   keep_pair_kernel<128, 8>  layouts with scale planes (fp8, q4, mxfp4): a block per (code
-//                             plane, lane group) that also moves the plane's scale plane, the
-//                             scale pieces riding in the code batches (one barrier for both):
-//                             every block carries the same bytes. 0.68-0.77 (fp8) and
-//                             0.66-0.72 (q4) where d4bdbb2's 256-thread kernel (a block per
-//                             field: half the blocks moved 1-4 KiB of scales) gave 0.63-0.71
-//                             and 0.61-0.67 in the same run.
-// Both: the lane group's moves run in batches: the block reads the source rows of a batch
-//   (each row in pieces of W bytes, W the widest of 16, 8, 4, 2, 1 that every row address of
-//   the plane allows; kKeepLoads pieces in flight per thread), a barrier, writes them to
-//   their destinations, then the next batch.
-//   This equals sequential in-order moves: a lane's moves ascend in src and in dst, with
-//   dst < src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for
-//   i < j); a later move may write the row an earlier one reads (dst_j == src_i, j > i),
-//   and every read of a batch comes before the batch's writes and every later batch's
-//   (the barrier of the next batch). Every declared field (codes and scales) moves; addresses come from kv_plane.
-//   Both keep their pieces' destination positions, not addresses, across the barrier, and
-//   each piece width's loop is its own function (keep_kernel: 64 registers without spills;
-//   keep_pair_kernel: 64 registers, 8-64 bytes spilled per loop).
-// Tried (reports/h200/issue20-moves.md, issue20-moves2/): a warp per (lane, field, 64-byte
-// column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42 (q4); 64-thread
-// blocks, 16 per SM: 0.66-0.79 (bf16); keep_pair_kernel at 6 blocks per SM: 0.52-0.63.
+// keep_kernel<128, 8>: a block per (code plane, lane group), 128 threads, 8 blocks per SM (so
+// the blocks of a bench-sized keep run in about one wave), that also moves the code plane's
+// scale plane where the layout has one: every block carries the same bytes. The lane group's
+// moves run in batches of B moves (kKeepLoads 16-byte code pieces per thread, B = kKeepLoads *
+// 128 / pieces per code row, at most kKeepTable; one scale row per thread per piece slot).
+// Each batch's moves are resolved once per block into a shared table of row addresses (the
+// move's load, the page split and the page table's load: kv_pos of src and dst, then
+// kv_plane_at of the code and the scale plane), shared by every piece of a row (code and
+// scale). A batch: every thread reads its pieces (addresses from the table), fetches its
+// share of the next batch's moves, a barrier, writes its pieces, resolves the next batch's
+// moves into the other table, a second barrier.
+// This equals sequential in-order moves: a lane's moves ascend in src and in dst, with dst <
+// src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for i < j); a
+// later move may write the row an earlier one reads (dst_j == src_i, j > i), and every read of
+// a batch comes before the batch's writes and every later batch's (its barriers). Every
+// declared field (codes and scales) moves; addresses come from kv_pos and kv_plane_at.
+// Layouts the table does not cover (code rows not 32-512 bytes in 16-byte pieces, a scale row
+// not one aligned piece of 2-16 bytes) move one plane after the other (keep_moves: pieces of
+// the widest width the plane's addresses allow, each thread resolving its own rows).
+// Measured on the H200 (bench compact, bytes moved / copy ceiling from 64 MiB up, the A/B run
+// of reports/h200/issue20-keep3/): bf16 0.89-1.12, fp8 0.79-1.05, q4 0.75-0.86, where main's
+// kernels (a block per field for bf16; for fp8 and q4 a block per code plane and its scale
+// plane, each thread resolving its own rows: 64 registers, 8-64 bytes spilled) gave 0.84-0.98,
+// 0.68-0.82 and 0.66-0.74 in the same run, in 2.8x the instructions (ncu, q4 at 64 MiB).
+// Tried (reports/h200/issue20-moves.md, issue20-moves2/, issue20-keep3/): a warp per (lane,
+// field, 64-byte column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42
+// (q4); 64-thread blocks, 16 per SM: 0.66-0.79 (bf16); the pair kernel at 6 blocks per SM:
+// 0.52-0.63; the table with the next batch's moves fetched after the writes: the same within
+// noise; the table with streaming loads and stores (.cs): q4 0.67-0.73 from 256 MiB up.
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
@@ -67,7 +68,7 @@ __device__ __noinline__ void keep_moves(const KvPlane pl, const KeepMove* moves,
   const int mstep = NT / per;  // moves per load slot
   const int mi = threadIdx.x / per, off = (threadIdx.x % per) * W;
   for (int m0 = i0; m0 < i1; m0 += kKeepLoads * mstep) {  // the same trips in every thread
-    T x[kKeepLoads];
+    T x[kKeepLoads] = {};  // a zero where no move: not the previous batch's register, kept live across the loop
     int32_t dst[kKeepLoads];
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u) {
@@ -83,81 +84,6 @@ __device__ __noinline__ void keep_moves(const KvPlane pl, const KeepMove* moves,
 #pragma unroll
     for (int u = 0; u < kKeepLoads; ++u)
       if (dst[u] >= 0) *reinterpret_cast<T*>(kv_plane_row(pl, dst[u]) + off) = x[u];
-  }
-}
-
-template <int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
-                                                      const int32_t* lane_off) {
-  const int f = blockIdx.x, g = blockIdx.y;
-  const int i0 = lane_off[g], i1 = lane_off[g + 1];
-  if (i0 >= i1) return;
-#ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
-#else
-  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
-#endif
-  const KvPlane pl = kv_plane(v, f);
-  // The widest piece every row address of the plane allows: base, page stride (paged),
-  // plane offset and row width all multiples of it.
-  const uint64_t a = uint64_t(reinterpret_cast<uintptr_t>(pl.base)) | pl.plane_off | pl.bytes | (pl.pt ? pl.ps : 0) | 16u;
-  switch (a & (~a + 1)) {
-    case 16: keep_moves<16, NT>(pl, moves, i0, i1); break;
-    case 8: keep_moves<8, NT>(pl, moves, i0, i1); break;
-    case 4: keep_moves<4, NT>(pl, moves, i0, i1); break;
-    case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
-    default: keep_moves<1, NT>(pl, moves, i0, i1); break;
-  }
-}
-
-// ---- keep_pair_kernel: a block per (code plane, lane group) that moves the plane's scale plane too ----
-// Layouts with scale planes: the code plane and its scale plane (field planes() + f) of one
-// lane group in one block, so every block carries the same bytes (the scale plane's batch
-// pieces ride along in the code plane's batches: one barrier for both).
-constexpr int kKeepScaleLoads = 2;  // scale pieces in flight per thread (fp8, q4, mxfp4 at d 128 need 1 or 2)
-
-template <int WC, int WS, int NT>
-__device__ __noinline__ void keep_moves_pair(const KvPlane pc, const KvPlane ps, const KeepMove* moves, int i0, int i1,
-                                             int ss) {
-  using TC = typename KeepPiece<WC>::T;
-  using TS = typename KeepPiece<WS>::T;
-  const int per = int(pc.bytes / WC), pers = int(ps.bytes / WS);
-  const int mstep = NT / per, batch = kKeepLoads * mstep;  // moves per batch (both planes)
-  const int mi = threadIdx.x / per, off = (threadIdx.x % per) * WC;
-  for (int m0 = i0; m0 < i1; m0 += batch) {  // the same trips in every thread
-    TC x[kKeepLoads];
-    TS y[kKeepScaleLoads];
-    int32_t dst[kKeepLoads], dsts[kKeepScaleLoads];
-#pragma unroll
-    for (int u = 0; u < kKeepLoads; ++u) {
-      const int m = m0 + u * mstep + mi;
-      dst[u] = -1;
-      if (m < i1) {
-        const KeepMove mv = moves[m];
-        x[u] = *reinterpret_cast<const TC*>(kv_plane_row(pc, mv.src) + off);
-        dst[u] = mv.dst;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kKeepScaleLoads; ++u) {
-      const int q = threadIdx.x + NT * u, m = m0 + q / pers;  // scale piece q of the batch
-      dsts[u] = -1;
-      if (u < ss && q < batch * pers && m < i1) {
-        const KeepMove mv = moves[m];
-        y[u] = *reinterpret_cast<const TS*>(kv_plane_row(ps, mv.src) + (q % pers) * WS);
-        dsts[u] = mv.dst;
-      }
-    }
-    __syncthreads();  // every read of the batch (both planes) before any of its writes
-#pragma unroll
-    for (int u = 0; u < kKeepLoads; ++u)
-      if (dst[u] >= 0) *reinterpret_cast<TC*>(kv_plane_row(pc, dst[u]) + off) = x[u];
-#pragma unroll
-    for (int u = 0; u < kKeepScaleLoads; ++u)
-      if (dsts[u] >= 0) {
-        const int q = threadIdx.x + NT * u;
-        *reinterpret_cast<TS*>(kv_plane_row(ps, dsts[u]) + (q % pers) * WS) = y[u];
-      }
   }
 }
 
@@ -178,42 +104,186 @@ __device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int
   }
 }
 
-template <int NT, int MINB>
-__global__ void __launch_bounds__(NT, MINB) keep_pair_kernel(const KvView* views, const KeepMove* moves,
-                                                           const int32_t* lane_off) {
-  const int f = blockIdx.x, g = blockIdx.y;
-  const int i0 = lane_off[g], i1 = lane_off[g + 1];
-  if (i0 >= i1) return;
+// The block's lane group (blockIdx.y): its moves [*i0, *i1) (one lane's, in order) and that
+// lane's view. False for an empty group.
+__device__ __forceinline__ bool keep_group(const KvView* views, const KeepMove* moves, const int32_t* lane_off, int* i0,
+                                           int* i1, KvView* v) {
+  const int g = blockIdx.y;
+  *i0 = lane_off[g];
+  *i1 = lane_off[g + 1];
+  if (*i0 >= *i1) return false;
 #ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+  *v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
 #else
-  const KvView v = views[moves[i0].lane];  // a group holds one lane's moves
+  *v = views[moves[*i0].lane];  // a group holds one lane's moves
 #endif
-  const KvPlane pc = kv_plane(v, f), ps = kv_plane(v, v.lay.planes() + f);
-  const int wc = keep_piece_width(pc), ws = keep_piece_width(ps);
-  const int per = int(pc.bytes) / wc, pers = int(ps.bytes) / ws;
-  // Both planes in one batch loop: 16-byte code pieces, a code row's pieces dividing the
-  // block, and the batch's scale pieces at most kKeepScaleLoads per thread.
-  const int ss = (kKeepLoads * (NT / max(per, 1)) * pers + NT - 1) / NT;
-  if (wc == 16 && per <= NT && NT % per == 0 && ws >= 2 && ss <= kKeepScaleLoads) {
-    switch (ws) {
-      case 16: keep_moves_pair<16, 16, NT>(pc, ps, moves, i0, i1, ss); return;
-      case 8: keep_moves_pair<16, 8, NT>(pc, ps, moves, i0, i1, ss); return;
-      case 4: keep_moves_pair<16, 4, NT>(pc, ps, moves, i0, i1, ss); return;
-      default: keep_moves_pair<16, 2, NT>(pc, ps, moves, i0, i1, ss); return;
+  return true;
+}
+
+// ---- The table: a batch's moves resolved once per block ----
+constexpr int kKeepTable = 256;  // moves per batch at most (rows of a table)
+struct KeepTable {               // row addresses of a batch's moves
+  uint8_t* src[kKeepTable];      // code rows
+  uint8_t* dst[kKeepTable];
+  uint8_t* ssrc[kKeepTable];  // scale rows
+  uint8_t* sdst[kKeepTable];
+};
+struct KeepPlanes {
+  KvPlane c, s;  // the code plane and its scale plane (c again where the layout has none)
+};
+
+// A batch's moves, RM per thread (k = threadIdx.x + r * NT), fetched into registers, then
+// resolved into a table: one kv_pos per position, kv_plane_at of both planes.
+template <int RM>
+struct KeepFetched {
+  int32_t src[RM], dst[RM];
+};
+template <int NT, int RM>
+__device__ __forceinline__ void keep_fetch(KeepFetched<RM>& f, const KeepMove* moves, int m0, int n) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n) {
+      f.src[r] = moves[m0 + k].src;
+      f.dst[r] = moves[m0 + k].dst;
     }
   }
+}
+template <int NT, int RM, bool SCALES>
+__device__ __forceinline__ void keep_fill(KeepTable& t, const KeepPlanes& pp, const KeepFetched<RM>& f, int n) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n) {
+      const KvPos a = kv_pos(pp.c, f.src[r]), b = kv_pos(pp.c, f.dst[r]);  // the planes of a view share the split
+      t.src[k] = kv_plane_at(pp.c, a);
+      t.dst[k] = kv_plane_at(pp.c, b);
+      if (SCALES) {
+        t.ssrc[k] = kv_plane_at(pp.s, a);
+        t.sdst[k] = kv_plane_at(pp.s, b);
+      }
+    }
+  }
+}
+
+// Global loads and stores through the table's generic pointers (every arena is global memory).
+template <typename T>
+__device__ __forceinline__ T keep_load(const uint8_t* p) {
+  __builtin_assume(__isGlobal(p));
+  return *reinterpret_cast<const T*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void keep_store(uint8_t* p, const T& x) {
+  __builtin_assume(__isGlobal(p));
+  *reinterpret_cast<T*>(p) = x;
+}
+
+// One batch [m0, m0 + B) from table tab[cur]. PER 16-byte pieces per code row (PER divides
+// NT), L per thread, B = L * NT / PER moves; scale rows of WS bytes, one piece each (WS = 0: no
+// scale plane), LS per thread. Compile-time strides: a piece's table entry is a fixed offset
+// from the thread's first. FULL: a whole batch, no guards; in the last, a guarded load leaves
+// a zero, not the previous batch's register (kept live across the loop, it spilled).
+// The next batch's moves are fetched between the reads and the barrier (their latency under
+// the reads) and resolved into tab[cur ^ 1] after the writes: that table was last read by
+// the previous batch's writes, which every thread finished before this batch's first barrier.
+template <int NT, int PER, int WS, bool FULL>
+__device__ __forceinline__ void keep_batch(KeepTable* tab, int cur, const KeepPlanes& pp, const KeepMove* moves, int m0,
+                                           int i1) {
+  using TS = typename KeepPiece<WS ? WS : 1>::T;
+  constexpr int MSTEP = NT / PER;                                       // moves per load slot
+  constexpr int L = kKeepLoads * MSTEP <= kKeepTable ? kKeepLoads : kKeepTable / MSTEP;
+  constexpr int B = L * MSTEP, LS = WS ? (B + NT - 1) / NT : 0, RM = (B + NT - 1) / NT;
+  const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+  const int n = min(B, i1 - m0), lim = n - mi, slim = n - int(threadIdx.x);  // this thread's pieces: index < lim
+  const int nn = min(B, i1 - m0 - B);                                         // the next batch's moves
+  const KeepTable& t = tab[cur];
+  uint4 x[L];
+  TS y[LS ? LS : 1];
+#pragma unroll
+  for (int u = 0; u < L; ++u) x[u] = FULL || u * MSTEP < lim ? keep_load<uint4>(t.src[u * MSTEP + mi] + off) : uint4{};
+#pragma unroll
+  for (int u = 0; u < LS; ++u)
+    y[u] = (FULL && (u + 1) * NT <= B) || u * NT < slim ? keep_load<TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
+  KeepFetched<RM> f;
+  keep_fetch<NT, RM>(f, moves, m0 + B, nn);
+  __syncthreads();  // every read of the batch (both planes) before any of its writes
+#pragma unroll
+  for (int u = 0; u < L; ++u)
+    if (FULL || u * MSTEP < lim) keep_store(t.dst[u * MSTEP + mi] + off, x[u]);
+#pragma unroll
+  for (int u = 0; u < LS; ++u)
+    if ((FULL && (u + 1) * NT <= B) || u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], y[u]);
+  if (nn > 0) {
+    keep_fill<NT, RM, WS != 0>(tab[cur ^ 1], pp, f, nn);
+    __syncthreads();  // the next table before the next batch's reads
+  }
+}
+
+template <int NT, int PER, int WS>
+__device__ __noinline__ void keep_table_moves(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
+                                              int i1) {
+  constexpr int MSTEP = NT / PER, L = kKeepLoads * MSTEP <= kKeepTable ? kKeepLoads : kKeepTable / MSTEP;
+  constexpr int B = L * MSTEP, RM = (B + NT - 1) / NT;
+  static_assert(NT % PER == 0 && L >= 1 && B <= kKeepTable, "batch exceeds the table");
+  KeepFetched<RM> f;
+  keep_fetch<NT, RM>(f, moves, i0, min(B, i1 - i0));
+  keep_fill<NT, RM, WS != 0>(tab[0], pp, f, min(B, i1 - i0));
+  __syncthreads();
+  int cur = 0;
+  for (int m0 = i0; m0 < i1; m0 += B, cur ^= 1) {  // the same trips in every thread
+    if (i1 - m0 >= B) keep_batch<NT, PER, WS, true>(tab, cur, pp, moves, m0, i1);
+    else keep_batch<NT, PER, WS, false>(tab, cur, pp, moves, m0, i1);
+  }
+}
+
+// The table's code row widths: PER 16-byte pieces, 32-512 bytes (every format at head_dim 64-256).
+template <int NT, int WS>
+__device__ bool keep_table_per(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
+  switch (per) {
+    case 2: keep_table_moves<NT, 2, WS>(tab, pp, moves, i0, i1); return true;
+    case 4: keep_table_moves<NT, 4, WS>(tab, pp, moves, i0, i1); return true;
+    case 8: keep_table_moves<NT, 8, WS>(tab, pp, moves, i0, i1); return true;
+    case 16: keep_table_moves<NT, 16, WS>(tab, pp, moves, i0, i1); return true;
+    case 32: keep_table_moves<NT, 32, WS>(tab, pp, moves, i0, i1); return true;
+  }
+  return false;
+}
+
+template <int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
+                                                      const int32_t* lane_off) {
+  __shared__ KeepTable tab[2];
+  __shared__ KeepPlanes pp;
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
+  const bool scales = v.lay.scale_bytes != 0;
+  const KvPlane pc = kv_plane(v, f);
+  const KvPlane ps = scales ? kv_plane(v, v.lay.planes() + f) : pc;
+  const int ws = scales ? keep_piece_width(ps) : 0;
+  const int per = keep_piece_width(pc) == 16 ? int(pc.bytes) / 16 : 0;
+  if (threadIdx.x == 0) pp = KeepPlanes{pc, ps};
+  __syncthreads();
+  if (ws == 0 || ws == int(ps.bytes)) {  // one piece per scale row
+    bool done = false;
+    switch (ws) {
+      case 0: done = keep_table_per<NT, 0>(tab, pp, moves, i0, i1, per); break;
+      case 2: done = keep_table_per<NT, 2>(tab, pp, moves, i0, i1, per); break;
+      case 4: done = keep_table_per<NT, 4>(tab, pp, moves, i0, i1, per); break;
+      case 8: done = keep_table_per<NT, 8>(tab, pp, moves, i0, i1, per); break;
+      case 16: done = keep_table_per<NT, 16>(tab, pp, moves, i0, i1, per); break;
+    }
+    if (done) return;
+  }
   keep_plane<NT>(pc, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
-  keep_plane<NT>(ps, moves, i0, i1);
+  if (scales) keep_plane<NT>(ps, moves, i0, i1);
 }
 
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  if (lay.scale_bytes == 0)
-    keep_kernel<128, 8><<<dim3(lay.field_count(), groups), 128, 0, s>>>(views, moves, lane_off);
-  else
-    keep_pair_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  keep_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
