@@ -31,13 +31,11 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   __shared__ float tl[kMergeTile], tm[kMergeTile], wmax[kMaxHeadDim / 32];
   constexpr int U = kMergeBatch;
   const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
-  // The row (an input of the partial, not its output) is read before the wait, so that its
-  // load is not one more round trip after the partials are done.
-  const AttnRow row = rows[r];
-  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
+  const AttnRow row = rows[r];
+  const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
   auto load_batch = [&](int c, int tn) {

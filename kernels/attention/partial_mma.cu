@@ -525,10 +525,19 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   constexpr int SB = T::slice_bytes, CPS = SB / 16, MTS = T::E / 16, PW = MTS * KG, KT = T::k_tiles;
   static_assert(T::E % 16 == 0 && SB % 16 == 0 && PW <= NW, "mma short path: slice of whole m-tiles, one warp each");
   extern __shared__ __align__(16) unsigned char smb[];
+  KC_SHORT_ENTRY();
   cluster_arrive_relaxed();  // this block has started: the others may write its scores after their wait
   const int rank = cluster_rank();
+  {  // q of head slot `warp` towards L1 now: its address needs no view (kv heads = gridDim.y / nsub)
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
+    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
+    if (warp < min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock) && lane < D * 4 / 128)
+      prefetch_l1(q + (size_t(blockIdx.z) * p.q_heads + qh0 + warp) * D + lane * 32);
+  }
   const AttnBlock blk(views, p, rows, tails, nsub, blockIdx.x / CL);
   const int n = blk.n;
+  KC_SHORT_PHASE(1);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;                              // key tiles holding keys
   const int ntr = nt > rank ? (nt - rank + CL - 1) / CL : 0;  // this rank's: rank, rank + CL, ..
@@ -554,17 +563,15 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
       for (int b = 0; b < NB; ++b) kf[u][0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[u][1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
     }
 
-  // Every key's V row pointer and fp8 scales, q's fragments: as the kernel above.
+  // Every key's V row pointer (and fp8 scales, into registers first), then the rank's V
+  // slice of every key goes out (bf16: keys past n zero-filled; fp8: key n - 1's row, with
+  // p = 0; one commit group), then q's fragments (q prefetched above) and the fp8 scales to
+  // shared memory: the kernel above's values in another order.
   float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
 #pragma unroll
   for (int k = 0; k < KPT; ++k)
     if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
-  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
-  if constexpr (kFp8)
-#pragma unroll
-    for (int k = 0; k < KPT; ++k)
-      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
-  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {
+  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {  // chunks wider than KPT * 256
     float a = 0.0f, b = 0.0f;
     mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
     if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
@@ -572,9 +579,6 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   if constexpr (kFp8)
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
   __syncthreads();
-
-  // The rank's V slice of every key (bf16: keys past n zero-filled; fp8: key n - 1's row,
-  // with p = 0), one commit group.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   for (int c = tid; c < nt * 16 * CPS; c += kAttnThreads) {
     const int key = c / CPS, ch = c % CPS;
@@ -587,6 +591,13 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     }
   }
   cp_async_commit();
+  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
+  if constexpr (kFp8)
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
+  __syncthreads();
+  KC_SHORT_PHASE(2);
 
   // 1. scores of the rank's tiles into every rank's ss.
   const uint32_t ss_s = uint32_t(__cvta_generic_to_shared(ss));
@@ -616,13 +627,16 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
       }
     }
   }
+  KC_SHORT_PHASE(3);
   cluster_arrive();
   cluster_wait();  // every score of the chunk is in every rank's ss
+  KC_SHORT_PHASE(4);
 
   // 2. softmax and p's fragments (rank 0 writes m and l).
   mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh, rank == 0);
   cp_async_wait<0>();
   __syncthreads();
+  KC_SHORT_PHASE(5);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
@@ -639,6 +653,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
     const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
     const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
+    // Unrolled: the tiles' loads and products overlap; their sums into o stay in key order.
+#pragma unroll 4
     for (int kt = kg; kt < nt; kt += KG) {
       uint2 b[NPT];
 #pragma unroll
@@ -662,6 +678,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
       for (int e = 0; e < 4; ++e) o[e] += cc[e];
     }
   }
+  KC_SHORT_PHASE(6);
   if constexpr (KG == 2) {  // group 1's sums to group 0 through q's fragment space (dead since the scores)
     float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
     static_assert(mma_qf_bytes(D, NPT) >= size_t(MTS) * 32 * 16, "mma short path: p.v exchange space");
@@ -684,6 +701,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
         po[pidx * D + elem] = kFp8 ? ldexpf(o[e], -psh[h]) : o[e];
       }
     }
+  KC_SHORT_PHASE(7);
+  KC_SHORT_DONE();
 }
 
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
@@ -714,9 +733,15 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   int pick = -1;
   KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
   if (pick >= 0) {
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_reset());
+#endif
     KC_RETURN_IF_ERROR(attn_launch_short(cand[pick], dim3(max_chunks, hkv * nsub, n), s, views, p, rows, tails, q,
                                          max_chunks, nsub, pm, pl, po));
     KC_LAUNCH_CHECK("attention_partial_mma_short_kernel");
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_print(format_name(fmt), d, cand[pick].cl, s));
+#endif
     return Status::Ok();
   }
   const size_t smem = mma_smem(p.chunk, d, fmt).total;

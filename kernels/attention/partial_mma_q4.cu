@@ -170,9 +170,18 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
   constexpr int SBQ = RB / CL, CPSQ = CPK / CL;                      // short path: slice bytes and chunks per key
   static_assert(CL == 1 || (NG % CL == 0 && PW <= M::NW), "q4 mma short path: whole groups per rank");
   extern __shared__ __align__(16) unsigned char smb[];
+  KC_SHORT_ENTRY();
   const int rank = CL > 1 ? cluster_rank() : 0;
+  if constexpr (CL > 1) {  // q of head slot `warp` towards L1 now: its address needs no view
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
+    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
+    if (warp < min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock) && lane < D * 4 / 128)
+      prefetch_l1(q + (size_t(blockIdx.z) * p.q_heads + qh0 + warp) * D + lane * 32);
+  }
   const AttnBlock blk(views, p, rows, tails, nsub, CL > 1 ? int(blockIdx.x) / CL : int(blockIdx.x));
   const int n = blk.n, G = blk.G;
+  if constexpr (CL > 1) KC_SHORT_PHASE(1);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
   // This block's key tiles: j -> tile rank + CL j, j < ntr (CL = 1: every tile).
@@ -305,6 +314,7 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
   };
   __syncthreads();
   if constexpr (CL > 1) {
+    KC_SHORT_PHASE(2);
     // Short path: q's staging in ss is done (release); the rank's code chunks of every key,
     // whole, keys past n zero-filled; one commit group.
     cluster_arrive();
@@ -410,8 +420,10 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
   }
 
   if constexpr (CL > 1) {
+    KC_SHORT_PHASE(3);
     cluster_arrive();
     cluster_wait();  // every score of the chunk is in every rank's ss
+    KC_SHORT_PHASE(4);
   } else {
     __syncthreads();
   }
@@ -438,6 +450,7 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
   }
   if constexpr (CL > 1) cp_async_wait<0>();  // the rank's V chunks
   __syncthreads();
+  if constexpr (CL > 1) KC_SHORT_PHASE(5);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
@@ -498,8 +511,10 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
     }
   };
   if constexpr (CL > 1) {
-    if (pv)
+    if (pv)  // unrolled: the tiles' loads and products overlap; their sums into o stay in key order
+#pragma unroll 4
       for (int kt = kg; kt < nt; kt += M::KG) pv_tile(kt, 0, kt);
+    KC_SHORT_PHASE(6);
   } else {
     for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
       cp_async_wait<RS - 2>();
@@ -549,6 +564,10 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
         po[pidx * D + 32 * gv + 4 * lg + 2 * jt + (e >> 1)] = ldexpf(o[jt][e], -psh);
       }
     }
+  if constexpr (CL > 1) {
+    KC_SHORT_PHASE(7);
+    KC_SHORT_DONE();
+  }
 }
 
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
@@ -574,9 +593,15 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   int pick = -1;
   KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
   if (pick >= 0) {
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_reset());
+#endif
     KC_RETURN_IF_ERROR(attn_launch_short(cand[pick], dim3(max_chunks, hkv * nsub, n), s, views, p, rows, tails, q,
                                          max_chunks, nsub, pm, pl, po));
     KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel (short path)");
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_print("q4", d, cand[pick].cl, s));
+#endif
     return Status::Ok();
   }
   const dim3 grid(max_chunks, hkv * nsub, n);

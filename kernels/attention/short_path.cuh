@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
 
 namespace kc {
 
@@ -74,5 +75,67 @@ __device__ __forceinline__ int short_swz(int k) {
   if constexpr (CPS >= 8) return k & 7;
   else return (k / (8 / CPS)) & (CPS - 1);
 }
+
+// q towards L1 (the line of `p`); no fault for any address.
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#endif
+}
+
+// Experiment hook KC_MMA_PHASES (never in a default build): thread 0 of each short-path
+// block stamps clock64() at its phase boundaries (KC_SHORT_PHASE(k), k = 1..7, cycles from
+// its entry) and %globaltimer at entry and exit; after each launch, synchronously,
+// short_phases_print gives the grid's mean cycles to each stamp and the span from the first
+// entry to the last exit. One copy per translation unit.
+#ifdef KC_MMA_PHASES
+static __device__ unsigned long long kc_short_phase[8];  // [0] blocks, [1..7] cycles from the entry
+static __device__ unsigned long long kc_short_span[2];   // min entry ns, max exit ns
+__device__ __forceinline__ unsigned long long kc_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define KC_SHORT_ENTRY()                                     \
+  long long kc_sp_t[8] = {};                                 \
+  if (threadIdx.x == 0) {                                    \
+    kc_sp_t[0] = clock64();                                  \
+    atomicMin(&kc_short_span[0], kc_globaltimer());          \
+  }
+#define KC_SHORT_PHASE(k) \
+  do { if (threadIdx.x == 0) kc_sp_t[k] = clock64(); } while (0)
+#define KC_SHORT_DONE()                                                                  \
+  do {                                                                                  \
+    if (threadIdx.x == 0) {                                                             \
+      for (int k_ = 1; k_ < 8; ++k_)                                                    \
+        atomicAdd(&kc_short_phase[k_], (unsigned long long)(kc_sp_t[k_] - kc_sp_t[0])); \
+      atomicAdd(&kc_short_phase[0], 1ull);                                              \
+      atomicMax(&kc_short_span[1], kc_globaltimer());                                   \
+    }                                                                                   \
+  } while (0)
+inline cudaError_t short_phases_reset() {
+  const unsigned long long z[8] = {}, sp[2] = {~0ull, 0ull};
+  cudaError_t e = cudaMemcpyToSymbol(kc_short_phase, z, sizeof z);
+  return e != cudaSuccess ? e : cudaMemcpyToSymbol(kc_short_span, sp, sizeof sp);
+}
+inline cudaError_t short_phases_print(const char* what, int d, int cl, cudaStream_t s) {
+  cudaError_t e = cudaStreamSynchronize(s);  // an experiment's hook: it waits
+  unsigned long long h[8] = {}, sp[2] = {};
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(h, kc_short_phase, sizeof h);
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(sp, kc_short_span, sizeof sp);
+  if (e != cudaSuccess) return e;
+  const double b = double(h[0] ? h[0] : 1);
+  std::fprintf(stderr,
+               "short phases (%s d%d cl %d, %llu blocks, mean cycles from entry): view %.0f setup %.0f scores %.0f "
+               "cluster %.0f softmax+V %.0f p.v %.0f end %.0f; span %.0f ns\n",
+               what, d, cl, h[0], h[1] / b, h[2] / b, h[3] / b, h[4] / b, h[5] / b, h[6] / b, h[7] / b,
+               double(sp[1] - sp[0]));
+  return short_phases_reset();
+}
+#else
+#define KC_SHORT_ENTRY() do {} while (0)
+#define KC_SHORT_PHASE(k) do {} while (0)
+#define KC_SHORT_DONE() do {} while (0)
+#endif
 
 }  // namespace kc
