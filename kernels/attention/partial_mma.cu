@@ -528,13 +528,6 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   KC_SHORT_ENTRY();
   cluster_arrive_relaxed();  // this block has started: the others may write its scores after their wait
   const int rank = cluster_rank();
-  {  // q of head slot `warp` towards L1 now: its address needs no view (kv heads = gridDim.y / nsub)
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
-    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
-    if (warp < min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock) && lane < D * 4 / 128)
-      prefetch_l1(q + (size_t(blockIdx.z) * p.q_heads + qh0 + warp) * D + lane * 32);
-  }
   const AttnBlock blk(views, p, rows, tails, nsub, blockIdx.x / CL);
   const int n = blk.n;
   KC_SHORT_PHASE(1);
@@ -563,15 +556,17 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
       for (int b = 0; b < NB; ++b) kf[u][0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[u][1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
     }
 
-  // Every key's V row pointer (and fp8 scales, into registers first), then the rank's V
-  // slice of every key goes out (bf16: keys past n zero-filled; fp8: key n - 1's row, with
-  // p = 0; one commit group), then q's fragments (q prefetched above) and the fp8 scales to
-  // shared memory: the kernel above's values in another order.
+  // Every key's V row pointer and fp8 scales, q's fragments: as the kernel above.
   float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
 #pragma unroll
   for (int k = 0; k < KPT; ++k)
     if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
-  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {  // chunks wider than KPT * 256
+  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
+  if constexpr (kFp8)
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
+  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {
     float a = 0.0f, b = 0.0f;
     mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
     if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
@@ -579,6 +574,10 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   if constexpr (kFp8)
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
   __syncthreads();
+  KC_SHORT_PHASE(2);
+
+  // The rank's V slice of every key (bf16: keys past n zero-filled; fp8: key n - 1's row,
+  // with p = 0), one commit group.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   for (int c = tid; c < nt * 16 * CPS; c += kAttnThreads) {
     const int key = c / CPS, ch = c % CPS;
@@ -591,13 +590,6 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     }
   }
   cp_async_commit();
-  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
-  if constexpr (kFp8)
-#pragma unroll
-    for (int k = 0; k < KPT; ++k)
-      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
-  __syncthreads();
-  KC_SHORT_PHASE(2);
 
   // 1. scores of the rank's tiles into every rank's ss.
   const uint32_t ss_s = uint32_t(__cvta_generic_to_shared(ss));
@@ -653,8 +645,6 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
     const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
     const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
-    // Unrolled: the tiles' loads and products overlap; their sums into o stay in key order.
-#pragma unroll 4
     for (int kt = kg; kt < nt; kt += KG) {
       uint2 b[NPT];
 #pragma unroll

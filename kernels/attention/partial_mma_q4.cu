@@ -172,13 +172,6 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
   extern __shared__ __align__(16) unsigned char smb[];
   KC_SHORT_ENTRY();
   const int rank = CL > 1 ? cluster_rank() : 0;
-  if constexpr (CL > 1) {  // q of head slot `warp` towards L1 now: its address needs no view
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
-    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
-    if (warp < min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock) && lane < D * 4 / 128)
-      prefetch_l1(q + (size_t(blockIdx.z) * p.q_heads + qh0 + warp) * D + lane * 32);
-  }
   const AttnBlock blk(views, p, rows, tails, nsub, CL > 1 ? int(blockIdx.x) / CL : int(blockIdx.x));
   const int n = blk.n, G = blk.G;
   if constexpr (CL > 1) KC_SHORT_PHASE(1);
@@ -511,8 +504,7 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : MmaQ4Tune<D>::min_b
     }
   };
   if constexpr (CL > 1) {
-    if (pv)  // unrolled: the tiles' loads and products overlap; their sums into o stay in key order
-#pragma unroll 4
+    if (pv)
       for (int kt = kg; kt < nt; kt += M::KG) pv_tile(kt, 0, kt);
     KC_SHORT_PHASE(6);
   } else {

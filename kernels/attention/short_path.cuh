@@ -76,13 +76,6 @@ __device__ __forceinline__ int short_swz(int k) {
   else return (k / (8 / CPS)) & (CPS - 1);
 }
 
-// q towards L1 (the line of `p`); no fault for any address.
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#endif
-}
-
 // Experiment hook KC_MMA_PHASES (never in a default build): thread 0 of each short-path
 // block stamps clock64() at its phase boundaries (KC_SHORT_PHASE(k), k = 1..7, cycles from
 // its entry) and %globaltimer at entry and exit; after each launch, synchronously,
@@ -113,12 +106,12 @@ __device__ __forceinline__ unsigned long long kc_globaltimer() {
       atomicMax(&kc_short_span[1], kc_globaltimer());                                   \
     }                                                                                   \
   } while (0)
-inline cudaError_t short_phases_reset() {
+static inline cudaError_t short_phases_reset() {  // static: this unit's counters
   const unsigned long long z[8] = {}, sp[2] = {~0ull, 0ull};
   cudaError_t e = cudaMemcpyToSymbol(kc_short_phase, z, sizeof z);
   return e != cudaSuccess ? e : cudaMemcpyToSymbol(kc_short_span, sp, sizeof sp);
 }
-inline cudaError_t short_phases_print(const char* what, int d, int cl, cudaStream_t s) {
+static inline cudaError_t short_phases_print(const char* what, int d, int cl, cudaStream_t s) {
   cudaError_t e = cudaStreamSynchronize(s);  // an experiment's hook: it waits
   unsigned long long h[8] = {}, sp[2] = {};
   if (e == cudaSuccess) e = cudaMemcpyFromSymbol(h, kc_short_phase, sizeof h);
