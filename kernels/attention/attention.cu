@@ -1,9 +1,57 @@
 // Split-K attention: the partial (on the tensor cores where attn_uses_mma, the fma chain
 // otherwise), then the in-order merge. Host twin: attention_host (attention/twin.cpp);
 // reference: reference/attention_ref.h; contract: qwen-pages.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "kernels/attention/partial.cuh"
 
 namespace kc {
+
+Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* pick) {
+  *pick = -1;
+  // KC_ATTN_SHORT: "0" never takes the path, "v" also prints each candidate's cluster fit to
+  // stderr (experiments).
+  static const std::string mode = [] {
+    const char* e = std::getenv("KC_ATTN_SHORT");
+    return std::string(e ? e : "");
+  }();
+  if (mode == "0" || blocks <= 0) return Status::Ok();
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+  if (dev.major < 9) return Status::Ok();  // clusters: sm_90 and newer
+  for (int i = 0; i < ncand; ++i) {
+    const AttnShortKernel& k = cand[i];
+    if (!k.fn || k.cl < 2 || int64_t(blocks) * k.cl > dev.sms || k.smem > size_t(dev.smem_optin)) continue;
+    int fit = 0;
+    KC_RETURN_IF_ERROR(cuda_active_clusters(reinterpret_cast<const void*>(k.fn), k.cl, kAttnThreads, k.smem, &fit));
+    if (mode == "v")
+      std::fprintf(stderr, "attention short path: cl %d, %zu bytes of shared memory: %d clusters at once (%d SMs)\n",
+                   k.cl, k.smem, fit, dev.sms);
+    if (fit < blocks) continue;
+    *pick = i;
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
+                         const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
+                         float* pl, float* po) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr;
+  cfg.gridDim = dim3(g.x * k.cl, g.y, g.z);
+  cfg.blockDim = dim3(kAttnThreads);
+  cfg.dynamicSmemBytes = k.smem;
+  cfg.stream = s;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = k.cl, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, k.fn, views, p, rows, tails, q, max_chunks, nsub, pm, pl, po));
+  return Status::Ok();
+}
 
 Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                       const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,

@@ -170,6 +170,43 @@ KC_HD constexpr MmaQ4Smem mma_q4_smem(int W) {
   return MmaQ4Smem(W, D, MmaQ4Tune<D>::stage_bytes, mma_q4_ring_stages<D, PK>());
 }
 
+// ---- The short-row path (attention/short_path.cuh): a chunk on the CL blocks of a cluster.
+// Separate from MmaTune / MmaQ4Tune above; nothing here changes the regular kernels.
+// Its shared memory (bf16 / fp8), byte offsets in order: the block's V slice of every key
+// of the chunk (tiles x 16 keys x slice_bytes, loaded once, no ring), q's B fragments, the
+// scores then p ([8 heads][W] fp32; the cluster's ranks write theirs into every rank's),
+// p's B fragments, V row pointers, fp8 K and V row scales, fp8 q and p shifts (as MmaSmem).
+struct MmaShortSmem {
+  size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
+  KC_HD constexpr MmaShortSmem(int W, int D, int parts, int slice_bytes)
+      : ring(0),
+        qf(size_t((W + 15) / 16) * 16 * slice_bytes),
+        ss(qf + mma_qf_bytes(D, parts)),
+        pf(ss + mma_ss_bytes(W)),
+        vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
+        ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
+        vsc(ksc + size_t(W) * 4),
+        qsh(vsc + size_t(W) * 4),
+        psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
+        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
+};
+// The short path's geometry of (D, F) on CL ranks: each rank's slice of E = D / CL elements
+// (slice_bytes per key), and the K tiles a warp keeps in flight (its first KT tiles are
+// issued at once; a chunk of 512 keys gives each warp 4 / CL tiles).
+template <int D, Format F, int CL>
+struct MmaShortTune {
+  static constexpr int E = D / CL;
+  static constexpr int slice_bytes = E * (F == Format::fp8 ? 1 : 2);
+  static constexpr int k_tiles = CL == 2 ? 2 : 1;
+  KC_HD static constexpr MmaShortSmem smem(int W) { return MmaShortSmem(W, D, attn_mma_parts(F), slice_bytes); }
+};
+// q4 (MmaQ4Smem's layout): the ring holds the rank's groups of every key, whole
+// (tiles of 16 keys x D / 2 / CL code bytes).
+template <int D>
+KC_HD constexpr MmaQ4Smem mma_q4_short_smem(int W, int CL) {
+  return MmaQ4Smem(W, D, 16 * (D / 2 / CL), (W + 15) / 16);
+}
+
 inline MmaSmem mma_smem(int W, int d, Format f) {
   return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
                   : (f == Format::fp8 ? MmaTune<256, Format::fp8>::smem(W) : MmaTune<256, Format::bf16>::smem(W));

@@ -12,7 +12,8 @@
 namespace kc {
 
 // What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
-// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row.
+// qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row. The chunk
+// is blockIdx.x, or `chunk` (the short-row path: a cluster of blocks per chunk).
 struct AttnBlock {
   int c, r, kvh, G, qh0, n;
   int32_t k0;
@@ -20,7 +21,10 @@ struct AttnBlock {
   KvView v;
   const int32_t* tail;
   __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub)
-      : c(blockIdx.x), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
+      : AttnBlock(views, p, rows, tails, nsub, blockIdx.x) {}
+  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
+                       int chunk)
+      : c(chunk), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
     const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
     G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
@@ -77,6 +81,26 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                              const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                              cudaStream_t s);
+// The short-row path (attention/short_path.cuh): a candidate kernel, its cluster size cl
+// (blocks per chunk; the grid's x is chunks x cl) and dynamic shared memory; fn null: none.
+using AttnPartialKernel = void (*)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int,
+                                   float*, float*, float*);
+struct AttnShortKernel {
+  int cl;
+  AttnPartialKernel fn;
+  size_t smem;
+};
+// *pick: the first candidate (the largest cl first) with which a partial grid of `blocks`
+// regular blocks runs in one wave of one block per SM: blocks x cl <= the SMs, the shared
+// memory fits, and the device holds `blocks` clusters of cl at once
+// (cudaOccupancyMaxActiveClusters, cached); -1 (the regular kernel) otherwise, below sm_90,
+// or with KC_ATTN_SHORT=0 in the environment (read once; for A/B runs). Full grids (a batch
+// of long rows) never take it; the choice changes no arithmetic.
+Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* pick);
+// Launches candidate k as the cluster grid of the regular grid g (x: chunks).
+Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
+                         const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
+                         float* pl, float* po);
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
 

@@ -14,6 +14,7 @@
 #include "kernels/attention/mma_smem.h"
 #include "kernels/attention/partial.cuh"
 #include "kernels/attention/ptx.cuh"
+#include "kernels/attention/short_path.cuh"
 
 namespace kc {
 
@@ -153,6 +154,15 @@ __device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4&
   }
 }
 
+// A score as stored: acc (the key's dot) scaled by p.scale (fp8: unshifted by q's shift of
+// head h and times K's row scale of key i first).
+template <bool kFp8>
+__device__ __forceinline__ float mma_score_value(float acc, int h, int i, const int* qsh, const float* ksc, float scale) {
+  float sc = acc;
+  if constexpr (kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
+  return sc * scale;
+}
+
 // 1. scores: warp w takes tiles w, w + 8, ..; as each of a tile's NB loads per row is
 //    used, its register takes the next tile's load, so a whole tile stays in flight
 //    (H200, 32K x b8, against two half-tile buffers: bf16 d256 296 -> 289 us, fp8 197
@@ -180,11 +190,7 @@ __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-      if (i < n && h < G) {
-        float sc = acc[e];
-        if constexpr (M::kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
-        ss[h * W + i] = sc * p.scale;
-      }
+      if (i < n && h < G) ss[h * W + i] = mma_score_value<M::kFp8>(acc[e], h, i, qsh, ksc, p.scale);
     }
   }
 }
@@ -230,7 +236,7 @@ struct MmaVRing {
 template <int D, Format F>
 __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const AttnBlock& b, const AttnParams& p,
                                               int nt, int max_chunks, const float* vsc, float* pm, float* pl,
-                                              uint2* pf, int* psh) {
+                                              uint2* pf, int* psh, bool write_ml = true) {
   using M = MmaShape<D, F>;
   const int n = b.n, G = b.G;
   int sh = 0;
@@ -238,9 +244,11 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
     const WarpSoftmax sx = warp_softmax<M::kFp8, M::kFp8>(s, n, lane, vsc);
     if constexpr (M::kFp8) sh = attn_f16_shift(sx.stored_max);
     if (lane == 0) {
-      const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + hw) * max_chunks + b.c;
-      pm[pidx] = sx.m;
-      pl[pidx] = sx.l;
+      if (write_ml) {
+        const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + hw) * max_chunks + b.c;
+        pm[pidx] = sx.m;
+        pl[pidx] = sx.l;
+      }
       psh[hw] = sh;
     }
   }
@@ -494,6 +502,203 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   KC_PHASE_DONE();
 }
 
+// ---- The short-row path (attention/short_path.cuh): chunk c on the CL blocks of one
+// cluster, block x = CL c + rank. The arithmetic of every score, of the softmax and of
+// every output element is the kernel's above (the same helpers, the same order), so a row
+// gives the same bytes on either path; what changes is who does it:
+//  0. as above (each rank resolves every key's V row and fp8 scales, and builds q's
+//     fragments); the first KT K tiles of each warp go out at once; the rank's V slice
+//     (elements [E rank, E rank + E), E = D / CL) of every key goes to shared memory by
+//     cp.async, whole;
+//  1. scores of the rank's key tiles rank, rank + CL, .. (warp w: the rank's tiles w,
+//     w + 8, ..), each stored into every rank's scores (distributed shared memory); the
+//     cluster barrier;
+//  2. every rank runs the softmax of all 8 head slots over all the chunk's keys (rank 0
+//     writes m and l) and builds p's fragments;
+//  3. p.v of the slice: warp w < PW takes m-tile w % MTS (16 elements) of key group
+//     w / MTS (the group's tiles in key order, as above); group 1's sums reach group 0
+//     through shared memory; stores.
+template <int D, Format F, int CL>
+__global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
+  using M = MmaShape<D, F>;
+  using T = MmaShortTune<D, F, CL>;
+  constexpr bool kFp8 = M::kFp8;
+  constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, KG = M::KG, NW = M::NW;
+  constexpr int SB = T::slice_bytes, CPS = SB / 16, MTS = T::E / 16, PW = MTS * KG, KT = T::k_tiles;
+  static_assert(T::E % 16 == 0 && SB % 16 == 0 && PW <= NW, "mma short path: slice of whole m-tiles, one warp each");
+  extern __shared__ __align__(16) unsigned char smb[];
+  KC_SHORT_ENTRY();
+  cluster_arrive_relaxed();  // this block has started: the others may write its scores after their wait
+  const int rank = cluster_rank();
+  const AttnBlock blk(views, p, rows, tails, nsub, blockIdx.x / CL);
+  const int n = blk.n;
+  KC_SHORT_PHASE(1);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
+  const int nt = (n + 15) / 16;                              // key tiles holding keys
+  const int ntr = nt > rank ? (nt - rank + CL - 1) / CL : 0;  // this rank's: rank, rank + CL, ..
+  const MmaShortSmem lay = T::smem(p.chunk);
+  uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
+  uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
+  const uint8_t** vrows = reinterpret_cast<const uint8_t**>(smb + lay.vrows);
+  float* ksc = reinterpret_cast<float*>(smb + lay.ksc);
+  float* vsc = reinterpret_cast<float*>(smb + lay.vsc);
+  float* ss = reinterpret_cast<float*>(smb + lay.ss);
+  int* qsh = reinterpret_cast<int*>(smb + lay.qsh);
+  int* psh = reinterpret_cast<int*>(smb + lay.psh);
+
+  const KvPlane kp = kv_plane(blk.v, p.layer, 0, blk.kvh), vp = kv_plane(blk.v, p.layer, 1, blk.kvh);
+  const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, kFp8), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, kFp8);
+  uint4 kf[KT][2][NB];
+#pragma unroll
+  for (int u = 0; u < KT; ++u)
+    if (warp + u * NW < ntr) {
+      const uint8_t* kc[2];
+      mma_tile_rows(kp, blk, rank + CL * (warp + u * NW), lg, lt, kc);
+#pragma unroll
+      for (int b = 0; b < NB; ++b) kf[u][0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[u][1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
+    }
+
+  // Every key's V row pointer and fp8 scales, q's fragments: as the kernel above.
+  float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
+#pragma unroll
+  for (int k = 0; k < KPT; ++k)
+    if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
+  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
+  if constexpr (kFp8)
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
+  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {
+    float a = 0.0f, b = 0.0f;
+    mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
+    if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
+  }
+  if constexpr (kFp8)
+    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
+  __syncthreads();
+  KC_SHORT_PHASE(2);
+
+  // The rank's V slice of every key (bf16: keys past n zero-filled; fp8: key n - 1's row,
+  // with p = 0), one commit group.
+  const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
+  for (int c = tid; c < nt * 16 * CPS; c += kAttnThreads) {
+    const int key = c / CPS, ch = c % CPS;
+    const uint32_t dst = ring_s + uint32_t(key * SB + ((ch ^ short_swz<CPS>(key)) << 4));
+    if constexpr (kFp8) {
+      cp_async16(dst, vrows[key] + rank * SB + 16 * ch);
+    } else {
+      const bool in = key < n;
+      cp_async16_zfill(dst, vrows[in ? key : 0] + rank * SB + 16 * ch, in);
+    }
+  }
+  cp_async_commit();
+
+  // 1. scores of the rank's tiles into every rank's ss.
+  const uint32_t ss_s = uint32_t(__cvta_generic_to_shared(ss));
+  cluster_wait();  // every block of the cluster has started
+  for (int j0 = warp; j0 < ntr; j0 += KT * NW) {
+#pragma unroll
+    for (int u = 0; u < KT; ++u) {
+      const int j = j0 + u * NW;
+      if (j < ntr) {
+        const int kt = rank + CL * j, jn = j + KT * NW;
+        const bool more = jn < ntr;
+        const uint8_t* kn[2] = {nullptr, nullptr};
+        if (more) mma_tile_rows(kp, blk, rank + CL * jn, lg, lt, kn);
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int bb = 0; bb < NB; ++bb) {
+          mma_k_load<D, F>(bb, kf[u][0][bb], kf[u][1][bb], qf, lane, acc);
+          if (more) kf[u][0][bb] = ldg_mma<uint4>(kn[0] + 64 * bb), kf[u][1][bb] = ldg_mma<uint4>(kn[1] + 64 * bb);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
+          if (i < n && h < blk.G)
+            st_cluster_all<CL>(ss_s + uint32_t(h * p.chunk + i) * 4,
+                               mma_score_value<kFp8>(acc[e], h, i, qsh, ksc, p.scale));
+        }
+      }
+    }
+  }
+  KC_SHORT_PHASE(3);
+  cluster_arrive();
+  cluster_wait();  // every score of the chunk is in every rank's ss
+  KC_SHORT_PHASE(4);
+
+  // 2. softmax and p's fragments (rank 0 writes m and l).
+  mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh, rank == 0);
+  cp_async_wait<0>();
+  __syncthreads();
+  KC_SHORT_PHASE(5);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
+#endif
+
+  // 3. p.v of m-tile mt of the slice over key group kg's tiles.
+  const bool pv = warp < PW;
+  const int kg = warp / MTS, mt = warp % MTS;
+  float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (pv) {
+    // bf16: matrices (keys 0-7, chunk 2 mt), (0-7, 2 mt + 1), (8-15, 2 mt), (8-15, 2 mt + 1)
+    // are the A fragments (m slot g: element 16 mt + g, slot g + 8: 16 mt + 8 + g); fp8:
+    // (keys 0-7, chunk mt), (8-15, chunk mt), byte permutes pair the codes by key (m slot g:
+    // element 16 mt + 2 g, slot g + 8: the next one).
+    const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
+    const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
+    const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
+    for (int kt = kg; kt < nt; kt += KG) {
+      uint2 b[NPT];
+#pragma unroll
+      for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
+      const uint32_t tbase = ring_s + uint32_t(kt * 16 * SB);
+      uint32_t a[4];
+      if constexpr (kFp8) {
+        uint32_t r0, r1;
+        ldmatrix_x2_trans(r0, r1, tbase + lofs);
+        a[0] = e4m3x2_to_f16x2(__byte_perm(r0, 0, 0x0020));
+        a[1] = e4m3x2_to_f16x2(__byte_perm(r0, 0, 0x0031));
+        a[2] = e4m3x2_to_f16x2(__byte_perm(r1, 0, 0x0020));
+        a[3] = e4m3x2_to_f16x2(__byte_perm(r1, 0, 0x0031));
+      } else {
+        ldmatrix_x4_trans(a, tbase + lofs);
+      }
+      float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int part = M::NPU - 1; part >= 0; --part) mma_16816<kFp8>(cc, a, b[part]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[e] += cc[e];
+    }
+  }
+  KC_SHORT_PHASE(6);
+  if constexpr (KG == 2) {  // group 1's sums to group 0 through q's fragment space (dead since the scores)
+    float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
+    static_assert(mma_qf_bytes(D, NPT) >= size_t(MTS) * 32 * 16, "mma short path: p.v exchange space");
+    if (pv && kg == 1) ox[mt * 32 + lane] = make_float4(o[0], o[1], o[2], o[3]);
+    __syncthreads();
+#ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
+    if (pv && kg == 0) {
+      const float4 x = ox[mt * 32 + lane];
+      o[0] += x.x, o[1] += x.y, o[2] += x.z, o[3] += x.w;
+    }
+#endif
+  }
+  if (pv && kg == 0)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int h = 2 * lt + (e & 1);
+      if (h < blk.G) {
+        const size_t pidx = (size_t(blk.r) * p.q_heads + blk.qh0 + h) * max_chunks + blk.c;
+        const int elem = T::E * rank + 16 * mt + (kFp8 ? 2 * lg + (e >> 1) : lg + 8 * (e >> 1));
+        po[pidx * D + elem] = kFp8 ? ldexpf(o[e], -psh[h]) : o[e];
+      }
+    }
+  KC_SHORT_PHASE(7);
+  KC_SHORT_DONE();
+}
+
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                           cudaStream_t s) {
@@ -501,6 +706,38 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     return launch_partial_mma_q4(views, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
+  // The short-row path where the grid leaves most of the device idle (attn_short_pick).
+  AttnShortKernel cand[3] = {};
+  with_format(fmt, [&](auto codec) {
+    using C = decltype(codec);
+    if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
+      constexpr Format F = C::kFormat;
+      if (d == 128) {
+        cand[0] = {8, attention_partial_mma_short_kernel<128, F, 8>, MmaShortTune<128, F, 8>::smem(p.chunk).total};
+        cand[1] = {4, attention_partial_mma_short_kernel<128, F, 4>, MmaShortTune<128, F, 4>::smem(p.chunk).total};
+        cand[2] = {2, attention_partial_mma_short_kernel<128, F, 2>, MmaShortTune<128, F, 2>::smem(p.chunk).total};
+      }
+      if (d == 256) {
+        cand[0] = {8, attention_partial_mma_short_kernel<256, F, 8>, MmaShortTune<256, F, 8>::smem(p.chunk).total};
+        cand[1] = {4, attention_partial_mma_short_kernel<256, F, 4>, MmaShortTune<256, F, 4>::smem(p.chunk).total};
+        cand[2] = {2, attention_partial_mma_short_kernel<256, F, 2>, MmaShortTune<256, F, 2>::smem(p.chunk).total};
+      }
+    }
+  });
+  int pick = -1;
+  KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
+  if (pick >= 0) {
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_reset());
+#endif
+    KC_RETURN_IF_ERROR(attn_launch_short(cand[pick], dim3(max_chunks, hkv * nsub, n), s, views, p, rows, tails, q,
+                                         max_chunks, nsub, pm, pl, po));
+    KC_LAUNCH_CHECK("attention_partial_mma_short_kernel");
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_print(format_name(fmt), d, cand[pick].cl, s));
+#endif
+    return Status::Ok();
+  }
   const size_t smem = mma_smem(p.chunk, d, fmt).total;
   const dim3 grid(max_chunks, hkv * nsub, n);
   // The one dispatch: formats with a tensor-core path (Codec<F>::kAttnMma), head_dim 128

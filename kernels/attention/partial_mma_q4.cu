@@ -49,6 +49,7 @@
 #include "kernels/attention/mma_smem.h"
 #include "kernels/attention/partial.cuh"
 #include "kernels/attention/ptx.cuh"
+#include "kernels/attention/short_path.cuh"
 
 namespace kc {
 
@@ -147,18 +148,18 @@ template <int N>
 __device__ __forceinline__ void ldg_words16(const uint8_t* p, uint32_t (&w)[N]) {
   ldg_words16(p, w, std::make_integer_sequence<int, N>());
 }
-// Two 8x8 b16 matrices from shared memory, transposed (lanes 0..15 give the row addresses).
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, uint32_t addr) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr) : "memory");
-#endif
-}
 
 // PK: at most 4 heads per block (attn_mma_q4_packed): the two parts of q and of p' sit side
 // by side in the 8 columns (hi of heads 0..3, then lo of heads 0..3), one mma per k-step and
 // per tile and m-tile; the hi and lo sums are added at the end of each score and output.
-template <int D, bool PK>
-__global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) attention_partial_mma_q4_kernel(
+// CL > 1: the short-row path (attention/short_path.cuh), chunk c on the CL blocks of one
+// cluster (block x = CL c + rank), the same arithmetic: rank r scores the tiles r, r + CL, ..
+// (warp w: its tiles w, w + 8, ..) into every rank's ss, then after the cluster barrier runs
+// the softmax of every head over all the chunk's keys (rank 0 writes m and l) and the p.v of
+// its NG / CL element groups, whose code chunks of every key it loaded whole at the start
+// (no ring); warp w < PW takes group w % (NG / CL) of key group w / (NG / CL).
+template <int D, bool PK, int CL = 1>
+__global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D, PK>()) attention_partial_mma_q4_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;
@@ -166,12 +167,21 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
   static_assert(!PK || D == 128, "q4 mma partial: packed parts at head_dim 128 only (attn_mma_q4_packed)");
   constexpr int NG = M::NG, KS = M::KS, NPT = M::NPT, RS = mma_q4_ring_stages<D, PK>(), RT = M::RT, RB = M::RB, CPK = M::CPK;
   static_assert(RS >= 2, "q4 mma partial: V ring of at least 2 stages");
+  constexpr int NGS = NG / CL, PW = CL > 1 ? NGS * M::KG : M::NW;  // short path: groups per rank, p.v warps
+  constexpr int SBQ = RB / CL, CPSQ = CPK / CL;                      // short path: slice bytes and chunks per key
+  static_assert(CL == 1 || (NG % CL == 0 && PW <= M::NW), "q4 mma short path: whole groups per rank");
   extern __shared__ __align__(16) unsigned char smb[];
-  const AttnBlock blk(views, p, rows, tails, nsub);
+  KC_SHORT_ENTRY();
+  const int rank = CL > 1 ? cluster_rank() : 0;
+  const AttnBlock blk(views, p, rows, tails, nsub, CL > 1 ? int(blockIdx.x) / CL : int(blockIdx.x));
   const int n = blk.n, G = blk.G;
+  if constexpr (CL > 1) KC_SHORT_PHASE(1);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const MmaQ4Smem lay = mma_q4_smem<D, PK>(p.chunk);
+  // This block's key tiles: j -> tile rank + CL j, j < ntr (CL = 1: every tile).
+  const int ntr = CL == 1 ? nt : nt > rank ? (nt - rank + CL - 1) / CL : 0;
+  auto tile_of = [&](int j) { return CL == 1 ? j : rank + CL * j; };
+  const MmaQ4Smem lay = CL > 1 ? mma_q4_short_smem<D>(p.chunk, CL) : mma_q4_smem<D, PK>(p.chunk);
   const int S = lay.ss_stride, W16 = lay.w16;
   float* ss = reinterpret_cast<float*>(smb + lay.ss);
   uint4* qf = reinterpret_cast<uint4*>(smb + lay.qf);
@@ -206,7 +216,7 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
   };
   uint32_t kw[2][NG];
   SV ks[2];
-  if (warp < nt) k_load(warp, true, kw, ks);
+  if (warp < ntr) k_load(tile_of(warp), true, kw, ks);
 
   // Each key's position and V group scales as fp32 (a scale that is not finite as NaN;
   // 0 for the last tile's keys past n); this warp's largest |scale| bits per group (a scale
@@ -297,8 +307,27 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
     cp_async_commit();
   };
   __syncthreads();
+  if constexpr (CL > 1) {
+    KC_SHORT_PHASE(2);
+    // Short path: q's staging in ss is done (release); the rank's code chunks of every key,
+    // whole, keys past n zero-filled; one commit group.
+    cluster_arrive();
+    for (int c = tid; c < nt * 16 * CPSQ; c += kAttnThreads) {
+      const int key = c / CPSQ, ch = c % CPSQ;
+      const bool in = key < n;
+      const int i = in ? key : 0;
+      KvPos at;
+      at.page_base = pgb[i];
+      at.slot = pslot[i];
+      cp_async16_zfill(ring_s + uint32_t(key * SBQ + ((ch ^ short_swz<CPSQ>(key)) << 4)),
+                       kv_plane_at(vp, at) + 16 * (rank * CPSQ + ch), in);
+    }
+    cp_async_commit();
+    cluster_wait();  // every rank has started and staged its q: its ss may be written
+  } else {
 #pragma unroll 1
-  for (int st = 0; st < RS - 1; ++st) issue(st, st);  // the V ring's first stages, during the scores
+    for (int st = 0; st < RS - 1; ++st) issue(st, st);  // the V ring's first stages, during the scores
+  }
 
   // 1. scores: warp w takes tiles w, w + 8, ..; the next tile's reads go out first (two
   // tiles per round, so that the buffers swap without copies). Packed (PK): lane (g, t)'s
@@ -306,6 +335,7 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
   // 2t - 4, 2t - 3 for t >= 2; the two sums meet in one add (lanes t and t ^ 2).
   // The unscale 2^-shift of lane's heads 2t, 2t+1 (exact; ldexpf where 2^-shift is not a
   // normal fp32).
+  const uint32_t ss_s = uint32_t(__cvta_generic_to_shared(ss));  // short path: the scores' address in every rank
   float qmul[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -355,27 +385,48 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
       const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
       if (i < n && h < G) {
         const float m = qmul[e & 1];
-        ss[h * S + i] = (m != 0.0f ? acc[e] * m : ldexpf(acc[e], -qsh[h])) * p.scale;
+        const float v = (m != 0.0f ? acc[e] * m : ldexpf(acc[e], -qsh[h])) * p.scale;
+        if constexpr (CL > 1) st_cluster_all<CL>(ss_s + uint32_t(h * S + i) * 4, v);  // every rank's ss
+        else ss[h * S + i] = v;
       }
     }
   };
-  for (int kt = warp; kt < nt; kt += 2 * M::NW) {
-    const bool second = kt + M::NW < nt;
-    uint32_t kw2[2][NG];
-    SV ks2[2];
-    if (second) k_load(kt + M::NW, false, kw2, ks2);
-    score_tile(kt, kw, ks);
-    if (kt + 2 * M::NW < nt) k_load(kt + 2 * M::NW, false, kw, ks);
-    if (second) score_tile(kt + M::NW, kw2, ks2);
+  if constexpr (CL > 1) {
+    for (int j = warp; j < ntr; j += 2 * M::NW) {  // the rank's tiles (as below)
+      const bool second = j + M::NW < ntr;
+      uint32_t kw2[2][NG];
+      SV ks2[2];
+      if (second) k_load(tile_of(j + M::NW), false, kw2, ks2);
+      score_tile(tile_of(j), kw, ks);
+      if (j + 2 * M::NW < ntr) k_load(tile_of(j + 2 * M::NW), false, kw, ks);
+      if (second) score_tile(tile_of(j + M::NW), kw2, ks2);
+    }
+  } else {
+    for (int kt = warp; kt < nt; kt += 2 * M::NW) {
+      const bool second = kt + M::NW < nt;
+      uint32_t kw2[2][NG];
+      SV ks2[2];
+      if (second) k_load(kt + M::NW, false, kw2, ks2);
+      score_tile(kt, kw, ks);
+      if (kt + 2 * M::NW < nt) k_load(kt + 2 * M::NW, false, kw, ks);
+      if (second) score_tile(kt + M::NW, kw2, ks2);
+    }
   }
 
-  __syncthreads();
+  if constexpr (CL > 1) {
+    KC_SHORT_PHASE(3);
+    cluster_arrive();
+    cluster_wait();  // every score of the chunk is in every rank's ss
+    KC_SHORT_PHASE(4);
+  } else {
+    __syncthreads();
+  }
 
   // 2. softmax of head slot `warp` (the order of the fma kernel); p stays in ss, 0 past n
   // up to the last tile's end (the p.v reads whole tiles; a head slot >= G is all 0).
   if (warp < G) {
     const WarpSoftmax sx = warp_softmax<false, false>(ss + warp * S, n, lane, nullptr);
-    if (lane == 0) {
+    if (lane == 0 && rank == 0) {
       const size_t pidx = (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * max_chunks + blk.c;
       pm[pidx] = sx.m;
       pl[pidx] = sx.l;
@@ -391,7 +442,9 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
     const float sc = ldexpf(1.0f, attn_f16_shift(__half2float(__ushort_as_half(uint16_t(mb)))));
     for (int i = (warp / NG) * 32 + lane; i < nt * 16; i += 32 * WPS) vsf[g * W16 + i] *= sc;
   }
+  if constexpr (CL > 1) cp_async_wait<0>();  // the rank's V chunks
   __syncthreads();
+  if constexpr (CL > 1) KC_SHORT_PHASE(5);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
 #endif
@@ -400,56 +453,70 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
   // p' = p * (V scale 2^shift) of head g, keys 2t, 2t+1 | 2t+8, 2t+9 (one fp32 product
   // each) in two fp16 parts, and takes its keys' group-gv codes (16 bits 2 g: elements 4g ..
   // 4g + 3) from the ring by one transposing ldmatrix (row = key, the group's 16 bytes).
-  const int kg = warp / M::WPG, gv = warp % M::WPG;
+  // Short path (CL > 1): warp w < PW takes the rank's group gl = w % NGS (gv = NGS rank + gl)
+  // of key group w / NGS, its chunk gl of every key's slice in shared memory.
+  const bool pv = CL == 1 || warp < PW;
+  const int kg = CL > 1 ? warp / NGS : warp / M::WPG, gl = CL > 1 ? warp % NGS : warp % M::WPG;
+  const int gv = CL > 1 ? NGS * rank + gl : gl;
   const int psh = attn_f16_shift(__half2float(__ushort_as_half(
       uint16_t(__reduce_max_sync(0xFFFFFFFFu, lane < M::NW ? wm[lane * NG + gv] : 0u)))));
   const float* sp = ss + (PK ? lg & 3 : lg) * S;  // head g's p (PK: head g % 4)
   const float* vs = vsf + gv * W16;   // group gv's scaled V scales
   const int lrow = lane & 15;         // the ldmatrix row (key) this lane addresses
-  const uint32_t lm_off = uint32_t(lrow * RB + ((gv ^ ring_swz<D>(lrow)) << 4));
+  const uint32_t lm_off = CL > 1 ? uint32_t(lrow * SBQ + ((gl ^ short_swz<CPSQ>(lrow)) << 4))
+                                 : uint32_t(lrow * RB + ((gv ^ ring_swz<D>(lrow)) << 4));
   float o[2][4];
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-  for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
-    cp_async_wait<RS - 2>();
-    __syncthreads();
-    issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
+  // Tile kt of the p.v, its 16 rows of code chunks at tile u of ring slot `slot` (short
+  // path: slot 0, u = kt: tile kt of the slice).
+  auto pv_tile = [&](int kt, int slot, int u) {
+    const int kb = kt * 16 + 2 * lt;
+    const float2 pa = *reinterpret_cast<const float2*>(sp + kb), pb = *reinterpret_cast<const float2*>(sp + kb + 8);
+    const float2 va = *reinterpret_cast<const float2*>(vs + kb), vb = *reinterpret_cast<const float2*>(vs + kb + 8);
+    uint32_t lo[NPT], hi[NPT];
+    split_parts<true>(pa.x * va.x, pa.y * va.y, lo);
+    split_parts<true>(pb.x * vb.x, pb.y * vb.y, hi);
+    if constexpr (PK) {  // column g: part g / 4 (the plant: no lo part)
+      const bool lop = lg >= 4;
+      lo[0] = lop ? (M::NPU == 2 ? lo[1] : 0u) : lo[0];
+      hi[0] = lop ? (M::NPU == 2 ? hi[1] : 0u) : hi[0];
+    }
+    uint32_t w01, w89;
+    ldmatrix_x2_trans(w01, w89, ring_s + uint32_t((slot * RT + u) * 16 * (CL > 1 ? SBQ : RB)) + lm_off);
+    uint32_t c01[4], c89[4];
+    q4_word_to_f16x2(w01, c01);
+    q4_word_to_f16x2(w89, c89);
 #pragma unroll
-    for (int uu = 0; uu < RT / M::KG; ++uu) {
-      const int u = uu * M::KG + kg, kt = st * RT + u;
-      if (kt < nt) {
-        const int kb = kt * 16 + 2 * lt;
-        const float2 pa = *reinterpret_cast<const float2*>(sp + kb), pb = *reinterpret_cast<const float2*>(sp + kb + 8);
-        const float2 va = *reinterpret_cast<const float2*>(vs + kb), vb = *reinterpret_cast<const float2*>(vs + kb + 8);
-        uint32_t lo[NPT], hi[NPT];
-        split_parts<true>(pa.x * va.x, pa.y * va.y, lo);
-        split_parts<true>(pb.x * vb.x, pb.y * vb.y, hi);
-        if constexpr (PK) {  // column g: part g / 4 (the plant: no lo part)
-          const bool lop = lg >= 4;
-          lo[0] = lop ? (M::NPU == 2 ? lo[1] : 0u) : lo[0];
-          hi[0] = lop ? (M::NPU == 2 ? hi[1] : 0u) : hi[0];
-        }
-        uint32_t w01, w89;
-        ldmatrix_x2_trans(w01, w89, ring_s + uint32_t((slot * RT + u) * 16 * RB) + lm_off);
-        uint32_t c01[4], c89[4];
-        q4_word_to_f16x2(w01, c01);
-        q4_word_to_f16x2(w89, c89);
+    for (int jt = 0; jt < 2; ++jt) {
+      const uint32_t a[4] = {c01[2 * jt], c01[2 * jt + 1], c89[2 * jt], c89[2 * jt + 1]};
+      float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if constexpr (PK) {
+        mma_16816<true>(cc, a, make_uint2(lo[0], hi[0]));
+      } else {
 #pragma unroll
-        for (int jt = 0; jt < 2; ++jt) {
-          const uint32_t a[4] = {c01[2 * jt], c01[2 * jt + 1], c89[2 * jt], c89[2 * jt + 1]};
-          float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          if constexpr (PK) {
-            mma_16816<true>(cc, a, make_uint2(lo[0], hi[0]));
-          } else {
+        for (int part = M::NPU - 1; part >= 0; --part)
+          mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
+      }
 #pragma unroll
-            for (int part = M::NPU - 1; part >= 0; --part)
-              mma_16816<true>(cc, a, make_uint2(part ? lo[1] : lo[0], part ? hi[1] : hi[0]));
-          }
+      for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
+    }
+  };
+  if constexpr (CL > 1) {
+    if (pv)
+      for (int kt = kg; kt < nt; kt += M::KG) pv_tile(kt, 0, kt);
+    KC_SHORT_PHASE(6);
+  } else {
+    for (int st = 0, slot = 0; st < nst; ++st, slot = slot + 1 == RS ? 0 : slot + 1) {
+      cp_async_wait<RS - 2>();
+      __syncthreads();
+      issue(st + RS - 1, slot == 0 ? RS - 1 : slot - 1);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
-        }
+      for (int uu = 0; uu < RT / M::KG; ++uu) {
+        const int u = uu * M::KG + kg, kt = st * RT + u;
+        if (kt < nt) pv_tile(kt, slot, u);
       }
     }
   }
@@ -459,19 +526,20 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
     float4* ox = reinterpret_cast<float4*>(smb + lay.qf);
     static_assert(size_t(KS) * 32 * 16 >= size_t(M::WPG) * 32 * 2 * 16, "q4 mma partial: exchange space");
     __syncthreads();
-    if (kg == 1)
+    if (pv && kg == 1)
 #pragma unroll
-      for (int jt = 0; jt < 2; ++jt) ox[(gv * 2 + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
+      for (int jt = 0; jt < 2; ++jt) ox[(gl * 2 + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
     __syncthreads();
-    if (kg == 1) return;
+    if (!pv || kg == 1) return;
 #pragma unroll
     for (int jt = 0; jt < 2; ++jt) {
 #ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
-      const float4 y = ox[(gv * 2 + jt) * 32 + lane];
+      const float4 y = ox[(gl * 2 + jt) * 32 + lane];
       o[jt][0] += y.x, o[jt][1] += y.y, o[jt][2] += y.z, o[jt][3] += y.w;
 #endif
     }
   }
+  if (!pv) return;  // short path: warps without a group
   // PK: hi + lo (lanes t and t ^ 2), after the key groups' sum.
   if constexpr (PK)
 #pragma unroll
@@ -489,6 +557,10 @@ __global__ void __launch_bounds__(kAttnThreads, mma_q4_min_blocks<D, PK>()) atte
         po[pidx * D + 32 * gv + 4 * lg + 2 * jt + (e >> 1)] = ldexpf(o[jt][e], -psh);
       }
     }
+  if constexpr (CL > 1) {
+    KC_SHORT_PHASE(7);
+    KC_SHORT_DONE();
+  }
 }
 
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
@@ -496,11 +568,39 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
                              cudaStream_t s) {
   const int group = p.q_heads / hkv;
   const int nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
+  const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
+  // The short-row path where the grid leaves most of the device idle (attn_short_pick):
+  // clusters of 8 (d 256 only: a rank takes whole groups), 4 or 2.
+  AttnShortKernel cand[3] = {};
+  if (d == 128) {
+    cand[1] = {4, pk ? attention_partial_mma_q4_kernel<128, true, 4> : attention_partial_mma_q4_kernel<128, false, 4>,
+               mma_q4_short_smem<128>(p.chunk, 4).total};
+    cand[2] = {2, pk ? attention_partial_mma_q4_kernel<128, true, 2> : attention_partial_mma_q4_kernel<128, false, 2>,
+               mma_q4_short_smem<128>(p.chunk, 2).total};
+  }
+  if (d == 256) {
+    cand[0] = {8, attention_partial_mma_q4_kernel<256, false, 8>, mma_q4_short_smem<256>(p.chunk, 8).total};
+    cand[1] = {4, attention_partial_mma_q4_kernel<256, false, 4>, mma_q4_short_smem<256>(p.chunk, 4).total};
+    cand[2] = {2, attention_partial_mma_q4_kernel<256, false, 2>, mma_q4_short_smem<256>(p.chunk, 2).total};
+  }
+  int pick = -1;
+  KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
+  if (pick >= 0) {
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_reset());
+#endif
+    KC_RETURN_IF_ERROR(attn_launch_short(cand[pick], dim3(max_chunks, hkv * nsub, n), s, views, p, rows, tails, q,
+                                         max_chunks, nsub, pm, pl, po));
+    KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel (short path)");
+#ifdef KC_MMA_PHASES
+    KC_CUDA_TRY(short_phases_print("q4", d, cand[pick].cl, s));
+#endif
+    return Status::Ok();
+  }
   const dim3 grid(max_chunks, hkv * nsub, n);
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
   size_t smem = 0;
-  const bool pk = attn_mma_q4_packed(Format::q4, d, group);  // head_dim 128 only
   if (d == 128)
     kern = pk ? attention_partial_mma_q4_kernel<128, true> : attention_partial_mma_q4_kernel<128, false>,
     smem = pk ? mma_q4_smem<128, true>(p.chunk).total : mma_q4_smem<128>(p.chunk).total;

@@ -28,6 +28,7 @@ Status cuda_device_facts(CudaDeviceFacts* out) {
     CudaDeviceFacts f;
     KC_CUDA_TRY(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, dev));
     KC_CUDA_TRY(cudaDeviceGetAttribute(&f.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    KC_CUDA_TRY(cudaDeviceGetAttribute(&f.major, cudaDevAttrComputeCapabilityMajor, dev));
     it = known.emplace(dev, f).first;
   }
   *out = it->second;
@@ -70,6 +71,31 @@ Status cuda_blocks_per_sm(const void* kern, int threads, size_t smem, int* per_s
     it = resident.emplace(std::make_tuple(dev, kern, threads, smem), n).first;
   }
   *per_sm = it->second;
+  return Status::Ok();
+}
+
+Status cuda_active_clusters(const void* kern, int cl, int threads, size_t smem, int* clusters) {
+  static std::map<std::tuple<int, const void*, int, int, size_t>, int> fits;
+  int dev = 0;
+  KC_CUDA_TRY(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(fit_mutex());
+  auto it = fits.find({dev, kern, cl, threads, smem});
+  if (it == fits.end()) {
+    KC_RETURN_IF_ERROR(allow_smem_locked(dev, kern, smem));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    cfg.gridDim = dim3(unsigned(cl));
+    cfg.blockDim = dim3(unsigned(threads));
+    cfg.dynamicSmemBytes = smem;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cl), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    KC_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kern, &cfg));
+    it = fits.emplace(std::make_tuple(dev, kern, cl, threads, smem), n).first;
+  }
+  *clusters = it->second;
   return Status::Ok();
 }
 

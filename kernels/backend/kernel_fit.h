@@ -8,10 +8,12 @@
 
 namespace kc {
 
-// The current device's multiprocessor count and opt-in shared memory per block.
+// The current device's multiprocessor count, opt-in shared memory per block and compute
+// capability's major number.
 struct CudaDeviceFacts {
   int sms = 0;
   int smem_optin = 0;
+  int major = 0;
 };
 Status cuda_device_facts(CudaDeviceFacts* out);
 
@@ -24,5 +26,10 @@ Status cuda_allow_smem(const void* kern, size_t smem);
 // dynamic shared memory on the current device (after cuda_allow_smem(kern, smem)), asked
 // once per (device, kernel, threads, smem). An error if not one block fits.
 Status cuda_blocks_per_sm(const void* kern, int threads, size_t smem, int* per_sm);
+
+// Clusters of cl blocks of kern (`threads` threads, smem bytes of dynamic shared memory each)
+// that the current device holds at once (after cuda_allow_smem(kern, smem); 0 when none
+// fits), asked once per (device, kernel, cl, threads, smem). sm_90 and newer.
+Status cuda_active_clusters(const void* kern, int cl, int threads, size_t smem, int* clusters);
 
 }  // namespace kc

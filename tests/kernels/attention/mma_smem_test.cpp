@@ -98,6 +98,67 @@ TEST(MmaSmem, LayoutHoldsForEveryChunkWidth) {
   check_all_widths<256, Format::fp8>();
 }
 
+// The short-row path's layouts (MmaShortSmem, mma_q4_short_smem): the V slice of every key
+// of the chunk before anything else, arrays in order and aligned (16 bytes where cp.async,
+// ldmatrix or 16-byte loads use them), the p.v exchange in q's fragments, and at the bench's
+// chunk of 512 the rank counts the launcher offers fit the sm_90 per-block limit (a width
+// whose layout does not fit is never picked: attn_short_pick).
+template <int D, Format F, int CL>
+void check_short_widths() {
+  using T = MmaShortTune<D, F, CL>;
+  const std::string what = std::string(format_name(F)) + " d" + std::to_string(D) + " cl" + std::to_string(CL);
+  ASSERT_EQ(T::slice_bytes % 16, 0) << what;
+  ASSERT_EQ(T::E % 16, 0) << what;
+  ASSERT_LE(T::E / 16 * attn_mma_key_groups(D), 8) << what;  // p.v warps: one m-tile each
+  for (int w = 1; w <= 1024; ++w) {
+    const MmaShortSmem m = T::smem(w);
+    SCOPED_TRACE(what + " chunk " + std::to_string(w));
+    ASSERT_EQ(m.ring, 0u);
+    ASSERT_GE(m.qf, size_t((w + 15) / 16) * 16 * T::slice_bytes);
+    ASSERT_GE(m.ss - m.qf, mma_qf_bytes(D, attn_mma_parts(F)));
+    ASSERT_GE(m.ss - m.qf, size_t(T::E / 16) * 32 * 16);  // the key groups' exchange
+    ASSERT_GE(m.pf - m.ss, mma_ss_bytes(w));
+    ASSERT_GE(m.vrows - m.pf, size_t((w + 15) / 16) * attn_mma_parts(F) * 32 * 8);
+    ASSERT_GE(m.ksc - m.vrows, size_t((w + 15) / 16 * 16) * 8);
+    ASSERT_LE(m.psh + 32, m.total);
+    for (size_t off : {m.qf, m.ss, m.pf, m.vrows}) ASSERT_EQ(off % 16, 0u);
+  }
+  EXPECT_LE(T::smem(512).total, kMaxSmemPerBlock) << what;
+}
+template <int D, int CL>
+void check_q4_short_widths() {
+  const std::string what = "q4 d" + std::to_string(D) + " cl" + std::to_string(CL);
+  for (int w = 1; w <= 1024; ++w) {
+    const MmaQ4Smem m = mma_q4_short_smem<D>(w, CL);
+    SCOPED_TRACE(what + " chunk " + std::to_string(w));
+    ASSERT_EQ(m.ss, size_t((w + 15) / 16) * 16 * (D / 2 / CL));  // every key's chunks of the rank's groups
+    ASSERT_GE(m.qf - m.ss, size_t(8) * 4 * std::max(m.ss_stride, D));
+    ASSERT_GE(m.vsc - m.qf, size_t(D / 16) * 32 * 16);
+    for (size_t off : {m.ss, m.qf, m.vsc, m.pgb, m.slot, m.wm}) ASSERT_EQ(off % 16, 0u);
+  }
+  EXPECT_LE(mma_q4_short_smem<D>(512, CL).total, kMaxSmemPerBlock) << what;
+}
+
+TEST(MmaSmem, ShortPathLayoutsHoldForEveryChunkWidth) {
+  check_short_widths<128, Format::bf16, 2>();
+  check_short_widths<128, Format::bf16, 4>();
+  check_short_widths<128, Format::bf16, 8>();
+  check_short_widths<128, Format::fp8, 2>();
+  check_short_widths<128, Format::fp8, 4>();
+  check_short_widths<128, Format::fp8, 8>();
+  check_short_widths<256, Format::bf16, 2>();
+  check_short_widths<256, Format::bf16, 4>();
+  check_short_widths<256, Format::bf16, 8>();
+  check_short_widths<256, Format::fp8, 2>();
+  check_short_widths<256, Format::fp8, 4>();
+  check_short_widths<256, Format::fp8, 8>();
+  check_q4_short_widths<128, 2>();
+  check_q4_short_widths<128, 4>();
+  check_q4_short_widths<256, 2>();
+  check_q4_short_widths<256, 4>();
+  check_q4_short_widths<256, 8>();
+}
+
 // The layout's arithmetic itself: with pre > 1 q's fragments and the scores sit at the
 // ring's end when they fit past the early stages, otherwise right after them.
 TEST(MmaSmem, EarlyStagesPushTheScoresToTheRingsEnd) {
