@@ -189,6 +189,15 @@ case "$case_name" in
   gate-timings)
     cpu_receipt fp8-rows || fail "setup"
     n=$(grep -c '"time_s":' "$tmp/fp8-rows.json"); [ "$n" -ge 20 ] || fail "$n time_s fields" ;;
+  qwen-rope-rows-path)  # cases 7 and 8 (q4, fp8) keep the shape whose rotary dims are not a
+    # multiple of 8 (the rope store's block-per-row path for fp8 / q4 on cuda), for any seed
+    "$bin" qwen-pages --backend cpu --cases 9 --seed 7 --gates-only --quiet --out "$tmp/r20.json" \
+      --filter 'shape=gqa2-4q2kv-d128-r20,fmt=(q4|fp8),' >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "a --gates-only run exits 1"
+    grep -q '"run": 2' "$tmp/r20.json" || fail "not 2 cases on the r20 shape with q4 / fp8 among the first 9"
+    grep -A3 '"format": {' "$tmp/r20.json" | grep -q '"fp8": 1' || fail "no fp8 case on the r20 shape"
+    grep -A3 '"format": {' "$tmp/r20.json" | grep -q '"q4": 1' || fail "no q4 case on the r20 shape"
+    grep -q '"status": "FAIL"' "$tmp/r20.json" && fail "a gate failed on the r20 cases" || true ;;
   h200-argv)  # the receipts the README cites were made by the README's commands
     for f in "$h200"/fp8-rows.json "$h200"/qwen-pages.json "$h200"/q4-rows.json "$h200"/mxfp4-rows.json \
              "$h200"/scale-planes.json "$h200"/bench-attention.json "$h200"/bench-pack.json; do
