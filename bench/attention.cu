@@ -49,11 +49,6 @@ __global__ void bench_empty_dependent_kernel() {
 #endif
 }
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 Status bench_launch_floor(const std::string& timing, int reps, double* us) {
@@ -68,7 +63,7 @@ Status bench_launch_floor(const std::string& timing, int reps, double* us) {
   };
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed(timing == "partial" ? "gated" : timing, 3, reps, 1, enqueue, &t, &host));
-  *us = median(t) * 1e3;
+  *us = bench_median(t) * 1e3;
   return Status::Ok();
 }
 
@@ -88,7 +83,7 @@ Status bench_read_ceiling(size_t bytes, int reps, double* bytes_per_s) {
   };
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed("events", 3, reps, 1, enqueue, &t, &host));
-  *bytes_per_s = double(bytes) / (median(t) * 1e-3);
+  *bytes_per_s = double(bytes) / (bench_median(t) * 1e-3);
   return Status::Ok();
 }
 
@@ -157,8 +152,8 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   };
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed(c.timing, warmup, reps, copies, enqueue, &t, &host));
-  r->host_enqueue_us = host.empty() ? 0 : median(host);
-  r->median_us = median(t) * 1e3;
+  r->host_enqueue_us = host.empty() ? 0 : bench_median(host);
+  r->median_us = bench_median(t) * 1e3;
   r->bytes = double(c.batch) * c.ctx * c.kv_heads * 2.0 * (lay.code_bytes + lay.scale_bytes) + 2.0 * q.size() * 4;
   return Status::Ok();
 }

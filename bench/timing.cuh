@@ -151,14 +151,19 @@ Status bench_timed(const std::string& timing, int warmup, int reps, int copies, 
   return st;
 }
 
+// The median of a bench's samples (the upper one of an even count).
+inline double bench_median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Times `launch` (which enqueues work on stream 0) with events: warmup untimed, then reps;
 // the median in microseconds.
 template <class F>
 Status bench_time(int warmup, int reps, F launch, double* median_us) {
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed("events", warmup, reps, 1, [&](int, cudaStream_t) { return launch(); }, &t, &host));
-  std::sort(t.begin(), t.end());
-  *median_us = t[t.size() / 2] * 1e3;
+  *median_us = bench_median(t) * 1e3;
   return Status::Ok();
 }
 

@@ -39,16 +39,8 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
                          float* pl, float* po) {
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr;
-  cfg.gridDim = dim3(g.x * k.cl, g.y, g.z);
-  cfg.blockDim = dim3(kAttnThreads);
-  cfg.dynamicSmemBytes = k.smem;
-  cfg.stream = s;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = k.cl, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = cluster_launch(dim3(g.x * k.cl, g.y, g.z), dim3(kAttnThreads), k.smem, s, k.cl, &attr);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, k.fn, views, p, rows, tails, q, max_chunks, nsub, pm, pl, po));
   return Status::Ok();
 }

@@ -82,15 +82,8 @@ Status cuda_active_clusters(const void* kern, int cl, int threads, size_t smem, 
   auto it = fits.find({dev, kern, cl, threads, smem});
   if (it == fits.end()) {
     KC_RETURN_IF_ERROR(allow_smem_locked(dev, kern, smem));
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
-    cfg.gridDim = dim3(unsigned(cl));
-    cfg.blockDim = dim3(unsigned(threads));
-    cfg.dynamicSmemBytes = smem;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(cl), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = cluster_launch(dim3(unsigned(cl)), dim3(unsigned(threads)), smem, nullptr, cl, &attr);
     int n = 0;
     KC_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kern, &cfg));
     it = fits.emplace(std::make_tuple(dev, kern, cl, threads, smem), n).first;

@@ -23,6 +23,7 @@
 
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_arena.h"
+#include "kernels/backend/kernel_fit.h"
 #include "kernels/pack/blob.h"
 #include "kernels/pack/launch.h"
 
@@ -107,16 +108,6 @@ __global__ void __launch_bounds__(kThreads) pack_rows_kernel(const KvView v, con
   }
 }
 
-int sm_count() {
-  static int sms = 0;
-  if (sms == 0) {
-    int dev = 0;
-    cudaGetDevice(&dev);
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) sms = 132;
-  }
-  return sms;
-}
-
 }  // namespace
 
 Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const PackCopy* copies, int ncopies,
@@ -132,7 +123,9 @@ Status launch_pack_rows(const KvView& v, int64_t pos0, int64_t count, const Pack
   const int64_t in_page = std::min<int64_t>(v.ptok, count);
   g.subs = (in_page + g.seg_pos - 1) / g.seg_pos;
   const int64_t units = g.per_job() * ncopies;
-  const int64_t blocks = std::min<int64_t>((units + kWarps - 1) / kWarps, int64_t(sm_count()) * 8);
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+  const int64_t blocks = std::min<int64_t>((units + kWarps - 1) / kWarps, int64_t(dev.sms) * 8);
   pack_rows_kernel<<<unsigned(blocks), kThreads, 0, s>>>(v, g, copies, ncopies, data, scatter ? 1 : 0);
   KC_LAUNCH_CHECK("pack_rows_kernel");
   return Status::Ok();
