@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "bench/timing.cuh"
 #include "kernels/attention/launch.h"
 #include "kernels/backend/cuda_check.h"
+#include "kernels/layout/bits.h"  // fnv1a
 #include "kernels/layout/cache.h"
 
 namespace kc {
@@ -153,6 +155,13 @@ Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, At
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed(c.timing, warmup, reps, copies, enqueue, &t, &host));
   r->host_enqueue_us = host.empty() ? 0 : bench_median(host);
+  if (c.timing != "partial") {  // partial timing leaves no output
+    std::vector<float> out(q.size());
+    KC_RETURN_IF_ERROR(dout.download(out.data(), out.size()));
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(out.data(), out.size() * sizeof(float))));
+    r->out_fnv1a = hex;
+  }
   r->median_us = bench_median(t) * 1e3;
   r->bytes = double(c.batch) * c.ctx * c.kv_heads * 2.0 * (lay.code_bytes + lay.scale_bytes) + 2.0 * q.size() * 4;
   return Status::Ok();

@@ -27,6 +27,9 @@ struct AttnBenchResult {
   double median_us = 0;
   double host_enqueue_us = 0;  // gated, partial: median host time of the enqueue (launch_attention)
   double bytes = 0;  // K and V bytes read (codes and scales), q and out
+  // FNV-1a of the output's bytes after the last timed run (not in partial timing: no
+  // output): the same in every build and path that gives the same bytes (KC_ATTN_SHORT A/B).
+  std::string out_fnv1a;
 };
 Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, AttnBenchResult* r);
 // The launch floor in the same timing mode: an empty kernel, then an empty kernel launched

@@ -187,12 +187,6 @@ uint64_t mix_seed(uint64_t seed, uint64_t i) {
   return z ^ (z >> 31);
 }
 
-uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
 std::unique_ptr<Backend> select_backend(const std::string& name, Status* st) {
   *st = Status::Ok();
   if (name == "cpu") return make_cpu_backend();

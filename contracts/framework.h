@@ -24,6 +24,7 @@
 
 #include "contracts/receipt.h"
 #include "kernels/backend/backend.h"
+#include "kernels/layout/bits.h"  // fnv1a
 
 namespace kc {
 
@@ -190,6 +191,5 @@ Status print_and_write_receipt(const Receipt& r, const std::string& out_file, st
 
 // Case helpers.
 uint64_t mix_seed(uint64_t seed, uint64_t i);
-uint64_t fnv1a(const void* p, size_t n, uint64_t h = 14695981039346656037ull);  // FNV-1a 64, standard basis
 
 }  // namespace kc

@@ -108,16 +108,9 @@ std::string entry_name(const std::vector<uint8_t>& b, uint64_t e) {
   const char* p = reinterpret_cast<const char*>(b.data() + e);
   return std::string(p, strnlen(p, 32));
 }
-// FNV-1a 64 with the published constants (the framework's fnv1a uses another offset
-// basis, so it is not this checksum).
-uint64_t fnv1a64(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 // Recomputes the checksum trailer after an edit.
 void reseal(std::vector<uint8_t>& b) {
-  const uint64_t h = fnv1a64(b.data(), b.size() - 8);
+  const uint64_t h = fnv1a(b.data(), b.size() - 8);
   std::memcpy(b.data() + b.size() - 8, &h, 8);
 }
 
@@ -149,7 +142,7 @@ std::string check_table(const std::vector<uint8_t>& b, const KvLayout& lay, int6
     off = up(off + uint64_t(count) * fi.bytes_per_pos, 16);
   }
   if (rd64(b, 56) != off + 8 || b.size() != off + 8) return "total bytes";
-  if (rd64(b, off) != fnv1a64(b.data(), off)) return "checksum";
+  if (rd64(b, off) != fnv1a(b.data(), off)) return "checksum";
   return "";
 }
 

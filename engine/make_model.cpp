@@ -8,6 +8,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/safetensors.h"
+#include "kernels/layout/bits.h"  // fnv1a
 
 namespace kc::engine {
 namespace {
@@ -24,17 +25,11 @@ uint64_t splitmix64(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
 // Uniform on [center - half_width, center + half_width), from the stream of (seed, name).
 std::function<void(float*, uint64_t)> uniform(uint64_t seed, const std::string& name, double center,
                                               double half_width) {
   return [=](float* out, uint64_t n) {
-    uint64_t s = seed ^ fnv1a64(name);
+    uint64_t s = seed ^ fnv1a(name.data(), name.size());
     splitmix64(s);
     for (uint64_t i = 0; i < n; ++i) {
       const double u = static_cast<double>(splitmix64(s) >> 11) * 0x1p-53;  // [0, 1)

@@ -128,6 +128,56 @@ __device__ __forceinline__ void mma_q_fragments(const float* qr, int h, int G, i
   }
 }
 
+// The short path's q fragments in two steps, the loads first (before any K or V load of
+// the block, so that they do not wait behind them) and the fragments later: lane's values
+// are the elements mma_q_fragments reads for its i = lane, lane + 32, .. (float4 at e), and
+// the fp8 shift comes from their warp max (the same max: exact in any order).
+template <int D>
+struct MmaQRegs {
+  static constexpr int NI = (D / 16 * 4 + 31) / 32;
+  float4 v[NI];
+};
+template <int D, Format F>
+__device__ __forceinline__ void mma_q_load(const float* qr, int h, int G, int lane, MmaQRegs<D>& r) {
+  using M = MmaShape<D, F>;
+#pragma unroll
+  for (int it = 0; it < MmaQRegs<D>::NI; ++it) {
+    const int i = lane + 32 * it, ks = i / 4, t = i % 4;
+    const int e = (ks / M::SPL) * 4 * M::EPL + M::EPL * t + 4 * (ks % M::SPL);
+    r.v[it] = h < G && i < M::KS * 4 ? *reinterpret_cast<const float4*>(qr + e) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+template <int D, Format F>
+__device__ __forceinline__ void mma_q_fragments_regs(const MmaQRegs<D>& r, int h, int G, int lane, uint2* qf, int* qsh) {
+  using M = MmaShape<D, F>;
+  int sh = 0;
+  if constexpr (M::kFp8) {
+    float a = 0.0f;
+#pragma unroll
+    for (int it = 0; it < MmaQRegs<D>::NI; ++it)
+      a = fmaxf(a, fmaxf(fmaxf(fabsf(r.v[it].x), fabsf(r.v[it].y)), fmaxf(fabsf(r.v[it].z), fabsf(r.v[it].w))));
+    for (int off = 16; off > 0; off >>= 1) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, off));
+    if (h < G) sh = attn_f16_shift(a);
+    if (lane == 0) qsh[h] = sh;
+  }
+#pragma unroll
+  for (int it = 0; it < MmaQRegs<D>::NI; ++it) {
+    const int i = lane + 32 * it, ks = i / 4, t = i % 4;
+    if (i < M::KS * 4) {
+      const float y[4] = {r.v[it].x, r.v[it].y, r.v[it].z, r.v[it].w};
+      float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (h < G)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexpf(y[j], sh) : y[j];
+      uint32_t lo[M::NPT], hi[M::NPT];
+      split_parts<M::kFp8>(x[0], x[1], lo);
+      split_parts<M::kFp8>(x[2], x[3], hi);
+#pragma unroll
+      for (int s = 0; s < M::NPT; ++s) qf[(ks * M::NPT + s) * 32 + 4 * h + t] = make_uint2(lo[s], hi[s]);
+    }
+  }
+}
+
 // The scores of K load lb of a lane's two key rows (r0, r1) against q's fragments, into acc.
 template <int D, Format F>
 __device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4& r1, const uint2* qf, int lane,
@@ -532,6 +582,13 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   KC_SHORT_ENTRY();
   cluster_arrive_relaxed();  // this block has started: the others may write its scores after their wait
   const int rank = cluster_rank();
+  MmaQRegs<D> qreg;  // q first: its address needs no view (kv heads = gridDim.y / nsub)
+  {
+    const int sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
+    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
+    const int G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock), w = threadIdx.x >> 5;
+    mma_q_load<D, F>(q + (size_t(blockIdx.z) * p.q_heads + qh0 + w) * D, w, G, threadIdx.x & 31, qreg);
+  }
   const AttnBlock blk(views, p, rows, tails, nsub, blockIdx.x / CL);
   const int n = blk.n;
   KC_SHORT_PHASE(1);
@@ -550,6 +607,21 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 
   const KvPlane kp = kv_plane(blk.v, p.layer, 0, blk.kvh), vp = kv_plane(blk.v, p.layer, 1, blk.kvh);
   const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, kFp8), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, kFp8);
+  // The small loads before the bulk (an SM's loads come back roughly in issue order): every
+  // key's V row pointer and its fp8 scales (into registers first), then the K tiles, then
+  // the rank's V slice of every key (bf16: keys past n zero-filled; fp8: key n - 1's row,
+  // with p = 0; one commit group); then q's fragments from the registers loaded at entry.
+  float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
+#pragma unroll
+  for (int k = 0; k < KPT; ++k)
+    if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
+  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {  // chunks wider than KPT * 256
+    float a = 0.0f, b = 0.0f;
+    mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
+    if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
+  }
+  if constexpr (kFp8)
+    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
   uint4 kf[KT][2][NB];
 #pragma unroll
   for (int u = 0; u < KT; ++u)
@@ -559,29 +631,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 #pragma unroll
       for (int b = 0; b < NB; ++b) kf[u][0][b] = ldg_mma<uint4>(kc[0] + 64 * b), kf[u][1][b] = ldg_mma<uint4>(kc[1] + 64 * b);
     }
-
-  // Every key's V row pointer and fp8 scales, q's fragments: as the kernel above.
-  float kscr[KPT + 1] = {}, vscr[KPT + 1] = {};
-#pragma unroll
-  for (int k = 0; k < KPT; ++k)
-    if (tid + k * kAttnThreads < n) mma_key_meta<kFp8>(vp, ksp, vsp, blk, tid + k * kAttnThreads, vrows, kscr[k], vscr[k]);
-  mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, qsh);
-  if constexpr (kFp8)
-#pragma unroll
-    for (int k = 0; k < KPT; ++k)
-      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
-  for (int i = tid + KPT * kAttnThreads; i < n; i += kAttnThreads) {
-    float a = 0.0f, b = 0.0f;
-    mma_key_meta<kFp8>(vp, ksp, vsp, blk, i, vrows, a, b);
-    if constexpr (kFp8) ksc[i] = a, vsc[i] = b;
-  }
-  if constexpr (kFp8)
-    if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
   __syncthreads();
   KC_SHORT_PHASE(2);
-
-  // The rank's V slice of every key (bf16: keys past n zero-filled; fp8: key n - 1's row,
-  // with p = 0), one commit group.
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
   for (int c = tid; c < nt * 16 * CPS; c += kAttnThreads) {
     const int key = c / CPS, ch = c % CPS;
@@ -594,6 +645,12 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     }
   }
   cp_async_commit();
+  mma_q_fragments_regs<D, F>(qreg, warp, blk.G, lane, qf, qsh);
+  if constexpr (kFp8)
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) ksc[tid + k * kAttnThreads] = kscr[k], vsc[tid + k * kAttnThreads] = vscr[k];
+  __syncthreads();
 
   // 1. scores of the rank's tiles into every rank's ss.
   const uint32_t ss_s = uint32_t(__cvta_generic_to_shared(ss));

@@ -173,6 +173,17 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
   extern __shared__ __align__(16) unsigned char smb[];
   KC_SHORT_ENTRY();
   const int rank = CL > 1 ? cluster_rank() : 0;
+  // Short path: q of head slot `warp` (element 32 g + lane of each group) loaded first, before
+  // any K or V load of the block (its address needs no view: kv heads = gridDim.y / nsub).
+  float qv[M::NG];
+  if constexpr (CL > 1) {
+    const int w = threadIdx.x >> 5, sub = blockIdx.y % nsub, group = p.q_heads / (gridDim.y / nsub);
+    const int qh0 = (blockIdx.y / nsub) * group + sub * kAttnHeadsPerBlock;
+    const bool in = w < min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
+    const float* qr = q + (size_t(blockIdx.z) * p.q_heads + qh0 + w) * D;
+#pragma unroll
+    for (int g = 0; g < M::NG; ++g) qv[g] = in ? qr[32 * g + (threadIdx.x & 31)] : 0.0f;
+  }
   const AttnBlock blk(views, p, rows, tails, nsub, CL > 1 ? int(blockIdx.x) / CL : int(blockIdx.x));
   const int n = blk.n, G = blk.G;
   if constexpr (CL > 1) KC_SHORT_PHASE(1);
@@ -262,7 +273,7 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
       const float* qr = q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D;
 #pragma unroll
       for (int g = 0; g < NG; ++g) {
-        float v = qr[32 * g + lane];
+        float v = CL > 1 ? qv[g] : qr[32 * g + lane];
 #pragma unroll
         for (int h = 1; h < 32; h <<= 1) {
           const float o = __shfl_xor_sync(0xFFFFFFFFu, v, h);

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstring>
 
+#include "kernels/layout/bits.h"  // fnv1a
+
 namespace kc {
 
 static_assert(std::endian::native == std::endian::little, "the blob format is little-endian; add byte swaps here");
@@ -86,9 +88,7 @@ void pack_write_header(const PackPlan& p, uint8_t* b) {
 }
 
 uint64_t pack_checksum(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  return fnv1a(p, n);
 }
 
 void pack_seal(std::vector<uint8_t>& blob) {
