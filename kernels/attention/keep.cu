@@ -32,6 +32,9 @@
 // noise; the table with streaming loads and stores (.cs): q4 0.67-0.73 from 256 MiB up.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "kernels/attention/launch.h"
 
 namespace kc {
@@ -280,10 +283,161 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   if (scales) keep_plane<NT>(ps, moves, i0, i1);
 }
 
+// ---- The pipeline (KC_KEEP_VARIANT=pipe*, experiment): batch b + 1's reads issued before batch b's writes ----
+// No move reads a row that an earlier move writes (dst_i < src_i < src_j for i < j), so a
+// later batch's reads may run ahead of an earlier batch's writes; a batch's writes wait for
+// every read of that batch and the ones before (WAR: dst_j == src_i, j > i). Step b: the reads
+// of b + 1 into the other register set (table b + 1), the table of b + 2 filled, one barrier
+// (every read of b, issued a step ago, and of b + 1 before any write of b; the table of b + 2
+// visible before its reads), the writes of b. Four tables: the one filled at step b was last
+// read by the writes of b - 2, which every thread finished before the barrier of step b - 1.
+template <int R>
+struct KeepTableN {
+  uint8_t* src[R];
+  uint8_t* dst[R];
+  uint8_t* ssrc[R];
+  uint8_t* sdst[R];
+};
+template <int NT, int RM, bool SCALES, int R>
+__device__ __forceinline__ void keep_fill_n(KeepTableN<R>& t, const KeepPlanes& pp, const KeepFetched<RM>& f, int n) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n) {
+      const KvPos a = kv_pos(pp.c, f.src[r]), b = kv_pos(pp.c, f.dst[r]);
+      t.src[k] = kv_plane_at(pp.c, a);
+      t.dst[k] = kv_plane_at(pp.c, b);
+      if (SCALES) {
+        t.ssrc[k] = kv_plane_at(pp.s, a);
+        t.sdst[k] = kv_plane_at(pp.s, b);
+      }
+    }
+  }
+}
+template <int NT, int PER, int WS, int LP, int R>
+struct KeepPipe {
+  using TS = typename KeepPiece<WS ? WS : 1>::T;
+  static constexpr int MSTEP = NT / PER;
+  static constexpr int L = LP * MSTEP <= R ? LP : R / MSTEP;
+  static constexpr int B = L * MSTEP, LS = WS ? (B + NT - 1) / NT : 0, RM = (B + NT - 1) / NT;
+  static_assert(NT % PER == 0 && L >= 1 && B <= R, "batch exceeds the table");
+  struct Regs {
+    uint4 x[L];
+    TS y[LS ? LS : 1];
+  };
+  // Reads of the n moves of table t (a zero where none).
+  static __device__ __forceinline__ void read(Regs& g, const KeepTableN<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < L; ++u) g.x[u] = u * MSTEP < lim ? keep_load<uint4>(t.src[u * MSTEP + mi] + off) : uint4{};
+#pragma unroll
+    for (int u = 0; u < LS; ++u) g.y[u] = u * NT < slim ? keep_load<TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
+  }
+  static __device__ __forceinline__ void write(const Regs& g, const KeepTableN<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < L; ++u)
+      if (u * MSTEP < lim) keep_store(t.dst[u * MSTEP + mi] + off, g.x[u]);
+#pragma unroll
+    for (int u = 0; u < LS; ++u)
+      if (u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], g.y[u]);
+  }
+  // Step b (moves from m0): cur holds b's reads; next gets b + 1's.
+  static __device__ __forceinline__ void step(KeepTableN<R>* tab, int b, Regs& cur, Regs& next, KeepFetched<RM>& f,
+                                              const KeepPlanes& pp, const KeepMove* moves, int m0, int i1) {
+    const int n1 = min(B, i1 - m0 - B), n2 = min(B, i1 - m0 - 2 * B), n3 = min(B, i1 - m0 - 3 * B);
+    if (n1 > 0) read(next, tab[(b + 1) & 3], n1);
+    if (n2 > 0) keep_fill_n<NT, RM, WS != 0>(tab[(b + 2) & 3], pp, f, n2);
+    if (n3 > 0) keep_fetch<NT, RM>(f, moves, m0 + 3 * B, n3);
+    __syncthreads();
+    write(cur, tab[b & 3], min(B, i1 - m0));
+  }
+};
+template <int NT, int PER, int WS, int LP, int R>
+__device__ __noinline__ void keep_pipe_moves(KeepTableN<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
+                                             int i1) {
+  using P = KeepPipe<NT, PER, WS, LP, R>;
+  constexpr int B = P::B, RM = P::RM;
+  KeepFetched<RM> f;
+  keep_fetch<NT, RM>(f, moves, i0, min(B, i1 - i0));
+  keep_fill_n<NT, RM, WS != 0>(tab[0], pp, f, min(B, i1 - i0));
+  if (i1 - i0 > B) {
+    keep_fetch<NT, RM>(f, moves, i0 + B, min(B, i1 - i0 - B));
+    keep_fill_n<NT, RM, WS != 0>(tab[1], pp, f, min(B, i1 - i0 - B));
+  }
+  if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
+  __syncthreads();
+  typename P::Regs ra, rb;
+  P::read(ra, tab[0], min(B, i1 - i0));
+  int b = 0;
+  for (int m0 = i0;;) {  // the same trips in every thread
+    P::step(tab, b, ra, rb, f, pp, moves, m0, i1);
+    m0 += B, ++b;
+    if (m0 >= i1) break;
+    P::step(tab, b, rb, ra, f, pp, moves, m0, i1);
+    m0 += B, ++b;
+    if (m0 >= i1) break;
+  }
+}
+template <int NT, int WS, int LP, int R>
+__device__ bool keep_pipe_per(KeepTableN<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
+  switch (per) {
+    case 2: keep_pipe_moves<NT, 2, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 4: keep_pipe_moves<NT, 4, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 8: keep_pipe_moves<NT, 8, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 16: keep_pipe_moves<NT, 16, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 32: keep_pipe_moves<NT, 32, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+  }
+  return false;
+}
+template <int NT, int MINB, int LP, int R>
+__global__ void __launch_bounds__(NT, MINB) keep_pipe_kernel(const KvView* views, const KeepMove* moves,
+                                                           const int32_t* lane_off) {
+  __shared__ KeepTableN<R> tab[4];
+  __shared__ KeepPlanes pp;
+  const int f = blockIdx.x;
+  int i0, i1;
+  KvView v;
+  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
+  const bool scales = v.lay.scale_bytes != 0;
+  const KvPlane pc = kv_plane(v, f);
+  const KvPlane ps = scales ? kv_plane(v, v.lay.planes() + f) : pc;
+  const int ws = scales ? keep_piece_width(ps) : 0;
+  const int per = keep_piece_width(pc) == 16 ? int(pc.bytes) / 16 : 0;
+  if (threadIdx.x == 0) pp = KeepPlanes{pc, ps};
+  __syncthreads();
+  if (ws == 0 || ws == int(ps.bytes)) {
+    bool done = false;
+    switch (ws) {
+      case 0: done = keep_pipe_per<NT, 0, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 2: done = keep_pipe_per<NT, 2, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 4: done = keep_pipe_per<NT, 4, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 8: done = keep_pipe_per<NT, 8, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 16: done = keep_pipe_per<NT, 16, LP, R>(tab, pp, moves, i0, i1, per); break;
+    }
+    if (done) return;
+  }
+  keep_plane<NT>(pc, moves, i0, i1);
+  if (scales) keep_plane<NT>(ps, moves, i0, i1);
+}
+
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  keep_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  static const std::string variant = [] {  // experiment only (issue20-keep4): removed before merge
+    const char* e = std::getenv("KC_KEEP_VARIANT");
+    return std::string(e ? e : "");
+  }();
+  const dim3 grid(lay.planes(), groups);
+  if (variant == "pipe4") {
+    keep_pipe_kernel<128, 8, 4, 128><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  } else if (variant == "pipe8") {
+    keep_pipe_kernel<128, 4, 8, 256><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  } else {
+    keep_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  }
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
