@@ -65,7 +65,8 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
       "; ceiling: the faster of cudaMemcpyAsync device to device and a 16-byte load/store copy kernel over (bytes read "
       "+ bytes written) / 2, same run; all rates are (bytes read + bytes written) / time; L2 (l2_policy): " +
       (flush_l2 ? "flush: a buffer of twice the L2 read (untimed) before every run of the kernel, the reference and both "
-                  "copies of the ceiling, warm-up included, so no run starts with lines of the previous one in L2"
+                  "copies of the ceiling, warm-up included, so no run starts with lines of the previous one in L2; the "
+                  "timed launch is enqueued while the flush runs (the events hold device time, no host launch latency)"
                 : "warm: runs back to back (a run whose bytes fit in L2 may find its previous run's lines there; the "
                   "ceiling's copy between two disjoint buffers of the same bytes finds fewer)");
   nlohmann::json rows = nlohmann::json::array(), targets = nlohmann::json::array();
