@@ -15,7 +15,9 @@ struct CopyCeiling {
   // (bytes read + bytes written) / time of the faster copy.
   double bytes_per_s() const { return 2.0 * bytes / (best_us() * 1e-6); }
 };
-// Copies `bytes` (rounded up to 16) between two fresh device buffers both ways.
-Status bench_copy_ceiling(uint64_t bytes, int warmup, int reps, CopyCeiling* c);
+// Copies `bytes` (rounded up to 16) between two fresh device buffers both ways. flush_l2:
+// the L2 read out (a buffer of twice its size, untimed) before every run (bench/timing.cuh,
+// BenchL2Flush); false: runs back to back.
+Status bench_copy_ceiling(uint64_t bytes, int warmup, int reps, bool flush_l2, CopyCeiling* c);
 
 }  // namespace kc

@@ -2,7 +2,9 @@
 // Each configuration: lanes of a cache of `layers` layers (pages of ptok positions shuffled
 // through one arena, or one window per lane), the kernel run once and verified (untimed),
 // then timed with CUDA events around single launches (warm-up, then the median of reps),
-// and the copy ceiling of the same bytes measured right after (bench/copy_ceiling.cu).
+// and the copy ceiling of the same bytes measured right after (bench/copy_ceiling.cu). The
+// L2 rule (MoveBenchConfig::flush_l2, default on): the L2 read out, untimed, before every
+// timed run of the kernel and of the ceiling alike (bench/timing.cuh, BenchL2Flush).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -208,11 +210,13 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
   KC_RETURN_IF_ERROR(launch());
   KC_CUDA_TRY(cudaDeviceSynchronize());
   KC_RETURN_IF_ERROR(verify_rope(c, L, rows, p, dq.get(), dk.get(), dv.get(), dqo.get(), r));
-  KC_RETURN_IF_ERROR(bench_time(warmup, reps, launch, &r->us));
+  BenchL2Flush flush;
+  KC_RETURN_IF_ERROR(flush.init(c.flush_l2));
+  KC_RETURN_IF_ERROR(bench_time_l2(flush, warmup, reps, launch, &r->us));
   r->rows = n;
   r->read_bytes = row_read * n;
   r->write_bytes = row_write * n;
-  return bench_copy_ceiling(uint64_t((r->read_bytes + r->write_bytes) / 2), warmup, reps, &r->ceiling);
+  return bench_copy_ceiling(uint64_t((r->read_bytes + r->write_bytes) / 2), warmup, reps, c.flush_l2, &r->ceiling);
 }
 
 Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, MoveBenchResult* r) {
@@ -249,11 +253,13 @@ Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, Move
   o << "arena after one keep equals the sequential reference's: " << diff << " of " << A.mem_bytes << " bytes differ";
   r->verify_detail = o.str();
   r->verified = diff == 0;
-  KC_RETURN_IF_ERROR(bench_time(warmup, reps, launch, &r->us));
-  KC_RETURN_IF_ERROR(bench_time(1, std::min(reps, 5), reference, &r->reference_us));
+  BenchL2Flush flush;
+  KC_RETURN_IF_ERROR(flush.init(c.flush_l2));
+  KC_RETURN_IF_ERROR(bench_time_l2(flush, warmup, reps, launch, &r->us));
+  KC_RETURN_IF_ERROR(bench_time_l2(flush, 1, std::min(reps, 5), reference, &r->reference_us));
   r->rows = int64_t(moves.size());
   r->read_bytes = r->write_bytes = double(lay.kv_bytes(uint64_t(moves.size())));
-  return bench_copy_ceiling(uint64_t(r->read_bytes), warmup, reps, &r->ceiling);
+  return bench_copy_ceiling(uint64_t(r->read_bytes), warmup, reps, c.flush_l2, &r->ceiling);
 }
 
 }  // namespace kc

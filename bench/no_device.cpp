@@ -22,7 +22,7 @@ Status bench_rope_store_config(const MoveBenchConfig&, int, int, MoveBenchResult
 Status bench_compact_config(const MoveBenchConfig&, int, int, MoveBenchResult*) {
   return Status::Error("bench needs the cuda backend (this build has none)");
 }
-Status bench_copy_ceiling(uint64_t, int, int, CopyCeiling*) {
+Status bench_copy_ceiling(uint64_t, int, int, bool, CopyCeiling*) {
   return Status::Error("bench needs the cuda backend (this build has none)");
 }
 

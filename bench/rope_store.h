@@ -17,6 +17,11 @@ struct MoveBenchConfig {
   int ptok;              // 0: window
   uint64_t target_bytes;  // bytes the kernel should read plus write (rows are whole: about this)
   int layers, q_heads, kv_heads, head_dim, lanes;
+  // The L2 rule (bench rope-store|compact --l2): true (flush, the default) reads a buffer of
+  // twice the L2 (untimed) before every timed run of the kernel, the reference and both
+  // copies of the ceiling, so every run starts from DRAM; false (warm, the rule before):
+  // runs back to back, where a run whose rows fit in L2 finds its previous run's lines.
+  bool flush_l2 = true;
 };
 struct MoveBenchResult {
   int64_t rows = 0;          // rope store: rows stored; compact: moves (positions moved)

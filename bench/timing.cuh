@@ -2,7 +2,8 @@
 // gated, graph or partial; bench_time: the median of events-timed launches), a
 // grid-stride byte fill, a byte-difference count, and the copy ceiling of a byte count (a
 // device-to-device cudaMemcpyAsync and a 16-byte load/store copy kernel over the same bytes,
-// both timed; a bench takes the faster as its ceiling).
+// both timed; a bench takes the faster as its ceiling), and the L2 rule of the move benches
+// (BenchL2Flush, bench_time_l2: L2 flushed before every timed run).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -163,6 +164,82 @@ template <class F>
 Status bench_time(int warmup, int reps, F launch, double* median_us) {
   std::vector<float> t, host;
   KC_RETURN_IF_ERROR(bench_timed("events", warmup, reps, 1, [&](int, cudaStream_t) { return launch(); }, &t, &host));
+  *median_us = bench_median(t) * 1e3;
+  return Status::Ok();
+}
+
+// Reads n16 int4 (the L2 flush of BenchL2Flush): the loads stay, their xor goes nowhere.
+__global__ void bench_l2_flush_kernel(const int4* __restrict__ p, size_t n16, int* sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) {
+    const int4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *sink = acc;  // keeps the loads; almost never taken
+}
+
+// The L2 rule of bench rope-store and compact (bench/rope_store.h, MoveL2): a buffer of twice
+// the device's L2 read (untimed) before every timed run of a kernel and of its copy ceiling,
+// so that no run starts with lines of the previous one in L2 (a keep whose rows fit in L2
+// re-read the lines its previous run wrote; the ceiling's copy of as many bytes between two
+// disjoint buffers cannot). A read, not a write: it evicts every earlier line (dirty ones are
+// written back during the flush) and leaves clean lines only, so the timed run does not
+// write back the flush's bytes. On: false leaves the runs back to back (the earlier rule).
+class BenchL2Flush {
+ public:
+  Status init(bool on) {
+    if (!on) return Status::Ok();
+    int l2 = 0;
+    KC_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    bytes_ = (2 * uint64_t(l2 > 0 ? l2 : 64 << 20) + 4095) / 4096 * 4096;
+    KC_RETURN_IF_ERROR(buf_.alloc(bytes_));
+    KC_RETURN_IF_ERROR(sink_.alloc(1));
+    bench_fill_words_kernel<<<4096, 256>>>(reinterpret_cast<uint32_t*>(buf_.get()), bytes_ / 4, 7);
+    KC_LAUNCH_CHECK("bench_fill_words_kernel");
+    return run();
+  }
+  bool on() const { return bytes_ != 0; }
+  uint64_t bytes() const { return bytes_; }
+  // Enqueues the flush on stream 0 (nothing when off).
+  Status run() const {
+    if (!on()) return Status::Ok();
+    bench_l2_flush_kernel<<<2048, 256>>>(reinterpret_cast<const int4*>(buf_.get()), bytes_ / 16, sink_.get());
+    KC_LAUNCH_CHECK("bench_l2_flush_kernel");
+    return Status::Ok();
+  }
+
+ private:
+  uint64_t bytes_ = 0;
+  DevBuf<uint8_t> buf_;
+  DevBuf<int> sink_;
+};
+
+// bench_time with the L2 rule: flush.run() (untimed, outside the events) before every run,
+// warm-up included.
+template <class F>
+Status bench_time_l2(const BenchL2Flush& flush, int warmup, int reps, F launch, double* median_us) {
+  if (!flush.on()) return bench_time(warmup, reps, launch, median_us);
+  cudaEvent_t a = nullptr, b = nullptr;
+  std::vector<float> t;
+  auto run = [&]() -> Status {
+    KC_CUDA_TRY(cudaEventCreate(&a));
+    KC_CUDA_TRY(cudaEventCreate(&b));
+    for (int i = 0; i < warmup + reps; ++i) {
+      KC_RETURN_IF_ERROR(flush.run());
+      KC_CUDA_TRY(cudaEventRecord(a, 0));
+      KC_RETURN_IF_ERROR(launch());
+      KC_CUDA_TRY(cudaEventRecord(b, 0));
+      KC_CUDA_TRY(cudaEventSynchronize(b));
+      float ms;
+      KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
+      if (i >= warmup) t.push_back(ms);
+    }
+    return Status::Ok();
+  };
+  const Status st = run();
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  KC_RETURN_IF_ERROR(st);
   *median_us = bench_median(t) * 1e3;
   return Status::Ok();
 }

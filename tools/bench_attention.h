@@ -15,6 +15,10 @@ struct BenchOptions {
   // attention: how each run is timed (AttnBenchConfig::timing: events, gated, graph, partial)
   std::string timing = "events";
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)
+  // rope-store, compact: the L2 rule (the receipt's l2_policy): "flush" (default: the L2 read
+  // out, untimed, before every timed run of the kernel and the ceiling) or "warm" (runs back
+  // to back, the rule of receipts without l2_policy)
+  std::string l2 = "flush";
   // engine: the trained model's folder, the synthetic preset's layers, the python that runs
   // tools/transformers_decode_bench.py ("none": transformers not measured), tokens per lane
   std::string engine_model = "fixtures/models/stdlib-bytes-3m";

@@ -5,7 +5,9 @@
 // (--quick: 4, 64, 256 MiB); formats bf16, fp8, q4; pages of 16 and 256 positions and a
 // window. Rates count bytes read plus bytes written, for the kernels and the ceiling alike.
 // Target (issue 20): achieved / ceiling >= 0.85 from 64 MiB up, every format and
-// addressing, each row verified; met or not per row in the receipt.
+// addressing, each row verified; met or not per row in the receipt. The L2 rule (--l2,
+// the receipt's l2_policy): flush (default), the L2 read out before every timed run of the
+// kernel and of the ceiling alike; warm, runs back to back (the rule before l2_policy).
 #include "tools/bench_moves.h"
 
 #include <chrono>
@@ -45,6 +47,8 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
   const std::regex filter(o.filter, std::regex::ECMAScript);  // checked by the command line
   Receipt r(Receipt::Head{"bench", name, "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
+  const bool flush_l2 = o.l2 != "warm";
+  r["l2_policy"] = flush_l2 ? "flush" : "warm";  // premerge times a head bench in its base receipt's policy
   r["shape"] = {{"layers", layers}, {"kv_heads", kv_heads}, {"head_dim", head_dim}, {"lanes", lanes}};
   if (rope) r["shape"]["q_heads"] = q_heads;
   r["method"] =
@@ -59,7 +63,12 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
               "kernel's (a barrier after every move, the previous keep kernel's scheme, whose time is reported as "
               "reference_us)") +
       "; ceiling: the faster of cudaMemcpyAsync device to device and a 16-byte load/store copy kernel over (bytes read "
-      "+ bytes written) / 2, same run; all rates are (bytes read + bytes written) / time";
+      "+ bytes written) / 2, same run; all rates are (bytes read + bytes written) / time; L2 (l2_policy): " +
+      (flush_l2 ? "flush: a buffer of twice the L2 read (untimed) before every run of the kernel, the reference and both "
+                  "copies of the ceiling, warm-up included, so no run starts with lines of the previous one in L2; the "
+                  "timed launch is enqueued while the flush runs (the events hold device time, no host launch latency)"
+                : "warm: runs back to back (a run whose bytes fit in L2 may find its previous run's lines there; the "
+                  "ceiling's copy between two disjoint buffers of the same bytes finds fewer)");
   nlohmann::json rows = nlohmann::json::array(), targets = nlohmann::json::array();
   bool all = true;
   std::cout << std::left << std::setw(20) << "config" << std::setw(10) << "rows" << std::setw(11) << "ours us"
@@ -73,7 +82,7 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
         const std::string cfg = config_name(mib, f, a);
         if (!std::regex_search(cfg, filter)) continue;
         MoveBenchResult res;
-        const MoveBenchConfig mc{f, a, mib << 20, layers, q_heads, kv_heads, head_dim, lanes};
+        const MoveBenchConfig mc{f, a, mib << 20, layers, q_heads, kv_heads, head_dim, lanes, flush_l2};
         const Status st = rope ? bench_rope_store_config(mc, warmup, o.reps, &res)
                                : bench_compact_config(mc, warmup, o.reps, &res);
         if (!st.ok) {

@@ -267,6 +267,13 @@ int main(int argc, char** argv) {
                     "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
                     "'not measured'. rope-store, compact: the rows whose size/format/addressing (e.g. "
                     "'256MiB/q4/p16') matches; a filter that selects no row exits 2");
+  auto* bench_l2 =
+      bench->add_option("--l2", bo.l2,
+                        "rope-store, compact: the L2 rule of every timed run, the kernel's and the copy ceiling's "
+                        "alike (the receipt's l2_policy): flush (default: a buffer of twice the L2 read, untimed, "
+                        "before each run, so no run finds its previous run's lines) or warm (runs back to back, "
+                        "the rule of receipts without l2_policy)")
+          ->check(CLI::IsMember({"flush", "warm"}));
   std::vector<std::string> report_files;
   std::string report_format = "md";
   auto* report = app.add_subcommand(
@@ -570,12 +577,15 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     // Options of one bench given to another are refused, not ignored.
-    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_timing, bench_filter}) {
-      const bool applies = bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
-                           (opt == bench_filter && (bench_what == "rope-store" || bench_what == "compact"));
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_timing, bench_filter, bench_l2}) {
+      const bool moves = bench_what == "rope-store" || bench_what == "compact";
+      const bool applies = opt == bench_l2 ? moves
+                           : bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
+                                 (opt == bench_filter && moves);
       if (opt->count() && !applies) {
         std::cerr << "tf-cuda-test: error: bench " << bench_what << ": " << opt->get_name() << " applies to "
                   << (opt == bench_filter       ? "bench attention, rope-store and compact"
+                      : opt == bench_l2         ? "bench rope-store and compact"
                       : opt == bench_script_dir ? "bench attention and engine"
                                                 : "bench attention")
                   << " only\n";

@@ -276,6 +276,14 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
     if (o.backend_given && o.backend != "auto" && o.backend != head_backend)
       return refuse("--backend " + o.backend + " but the head's receipts in " + o.head_dir + " ran on " + head_backend);
+    // A bench timed under another L2 rule than its base (l2_policy): its ratios to the
+    // ceiling measure something else (a run that finds its previous run's lines in L2).
+    for (const auto& [n, h] : head.benches)
+      if (base.benches.count(n) && bench_l2_policy(base.benches[n]) != bench_l2_policy(h))
+        return refuse("L2 policy mismatch: " + file_of(o.base_dir, "bench-" + n + ".json") + " was timed with l2_policy " +
+                      bench_l2_policy(base.benches[n]) + ", " + file_of(o.head_dir, "bench-" + n + ".json") + " with " +
+                      bench_l2_policy(h) + "; time the head with bench " + n + " --l2 " +
+                      bench_l2_policy(base.benches[n]) + ", or let premerge run it (it takes the base's policy)");
   } else {
     for (const ContractDef& c : contracts())
       if (o.contracts.empty() || std::find(o.contracts.begin(), o.contracts.end(), c.name) != o.contracts.end())
@@ -369,11 +377,20 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
           const json& argv = base.benches[what]["argv"];
           bo.quick = std::find(argv.begin(), argv.end(), json("--quick")) != argv.end();
         }
+        if (what == "rope-store" || what == "compact") {  // the base's L2 rule; flush without a base
+          bo.l2 = base.benches.count(what) ? bench_l2_policy(base.benches[what]) : "flush";
+          if (bo.l2 != "flush")
+            run_notes.push_back("bench " + what + " ran with --l2 " + bo.l2 + ", the L2 policy of the base's receipt (" +
+                                "warm: runs back to back; a receipt without l2_policy was timed so); its rows under the "
+                                "default rule (flush) need a base timed with it");
+        }
         bo.script_dir = o.script_dir;
         bo.device = device_json(be->device());
         bo.argv = o.argv;
         Receipt bench;
-        if (!o.quiet) err << "premerge: bench " << what << (bo.quick ? " --quick" : "") << "\n";
+        if (!o.quiet)
+          err << "premerge: bench " << what << (bo.quick ? " --quick" : "")
+              << (what == "rope-store" || what == "compact" ? " --l2 " + bo.l2 : std::string()) << "\n";
         const int rc = run_bench(what, bo, &bench);
         const json rec = bench.doc();
         if (rec.is_null()) {

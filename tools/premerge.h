@@ -83,6 +83,12 @@ struct TimeSlowdown {
   bool launch_bound = false;
   int slower_by_some = 0;          // yardstick/run pairs past the limit
 };
+// The L2 rule a bench receipt's runs were timed under (bench rope-store / compact --l2): its
+// l2_policy ("flush", "warm"); "warm" for a receipt without one (every bench before the
+// field ran back to back). Rows of two policies are not comparable: premerge runs a head's
+// bench in its base receipt's policy, and refuses a --head folder whose policy differs.
+std::string bench_l2_policy(const nlohmann::json& receipt);
+
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,
                                          const nlohmann::json* rerun_row, const PremergeOptions& o);

@@ -28,6 +28,12 @@ std::optional<std::string> ratio_group(const std::string& field) {
   return std::nullopt;
 }
 
+std::string bench_l2_policy(const json& receipt) {
+  if (receipt.is_object() && receipt.contains("l2_policy") && receipt["l2_policy"].is_string())
+    return receipt["l2_policy"].get<std::string>();
+  return "warm";
+}
+
 std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_row, const json* rerun_row,
                                          const PremergeOptions& o) {
   std::map<std::string, TimeSlowdown> groups;

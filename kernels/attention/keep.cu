@@ -4,39 +4,43 @@
 // keep_kernel<128, 8>: a block per (code plane, lane group), 128 threads, 8 blocks per SM (so
 // the blocks of a bench-sized keep run in about one wave), that also moves the code plane's
 // scale plane where the layout has one: every block carries the same bytes. The lane group's
-// moves run in batches of B moves (kKeepLoads 16-byte code pieces per thread, B = kKeepLoads *
-// 128 / pieces per code row, at most kKeepTable; one scale row per thread per piece slot).
-// Each batch's moves are resolved once per block into a shared table of row addresses (the
-// move's load, the page split and the page table's load: kv_pos of src and dst, then
-// kv_plane_at of the code and the scale plane), shared by every piece of a row (code and
-// scale). A batch: every thread reads its pieces (addresses from the table), fetches its
-// share of the next batch's moves, a barrier, writes its pieces, resolves the next batch's
-// moves into the other table, a second barrier.
+// moves run in batches of B moves (kKeepSetLoads 16-byte code pieces per thread, B =
+// kKeepSetLoads * 128 / pieces per code row, at most kKeepTable; one scale row per thread per
+// piece slot). Each batch's moves are resolved once per block into a shared table of row
+// addresses (the move's load, the page split and the page table's load: kv_pos of src and
+// dst, then kv_plane_at of the code and the scale plane), shared by every piece of a row (code
+// and scale). The batches are pipelined through two register sets and four tables: step b
+// reads batch b + 1 into one set, resolves batch b + 2 into its table and fetches batch b + 3's
+// moves, one barrier, then writes batch b from the other set (KeepPipe::step), so the next
+// batch's reads are in flight while a batch is written.
 // This equals sequential in-order moves: a lane's moves ascend in src and in dst, with dst <
-// src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for i < j); a
-// later move may write the row an earlier one reads (dst_j == src_i, j > i), and every read of
-// a batch comes before the batch's writes and every later batch's (its barriers). Every
+// src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for i < j):
+// a batch's reads may run ahead of every earlier batch's writes. A later move may write the
+// row an earlier one reads (dst_j == src_i, j > i): every read of batch b is issued before the
+// barrier of step b - 1 and every write of b comes after the barrier of step b. Every
 // declared field (codes and scales) moves; addresses come from kv_pos and kv_plane_at.
 // Layouts the table does not cover (code rows not 32-512 bytes in 16-byte pieces, a scale row
 // not one aligned piece of 2-16 bytes) move one plane after the other (keep_moves: pieces of
 // the widest width the plane's addresses allow, each thread resolving its own rows).
-// Measured on the H200 (bench compact, bytes moved / copy ceiling from 64 MiB up, the A/B run
-// of reports/h200/issue20-keep3/): bf16 0.89-1.12, fp8 0.79-1.05, q4 0.75-0.86, where main's
-// kernels (a block per field for bf16; for fp8 and q4 a block per code plane and its scale
-// plane, each thread resolving its own rows: 64 registers, 8-64 bytes spilled) gave 0.84-0.98,
-// 0.68-0.82 and 0.66-0.74 in the same run, in 2.8x the instructions (ncu, q4 at 64 MiB).
-// Tried (reports/h200/issue20-moves.md, issue20-moves2/, issue20-keep3/): a warp per (lane,
-// field, 64-byte column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55 (fp8), 0.29-0.42
-// (q4); 64-thread blocks, 16 per SM: 0.66-0.79 (bf16); the pair kernel at 6 blocks per SM:
-// 0.52-0.63; the table with the next batch's moves fetched after the writes: the same within
-// noise; the table with streaming loads and stores (.cs): q4 0.67-0.73 from 256 MiB up.
+// Measured on the H200 (bench compact under the L2 rule, flush, bytes moved / copy ceiling
+// from 64 MiB up, two runs each in one call, reports/h200/issue20-keep4/): bf16 0.86-0.93,
+// fp8 0.81-0.86, q4 0.78-0.82, where the unpipelined table kernel (8 pieces per thread, a
+// batch's reads, a barrier, its writes, the next table, a second barrier; issue20-keep3) gave
+// 0.85-0.93, 0.80-0.86 and 0.75-0.81 in the same call.
+// Tried (reports/h200/issue20-moves.md, issue20-moves2/, issue20-keep3/, issue20-keep4/): a
+// warp per (lane, field, 64-byte column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55
+// (fp8), 0.29-0.42 (q4); 64-thread blocks, 16 per SM: 0.66-0.79 (bf16); the pair kernel at 6
+// blocks per SM: 0.52-0.63; the unpipelined table with the next batch's moves fetched after
+// the writes: the same within noise; with streaming loads and stores (.cs): q4 0.67-0.73 from
+// 256 MiB up; the pipeline with 8 pieces per set at 4 blocks per SM (two waves): q4 0.71-0.81,
+// 64 MiB rows 3-8 % below the table's.
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
 
 namespace kc {
 
-constexpr int kKeepLoads = 8;  // pieces in flight per thread
+constexpr int kKeepLoads = 8;  // keep_moves: pieces in flight per thread
 
 template <int W>
 struct KeepPiece;
@@ -120,20 +124,12 @@ __device__ __forceinline__ bool keep_group(const KvView* views, const KeepMove* 
   return true;
 }
 
-// ---- The table: a batch's moves resolved once per block ----
-constexpr int kKeepTable = 256;  // moves per batch at most (rows of a table)
-struct KeepTable {               // row addresses of a batch's moves
-  uint8_t* src[kKeepTable];      // code rows
-  uint8_t* dst[kKeepTable];
-  uint8_t* ssrc[kKeepTable];  // scale rows
-  uint8_t* sdst[kKeepTable];
-};
+// ---- The table and the pipeline: a batch's moves resolved once per block ----
 struct KeepPlanes {
   KvPlane c, s;  // the code plane and its scale plane (c again where the layout has none)
 };
-
 // A batch's moves, RM per thread (k = threadIdx.x + r * NT), fetched into registers, then
-// resolved into a table: one kv_pos per position, kv_plane_at of both planes.
+// resolved into a table (keep_fill): one kv_pos per position, kv_plane_at of both planes.
 template <int RM>
 struct KeepFetched {
   int32_t src[RM], dst[RM];
@@ -149,8 +145,27 @@ __device__ __forceinline__ void keep_fetch(KeepFetched<RM>& f, const KeepMove* m
     }
   }
 }
-template <int NT, int RM, bool SCALES>
-__device__ __forceinline__ void keep_fill(KeepTable& t, const KeepPlanes& pp, const KeepFetched<RM>& f, int n) {
+// Global loads and stores through the table's generic pointers (every arena is global memory).
+template <typename T>
+__device__ __forceinline__ T keep_load(const uint8_t* p) {
+  __builtin_assume(__isGlobal(p));
+  return *reinterpret_cast<const T*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void keep_store(uint8_t* p, const T& x) {
+  __builtin_assume(__isGlobal(p));
+  *reinterpret_cast<T*>(p) = x;
+}
+
+template <int R>
+struct KeepTable {  // row addresses of a batch's moves, R at most
+  uint8_t* src[R];  // code rows
+  uint8_t* dst[R];
+  uint8_t* ssrc[R];  // scale rows
+  uint8_t* sdst[R];
+};
+template <int NT, int RM, bool SCALES, int R>
+__device__ __forceinline__ void keep_fill(KeepTable<R>& t, const KeepPlanes& pp, const KeepFetched<RM>& f, int n) {
 #pragma unroll
   for (int r = 0; r < RM; ++r) {
     const int k = int(threadIdx.x) + r * NT;
@@ -165,94 +180,102 @@ __device__ __forceinline__ void keep_fill(KeepTable& t, const KeepPlanes& pp, co
     }
   }
 }
-
-// Global loads and stores through the table's generic pointers (every arena is global memory).
-template <typename T>
-__device__ __forceinline__ T keep_load(const uint8_t* p) {
-  __builtin_assume(__isGlobal(p));
-  return *reinterpret_cast<const T*>(p);
-}
-template <typename T>
-__device__ __forceinline__ void keep_store(uint8_t* p, const T& x) {
-  __builtin_assume(__isGlobal(p));
-  *reinterpret_cast<T*>(p) = x;
-}
-
-// One batch [m0, m0 + B) from table tab[cur]. PER 16-byte pieces per code row (PER divides
-// NT), L per thread, B = L * NT / PER moves; scale rows of WS bytes, one piece each (WS = 0: no
-// scale plane), LS per thread. Compile-time strides: a piece's table entry is a fixed offset
-// from the thread's first. FULL: a whole batch, no guards; in the last, a guarded load leaves
-// a zero, not the previous batch's register (kept live across the loop, it spilled).
-// The next batch's moves are fetched between the reads and the barrier (their latency under
-// the reads) and resolved into tab[cur ^ 1] after the writes: that table was last read by
-// the previous batch's writes, which every thread finished before this batch's first barrier.
-template <int NT, int PER, int WS, bool FULL>
-__device__ __forceinline__ void keep_batch(KeepTable* tab, int cur, const KeepPlanes& pp, const KeepMove* moves, int m0,
-                                           int i1) {
+// The pipeline of one plane pair. PER 16-byte pieces per code row (PER divides NT), L per
+// thread and set, B = L * NT / PER moves per batch; scale rows of WS bytes, one piece each
+// (WS = 0: no scale plane), LS per thread and set. No move reads a row that an earlier move
+// writes (dst_i < src_i < src_j for i < j), so a later batch's reads may run ahead of an
+// earlier batch's writes; a batch's writes wait for every read of that batch and the ones
+// before (WAR: dst_j == src_i, j > i). Step b: the reads of b + 1 into the other register set
+// (table b + 1), the table of b + 2 filled, the moves of b + 3 fetched, one barrier (every
+// read of b, issued a step ago, before any write of b; the table of b + 2 visible before its
+// reads), the writes of b. Four tables: the one filled at step b was last read by the writes
+// of b - 2, which every thread finished before the barrier of step b - 1. Guarded loads leave
+// a zero, not the set's previous register.
+template <int NT, int PER, int WS, int LP, int R>
+struct KeepPipe {
   using TS = typename KeepPiece<WS ? WS : 1>::T;
-  constexpr int MSTEP = NT / PER;                                       // moves per load slot
-  constexpr int L = kKeepLoads * MSTEP <= kKeepTable ? kKeepLoads : kKeepTable / MSTEP;
-  constexpr int B = L * MSTEP, LS = WS ? (B + NT - 1) / NT : 0, RM = (B + NT - 1) / NT;
-  const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
-  const int n = min(B, i1 - m0), lim = n - mi, slim = n - int(threadIdx.x);  // this thread's pieces: index < lim
-  const int nn = min(B, i1 - m0 - B);                                         // the next batch's moves
-  const KeepTable& t = tab[cur];
-  uint4 x[L];
-  TS y[LS ? LS : 1];
+  static constexpr int MSTEP = NT / PER;
+  static constexpr int L = LP * MSTEP <= R ? LP : R / MSTEP;
+  static constexpr int B = L * MSTEP, LS = WS ? (B + NT - 1) / NT : 0, RM = (B + NT - 1) / NT;
+  static_assert(NT % PER == 0 && L >= 1 && B <= R, "batch exceeds the table");
+  struct Regs {
+    uint4 x[L];
+    TS y[LS ? LS : 1];
+  };
+  // Reads of the n moves of table t (a zero where none).
+  static __device__ __forceinline__ void read(Regs& g, const KeepTable<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
 #pragma unroll
-  for (int u = 0; u < L; ++u) x[u] = FULL || u * MSTEP < lim ? keep_load<uint4>(t.src[u * MSTEP + mi] + off) : uint4{};
+    for (int u = 0; u < L; ++u) g.x[u] = u * MSTEP < lim ? keep_load<uint4>(t.src[u * MSTEP + mi] + off) : uint4{};
 #pragma unroll
-  for (int u = 0; u < LS; ++u)
-    y[u] = (FULL && (u + 1) * NT <= B) || u * NT < slim ? keep_load<TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
-  KeepFetched<RM> f;
-  keep_fetch<NT, RM>(f, moves, m0 + B, nn);
-  __syncthreads();  // every read of the batch (both planes) before any of its writes
-#pragma unroll
-  for (int u = 0; u < L; ++u)
-    if (FULL || u * MSTEP < lim) keep_store(t.dst[u * MSTEP + mi] + off, x[u]);
-#pragma unroll
-  for (int u = 0; u < LS; ++u)
-    if ((FULL && (u + 1) * NT <= B) || u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], y[u]);
-  if (nn > 0) {
-    keep_fill<NT, RM, WS != 0>(tab[cur ^ 1], pp, f, nn);
-    __syncthreads();  // the next table before the next batch's reads
+    for (int u = 0; u < LS; ++u) g.y[u] = u * NT < slim ? keep_load<TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
   }
-}
-
-template <int NT, int PER, int WS>
-__device__ __noinline__ void keep_table_moves(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
+  static __device__ __forceinline__ void write(const Regs& g, const KeepTable<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < L; ++u)
+      if (u * MSTEP < lim) keep_store(t.dst[u * MSTEP + mi] + off, g.x[u]);
+#pragma unroll
+    for (int u = 0; u < LS; ++u)
+      if (u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], g.y[u]);
+  }
+  // Step b (moves from m0): cur holds b's reads; next gets b + 1's.
+  static __device__ __forceinline__ void step(KeepTable<R>* tab, int b, Regs& cur, Regs& next, KeepFetched<RM>& f,
+                                              const KeepPlanes& pp, const KeepMove* moves, int m0, int i1) {
+    const int n1 = min(B, i1 - m0 - B), n2 = min(B, i1 - m0 - 2 * B), n3 = min(B, i1 - m0 - 3 * B);
+    if (n1 > 0) read(next, tab[(b + 1) & 3], n1);
+    if (n2 > 0) keep_fill<NT, RM, WS != 0>(tab[(b + 2) & 3], pp, f, n2);
+    if (n3 > 0) keep_fetch<NT, RM>(f, moves, m0 + 3 * B, n3);
+    __syncthreads();
+    write(cur, tab[b & 3], min(B, i1 - m0));
+  }
+};
+template <int NT, int PER, int WS, int LP, int R>
+__device__ __noinline__ void keep_table_moves(KeepTable<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
                                               int i1) {
-  constexpr int MSTEP = NT / PER, L = kKeepLoads * MSTEP <= kKeepTable ? kKeepLoads : kKeepTable / MSTEP;
-  constexpr int B = L * MSTEP, RM = (B + NT - 1) / NT;
-  static_assert(NT % PER == 0 && L >= 1 && B <= kKeepTable, "batch exceeds the table");
+  using P = KeepPipe<NT, PER, WS, LP, R>;
+  constexpr int B = P::B, RM = P::RM;
   KeepFetched<RM> f;
   keep_fetch<NT, RM>(f, moves, i0, min(B, i1 - i0));
   keep_fill<NT, RM, WS != 0>(tab[0], pp, f, min(B, i1 - i0));
+  if (i1 - i0 > B) {
+    keep_fetch<NT, RM>(f, moves, i0 + B, min(B, i1 - i0 - B));
+    keep_fill<NT, RM, WS != 0>(tab[1], pp, f, min(B, i1 - i0 - B));
+  }
+  if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
   __syncthreads();
-  int cur = 0;
-  for (int m0 = i0; m0 < i1; m0 += B, cur ^= 1) {  // the same trips in every thread
-    if (i1 - m0 >= B) keep_batch<NT, PER, WS, true>(tab, cur, pp, moves, m0, i1);
-    else keep_batch<NT, PER, WS, false>(tab, cur, pp, moves, m0, i1);
+  typename P::Regs ra, rb;
+  P::read(ra, tab[0], min(B, i1 - i0));
+  int b = 0;
+  for (int m0 = i0;;) {  // the same trips in every thread
+    P::step(tab, b, ra, rb, f, pp, moves, m0, i1);
+    m0 += B, ++b;
+    if (m0 >= i1) break;
+    P::step(tab, b, rb, ra, f, pp, moves, m0, i1);
+    m0 += B, ++b;
+    if (m0 >= i1) break;
   }
 }
-
-// The table's code row widths: PER 16-byte pieces, 32-512 bytes (every format at head_dim 64-256).
-template <int NT, int WS>
-__device__ bool keep_table_per(KeepTable* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
+template <int NT, int WS, int LP, int R>
+__device__ bool keep_table_per(KeepTable<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
   switch (per) {
-    case 2: keep_table_moves<NT, 2, WS>(tab, pp, moves, i0, i1); return true;
-    case 4: keep_table_moves<NT, 4, WS>(tab, pp, moves, i0, i1); return true;
-    case 8: keep_table_moves<NT, 8, WS>(tab, pp, moves, i0, i1); return true;
-    case 16: keep_table_moves<NT, 16, WS>(tab, pp, moves, i0, i1); return true;
-    case 32: keep_table_moves<NT, 32, WS>(tab, pp, moves, i0, i1); return true;
+    case 2: keep_table_moves<NT, 2, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 4: keep_table_moves<NT, 4, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 8: keep_table_moves<NT, 8, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 16: keep_table_moves<NT, 16, WS, LP, R>(tab, pp, moves, i0, i1); return true;
+    case 32: keep_table_moves<NT, 32, WS, LP, R>(tab, pp, moves, i0, i1); return true;
   }
   return false;
 }
-
+constexpr int kKeepSetLoads = 4;  // 16-byte code pieces per thread in each of the two register sets
+constexpr int kKeepTable = 128;   // moves per batch at most (rows of a table)
 template <int NT, int MINB>
 __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
                                                       const int32_t* lane_off) {
-  __shared__ KeepTable tab[2];
+  constexpr int LP = kKeepSetLoads, R = kKeepTable;
+  __shared__ KeepTable<R> tab[4];
   __shared__ KeepPlanes pp;
   const int f = blockIdx.x;
   int i0, i1;
@@ -268,11 +291,11 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   if (ws == 0 || ws == int(ps.bytes)) {  // one piece per scale row
     bool done = false;
     switch (ws) {
-      case 0: done = keep_table_per<NT, 0>(tab, pp, moves, i0, i1, per); break;
-      case 2: done = keep_table_per<NT, 2>(tab, pp, moves, i0, i1, per); break;
-      case 4: done = keep_table_per<NT, 4>(tab, pp, moves, i0, i1, per); break;
-      case 8: done = keep_table_per<NT, 8>(tab, pp, moves, i0, i1, per); break;
-      case 16: done = keep_table_per<NT, 16>(tab, pp, moves, i0, i1, per); break;
+      case 0: done = keep_table_per<NT, 0, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 2: done = keep_table_per<NT, 2, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 4: done = keep_table_per<NT, 4, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 8: done = keep_table_per<NT, 8, LP, R>(tab, pp, moves, i0, i1, per); break;
+      case 16: done = keep_table_per<NT, 16, LP, R>(tab, pp, moves, i0, i1, per); break;
     }
     if (done) return;
   }

@@ -11,7 +11,8 @@
 #              naming both; a target the head did not measure (--quick) is listed, not counted;
 #              a row whose ours / SDPA alone moved (SDPA's own time did) passes; a launch-bound
 #              row (under 20 us) passes 15 % slower and fails 40 % slower; a head folder's
-#              bench-<name>-rerun.json clears a row its second run does not confirm
+#              bench-<name>-rerun.json clears a row its second run does not confirm; a head bench
+#              of another L2 policy than its base (l2_policy) is refused, exit 2
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -88,6 +89,11 @@ case "$case_" in
     grep -q 'bench compact | fail -> fail | 0 | 0 | 54 measured times of 54 head rows compared by their same-run ratios, 0 slower by every ratio in both runs; 1 past' "$d/short/premerge.md" ||
       fail "the re-run did not clear the row: $(grep '^| bench compact' "$d/short/premerge.md")"
     rm "$d/head/bench-compact-rerun.json"; cp "$d/base/bench-compact.json" "$d/head/"
+    # A head bench timed under another L2 rule (l2_policy; none: warm) than its base: refused, naming both.
+    edit "$d/head/bench-compact.json" "r['l2_policy']='flush' if r.get('l2_policy','warm')=='warm' else 'warm'"
+    expect 2 "L2 policy mismatch: $d/base/bench-compact.json was timed with l2_policy" -- --base "$d/base" --head "$d/head" --out-dir "$d/l2"
+    [ ! -e "$d/l2/premerge.md" ] || fail "the L2 policy mismatch wrote premerge.md"
+    cp "$d/base/bench-compact.json" "$d/head/"
     # One row 10 % slower (its time, so both of its same-run ratios: ours / SDPA is 1.1x from
     # above, now achieved / ceiling too); one target met -> not met.
     edit "$d/head/bench-attention.json" "x=r['rows'][0]; x['of_ceiling']*=0.9; x['median_us']/=0.9"

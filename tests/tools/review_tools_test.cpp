@@ -212,6 +212,13 @@ TEST(Premerge, SlowdownOfSameRunRatios) {
   EXPECT_EQ(same_run_slowdown("of_ceiling", 0.5, std::nan("")), 0);
 }
 
+TEST(Premerge, L2PolicyOfABenchReceipt) {
+  EXPECT_EQ(bench_l2_policy(json{{"name", "compact"}}), "warm");  // receipts before the field ran back to back
+  EXPECT_EQ(bench_l2_policy(json{{"name", "compact"}, {"l2_policy", "flush"}}), "flush");
+  EXPECT_EQ(bench_l2_policy(json{{"name", "rope-store"}, {"l2_policy", "warm"}}), "warm");
+  EXPECT_EQ(bench_l2_policy(json()), "warm");
+}
+
 TEST(Premerge, RatioGroupsAreTheMeasuredTimes) {
   EXPECT_EQ(ratio_group("of_ceiling"), std::string());
   EXPECT_EQ(ratio_group("ours_over_sdpa_best"), std::string());
