@@ -142,11 +142,11 @@ struct RopeTmaCfg {
 };
 // Shared memory of one block: the barriers (full, empty per stage; tfull, tempty per table
 // batch), theta_i (float64, once per block), the table ring (tb * ntb slots: the row's K / V
-// code and scale addresses, its cos / sin table and its pos), then the data ring (per stage
+// code and scale addresses and its cos / sin table), then the data ring (per stage
 // the row's inputs, slots x D floats, then its encoded K / V code rows). The host sizes it
 // with the same function.
 struct RopeTmaLayout {
-  uint32_t theta_off, tab_off, tslot_bytes, tc_off, tpos_off, stage_off, stage_bytes, kvo_off;
+  uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes, kvo_off;
 };
 KC_HD uint32_t rope_align16(uint32_t b) { return (b + 15u) & ~15u; }
 KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, uint32_t code_bytes, const RopeTmaCfg& c) {
@@ -154,8 +154,7 @@ KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, uint32_t 
   L.theta_off = rope_align16(uint32_t(2 * c.stages + 2 * c.ntb) * 8u);
   L.tab_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
   L.tc_off = rope_align16(uint32_t(4 * hkv) * 8u);             // after codes[2 hkv], scales[2 hkv]: tc[h2], ts[h2]
-  L.tpos_off = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);  // the row's pos
-  L.tslot_bytes = L.tpos_off + 16u;
+  L.tslot_bytes = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);
   L.stage_off = L.tab_off + uint32_t(c.tb * c.ntb) * L.tslot_bytes;
   L.kvo_off = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
   L.stage_bytes = L.kvo_off + rope_align16(uint32_t(2 * hkv) * code_bytes);
@@ -427,22 +426,33 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     if (qbulk || kvbulk) bulk_wait_all();
     return;
   }
-  // theta_i by the consumers (the loader is already copying, the table warp resolving its
-  // first batch's addresses); the table warp waits for them before its first cos / sin.
+  // theta_i by the consumers (the loader is already copying); the table warp waits for them.
   if (warp < ncw)
     for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, rot, p.base);
+  asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
   if (warp == ncw + 1) {  // the table warp
     const int lpt = 32 / tb, ti = lane % tb, part = lane / tb;  // lanes per row (tb divides 32), the lane's row and part
     for (int b = 0; b * tb < nb; ++b) {
       const int bi = b % ntb, use = b / ntb;
       if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
+      // The lane's row and view first: their loads are in flight during the cos / sin below.
       const int it = b * tb + ti;
-      if (it < nb) {
-        const RopeRow row = rows[bx + it * G];
-        const KvView v = views[row.lane];
-        uint8_t* sl = tslot(it);
-        uint8_t** ptr = reinterpret_cast<uint8_t**>(sl);
-        if (part == 0) *reinterpret_cast<int32_t*>(sl + L.tpos_off) = row.pos;
+      const bool mine = it < nb;
+      RopeRow row{};
+      KvView v;
+      if (mine) {
+        row = rows[bx + it * G];
+        v = views[row.lane];
+      }
+      const int nr = min(tb, nb - b * tb);
+#pragma unroll 2
+      for (int u = lane; u < nr * h2; u += 32) {
+        const int i = u / h2, e = u - i * h2;
+        float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
+        rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+      }
+      if (mine) {
+        uint8_t** ptr = reinterpret_cast<uint8_t**>(tslot(it));
         const KvPos at = kv_pos(kv_plane(v, 0), row.slot);  // the page: the same for every plane of the view
         for (int t = part; t < 2 * hkv; t += lpt) {
           const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
@@ -450,21 +460,10 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
           ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_plane_at(kv_plane(v, p.layer, kv, head, true), at) : nullptr;
         }
       }
-      __syncwarp();
-      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta_i
-      const int nr = min(tb, nb - b * tb);
-      for (int u = lane; u < nr * h2; u += 32) {
-        const int i = u / h2, e = u - i * h2;
-        uint8_t* sl = tslot(b * tb + i);
-        float* tc = reinterpret_cast<float*>(sl + L.tc_off);
-        rope_cos_sin_theta(*reinterpret_cast<const int32_t*>(sl + L.tpos_off), th[e], &tc[e], &tc[h2 + e]);
-      }
       mbar_arrive(&tfull[bi]);
     }
-    if (nb == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
     return;
   }
-  asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
   // Consumers.
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, T = qg + kvg;
@@ -531,7 +530,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 
 // The kernel's configuration: kRopeTmaDefault, or KC_ROPE_TMA="flags,stages,tb,ntb"
 // (experiments; checked: 2 <= stages <= 8, tb a power of two up to 32, ntb >= 2).
-constexpr RopeTmaCfg kRopeTmaDefault = {kRopeTmaQBulk | kRopeTmaKvBulk | kRopeTmaStagger | kRopeTmaBf16, 2, 4, 4};
+constexpr RopeTmaCfg kRopeTmaDefault = {kRopeTmaBf16, 2, 2, 8};
 RopeTmaCfg rope_tma_cfg() {
   static const RopeTmaCfg c = [] {
     RopeTmaCfg r = kRopeTmaDefault;
