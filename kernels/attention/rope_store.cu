@@ -40,8 +40,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -53,6 +51,7 @@ constexpr int kRopeStageFloats = 16384;  // rope_store_kernel: 64 KiB, the head 
 constexpr int kRopeLoads = 8;            // rope_store_kernel: 16-byte loads in flight per thread while staging
 constexpr int kRopeTmaConsumerWarps = 16;  // rope_store_tma_kernel: consumer warps (then the loader, then the table warp)
 constexpr int kRopeTmaThreads = 32 * (kRopeTmaConsumerWarps + 2);
+constexpr int kRopeTmaStages = 2;        // rope_store_tma_kernel: rows in a block's ring (2 beat 3 to 6: issue20-rope3.md)
 
 // One instantiation per head_dim and format: the row in registers (y[D / 32]) and the one
 // format's store compiled in (a runtime head_dim kept y in local memory, and the four
@@ -127,37 +126,21 @@ __global__ void __launch_bounds__(kRopeThreads, 4) rope_store_kernel(const KvVie
 }
 
 // ---- rope_store_tma_kernel ----
-// The kernel's knobs (RopeTmaCfg): the data ring's rows (stages), the table ring (ntb batches
-// of tb rows), and flags. Defaults: kRopeTmaDefault; KC_ROPE_TMA="flags,stages,tb,ntb"
-// overrides them (experiments).
-enum : int {
-  kRopeTmaQBulk = 1,       // rotated q written back into the stage, stored by one bulk copy (shared -> global)
-  kRopeTmaKvBulk = 2,      // K / V codes encoded into the stage, one bulk copy per row (16-byte aligned rows)
-  kRopeTmaStagger = 4,     // K / V groups interleaved with the q groups over the consumers' passes
-  kRopeTmaEvictFirst = 8,  // the bulk loads of q, k and v with an L2 evict-first policy
-  kRopeTmaBf16 = 16,       // bf16 on this kernel (host: else rope_store_kernel)
-};
-struct RopeTmaCfg {
-  int flags, stages, tb, ntb;
-};
-// Shared memory of one block: the barriers (full, empty per stage; tfull, tempty per table
-// batch), theta_i (float64, once per block), the table ring (tb * ntb slots: the row's K / V
-// code and scale addresses and its cos / sin table), then the data ring (per stage
-// the row's inputs, slots x D floats, then its encoded K / V code rows). The host sizes it
-// with the same function.
+// Shared memory of one block: the stages' barriers, theta_i (float64, once per block), then
+// per stage the row's inputs (slots x D floats), its cos / sin table and its K / V row
+// addresses. The host sizes it with the same function.
 struct RopeTmaLayout {
-  uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes, kvo_off;
+  uint32_t theta_off, stage_off, stage_bytes, x_bytes, tab_off, ptr_off;
 };
 KC_HD uint32_t rope_align16(uint32_t b) { return (b + 15u) & ~15u; }
-KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, uint32_t code_bytes, const RopeTmaCfg& c) {
+KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, int stages) {
   RopeTmaLayout L;
-  L.theta_off = rope_align16(uint32_t(2 * c.stages + 2 * c.ntb) * 8u);
-  L.tab_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
-  L.tc_off = rope_align16(uint32_t(4 * hkv) * 8u);             // after codes[2 hkv], scales[2 hkv]: tc[h2], ts[h2]
-  L.tslot_bytes = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);
-  L.stage_off = L.tab_off + uint32_t(c.tb * c.ntb) * L.tslot_bytes;
-  L.kvo_off = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
-  L.stage_bytes = L.kvo_off + rope_align16(uint32_t(2 * hkv) * code_bytes);
+  L.theta_off = rope_align16(uint32_t(2 * stages) * 8u);
+  L.stage_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
+  L.x_bytes = uint32_t(slots) * uint32_t(d) * 4u;
+  L.tab_off = rope_align16(L.x_bytes);                           // tc[h2], then ts[h2]
+  L.ptr_off = L.tab_off + rope_align16(uint32_t(2 * h2) * 4u);   // codes[2 hkv], then scales[2 hkv]
+  L.stage_bytes = L.ptr_off + rope_align16(uint32_t(4 * hkv) * 8u);
   return L;
 }
 
@@ -181,34 +164,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
       : "memory");
 }
 // One bulk copy (the tensor memory accelerator) of `bytes` (a multiple of 16, both ends
-// 16-byte aligned) from global to shared memory, completing on barrier b; with an L2
-// evict-first policy when ef.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b, bool ef,
-                                          uint64_t pol) {
-  if (ef)
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-            smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(pol)
-        : "memory");
-  else
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     smem_addr(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_addr(b))
-                 : "memory");
-}
-// One bulk copy of `bytes` (a multiple of 16, both ends 16-byte aligned) from shared to
-// global memory, in the issuing thread's current bulk group.
-__device__ __forceinline__ void bulk_store(void* dst, const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smem_addr(src)),
-               "r"(bytes)
+// 16-byte aligned) from global to shared memory, completing on barrier b.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(b))
                : "memory");
 }
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-// This thread's shared-memory writes before what the async proxy (a bulk copy) does after.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
 // when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
@@ -231,24 +193,14 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 }
 
 // The K / V row store of the lanes of one row (LPR lanes; lane lr holds elements
-// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (bf16 RNE,
-// fp8, q4), by shuffles among the row's lanes. Every lane of the warp calls it (the
-// shuffles); `on` lanes store. codes: the row's codes in the cache or in shared memory
-// (a bulk copy stores them); scales: in the cache.
+// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (fp8, q4), by
+// shuffles among the row's lanes. Every lane of the warp calls it (the shuffles); `on`
+// lanes store.
 template <int D, Format F>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
-  if constexpr (F == Format::bf16) {
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      const int j = 4 * (lr + LPR * c);
-      const uint32_t w0 = uint32_t(bf16_from_float(y[4 * c])) | (uint32_t(bf16_from_float(y[4 * c + 1])) << 16);
-      const uint32_t w1 = uint32_t(bf16_from_float(y[4 * c + 2])) | (uint32_t(bf16_from_float(y[4 * c + 3])) << 16);
-      if (on) *reinterpret_cast<uint2*>(codes + 2 * j) = make_uint2(w0, w1);
-    }
-    (void)scales;
-  } else if constexpr (F == Format::fp8) {
+  if constexpr (F == Format::fp8) {
     float amax = 0.0f;
 #pragma unroll
     for (int c = 0; c < CPL; ++c)
@@ -280,7 +232,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 #endif
     if (on && lr == 0) *reinterpret_cast<float*>(scales) = sc;
   } else {
-    static_assert(F == Format::q4, "rope_kv_store: bf16, fp8 or q4");
+    static_assert(F == Format::q4, "rope_kv_store: fp8 or q4");
     // Group g of 32 elements is 8 lanes' four (lane bits 0..2 at the butterfly stages h = 4,
     // 8, 16; h = 1, 2 inside the lane): hadamard32_fwd's adds and subtracts (a + b at i,
     // a - b at i + h), times 2^-3, then q4_encode_group_rotated's amax, scale and nibbles.
@@ -331,99 +283,52 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
   }
 }
 
-// A K / V code row goes out by a bulk copy (kvbulk) when its cache address is 16-byte
-// aligned (its length, code_bytes, is a multiple of 16 for every format at d >= 32).
-__device__ __forceinline__ bool rope_kv_bulk_row(bool kvbulk, const uint8_t* row) {
-  return kvbulk && (reinterpret_cast<uintptr_t>(row) & 15u) == 0;
-}
-
-// Persistent blocks (one per SM), block b taking rows b, b + grid, .. (nb rows, row index it).
-// Warps 0 .. NCW - 1 (NCW = kRopeTmaConsumerWarps) consume, warp NCW loads and stores (one
-// lane), warp NCW + 1 tabulates.
-// - Table warp: batches of tb rows into a ring of ntb batches (slot it % (tb ntb)), up to
-//   tb ntb rows ahead of the consumers, apart from the data ring: the lanes resolve the
-//   batch's rows at once (32 / tb lanes per row: rows[r], views[lane], the page by kv_pos,
-//   then the row's 2 hkv code and scale addresses by kv_plane_at), so the chain of
-//   dependent loads is paid once per batch; then the rows' cos / sin for pairs 0 .. h2 - 1
-//   (rope_cos_sin_theta, theta_i from rope_theta once per block). A batch is full when the
-//   table warp arrived, free when every consumer lane and the loader arrived.
-// - Loader: a row's q, k and v pieces by three bulk copies into stage it % stages (full:
-//   when its bytes landed); when the consumers freed the stage (empty), first the row
-//   they left there: its rotated q (kRopeTmaQBulk) and its K / V code rows (kRopeTmaKvBulk)
-//   by bulk copies to q_out and the cache, whose reads of the stage it waits for.
-// - Consumers: a row's q slots in groups of RPW (a slot per LPR lanes, lane lr holding
-//   elements 4 (lr + LPR c) .. + 3), rotated and stored to q_out with 16-byte stores (or
-//   back into the stage), its K and V slots (K rotated) by rope_kv_store (codes to the
-//   cache or the stage); K / V groups after the q groups or interleaved (kRopeTmaStagger).
+// Persistent blocks (one per SM), block b taking rows b, b + grid, ..; one row is one stage.
+// Warps 0 .. NCW - 1 (NCW = kRopeTmaConsumerWarps) consume, warp NCW loads (one lane: the row's
+// q, k and v pieces by three bulk copies into the stage), warp NCW + 1 tabulates (the row's
+// cos / sin for pairs 0 .. h2 - 1 by rope_cos_sin_theta with theta_i from rope_theta once
+// per block, and the row's K / V code and scale addresses by kv_row / kv_scale) up to
+// `stages` rows ahead. A stage is full when its bytes landed and the table warp arrived;
+// empty when every consumer lane arrived. Consumers: a row's q slots in groups of RPW (a
+// slot per LPR lanes, lane lr holding elements 4 (lr + LPR c) .. + 3), rotated and stored
+// to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
 template <int D, Format F>
 __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
-                          const float* k, const float* vin, float* q_out, RopeTmaCfg cfg) {
+                          const float* k, const float* vin, float* q_out, int stages) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const int stages = cfg.stages, tb = cfg.tb, ntb = cfg.ntb, TS = tb * ntb;
-  const uint32_t cb = format_code_bytes(F, D);
-  const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, cb, cfg);
+  const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
   uint64_t* empty = full + stages;
-  uint64_t* tfull = empty + stages;
-  uint64_t* tempty = tfull + ntb;
   double* th = reinterpret_cast<double*>(sm + L.theta_off);
   auto stage = [&](int s) { return sm + L.stage_off + size_t(s) * L.stage_bytes; };
-  auto tslot = [&](int it) { return sm + L.tab_off + size_t(it % TS) * L.tslot_bytes; };
-  const bool qbulk = (cfg.flags & kRopeTmaQBulk) && hq > 0, kvbulk = (cfg.flags & kRopeTmaKvBulk) != 0;
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) {
-      mbar_init(&full[s], 1);          // the loader's expect_tx arrival
-      mbar_init(&empty[s], 32 * ncw);  // every consumer lane
-    }
-    for (int b = 0; b < ntb; ++b) {
-      mbar_init(&tfull[b], 32);                // the table warp's lanes
-      mbar_init(&tempty[b], 32 * ncw + 1);     // every consumer lane and the loader
+      mbar_init(&full[s], 1 + 32);        // the loader's expect_tx arrival and the table warp's lanes
+      mbar_init(&empty[s], 32 * ncw);     // every consumer lane
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const int G = int(gridDim.x), bx = int(blockIdx.x);
-  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
+  const int G = int(gridDim.x);
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
-    const bool ef = (cfg.flags & kRopeTmaEvictFirst) != 0;
-    uint64_t pol = 0;
-    if (ef) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
     const uint32_t bytes = uint32_t(slots) * D * 4u;
-    for (int it = 0; it < nb + stages; ++it) {
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
       const int s = it % stages, use = it / stages;
-      if (use > 0) {  // the stage held row j: wait for the consumers, store what they left, free j's table slot
-        const int j = it - stages;
-        mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
-        if (qbulk || kvbulk) {
-          const uint8_t* st = stage(s);
-          if (qbulk) bulk_store(q_out + size_t(bx + size_t(j) * G) * hq * D, st, uint32_t(hq) * D * 4u);
-          if (kvbulk) {
-            uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(tslot(j));
-            for (int t = 0; t < 2 * hkv; ++t)
-              if (rope_kv_bulk_row(true, ptr[t])) bulk_store(ptr[t], st + L.kvo_off + size_t(t) * cb, cb);
-          }
-          bulk_commit();
-          bulk_wait_read();  // the stage is read before the next row's copies overwrite it
-        }
-        if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
-      }
-      if (it < nb) {
-        const int r = bx + it * G;
-        mbar_arrive_tx(&full[s], bytes);
-        float* x = reinterpret_cast<float*>(stage(s));
-        if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, &full[s], ef, pol);
-        bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s], ef, pol);
-        bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s], ef, pol);
-      }
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      mbar_arrive_tx(&full[s], bytes);
+      float* x = reinterpret_cast<float*>(stage(s));
+      if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, &full[s]);
+      bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
+      bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
     }
-    if (qbulk || kvbulk) bulk_wait_all();
     return;
   }
   // theta_i by the consumers (the loader is already copying); the table warp waits for them.
@@ -431,78 +336,49 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, rot, p.base);
   asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
   if (warp == ncw + 1) {  // the table warp
-    const int lpt = 32 / tb, ti = lane % tb, part = lane / tb;  // lanes per row (tb divides 32), the lane's row and part
-    for (int b = 0; b * tb < nb; ++b) {
-      const int bi = b % ntb, use = b / ntb;
-      if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
-      // The lane's row and view first: their loads are in flight during the cos / sin below.
-      const int it = b * tb + ti;
-      const bool mine = it < nb;
-      RopeRow row{};
-      KvView v;
-      if (mine) {
-        row = rows[bx + it * G];
-        v = views[row.lane];
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      const RopeRow row = rows[r];
+      const KvView v = views[row.lane];
+      uint8_t* st = stage(s);
+      float* tc = reinterpret_cast<float*>(st + L.tab_off);
+      uint8_t** ptr = reinterpret_cast<uint8_t**>(st + L.ptr_off);
+      for (int i = lane; i < h2; i += 32) rope_cos_sin_theta(row.pos, th[i], &tc[i], &tc[h2 + i]);
+      for (int t = lane; t < 2 * hkv; t += 32) {
+        const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
+        ptr[t] = kv_row(v, p.layer, kv, head, row.slot);
+        ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_scale(v, p.layer, kv, head, row.slot) : nullptr;
       }
-      const int nr = min(tb, nb - b * tb);
-#pragma unroll 2
-      for (int u = lane; u < nr * h2; u += 32) {
-        const int i = u / h2, e = u - i * h2;
-        float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-        rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
-      }
-      if (mine) {
-        uint8_t** ptr = reinterpret_cast<uint8_t**>(tslot(it));
-        const KvPos at = kv_pos(kv_plane(v, 0), row.slot);  // the page: the same for every plane of the view
-        for (int t = part; t < 2 * hkv; t += lpt) {
-          const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
-          ptr[t] = kv_plane_at(kv_plane(v, p.layer, kv, head), at);
-          ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_plane_at(kv_plane(v, p.layer, kv, head, true), at) : nullptr;
-        }
-      }
-      mbar_arrive(&tfull[bi]);
+      mbar_arrive(&full[s]);
     }
     return;
   }
   // Consumers.
   const int lr = lane % LPR, sub = lane / LPR;
-  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, T = qg + kvg;
-  const bool stagger = (cfg.flags & kRopeTmaStagger) != 0;
-  for (int it = 0; it < nb; ++it) {
-    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
-    if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
+  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
+  int it = 0;
+  for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+    const int s = it % stages, use = it / stages;
     mbar_wait(&full[s], uint32_t(use) & 1u);
-    uint8_t* st = stage(s);
-    float* x = reinterpret_cast<float*>(st);
-    const uint8_t* sl = tslot(it);
-    const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
+    const uint8_t* st = stage(s);
+    const float* x = reinterpret_cast<const float*>(st);
+    const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
     const float* ts = tc + h2;
-    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    for (int o = warp; o < T; o += ncw) {
-      int g = o;
-      if (stagger) {  // K / V group kb - 1 at the passes' positions where (o + 1) kvg / T steps
-        const int kb = ((o + 1) * kvg) / T;
-        g = kb != (o * kvg) / T ? qg + kb - 1 : o - kb;
-      }
+    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
+    for (int g = warp; g < qg + kvg; g += ncw) {
       if (g < qg) {
         const int h = g * RPW + sub;
-        float y[4 * CPL];
-        if (h < hq)
+        if (h < hq) {
+          float* o = q_out + (size_t(r) * hq + h) * D;
 #pragma unroll
-          for (int c = 0; c < CPL; ++c) rope4(x + h * D, tc, ts, 4 * (lr + LPR * c), h2, rot, true, y + 4 * c);
-        if (qbulk) {
-          __syncwarp();  // the warp's rows are read before they are overwritten
-          if (h < hq)
-#pragma unroll
-            for (int c = 0; c < CPL; ++c)
-              *reinterpret_cast<float4*>(x + h * D + 4 * (lr + LPR * c)) =
-                  make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
-        } else if (h < hq) {
-          float* out = q_out + (size_t(r) * hq + h) * D;
-#pragma unroll
-          for (int c = 0; c < CPL; ++c)
-            *reinterpret_cast<float4*>(out + 4 * (lr + LPR * c)) =
-                make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
+          for (int c = 0; c < CPL; ++c) {
+            const int j = 4 * (lr + LPR * c);
+            float y[4];
+            rope4(x + h * D, tc, ts, j, h2, rot, true, y);
+            *reinterpret_cast<float4*>(o + j) = make_float4(y[0], y[1], y[2], y[3]);
+          }
         }
       } else {
         const int t = (g - qg) * RPW + sub;  // K slot t < hkv, V slot t - hkv
@@ -517,34 +393,11 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
-        uint8_t* codes = nullptr;
-        if (on) codes = rope_kv_bulk_row(kvbulk, ptr[t]) ? st + L.kvo_off + size_t(t) * cb : ptr[t];
-        rope_kv_store<D, F>(y, codes, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+        rope_kv_store<D, F>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
-    if (qbulk || kvbulk) fence_proxy_async();  // the stage's writes before the loader's bulk stores read them
     mbar_arrive(&empty[s]);
-    if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
-}
-
-// The kernel's configuration: kRopeTmaDefault, or KC_ROPE_TMA="flags,stages,tb,ntb"
-// (experiments; checked: 2 <= stages <= 8, tb a power of two up to 32, ntb >= 2).
-constexpr RopeTmaCfg kRopeTmaDefault = {kRopeTmaBf16, 2, 2, 8};
-RopeTmaCfg rope_tma_cfg() {
-  static const RopeTmaCfg c = [] {
-    RopeTmaCfg r = kRopeTmaDefault;
-    if (const char* e = std::getenv("KC_ROPE_TMA")) {
-      RopeTmaCfg t = r;
-      if (std::sscanf(e, "%d,%d,%d,%d", &t.flags, &t.stages, &t.tb, &t.ntb) == 4 && t.stages >= 2 && t.stages <= 8 &&
-          t.tb >= 1 && t.tb <= 32 && (t.tb & (t.tb - 1)) == 0 && t.ntb >= 2 && t.ntb <= 16)
-        r = t;
-      else
-        std::fprintf(stderr, "KC_ROPE_TMA=%s ignored (want flags,stages,tb,ntb)\n", e);
-    }
-    return r;
-  }();
-  return c;
 }
 
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
@@ -554,20 +407,18 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // rope_store_tma_kernel, where its rings fit a block's shared memory.
-  const RopeTmaCfg cfg = rope_tma_cfg();
-  const bool tma_format = fmt == Format::fp8 || fmt == Format::q4 || (fmt == Format::bf16 && (cfg.flags & kRopeTmaBf16));
-  if (tma_format && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, format_code_bytes(fmt, d), cfg);
-    const size_t smem = size_t(L.stage_off) + size_t(cfg.stages) * L.stage_bytes;
+  // rope_store_tma_kernel, where its ring fits a block's shared memory.
+  if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
+    const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
     CudaDeviceFacts dev;
     KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
     if (smem <= size_t(dev.smem_optin)) {
       void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                   float*, RopeTmaCfg) = nullptr;
+                   float*, int) = nullptr;
       with_format(fmt, [&](auto codec) {
         constexpr Format F = decltype(codec)::kFormat;
-        if constexpr (F == Format::bf16 || F == Format::fp8 || F == Format::q4) {
+        if constexpr (F == Format::fp8 || F == Format::q4) {
           switch (d) {
             case 32: kern = rope_store_tma_kernel<32, F>; break;
             case 64: kern = rope_store_tma_kernel<64, F>; break;
@@ -578,7 +429,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       });
       if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
       const int grid = std::min(n, dev.sms);
-      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, cfg);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
       return Status::Ok();
     }
