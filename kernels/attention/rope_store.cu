@@ -200,7 +200,16 @@ template <int D, Format F>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
-  if constexpr (F == Format::fp8) {
+  if constexpr (F == Format::bf16) {  // RNE, 8 bytes a lane
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      const int j = 4 * (lr + LPR * c);
+      const uint32_t w0 = uint32_t(bf16_from_float(y[4 * c])) | (uint32_t(bf16_from_float(y[4 * c + 1])) << 16);
+      const uint32_t w1 = uint32_t(bf16_from_float(y[4 * c + 2])) | (uint32_t(bf16_from_float(y[4 * c + 3])) << 16);
+      if (on) *reinterpret_cast<uint2*>(codes + 2 * j) = make_uint2(w0, w1);
+    }
+    (void)scales;
+  } else if constexpr (F == Format::fp8) {
     float amax = 0.0f;
 #pragma unroll
     for (int c = 0; c < CPL; ++c)
@@ -232,7 +241,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 #endif
     if (on && lr == 0) *reinterpret_cast<float*>(scales) = sc;
   } else {
-    static_assert(F == Format::q4, "rope_kv_store: fp8 or q4");
+    static_assert(F == Format::q4, "rope_kv_store: bf16, fp8 or q4");
     // Group g of 32 elements is 8 lanes' four (lane bits 0..2 at the butterfly stages h = 4,
     // 8, 16; h = 1, 2 inside the lane): hadamard32_fwd's adds and subtracts (a + b at i,
     // a - b at i + h), times 2^-3, then q4_encode_group_rotated's amax, scale and nibbles.
@@ -292,81 +301,38 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 // empty when every consumer lane arrived. Consumers: a row's q slots in groups of RPW (a
 // slot per LPR lanes, lane lr holding elements 4 (lr + LPR c) .. + 3), rotated and stored
 // to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
-template <int D, Format F>
-__global__ void __launch_bounds__(kRopeTmaThreads, 1)
-    rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
-                          const float* k, const float* vin, float* q_out, int stages) {
-  extern __shared__ __align__(16) uint8_t sm[];
-  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
-  if (!q) p.q_heads = 0;  // no queries: store k and v only
-  const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
+// The persistent kernels' theta_i (i < h2), by the consumer warps while the loader already
+// copies; the table warp waits for them at named barrier 1 (consumers and table warp).
+__device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeParams& p, int warp, int tid) {
   constexpr int ncw = kRopeTmaConsumerWarps;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
-  uint64_t* full = reinterpret_cast<uint64_t*>(sm);
-  uint64_t* empty = full + stages;
-  double* th = reinterpret_cast<double*>(sm + L.theta_off);
-  auto stage = [&](int s) { return sm + L.stage_off + size_t(s) * L.stage_bytes; };
-  if (tid == 0) {
-    for (int s = 0; s < stages; ++s) {
-      mbar_init(&full[s], 1 + 32);        // the loader's expect_tx arrival and the table warp's lanes
-      mbar_init(&empty[s], 32 * ncw);     // every consumer lane
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  const int G = int(gridDim.x);
-  if (warp == ncw) {  // the loader
-    if (lane != 0) return;
-    const uint32_t bytes = uint32_t(slots) * D * 4u;
-    int it = 0;
-    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
-      const int s = it % stages, use = it / stages;
-      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
-      mbar_arrive_tx(&full[s], bytes);
-      float* x = reinterpret_cast<float*>(stage(s));
-      if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, &full[s]);
-      bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
-      bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, &full[s]);
-    }
-    return;
-  }
-  // theta_i by the consumers (the loader is already copying); the table warp waits for them.
   if (warp < ncw)
-    for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, rot, p.base);
+    for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, p.rot_dims, p.base);
   asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
-  if (warp == ncw + 1) {  // the table warp
-    int it = 0;
-    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
-      const int s = it % stages, use = it / stages;
-      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
-      const RopeRow row = rows[r];
-      const KvView v = views[row.lane];
-      uint8_t* st = stage(s);
-      float* tc = reinterpret_cast<float*>(st + L.tab_off);
-      uint8_t** ptr = reinterpret_cast<uint8_t**>(st + L.ptr_off);
-      for (int i = lane; i < h2; i += 32) rope_cos_sin_theta(row.pos, th[i], &tc[i], &tc[h2 + i]);
-      for (int t = lane; t < 2 * hkv; t += 32) {
-        const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
-        ptr[t] = kv_row(v, p.layer, kv, head, row.slot);
-        ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_scale(v, p.layer, kv, head, row.slot) : nullptr;
-      }
-      mbar_arrive(&full[s]);
-    }
-    return;
-  }
-  // Consumers.
+}
+
+// The persistent kernels' loader: row r's q, k and v (hq, hkv, hkv heads of D floats) into a
+// stage by bulk copies that complete on the stage's full barrier (its expected bytes first).
+template <int D>
+__device__ __forceinline__ void rope_load_row(float* x, const float* q, const float* k, const float* vin, int r, int hq,
+                                              int hkv, uint64_t* full) {
+  mbar_arrive_tx(full, uint32_t(hq + 2 * hkv) * D * 4u);
+  if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, full);
+  bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
+  bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
+}
+
+// One staged row's consumer work in the persistent kernels: warp w of the ncw consumers takes
+// groups w, w + ncw, ... of RPW heads: q heads first (rotated, stored as float), then the K / V
+// slots (rotated, encoded and stored by rope_kv_store). x is the row's stage (q, k, v), tc / ts
+// its cos / sin, ptr its K / V code addresses then scale addresses.
+template <int D, Format F>
+__device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
+                                                 int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
+                                                 int lane) {
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
+  constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
-  int it = 0;
-  for (int r = int(blockIdx.x); r < n; r += G, ++it) {
-    const int s = it % stages, use = it / stages;
-    mbar_wait(&full[s], uint32_t(use) & 1u);
-    const uint8_t* st = stage(s);
-    const float* x = reinterpret_cast<const float*>(st);
-    const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
-    const float* ts = tc + h2;
-    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
     for (int g = warp; g < qg + kvg; g += ncw) {
       if (g < qg) {
         const int h = g * RPW + sub;
@@ -396,7 +362,198 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         rope_kv_store<D, F>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
+}
+
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+    rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
+                          const float* k, const float* vin, float* q_out, int stages) {
+  extern __shared__ __align__(16) uint8_t sm[];
+  if (!q) p.q_heads = 0;  // no queries: store k and v only
+  const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
+  constexpr int ncw = kRopeTmaConsumerWarps;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
+  uint64_t* full = reinterpret_cast<uint64_t*>(sm);
+  uint64_t* empty = full + stages;
+  double* th = reinterpret_cast<double*>(sm + L.theta_off);
+  auto stage = [&](int s) { return sm + L.stage_off + size_t(s) * L.stage_bytes; };
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(&full[s], 1 + 32);        // the loader's expect_tx arrival and the table warp's lanes
+      mbar_init(&empty[s], 32 * ncw);     // every consumer lane
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int G = int(gridDim.x);
+  if (warp == ncw) {  // the loader
+    if (lane != 0) return;
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      rope_load_row<D>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
+    }
+    return;
+  }
+  rope_theta_table(th, h2, p, warp, tid);
+  if (warp == ncw + 1) {  // the table warp
+    int it = 0;
+    for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+      const RopeRow row = rows[r];
+      const KvView v = views[row.lane];
+      uint8_t* st = stage(s);
+      float* tc = reinterpret_cast<float*>(st + L.tab_off);
+      uint8_t** ptr = reinterpret_cast<uint8_t**>(st + L.ptr_off);
+      for (int i = lane; i < h2; i += 32) rope_cos_sin_theta(row.pos, th[i], &tc[i], &tc[h2 + i]);
+      for (int t = lane; t < 2 * hkv; t += 32) {
+        const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
+        ptr[t] = kv_row(v, p.layer, kv, head, row.slot);
+        ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_scale(v, p.layer, kv, head, row.slot) : nullptr;
+      }
+      mbar_arrive(&full[s]);
+    }
+    return;
+  }
+  // Consumers.
+  int it = 0;
+  for (int r = int(blockIdx.x); r < n; r += G, ++it) {
+    const int s = it % stages, use = it / stages;
+    mbar_wait(&full[s], uint32_t(use) & 1u);
+    const uint8_t* st = stage(s);
+    const float* x = reinterpret_cast<const float*>(st);
+    const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
+    const float* ts = tc + h2;
+    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
+    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
+  }
+}
+
+// ---- rope_store_ring_kernel (bf16) ----
+// rope_store_tma_kernel's loader and consumers, with the table apart from the data ring: the
+// table warp fills a ring of kRopeRingNtb batches of kRopeRingTb rows (up to 16 rows ahead),
+// a batch's rows resolved at once (8 lanes per row: rows[r], views[lane], the page by kv_pos,
+// then the row's K / V addresses by kv_plane_at), after the batch's cos / sin (its rows' and
+// views' loads in flight meanwhile). A batch is full when the table warp's lanes arrived,
+// free when every consumer lane and the loader (after the batch's last row) arrived.
+// bf16 on the H200 (reports/h200/issue20-rope5, same call against rope_store_kernel, L2
+// flushed): 0.73-0.90 of the copy ceiling from 64 MiB up, against 0.66-0.77; pages of 16 do
+// not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 stay on the per-row
+// table, which was faster for them (issue20-rope4).
+constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingSlots = kRopeRingTb * kRopeRingNtb;
+struct RopeRingLayout {
+  uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
+};
+KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
+  RopeRingLayout L;
+  L.theta_off = rope_align16(uint32_t(2 * kRopeRingStages + 2 * kRopeRingNtb) * 8u);
+  L.tab_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
+  L.tc_off = rope_align16(uint32_t(4 * hkv) * 8u);  // after codes[2 hkv], scales[2 hkv]: tc[h2], ts[h2]
+  L.tslot_bytes = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);
+  L.stage_off = L.tab_off + uint32_t(kRopeRingSlots) * L.tslot_bytes;
+  L.stage_bytes = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
+  return L;
+}
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+    rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
+                           const float* k, const float* vin, float* q_out) {
+  extern __shared__ __align__(16) uint8_t sm[];
+  constexpr int stages = kRopeRingStages, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
+  if (!q) p.q_heads = 0;  // no queries: store k and v only
+  const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
+  constexpr int ncw = kRopeTmaConsumerWarps;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv);
+  uint64_t* full = reinterpret_cast<uint64_t*>(sm);
+  uint64_t* empty = full + stages;
+  uint64_t* tfull = empty + stages;
+  uint64_t* tempty = tfull + ntb;
+  double* th = reinterpret_cast<double*>(sm + L.theta_off);
+  auto stage = [&](int s) { return sm + L.stage_off + size_t(s) * L.stage_bytes; };
+  auto tslot = [&](int it) { return sm + L.tab_off + size_t(it % TS) * L.tslot_bytes; };
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(&full[s], 1);          // the loader's expect_tx arrival
+      mbar_init(&empty[s], 32 * ncw);  // every consumer lane
+    }
+    for (int b = 0; b < ntb; ++b) {
+      mbar_init(&tfull[b], 32);             // the table warp's lanes
+      mbar_init(&tempty[b], 32 * ncw + 1);  // every consumer lane and the loader
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int G = int(gridDim.x), bx = int(blockIdx.x);
+  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
+  if (warp == ncw) {  // the loader
+    if (lane != 0) return;
+    for (int it = 0; it < nb + stages; ++it) {
+      const int s = it % stages, use = it / stages;
+      if (use > 0) {  // the stage held row j: wait for the consumers, then free j's batch after its last row
+        const int j = it - stages;
+        mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
+        if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
+      }
+      if (it < nb) {
+        const int r = bx + it * G;
+        rope_load_row<D>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
+      }
+    }
+    return;
+  }
+  rope_theta_table(th, h2, p, warp, tid);
+  if (warp == ncw + 1) {  // the table warp
+    constexpr int lpt = 32 / tb;
+    const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
+    for (int b = 0; b * tb < nb; ++b) {
+      const int bi = b % ntb, use = b / ntb;
+      if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
+      const int it = b * tb + ti;
+      const bool mine = it < nb;
+      RopeRow row{};
+      KvView v;
+      if (mine) {
+        row = rows[bx + it * G];
+        v = views[row.lane];
+      }
+      const int nr = min(tb, nb - b * tb);
+#pragma unroll 2
+      for (int u = lane; u < nr * h2; u += 32) {
+        const int i = u / h2, e = u - i * h2;
+        float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
+        rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+      }
+      if (mine) {
+        uint8_t** ptr = reinterpret_cast<uint8_t**>(tslot(it));
+        const KvPos at = kv_pos(kv_plane(v, 0), row.slot);  // the page: the same for every plane of the view
+        for (int t = part; t < 2 * hkv; t += lpt) {
+          const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
+          ptr[t] = kv_plane_at(kv_plane(v, p.layer, kv, head), at);
+          ptr[2 * hkv + t] = v.lay.scale_bytes ? kv_plane_at(kv_plane(v, p.layer, kv, head, true), at) : nullptr;
+        }
+      }
+      mbar_arrive(&tfull[bi]);
+    }
+    return;
+  }
+  // Consumers (as in rope_store_tma_kernel).
+  for (int it = 0; it < nb; ++it) {
+    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
+    if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
+    mbar_wait(&full[s], uint32_t(use) & 1u);
+    const float* x = reinterpret_cast<const float*>(stage(s));
+    const uint8_t* sl = tslot(it);
+    const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
+    const float* ts = tc + h2;
+    uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
+    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    mbar_arrive(&empty[s]);
+    if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
 }
 
@@ -407,7 +564,29 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // rope_store_tma_kernel, where its ring fits a block's shared memory.
+  // bf16: rope_store_ring_kernel, where its rings fit a block's shared memory.
+  if (fmt == Format::bf16 && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv);
+    const size_t smem = size_t(L.stage_off) + size_t(kRopeRingStages) * L.stage_bytes;
+    CudaDeviceFacts dev;
+    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+    if (smem <= size_t(dev.smem_optin)) {
+      void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                   float*) = nullptr;
+      switch (d) {
+        case 32: kern = rope_store_ring_kernel<32, Format::bf16>; break;
+        case 64: kern = rope_store_ring_kernel<64, Format::bf16>; break;
+        case 128: kern = rope_store_ring_kernel<128, Format::bf16>; break;
+        case 256: kern = rope_store_ring_kernel<256, Format::bf16>; break;
+      }
+      if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
+      const int grid = std::min(n, dev.sms);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      KC_LAUNCH_CHECK("rope_store_ring_kernel");
+      return Status::Ok();
+    }
+  }
+  // fp8 / q4: rope_store_tma_kernel, where its ring fits a block's shared memory.
   if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
