@@ -179,11 +179,16 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
   if (confirm.is_object())
     for (const auto& r : confirm["rows"]) crows[bench_row_key(r)] = &r;
-  int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0;
+  int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0;
   for (const auto& r : head["rows"]) {
     const std::string k = bench_row_key(r);
-    if (!brows.count(k)) continue;
+    if (!brows.count(k)) {
+      ++unmatched;
+      continue;
+    }
     const json* again = crows.count(k) ? crows[k] : nullptr;
+    const json& b = *brows[k];
+    if (r.contains("out_fnv1a") && b.contains("out_fnv1a") && r["out_fnv1a"] != b["out_fnv1a"]) ++other_bytes;
     for (const TimeSlowdown& t : time_slowdowns(*brows[k], r, again, o)) {
       ++compared;
       if (t.launch_bound) ++short_rows;
@@ -208,6 +213,16 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                      "says the time held); " +
                      std::to_string(short_rows) + " launch-bound (under " + fmt_sig(o.short_row_us) + " us, limit " +
                      fmt_sig(o.max_slowdown_short, 3) + ")");
+  // A head whose rows match none of the base's compared nothing: that is no pass.
+  if (unmatched > 0 && unmatched == int(head["rows"].size()) && !base["rows"].empty())
+    c->regressions.push_back("no head row has a base row of the same name (config, format, addressing, ...): " +
+                             std::to_string(unmatched) + " rows, none compared");
+  else if (unmatched > 0)
+    c->notes.push_back(std::to_string(unmatched) + " head rows have no base row of the same name (not compared)");
+  if (other_bytes > 0)
+    c->notes.push_back("output bytes (out_fnv1a) differ from the base's on " + std::to_string(other_bytes) + " of " +
+                       std::to_string(head["rows"].size() - unmatched) +
+                       " rows with a base row: the arithmetic or the inputs changed");
 }
 
 }  // namespace

@@ -153,10 +153,16 @@ std::string para(const std::string& s, ViewFormat f) {
   return f == ViewFormat::html ? "<p>" + html_escape(s) + "</p>\n" : s + "\n\n";
 }
 
+// A string field of a bench row that is a result, not part of the row's name: the hash of its
+// output bytes (bench attention's out_fnv1a), which a change of arithmetic may change.
+bool result_string(const std::string& k) {
+  static const std::string suf = "_fnv1a";
+  return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0;
+}
 // The bench row columns a reviewer reads: the row's names (string fields), then times
 // (*_us), fractions of a ceiling (*of_ceiling), ratios (*_over_*) and verified flags.
 bool shown_bench_field(const std::string& k, const json& v) {
-  if (v.is_string()) return true;
+  if (v.is_string()) return !result_string(k);
   if (k == "verified") return true;
   auto ends = [&](const std::string& suf) { return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0; };
   return v.is_number() && (ends("_us") || ends("of_ceiling") || ends("tok_s") || k.find("_over_") != std::string::npos);
@@ -176,11 +182,12 @@ std::vector<std::string> bench_columns(const json& rows) {
   strs.insert(strs.end(), nums.begin(), nums.end());
   return strs;
 }
-// A row's identity: its string fields, config, format and addressing first.
+// A row's identity: its string fields but results (result_string), config, format and
+// addressing first.
 std::string row_key(const json& row) {
   std::vector<std::string> keys;
   for (auto it = row.begin(); it != row.end(); ++it)
-    if (it.value().is_string()) keys.push_back(it.key());
+    if (it.value().is_string() && !result_string(it.key())) keys.push_back(it.key());
   std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) { return name_rank(a) < name_rank(b); });
   std::string k;
   for (const auto& key : keys) k += (k.empty() ? "" : " ") + row[key].get<std::string>();

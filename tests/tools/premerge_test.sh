@@ -12,7 +12,9 @@
 #              a row whose ours / SDPA alone moved (SDPA's own time did) passes; a launch-bound
 #              row (under 20 us) passes 15 % slower and fails 40 % slower; a head folder's
 #              bench-<name>-rerun.json clears a row its second run does not confirm; a head bench
-#              of another L2 policy than its base (l2_policy) is refused, exit 2
+#              of another L2 policy than its base (l2_policy) is refused, exit 2; a row whose output
+#              hash (out_fnv1a) changed is still compared and listed; a head none of whose rows has a
+#              base row's name compared nothing: exit 1
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -77,6 +79,18 @@ case "$case_" in
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/sdpa"
     grep -q 'bench attention | fail -> fail | 0 | 0 | 162 measured times of 162 head rows compared by their same-run ratios, 0 slower by every ratio; 1 past the limit by some ratio' "$d/sdpa/premerge.md" ||
       fail "the row slower by one yardstick only is not counted: $(grep '^| bench attention' "$d/sdpa/premerge.md")"
+    # A row's output hash (out_fnv1a) is a result, not part of its name: a head whose bytes
+    # differ (or a base without hashes) is still compared row by row, and the change is listed.
+    cp "$d/head/bench-attention.json" "$d/attn-sdpa.json"
+    edit "$d/head/bench-attention.json" "x=r['rows'][0]; assert 'out_fnv1a' in x; x['out_fnv1a']='0123456789abcdef'"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/bytes"
+    grep -q "output bytes (out_fnv1a) differ from the base's on 1 of 162 rows with a base row" "$d/bytes/premerge.md" || fail "the changed output bytes are not listed"
+    grep -q '| 162 measured times of 162 head rows compared' "$d/bytes/premerge.md" || fail "rows with other bytes were not compared: $(grep '^| bench attention' "$d/bytes/premerge.md")"
+    # A head none of whose rows carries a base row's name compared nothing: a regression, not a pass.
+    edit "$d/head/bench-attention.json" "[x.update(config=x['config']+'/renamed') for x in r['rows']]"
+    expect 1 "no head row has a base row of the same name (config, format, addressing, ...): 162 rows, none compared" -- \
+      --base "$d/base" --head "$d/head" --out-dir "$d/renamed"
+    cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
     # A launch-bound row (bench compact 1 MiB, about 10 us): 15 % slower passes (limit 1.25), 40 % fails.
     edit "$d/head/bench-compact.json" "x=r['rows'][0]; assert x['median_us'] < 20, x['median_us']; x['of_ceiling']/=1.15"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"
