@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,10 +77,12 @@ __global__ void bench_gate_kernel(volatile int* flag) {
 // warmup + reps runs of enqueue(i, stream) in one timing mode (events, gated, graph or partial: bench attention --timing), each
 // between events a and b; t gets the timed runs' ms, host (gated, partial) the enqueue's us.
 // Warm-up runs are never gated: a kernel's first launch may load its module and wait for
-// the device.
+// the device. before (if set) enqueues untimed work ahead of every run, outside the events
+// (the L2 rule's flush, BenchL2Flush).
 template <class Enqueue>
 Status bench_timed(const std::string& timing, int warmup, int reps, int copies, Enqueue&& enqueue,
-                   std::vector<float>* t, std::vector<float>* host) {
+                   std::vector<float>* t, std::vector<float>* host,
+                   const std::function<Status(cudaStream_t)>& before = nullptr) {
   const bool gated = timing == "gated" || timing == "partial", graph = timing == "graph";
   if (!gated && !graph && timing != "events") return Status::Error("bench: timing '" + timing + "' unknown");
   cudaEvent_t a = nullptr, b = nullptr;
@@ -114,6 +117,7 @@ Status bench_timed(const std::string& timing, int warmup, int reps, int copies, 
     const cudaStream_t s = graph ? gs : cudaStream_t(0);
     for (int i = 0; i < warmup + reps; ++i) {
       const bool gate = gated && i >= warmup;
+      if (before) KC_RETURN_IF_ERROR(before(s));
       if (gate) {
         *reinterpret_cast<volatile int*>(flag_h) = 0;
         bench_gate_kernel<<<1, 1, 0, s>>>(flag_d);
@@ -178,7 +182,7 @@ __global__ void bench_l2_flush_kernel(const int4* __restrict__ p, size_t n16, in
   if (acc == 0x7fffffff) *sink = acc;  // keeps the loads; almost never taken
 }
 
-// The L2 rule of bench rope-store and compact (bench/rope_store.h, MoveL2): a buffer of twice
+// The L2 rule of bench rope-store and compact (bench/rope_store.h, MoveBenchConfig::flush_l2): a buffer of twice
 // the device's L2 read (untimed) before every timed run of a kernel and of its copy ceiling,
 // so that no run starts with lines of the previous one in L2 (a keep whose rows fit in L2
 // re-read the lines its previous run wrote; the ceiling's copy of as many bytes between two
@@ -218,28 +222,9 @@ class BenchL2Flush {
 // warm-up included.
 template <class F>
 Status bench_time_l2(const BenchL2Flush& flush, int warmup, int reps, F launch, double* median_us) {
-  if (!flush.on()) return bench_time(warmup, reps, launch, median_us);
-  cudaEvent_t a = nullptr, b = nullptr;
-  std::vector<float> t;
-  auto run = [&]() -> Status {
-    KC_CUDA_TRY(cudaEventCreate(&a));
-    KC_CUDA_TRY(cudaEventCreate(&b));
-    for (int i = 0; i < warmup + reps; ++i) {
-      KC_RETURN_IF_ERROR(flush.run());
-      KC_CUDA_TRY(cudaEventRecord(a, 0));
-      KC_RETURN_IF_ERROR(launch());
-      KC_CUDA_TRY(cudaEventRecord(b, 0));
-      KC_CUDA_TRY(cudaEventSynchronize(b));
-      float ms;
-      KC_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-      if (i >= warmup) t.push_back(ms);
-    }
-    return Status::Ok();
-  };
-  const Status st = run();
-  if (a) cudaEventDestroy(a);
-  if (b) cudaEventDestroy(b);
-  KC_RETURN_IF_ERROR(st);
+  std::vector<float> t, host;
+  KC_RETURN_IF_ERROR(bench_timed("events", warmup, reps, 1, [&](int, cudaStream_t) { return launch(); }, &t, &host,
+                                 [&](cudaStream_t) { return flush.run(); }));
   *median_us = bench_median(t) * 1e3;
   return Status::Ok();
 }
