@@ -557,6 +557,19 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
 }
 
+// The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
+// shared-memory limit raised where it needs more than 48 KiB; 0 where smem does not fit a block
+// (the caller then takes the block-per-row kernel).
+static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid) {
+  *grid = 0;
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+  if (smem > size_t(dev.smem_optin)) return Status::Ok();
+  if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(kern, smem));
+  *grid = std::min(n, dev.sms);
+  return Status::Ok();
+}
+
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
@@ -568,19 +581,17 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if (fmt == Format::bf16 && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeRingStages) * L.stage_bytes;
-    CudaDeviceFacts dev;
-    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-    if (smem <= size_t(dev.smem_optin)) {
-      void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                   float*) = nullptr;
-      switch (d) {
-        case 32: kern = rope_store_ring_kernel<32, Format::bf16>; break;
-        case 64: kern = rope_store_ring_kernel<64, Format::bf16>; break;
-        case 128: kern = rope_store_ring_kernel<128, Format::bf16>; break;
-        case 256: kern = rope_store_ring_kernel<256, Format::bf16>; break;
-      }
-      if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
-      const int grid = std::min(n, dev.sms);
+    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                 float*) = nullptr;
+    switch (d) {
+      case 32: kern = rope_store_ring_kernel<32, Format::bf16>; break;
+      case 64: kern = rope_store_ring_kernel<64, Format::bf16>; break;
+      case 128: kern = rope_store_ring_kernel<128, Format::bf16>; break;
+      case 256: kern = rope_store_ring_kernel<256, Format::bf16>; break;
+    }
+    int grid = 0;
+    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
+    if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
@@ -590,24 +601,22 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
-    CudaDeviceFacts dev;
-    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-    if (smem <= size_t(dev.smem_optin)) {
-      void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                   float*, int) = nullptr;
-      with_format(fmt, [&](auto codec) {
-        constexpr Format F = decltype(codec)::kFormat;
-        if constexpr (F == Format::fp8 || F == Format::q4) {
-          switch (d) {
-            case 32: kern = rope_store_tma_kernel<32, F>; break;
-            case 64: kern = rope_store_tma_kernel<64, F>; break;
-            case 128: kern = rope_store_tma_kernel<128, F>; break;
-            case 256: kern = rope_store_tma_kernel<256, F>; break;
-          }
+    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                 float*, int) = nullptr;
+    with_format(fmt, [&](auto codec) {
+      constexpr Format F = decltype(codec)::kFormat;
+      if constexpr (F == Format::fp8 || F == Format::q4) {
+        switch (d) {
+          case 32: kern = rope_store_tma_kernel<32, F>; break;
+          case 64: kern = rope_store_tma_kernel<64, F>; break;
+          case 128: kern = rope_store_tma_kernel<128, F>; break;
+          case 256: kern = rope_store_tma_kernel<256, F>; break;
         }
-      });
-      if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
-      const int grid = std::min(n, dev.sms);
+      }
+    });
+    int grid = 0;
+    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
+    if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
       return Status::Ok();
