@@ -13,47 +13,19 @@
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
 #include "kernels/engine/engine_backend.h"
+#include "tests/engine/fixture_generate.h"
 
 namespace kc::engine {
 namespace {
 
-const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
-
-const Model& fixture_model() {
-  static const Model m = [] {
-    Qwen3Weights w;
-    const Status st = load_qwen3_checkpoint(kFixture, &w);
-    EXPECT_TRUE(st.ok) << st.message;
-    Model model;
-    EXPECT_TRUE(Model::create(w, {}, &model).ok);
-    return model;
-  }();
-  return m;
-}
+using test::fixture_model;
+using test::run_one;
+using test::same_bytes;
 
 std::unique_ptr<Backend> cuda_or_skip(std::string* why) {
   if (!cuda_device_present(why)) return nullptr;
   Status st;
   return make_cuda_backend(&st);
-}
-
-bool same_bytes(const GenerateResult& a, const GenerateResult& b) {
-  if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
-  for (size_t i = 0; i < a.logits.size(); ++i)
-    if (a.logits[i].size() != b.logits[i].size() ||
-        std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0)
-      return false;
-  return true;
-}
-
-GenerateResult run_one(Backend& be, const GenerateRequest& r, int chunk) {
-  std::vector<GenerateResult> out;
-  GenerateOptions o;
-  o.keep_logits = true;
-  o.prefill_chunk = chunk;
-  const Status st = generate(fixture_model(), be, {r}, o, &out);
-  EXPECT_TRUE(st.ok) << st.message;
-  return out.empty() ? GenerateResult{} : out[0];
 }
 
 TEST(EngineCuda, AloneEqualsInsideABatchOfEightAndPagedEqualsWindow) {

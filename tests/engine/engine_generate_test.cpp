@@ -12,50 +12,21 @@
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
 #include "tools/receipt_views.h"
+#include "tests/engine/fixture_generate.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
 namespace {
 
-const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
-
-Model load_fixture(const ModelOptions& mo) {
-  Qwen3Weights w;
-  const Status st = load_qwen3_checkpoint(kFixture, &w);
-  EXPECT_TRUE(st.ok) << st.message;
-  Model model;
-  EXPECT_TRUE(Model::create(w, mo, &model).ok);
-  return model;
-}
-
-const Model& fixture_model() {
-  static const Model m = load_fixture({});
-  return m;
-}
+using test::fixture_model;
+using test::load_fixture;
+using test::run_one;
+using test::same_bytes;
 
 std::string text_at(size_t off, size_t n) {
   std::ifstream f(std::string(KC_SOURCE_DIR) + "/fixtures/text/sched.py.head", std::ios::binary);
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   return s.substr(off, n);
-}
-
-bool same_bytes(const GenerateResult& a, const GenerateResult& b) {
-  if (a.tokens != b.tokens || a.logits.size() != b.logits.size()) return false;
-  for (size_t i = 0; i < a.logits.size(); ++i)
-    if (a.logits[i].size() != b.logits[i].size() ||
-        std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0)
-      return false;
-  return true;
-}
-
-GenerateResult run_one(Backend& be, const GenerateRequest& r, int chunk) {
-  std::vector<GenerateResult> out;
-  GenerateOptions o;
-  o.keep_logits = true;
-  o.prefill_chunk = chunk;
-  const Status st = generate(fixture_model(), be, {r}, o, &out);
-  EXPECT_TRUE(st.ok) << st.message;
-  return out.empty() ? GenerateResult{} : out[0];
 }
 
 TEST(EngineGenerate, AloneEqualsInsideABatchOfEightAndPagedEqualsWindow) {
@@ -161,7 +132,7 @@ TEST(EngineGenerate, GreedyDefMainIsDeterministic) {
 TEST(EngineGenerate, CommandPrintsAndWritesItsResult) {
   test::TempDir dir;
   GenerateCommand cmd;
-  cmd.model_dir = kFixture;
+  cmd.model_dir = test::fixture_dir();
   cmd.prompt = "def main(";
   cmd.prompt_given = true;
   cmd.max_tokens = 4;
@@ -200,13 +171,13 @@ TEST(EngineGenerate, BadInputExits2NamingIt) {
   const std::vector<Bad> cases = {
       {dir.file("missing"), "", "bf16", true, 4, 0, "missing"},
       {dir.str(), "", "bf16", true, 4, 0, "config.json"},
-      {kFixture, "", "int4", true, 4, 0, "--kv-cache int4"},
-      {kFixture, "", "bf16", true, 0, 0, "--max-tokens"},
-      {kFixture, "", "bf16", false, 4, 0, "exactly one of --prompt"},
-      {kFixture, dir.file("nope.txt"), "bf16", false, 4, 0, "nope.txt"},
-      {kFixture, dir.file("notes.txt"), "bf16", true, 4, 0, "exactly one of --prompt"},
-      {kFixture, "", "bf16", true, 4, -1, "--pages"},
-      {kFixture, "", "bf16", true, 5000, 0, "max_position_embeddings"},
+      {test::fixture_dir(), "", "int4", true, 4, 0, "--kv-cache int4"},
+      {test::fixture_dir(), "", "bf16", true, 0, 0, "--max-tokens"},
+      {test::fixture_dir(), "", "bf16", false, 4, 0, "exactly one of --prompt"},
+      {test::fixture_dir(), dir.file("nope.txt"), "bf16", false, 4, 0, "nope.txt"},
+      {test::fixture_dir(), dir.file("notes.txt"), "bf16", true, 4, 0, "exactly one of --prompt"},
+      {test::fixture_dir(), "", "bf16", true, 4, -1, "--pages"},
+      {test::fixture_dir(), "", "bf16", true, 5000, 0, "max_position_embeddings"},
   };
   for (const Bad& b : cases) {
     GenerateCommand cmd;
