@@ -36,6 +36,8 @@
 // 64 MiB rows 3-8 % below the table's.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "kernels/attention/launch.h"
 
 namespace kc {
@@ -303,10 +305,185 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   if (scales) keep_plane<NT>(ps, moves, i0, i1);
 }
 
+// ---- keep5 experiment: the kernel per layout (code row PER 16-byte pieces, scale row WS bytes), chosen on
+// the host from the layout, so the first batches' moves are fetched with the group's lane and the prologue's
+// page-table loads of two tables are in flight together. H: load hints (experiment).
+template <int H>
+__device__ __forceinline__ uint4 keep_ld16(const uint8_t* p) {
+  if constexpr (H == 0) {
+    return keep_load<uint4>(p);
+  } else {
+    uint4 r;
+    uint64_t pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p), "l"(pol));
+    return r;
+  }
+}
+template <int NT, int PER, int WS, int LP, int R, int H>
+struct KeepPipe5 {
+  using TS = typename KeepPiece<WS ? WS : 1>::T;
+  static constexpr int MSTEP = NT / PER;
+  static constexpr int L = LP * MSTEP <= R ? LP : R / MSTEP;
+  static constexpr int B = L * MSTEP, LS = WS ? (B + NT - 1) / NT : 0, RM = (B + NT - 1) / NT;
+  static_assert(NT % PER == 0 && L >= 1 && B <= R, "batch exceeds the table");
+  struct Regs {
+    uint4 x[L];
+    TS y[LS ? LS : 1];
+  };
+  static __device__ __forceinline__ void read(Regs& g, const KeepTable<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < L; ++u) g.x[u] = u * MSTEP < lim ? keep_ld16<H>(t.src[u * MSTEP + mi] + off) : uint4{};
+#pragma unroll
+    for (int u = 0; u < LS; ++u) g.y[u] = u * NT < slim ? keep_load<TS>(t.ssrc[u * NT + threadIdx.x]) : TS{};
+  }
+  static __device__ __forceinline__ void write(const Regs& g, const KeepTable<R>& t, int n) {
+    const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
+    const int lim = n - mi, slim = n - int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < L; ++u)
+      if (u * MSTEP < lim) keep_store(t.dst[u * MSTEP + mi] + off, g.x[u]);
+#pragma unroll
+    for (int u = 0; u < LS; ++u)
+      if (u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], g.y[u]);
+  }
+  static __device__ __forceinline__ void step(KeepTable<R>* tab, int b, Regs& cur, Regs& next, KeepFetched<RM>& f,
+                                              const KeepPlanes& pp, const KeepMove* moves, int m0, int i1) {
+    const int n1 = min(B, i1 - m0 - B), n2 = min(B, i1 - m0 - 2 * B), n3 = min(B, i1 - m0 - 3 * B);
+    if (n1 > 0) read(next, tab[(b + 1) & 3], n1);
+    if (n2 > 0) keep_fill<NT, RM, WS != 0>(tab[(b + 2) & 3], pp, f, n2);
+    if (n3 > 0) keep_fetch<NT, RM>(f, moves, m0 + 3 * B, n3);
+    __syncthreads();
+    write(cur, tab[b & 3], min(B, i1 - m0));
+  }
+};
+// Two tables' rows resolved with every page-table load issued before the first shared store.
+template <int NT, int RM, bool SCALES, int R>
+__device__ __forceinline__ void keep_fill2(KeepTable<R>& t0, KeepTable<R>& t1, const KeepPlanes& pp,
+                                           const KeepFetched<RM>& f0, const KeepFetched<RM>& f1, int n0, int n1) {
+  KvPos a0[RM], b0[RM], a1[RM], b1[RM];
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n0) a0[r] = kv_pos(pp.c, f0.src[r]), b0[r] = kv_pos(pp.c, f0.dst[r]);
+    if (k < n1) a1[r] = kv_pos(pp.c, f1.src[r]), b1[r] = kv_pos(pp.c, f1.dst[r]);
+  }
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n0) {
+      t0.src[k] = kv_plane_at(pp.c, a0[r]);
+      t0.dst[k] = kv_plane_at(pp.c, b0[r]);
+      if (SCALES) t0.ssrc[k] = kv_plane_at(pp.s, a0[r]), t0.sdst[k] = kv_plane_at(pp.s, b0[r]);
+    }
+    if (k < n1) {
+      t1.src[k] = kv_plane_at(pp.c, a1[r]);
+      t1.dst[k] = kv_plane_at(pp.c, b1[r]);
+      if (SCALES) t1.ssrc[k] = kv_plane_at(pp.s, a1[r]), t1.sdst[k] = kv_plane_at(pp.s, b1[r]);
+    }
+  }
+}
+template <int NT, int MINB, int PER, int WS, int H>
+__global__ void __launch_bounds__(NT, MINB) keep5_kernel(const KvView* views, const KeepMove* moves,
+                                                       const int32_t* lane_off) {
+  constexpr int LP = kKeepSetLoads, R = kKeepTable;
+  using P = KeepPipe5<NT, PER ? PER : 2, WS, LP, R, H>;
+  constexpr int B = P::B, RM = P::RM;
+  __shared__ KeepTable<R> tab[4];
+  __shared__ KeepPlanes pp;
+  const int f = blockIdx.x, g = blockIdx.y;
+  const int i0 = lane_off[g], i1 = lane_off[g + 1];
+  if (i0 >= i1) return;
+  // The first three batches' moves, fetched with the group's lane (a group holds one lane's moves).
+  KeepFetched<RM> f0, f1, f2;
+  if (PER) {
+    keep_fetch<NT, RM>(f0, moves, i0, min(B, i1 - i0));
+    if (i1 - i0 > B) keep_fetch<NT, RM>(f1, moves, i0 + B, min(B, i1 - i0 - B));
+    if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f2, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
+  }
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+  const KvView& v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+#else
+  const KvView& v = views[moves[i0].lane];
+#endif
+  const bool scales = v.lay.scale_bytes != 0;
+  const KeepPlanes pr{kv_plane(v, f), scales ? kv_plane(v, v.lay.planes() + f) : kv_plane(v, f)};
+  // The table covers this launch's layout where the planes' addresses are 16-byte pieces (codes) and one
+  // aligned piece per scale row; otherwise one plane after the other.
+  if (PER == 0 || keep_piece_width(pr.c) != 16 || int(pr.c.bytes) != PER * 16 ||
+      (WS == 0 ? scales : !scales || keep_piece_width(pr.s) != WS || int(pr.s.bytes) != WS)) {
+    keep_plane<NT>(pr.c, moves, i0, i1);
+    if (scales) keep_plane<NT>(pr.s, moves, i0, i1);
+    return;
+  }
+  if constexpr (PER != 0) {
+    keep_fill2<NT, RM, WS != 0>(tab[0], tab[1], pr, f0, f1, min(B, i1 - i0), min(B, i1 - i0 - B));
+    if (threadIdx.x == 0) pp = pr;
+    __syncthreads();
+    typename P::Regs ra, rb;
+    P::read(ra, tab[0], min(B, i1 - i0));
+    int b = 0;
+    for (int m0 = i0;;) {  // the same trips in every thread
+      P::step(tab, b, ra, rb, f2, pp, moves, m0, i1);
+      m0 += B, ++b;
+      if (m0 >= i1) break;
+      P::step(tab, b, rb, ra, f2, pp, moves, m0, i1);
+      m0 += B, ++b;
+      if (m0 >= i1) break;
+    }
+  }
+}
+template <int PER, int WS, int H>
+void keep5_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, cudaStream_t s) {
+  keep5_kernel<128, 8, PER, WS, H><<<grid, 128, 0, s>>>(views, moves, lane_off);
+}
+template <int PER>
+bool keep5_ws(int ws, int h, dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off,
+              cudaStream_t s) {
+  if (h == 1) {  // hints: only the bench's d128 layouts
+    if (PER == 16 && ws == 0) return keep5_launch<16, 0, 1>(grid, views, moves, lane_off, s), true;
+    if (PER == 8 && ws == 4) return keep5_launch<8, 4, 1>(grid, views, moves, lane_off, s), true;
+    if (PER == 4 && ws == 8) return keep5_launch<4, 8, 1>(grid, views, moves, lane_off, s), true;
+  }
+  switch (ws) {
+    case 0: keep5_launch<PER, 0, 0>(grid, views, moves, lane_off, s); return true;
+    case 2: keep5_launch<PER, 2, 0>(grid, views, moves, lane_off, s); return true;
+    case 4: keep5_launch<PER, 4, 0>(grid, views, moves, lane_off, s); return true;
+    case 8: keep5_launch<PER, 8, 0>(grid, views, moves, lane_off, s); return true;
+    case 16: keep5_launch<PER, 16, 0>(grid, views, moves, lane_off, s); return true;
+  }
+  return false;
+}
+bool keep5_dispatch(const KvLayout& lay, int h, dim3 grid, const KvView* views, const KeepMove* moves,
+                    const int32_t* lane_off, cudaStream_t s) {
+  const int per = lay.code_bytes % 16 == 0 ? int(lay.code_bytes / 16) : 0, ws = int(lay.scale_bytes);
+  switch (per) {
+    case 2: return keep5_ws<2>(ws, h, grid, views, moves, lane_off, s);
+    case 4: return keep5_ws<4>(ws, h, grid, views, moves, lane_off, s);
+    case 8: return keep5_ws<8>(ws, h, grid, views, moves, lane_off, s);
+    case 16: return keep5_ws<16>(ws, h, grid, views, moves, lane_off, s);
+    case 32: return keep5_ws<32>(ws, h, grid, views, moves, lane_off, s);
+  }
+  return false;
+}
+
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  keep_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  static const int variant = [] {
+    const char* e = std::getenv("KC_KEEP5_VARIANT");
+    return e ? std::atoi(e) : 1;
+  }();
+  const dim3 grid(lay.planes(), groups);
+  if (variant == 0) {
+    keep_kernel<128, 8><<<grid, 128, 0, s>>>(views, moves, lane_off);
+  } else if (!keep5_dispatch(lay, variant == 2 ? 1 : 0, grid, views, moves, lane_off, s)) {
+    keep5_kernel<128, 8, 0, 0, 0><<<grid, 128, 0, s>>>(views, moves, lane_off);  // one plane after the other
+  }
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
