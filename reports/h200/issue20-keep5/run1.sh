@@ -1,7 +1,7 @@
 #!/bin/bash
 # keep5 device call 1: build the experiment commit, A/B the keep variants (KC_KEEP5_VARIANT 0 = main's
 # kernel, 1 = keep5 kernel, 2 = keep5 + load hints) interleaved, qwen-pages + memcheck, probe, ncu.
-W=$OUT/w; mkdir -p $W; T0=$(date +%s)
+export OUT; W=$OUT/w; mkdir -p $W; T0=$(date +%s)
 st() { echo "$1 rc=$2 $(( $(date +%s) - T0 ))s" | tee -a $W/steps.txt; }
 pack() { tar czf $OUT/keep5.tgz -C $W . 2>/dev/null; }
 git rev-parse HEAD > $W/commit.txt
@@ -16,7 +16,7 @@ done; done; pack
 ( KC_KEEP5_VARIANT=1 timeout 90 $X qwen-pages --backend cuda --out $W/qp-v1.json > $W/qp-v1.log 2>&1; st qp-v1 $? ) &
 ( KC_KEEP5_VARIANT=1 timeout 90 $X qwen-pages --backend cuda --cases 40 --filter 'fmt=(q4|fp8|bf16)' --quiet --out $W/qpf-v1.json > $W/qpf-v1.log 2>&1; st qpf-v1 $? ) &
 ( KC_KEEP5_VARIANT=2 timeout 90 $X qwen-pages --backend cuda --out $W/qp-v2.json > $W/qp-v2.log 2>&1; st qp-v2 $? ) &
-( KC_KEEP5_VARIANT=1 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 16 --gates-only --out $W/mc-v1.json > $W/mc-v1.log 2>&1; st memcheck-v1 $? ) &
+( KC_KEEP5_VARIANT=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 8 --gates-only --out $W/mc-v1.json > $W/mc-v1.log 2>&1; st memcheck-v1 $? ) &
 wait; pack
 KC_KEEP5_PROBE=1 KC_KEEP5_VARIANT=1 $X bench compact --filter '^(64|256|1024)MiB/.*/(p16|window)' --out $W/probe.json > $W/probe.log 2>&1; st probe $?; pack
 NM="dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active"
