@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -46,48 +44,6 @@ __global__ void keep_reference_kernel(const KvView* views, const KeepMove* moves
     for (uint32_t b = threadIdx.x; b < bytes; b += blockDim.x) dst[b] = src[b];
     __syncthreads();
   }
-}
-
-// keep5 experiment (KC_KEEP5_PROBE=1): the keep's access pattern without tables or barriers. Codes only:
-// chunks of C = PER * 16 bytes, chunk 2j + 1 of a source region to chunk j of a destination region,
-// 4 pieces in flight per thread. STREAMS: block s moves region s (keep's 1024 streams); else the
-// blocks sweep one region together (block-stride over groups of 4 * 128 / PER chunks).
-template <int PER, bool STREAMS>
-__global__ void __launch_bounds__(128) keep5_probe_kernel(const uint8_t* src, uint8_t* dst, int64_t chunks) {
-  constexpr int C = PER * 16, MSTEP = 128 / PER, G = 4 * MSTEP;
-  const int mi = threadIdx.x / PER, off = (threadIdx.x % PER) * 16;
-  int64_t j0 = STREAMS ? 0 : int64_t(blockIdx.x) * G;
-  const int64_t jstep = STREAMS ? G : int64_t(gridDim.x) * G;
-  if (STREAMS) src += uint64_t(blockIdx.x) * 2 * chunks * C, dst += uint64_t(blockIdx.x) * chunks * C;
-  for (; j0 < chunks; j0 += jstep) {
-    uint4 x[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int64_t j = j0 + u * MSTEP + mi;
-      if (j < chunks) x[u] = *reinterpret_cast<const uint4*>(src + (2 * j + 1) * C + off);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int64_t j = j0 + u * MSTEP + mi;
-      if (j < chunks) *reinterpret_cast<uint4*>(dst + j * C + off) = x[u];
-    }
-  }
-}
-template <int PER>
-Status keep5_probe_per(const BenchL2Flush& flush, int reps, uint8_t* src, uint8_t* dst, int streams, int64_t per_stream,
-                       double* us_streams, double* us_sweep) {
-  KC_RETURN_IF_ERROR(bench_time_l2(flush, 2, reps, [&]() -> Status {
-    keep5_probe_kernel<PER, true><<<streams, 128>>>(src, dst, per_stream);
-    KC_LAUNCH_CHECK("keep5_probe_kernel");
-    return Status::Ok();
-  }, us_streams));
-  int sms = 0;
-  KC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  return bench_time_l2(flush, 2, reps, [&]() -> Status {
-    keep5_probe_kernel<PER, false><<<sms * 8, 128>>>(src, dst, int64_t(streams) * per_stream);
-    KC_LAUNCH_CHECK("keep5_probe_kernel");
-    return Status::Ok();
-  }, us_sweep);
 }
 
 // Lanes of one cache on the device: an arena of shuffled pages, or a window per lane.
@@ -303,24 +259,6 @@ Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, Move
   KC_RETURN_IF_ERROR(bench_time_l2(flush, 1, std::min(reps, 5), reference, &r->reference_us));
   r->rows = int64_t(moves.size());
   r->read_bytes = r->write_bytes = double(lay.kv_bytes(uint64_t(moves.size())));
-  if (const char* pe = std::getenv("KC_KEEP5_PROBE"); pe && pe[0] == '1' && lay.code_bytes % 16 == 0) {
-    const int streams = lay.planes() * c.lanes;
-    const uint64_t pbytes = uint64_t(streams) * uint64_t(per_lane) * lay.code_bytes;
-    double us_st = 0, us_sw = 0;
-    Status ps = Status::Error("probe: no width");
-    switch (lay.code_bytes / 16) {
-      case 4: ps = keep5_probe_per<4>(flush, reps, A.mem.get(), B.mem.get(), streams, per_lane, &us_st, &us_sw); break;
-      case 8: ps = keep5_probe_per<8>(flush, reps, A.mem.get(), B.mem.get(), streams, per_lane, &us_st, &us_sw); break;
-      case 16: ps = keep5_probe_per<16>(flush, reps, A.mem.get(), B.mem.get(), streams, per_lane, &us_st, &us_sw); break;
-    }
-    KC_RETURN_IF_ERROR(ps);
-    CopyCeiling pc;
-    KC_RETURN_IF_ERROR(bench_copy_ceiling(pbytes, warmup, reps, c.flush_l2, &pc));
-    std::printf("probe fmt=%s ptok=%d chunk=%u streams=%d bytes=%llu us_streams=%.2f us_sweep=%.2f us_copy=%.2f "
-                "streams/ceil=%.3f sweep/ceil=%.3f\n",
-                format_name(c.fmt), c.ptok, lay.code_bytes, streams, (unsigned long long)pbytes, us_st, us_sw,
-                pc.best_us(), pc.best_us() / us_st, pc.best_us() / us_sw);
-  }
   return bench_copy_ceiling(uint64_t(r->read_bytes), warmup, reps, c.flush_l2, &r->ceiling);
 }
 
