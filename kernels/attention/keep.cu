@@ -1,18 +1,23 @@
 // Compaction (keep) kernel. Host twin: keep_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench compact.
 //
-// keep_kernel<128, 8>: a block per (code plane, lane group), 128 threads, 8 blocks per SM (so
-// the blocks of a bench-sized keep run in about one wave), that also moves the code plane's
-// scale plane where the layout has one: every block carries the same bytes. The lane group's
-// moves run in batches of B moves (kKeepSetLoads 16-byte code pieces per thread, B =
-// kKeepSetLoads * 128 / pieces per code row, at most kKeepTable; one scale row per thread per
-// piece slot). Each batch's moves are resolved once per block into a shared table of row
-// addresses (the move's load, the page split and the page table's load: kv_pos of src and
-// dst, then kv_plane_at of the code and the scale plane), shared by every piece of a row (code
-// and scale). The batches are pipelined through two register sets and four tables: step b
-// reads batch b + 1 into one set, resolves batch b + 2 into its table and fetches batch b + 3's
+// keep_kernel<128, 8, PER, WS>: a block per (code plane, lane group), 128 threads, 8 blocks per SM
+// (so the blocks of a bench-sized keep run in about one wave), that also moves the code plane's
+// scale plane where the layout has one: every block carries the same bytes. The kernel is chosen
+// on the host from the layout (code rows of PER 16-byte pieces, 32-512 bytes; scale rows of WS
+// bytes, one piece, WS 0 where none), and checks on the device that the view's planes allow it.
+// The lane group's moves run in batches of B moves (kKeepSetLoads 16-byte code pieces per
+// thread, B = kKeepSetLoads * 128 / PER, at most kKeepTable; one scale row per thread per piece
+// slot). Each batch's moves are resolved once per block into a shared table of row addresses
+// (the move's load, the page split and the page table's load: kv_pos of src and dst, then
+// kv_plane_at of the code and the scale plane), shared by every piece of a row (code and
+// scale). The batches are pipelined through two register sets and four tables: step b reads
+// batch b + 1 into one set, resolves batch b + 2 into its table and fetches batch b + 3's
 // moves, one barrier, then writes batch b from the other set (KeepPipe::step), so the next
-// batch's reads are in flight while a batch is written.
+// batch's reads are in flight while a batch is written. The prologue is short: B is known at
+// compile time, so the first three batches' moves are fetched together with the group's lane
+// (before its view is loaded), both first tables are resolved from the view in registers with
+// their page-table loads in flight together, and one barrier precedes the first reads.
 // This equals sequential in-order moves: a lane's moves ascend in src and in dst, with dst <
 // src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for i < j):
 // a batch's reads may run ahead of every earlier batch's writes. A later move may write the
@@ -20,20 +25,28 @@
 // barrier of step b - 1 and every write of b comes after the barrier of step b. Every
 // declared field (codes and scales) moves; addresses come from kv_pos and kv_plane_at.
 // Layouts the table does not cover (code rows not 32-512 bytes in 16-byte pieces, a scale row
-// not one aligned piece of 2-16 bytes) move one plane after the other (keep_moves: pieces of
-// the widest width the plane's addresses allow, each thread resolving its own rows).
-// Measured on the H200 (bench compact under the L2 rule, flush, bytes moved / copy ceiling
-// from 64 MiB up, two runs each in one call, reports/h200/issue20-keep4/): bf16 0.86-0.93,
-// fp8 0.81-0.86, q4 0.78-0.82, where the unpipelined table kernel (8 pieces per thread, a
-// batch's reads, a barrier, its writes, the next table, a second barrier; issue20-keep3) gave
-// 0.85-0.93, 0.80-0.86 and 0.75-0.81 in the same call.
-// Tried (reports/h200/issue20-moves.md, issue20-moves2/, issue20-keep3/, issue20-keep4/): a
-// warp per (lane, field, 64-byte column) with no block barrier: 0.55-0.71 (bf16), 0.41-0.55
-// (fp8), 0.29-0.42 (q4); 64-thread blocks, 16 per SM: 0.66-0.79 (bf16); the pair kernel at 6
-// blocks per SM: 0.52-0.63; the unpipelined table with the next batch's moves fetched after
-// the writes: the same within noise; with streaming loads and stores (.cs): q4 0.67-0.73 from
-// 256 MiB up; the pipeline with 8 pieces per set at 4 blocks per SM (two waves): q4 0.71-0.81,
-// 64 MiB rows 3-8 % below the table's.
+// not one aligned piece of 2-16 bytes, or planes whose addresses are not aligned so) move one
+// plane after the other (keep_moves: pieces of the widest width the plane's addresses allow,
+// each thread resolving its own rows; keep_kernel<128, 8, 0, 0> where the host finds no table).
+// Measured on the H200 (bench compact under the L2 rule, flush, bytes moved / copy ceiling from
+// 64 MiB up, two runs each in one call, reports/h200/issue20-keep5/): bf16 0.888-0.926, fp8
+// 0.807-0.893, q4 0.772-0.838, where keep4's kernel (the same pipeline, the table kernel chosen
+// on the device and a longer prologue) gave 0.852-0.919, 0.802-0.858 and 0.775-0.821 in the
+// same call: 1.5-4 % faster at 64 MiB, 0.99-1.06 (median 1.03) below, the same within noise
+// (0.99-1.01) from 256 MiB up.
+// From 256 MiB up fp8 and q4 run at what a copy of their access pattern runs at: a kernel with
+// no table and no barrier moving chunk 2j + 1 to chunk j of 1024 regions (codes only) reached
+// 0.80 (128-byte chunks) and 0.78 (64-byte chunks) of the copy ceiling at 1 GiB, one grid-wide
+// sweep of the same chunks 0.85 and 0.87 (issue20-keep5); q4 also reads each 8-byte scale row
+// as part of a sector of which the even rows' half is not needed (11 % more DRAM reads, ncu).
+// Tried (reports/h200/issue20-moves.md, issue20-moves2/, issue20-keep3/, issue20-keep4/,
+// issue20-keep5/): a warp per (lane, field, 64-byte column) with no block barrier: 0.55-0.71
+// (bf16), 0.41-0.55 (fp8), 0.29-0.42 (q4); 64-thread blocks, 16 per SM: 0.66-0.79 (bf16); the
+// pair kernel at 6 blocks per SM: 0.52-0.63; the unpipelined table with the next batch's moves
+// fetched after the writes: the same within noise; with streaming loads and stores (.cs): q4
+// 0.67-0.73 from 256 MiB up; the pipeline with 8 pieces per set at 4 blocks per SM (two waves):
+// q4 0.71-0.81, 64 MiB rows 3-8 % below the table's; the code loads with L1::no_allocate and an
+// L2 evict_first policy: q4 0.69-0.75 from 256 MiB up (main's 0.78-0.82 in the same call).
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
@@ -106,22 +119,6 @@ __device__ void keep_plane(const KvPlane& pl, const KeepMove* moves, int i0, int
     case 2: keep_moves<2, NT>(pl, moves, i0, i1); break;
     default: keep_moves<1, NT>(pl, moves, i0, i1); break;
   }
-}
-
-// The block's lane group (blockIdx.y): its moves [*i0, *i1) (one lane's, in order) and that
-// lane's view. False for an empty group.
-__device__ __forceinline__ bool keep_group(const KvView* views, const KeepMove* moves, const int32_t* lane_off, int* i0,
-                                           int* i1, KvView* v) {
-  const int g = blockIdx.y;
-  *i0 = lane_off[g];
-  *i1 = lane_off[g + 1];
-  if (*i0 >= *i1) return false;
-#ifdef KC_PLANT_KEEP_FIRST_LANE
-  *v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
-#else
-  *v = views[moves[*i0].lane];  // a group holds one lane's moves
-#endif
-  return true;
 }
 
 // ---- The table and the pipeline: a batch's moves resolved once per block ----
@@ -232,81 +229,120 @@ struct KeepPipe {
     write(cur, tab[b & 3], min(B, i1 - m0));
   }
 };
-template <int NT, int PER, int WS, int LP, int R>
-__device__ __noinline__ void keep_table_moves(KeepTable<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0,
-                                              int i1) {
-  using P = KeepPipe<NT, PER, WS, LP, R>;
-  constexpr int B = P::B, RM = P::RM;
-  KeepFetched<RM> f;
-  keep_fetch<NT, RM>(f, moves, i0, min(B, i1 - i0));
-  keep_fill<NT, RM, WS != 0>(tab[0], pp, f, min(B, i1 - i0));
-  if (i1 - i0 > B) {
-    keep_fetch<NT, RM>(f, moves, i0 + B, min(B, i1 - i0 - B));
-    keep_fill<NT, RM, WS != 0>(tab[1], pp, f, min(B, i1 - i0 - B));
+// Two tables' rows resolved (keep_fill's addresses) with every page-table load of both issued
+// before the first shared store.
+template <int NT, int RM, bool SCALES, int R>
+__device__ __forceinline__ void keep_fill2(KeepTable<R>& t0, KeepTable<R>& t1, const KeepPlanes& pp,
+                                           const KeepFetched<RM>& f0, const KeepFetched<RM>& f1, int n0, int n1) {
+  KvPos a0[RM], b0[RM], a1[RM], b1[RM];
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n0) a0[r] = kv_pos(pp.c, f0.src[r]), b0[r] = kv_pos(pp.c, f0.dst[r]);
+    if (k < n1) a1[r] = kv_pos(pp.c, f1.src[r]), b1[r] = kv_pos(pp.c, f1.dst[r]);
   }
-  if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
-  __syncthreads();
-  typename P::Regs ra, rb;
-  P::read(ra, tab[0], min(B, i1 - i0));
-  int b = 0;
-  for (int m0 = i0;;) {  // the same trips in every thread
-    P::step(tab, b, ra, rb, f, pp, moves, m0, i1);
-    m0 += B, ++b;
-    if (m0 >= i1) break;
-    P::step(tab, b, rb, ra, f, pp, moves, m0, i1);
-    m0 += B, ++b;
-    if (m0 >= i1) break;
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int k = int(threadIdx.x) + r * NT;
+    if (k < n0) {
+      t0.src[k] = kv_plane_at(pp.c, a0[r]);
+      t0.dst[k] = kv_plane_at(pp.c, b0[r]);
+      if (SCALES) t0.ssrc[k] = kv_plane_at(pp.s, a0[r]), t0.sdst[k] = kv_plane_at(pp.s, b0[r]);
+    }
+    if (k < n1) {
+      t1.src[k] = kv_plane_at(pp.c, a1[r]);
+      t1.dst[k] = kv_plane_at(pp.c, b1[r]);
+      if (SCALES) t1.ssrc[k] = kv_plane_at(pp.s, a1[r]), t1.sdst[k] = kv_plane_at(pp.s, b1[r]);
+    }
   }
-}
-template <int NT, int WS, int LP, int R>
-__device__ bool keep_table_per(KeepTable<R>* tab, const KeepPlanes& pp, const KeepMove* moves, int i0, int i1, int per) {
-  switch (per) {
-    case 2: keep_table_moves<NT, 2, WS, LP, R>(tab, pp, moves, i0, i1); return true;
-    case 4: keep_table_moves<NT, 4, WS, LP, R>(tab, pp, moves, i0, i1); return true;
-    case 8: keep_table_moves<NT, 8, WS, LP, R>(tab, pp, moves, i0, i1); return true;
-    case 16: keep_table_moves<NT, 16, WS, LP, R>(tab, pp, moves, i0, i1); return true;
-    case 32: keep_table_moves<NT, 32, WS, LP, R>(tab, pp, moves, i0, i1); return true;
-  }
-  return false;
 }
 constexpr int kKeepSetLoads = 4;  // 16-byte code pieces per thread in each of the two register sets
 constexpr int kKeepTable = 128;   // moves per batch at most (rows of a table)
-template <int NT, int MINB>
+// PER 16-byte pieces per code row, WS bytes per scale row (0: none); PER = 0: no table (one
+// plane after the other). The block's lane group is blockIdx.y: its moves [i0, i1), one lane's,
+// in order.
+template <int NT, int MINB, int PER, int WS>
 __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
                                                       const int32_t* lane_off) {
   constexpr int LP = kKeepSetLoads, R = kKeepTable;
+  using P = KeepPipe<NT, PER ? PER : 2, WS, LP, R>;
+  constexpr int B = P::B, RM = P::RM;
   __shared__ KeepTable<R> tab[4];
   __shared__ KeepPlanes pp;
-  const int f = blockIdx.x;
-  int i0, i1;
-  KvView v;
-  if (!keep_group(views, moves, lane_off, &i0, &i1, &v)) return;
-  const bool scales = v.lay.scale_bytes != 0;
-  const KvPlane pc = kv_plane(v, f);
-  const KvPlane ps = scales ? kv_plane(v, v.lay.planes() + f) : pc;
-  const int ws = scales ? keep_piece_width(ps) : 0;
-  const int per = keep_piece_width(pc) == 16 ? int(pc.bytes) / 16 : 0;
-  if (threadIdx.x == 0) pp = KeepPlanes{pc, ps};
-  __syncthreads();
-  if (ws == 0 || ws == int(ps.bytes)) {  // one piece per scale row
-    bool done = false;
-    switch (ws) {
-      case 0: done = keep_table_per<NT, 0, LP, R>(tab, pp, moves, i0, i1, per); break;
-      case 2: done = keep_table_per<NT, 2, LP, R>(tab, pp, moves, i0, i1, per); break;
-      case 4: done = keep_table_per<NT, 4, LP, R>(tab, pp, moves, i0, i1, per); break;
-      case 8: done = keep_table_per<NT, 8, LP, R>(tab, pp, moves, i0, i1, per); break;
-      case 16: done = keep_table_per<NT, 16, LP, R>(tab, pp, moves, i0, i1, per); break;
-    }
-    if (done) return;
+  const int f = blockIdx.x, g = blockIdx.y;
+  const int i0 = lane_off[g], i1 = lane_off[g + 1];
+  if (i0 >= i1) return;
+  // The first three batches' moves, fetched with the group's lane (before its view is loaded).
+  KeepFetched<RM> f0, f1, f2;
+  if (PER) {
+    keep_fetch<NT, RM>(f0, moves, i0, min(B, i1 - i0));
+    if (i1 - i0 > B) keep_fetch<NT, RM>(f1, moves, i0 + B, min(B, i1 - i0 - B));
+    if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f2, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
   }
-  keep_plane<NT>(pc, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
-  if (scales) keep_plane<NT>(ps, moves, i0, i1);
+#ifdef KC_PLANT_KEEP_FIRST_LANE
+  const KvView& v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+#else
+  const KvView& v = views[moves[i0].lane];  // a group holds one lane's moves
+#endif
+  const bool scales = v.lay.scale_bytes != 0;
+  const KeepPlanes pr{kv_plane(v, f), scales ? kv_plane(v, v.lay.planes() + f) : kv_plane(v, f)};
+  // The table where the view's planes are what the host chose it for: code rows of PER aligned
+  // 16-byte pieces, scale rows (where the layout has them) one aligned piece of WS bytes.
+  if (PER == 0 || keep_piece_width(pr.c) != 16 || int(pr.c.bytes) != PER * 16 ||
+      (WS == 0 ? scales : !scales || keep_piece_width(pr.s) != WS || int(pr.s.bytes) != WS)) {
+    keep_plane<NT>(pr.c, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
+    if (scales) keep_plane<NT>(pr.s, moves, i0, i1);
+    return;
+  }
+  if constexpr (PER != 0) {
+    keep_fill2<NT, RM, WS != 0>(tab[0], tab[1], pr, f0, f1, min(B, i1 - i0), min(B, i1 - i0 - B));
+    if (threadIdx.x == 0) pp = pr;
+    __syncthreads();  // both tables and pp visible
+    typename P::Regs ra, rb;
+    P::read(ra, tab[0], min(B, i1 - i0));
+    int b = 0;
+    for (int m0 = i0;;) {  // the same trips in every thread
+      P::step(tab, b, ra, rb, f2, pp, moves, m0, i1);
+      m0 += B, ++b;
+      if (m0 >= i1) break;
+      P::step(tab, b, rb, ra, f2, pp, moves, m0, i1);
+      m0 += B, ++b;
+      if (m0 >= i1) break;
+    }
+  }
+}
+
+template <int PER, int WS>
+void keep_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, cudaStream_t s) {
+  keep_kernel<128, 8, PER, WS><<<grid, 128, 0, s>>>(views, moves, lane_off);
+}
+template <int PER>
+bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off,
+                    cudaStream_t s) {
+  switch (ws) {
+    case 0: keep_launch<PER, 0>(grid, views, moves, lane_off, s); return true;
+    case 2: keep_launch<PER, 2>(grid, views, moves, lane_off, s); return true;
+    case 4: keep_launch<PER, 4>(grid, views, moves, lane_off, s); return true;
+    case 8: keep_launch<PER, 8>(grid, views, moves, lane_off, s); return true;
+    case 16: keep_launch<PER, 16>(grid, views, moves, lane_off, s); return true;
+  }
+  return false;
 }
 
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  keep_kernel<128, 8><<<dim3(lay.planes(), groups), 128, 0, s>>>(views, moves, lane_off);
+  const dim3 grid(lay.planes(), groups);
+  const int per = lay.code_bytes % 16 == 0 ? int(lay.code_bytes / 16) : 0, ws = int(lay.scale_bytes);
+  bool table = false;
+  switch (per) {
+    case 2: table = keep_launch_ws<2>(ws, grid, views, moves, lane_off, s); break;
+    case 4: table = keep_launch_ws<4>(ws, grid, views, moves, lane_off, s); break;
+    case 8: table = keep_launch_ws<8>(ws, grid, views, moves, lane_off, s); break;
+    case 16: table = keep_launch_ws<16>(ws, grid, views, moves, lane_off, s); break;
+    case 32: table = keep_launch_ws<32>(ws, grid, views, moves, lane_off, s); break;
+  }
+  if (!table) keep_kernel<128, 8, 0, 0><<<grid, 128, 0, s>>>(views, moves, lane_off);  // one plane after the other
   KC_LAUNCH_CHECK("keep_kernel");
   return Status::Ok();
 }
