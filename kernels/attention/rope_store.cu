@@ -40,6 +40,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -196,7 +198,16 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (fp8, q4), by
 // shuffles among the row's lanes. Every lane of the warp calls it (the shuffles); `on`
 // lanes store.
-template <int D, Format F>
+// MODE bit 1 (kRopeFastEncode): the same bytes by cheaper instructions. The amax is the max of
+// the magnitudes' bits (non-negative floats order as their bits, and a NaN's bits lie above
+// +Inf's: fp8_row_scale / q4_finite only tell a finite amax from a non-finite one, so the
+// scale and codes are amax_step's), over the row by one redux.sync where a row is the warp;
+// fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
+// through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
+// fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
+__device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
+template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
@@ -211,24 +222,55 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
     (void)scales;
   } else if constexpr (F == Format::fp8) {
     float amax = 0.0f;
+    if constexpr ((MODE & kRopeFastEncode) != 0) {
+      uint32_t m = 0;
 #pragma unroll
-    for (int c = 0; c < CPL; ++c)
+      for (int c = 0; c < CPL; ++c)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < 4; ++e) {
 #ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
-        if (4 * (lr + LPR * c) + e == D - 1) continue;
+          if (4 * (lr + LPR * c) + e == D - 1) continue;
 #endif
-        amax = amax_step(amax, y[4 * c + e]);
-      }
+          m = max(m, rope_mag_bits(y[4 * c + e]));
+        }
+      if constexpr (LPR == 32) {
+        m = __reduce_max_sync(0xFFFFFFFFu, m);
+      } else {
 #pragma unroll
-    for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+        for (int o = LPR / 2; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+      }
+      amax = bits_float(m);
+    } else {
+#pragma unroll
+      for (int c = 0; c < CPL; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
+          if (4 * (lr + LPR * c) + e == D - 1) continue;
+#endif
+          amax = amax_step(amax, y[4 * c + e]);
+        }
+#pragma unroll
+      for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    }
     const float scale = fp8_row_scale(amax);
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       const int j = 4 * (lr + LPR * c);
       uint32_t w = 0;
+      if constexpr ((MODE & kRopeFastEncode) != 0) {  // fp8_code's rules, the row-uniform ones once
+        if (!fp8_finite(scale)) {
+          w = 0x01010101u * kE4M3NaN;
+        } else if (scale != 0.0f) {
+          const float* v = y + 4 * c;
+          const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0] / scale, v[1] / scale), __NV_SATFINITE, __NV_E4M3);
+          const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2] / scale, v[3] / scale), __NV_SATFINITE, __NV_E4M3);
+          w = (lo & 0xFFFFu) | (hi << 16);
+        }
+      } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_code(y[4 * c + e], scale)) << (8 * e);
+        for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_code(y[4 * c + e], scale)) << (8 * e);
+      }
 #ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
       w = 0;
 #endif
@@ -265,18 +307,37 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
           v[e] = (lr & m) ? o - v[e] : v[e] + o;
         }
       float amax = 0.0f;
+      if constexpr ((MODE & kRopeFastEncode) != 0) {
+        uint32_t mb = 0;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        v[e] = v[e] * 0.125f;
-        amax = amax_step(amax, v[e]);
+        for (int e = 0; e < 4; ++e) {
+          v[e] = v[e] * 0.125f;
+          mb = max(mb, rope_mag_bits(v[e]));
+        }
+#pragma unroll
+        for (int m = 4; m > 0; m >>= 1) mb = max(mb, __shfl_xor_sync(0xFFFFFFFFu, mb, m));
+        amax = bits_float(mb);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          v[e] = v[e] * 0.125f;
+          amax = amax_step(amax, v[e]);
+        }
+#pragma unroll
+        for (int m = 4; m > 0; m >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
       }
-#pragma unroll
-      for (int m = 4; m > 0; m >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
       uint16_t h = kQ4ScaleNaN;
       uint32_t w = 0x0101u * kQ4PoisonCodes;
       if (q4_finite(amax)) {
-        h = q4_group_scale(amax);
-        const float s = fp16_to_float(h);
+        float s;
+        if constexpr ((MODE & kRopeFastEncode) != 0) {  // q4_group_scale's value, then fp16_to_float's
+          const float qs = fminf(amax / 7.0f, kQ4ScaleMax);
+          h = __half_as_ushort(__float2half_rn(qs));
+          s = __half2float(__ushort_as_half(h));
+        } else {
+          h = q4_group_scale(amax);
+          s = fp16_to_float(h);
+        }
         if (s == 0.0f) {
           w = 0x0101u * kQ4ZeroCodes;
         } else {
@@ -303,8 +364,9 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 // to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
 // The persistent kernels' theta_i (i < h2), by the consumer warps while the loader already
 // copies; the table warp waits for them at named barrier 1 (consumers and table warp).
+template <int NCW = kRopeTmaConsumerWarps>
 __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeParams& p, int warp, int tid) {
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = NCW;
   if (warp < ncw)
     for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, p.rot_dims, p.base);
   asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
@@ -325,12 +387,12 @@ __device__ __forceinline__ void rope_load_row(float* x, const float* q, const fl
 // groups w, w + ncw, ... of RPW heads: q heads first (rotated, stored as float), then the K / V
 // slots (rotated, encoded and stored by rope_kv_store). x is the row's stage (q, k, v), tc / ts
 // its cos / sin, ptr its K / V code addresses then scale addresses.
-template <int D, Format F>
+template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
                                                  int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = NCW;
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
     for (int g = warp; g < qg + kvg; g += ncw) {
@@ -359,19 +421,94 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
-        rope_kv_store<D, F>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+        rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
 }
 
-template <int D, Format F>
-__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+// rope4 without branches: every load issued (the partner and the table at a safe index where the
+// elements are not rotated), the result selected; y = 0 where !on. Same values as rope4.
+__device__ __forceinline__ void rope4_sel(const float* x, const float* tc, const float* ts, int j, int h2, int rot,
+                                          bool rotate, bool on, float y[4]) {
+  const bool lo = j < h2, rr = rotate && j < rot;
+  const int i = lo ? j : j - h2;
+  const float4 a = *reinterpret_cast<const float4*>(x + j);
+  const float4 b = *reinterpret_cast<const float4*>(x + (lo ? j + h2 : i));
+  const int ti = rr ? i : 0;
+  const float4 c = *reinterpret_cast<const float4*>(tc + ti), s = *reinterpret_cast<const float4*>(ts + ti);
+  const float aa[4] = {a.x, a.y, a.z, a.w}, bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w},
+              ss[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float p = __fmul_rn(aa[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
+    const float rv = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);
+    y[e] = !on ? 0.0f : (rr ? rv : aa[e]);
+  }
+}
+
+// MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
+// loads and rotation first (branch-free), then the q stores, then the K / V encodes, so the
+// loads and arithmetic of a warp's groups overlap.
+template <int D, Format F, int NCW, int MODE>
+__device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
+                                                     uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
+                                                     float* q_out, int warp, int lane) {
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
+  constexpr int MG = NCW >= 24 ? 2 : 3;
+  const int lr = lane % LPR, sub = lane / LPR;
+  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, ng = qg + kvg;
+  for (int g0 = warp; g0 < ng; g0 += MG * NCW) {
+    float y[MG][4 * CPL];
+#pragma unroll
+    for (int u = 0; u < MG; ++u) {
+      const int g = g0 + u * NCW;
+      const bool isq = g < qg;
+      const int h = g * RPW + sub, t = (g - qg) * RPW + sub;  // q head, or K slot t < hkv, V slot t - hkv
+      const bool on = isq ? h < hq : (g < ng && t < 2 * hkv);
+      const float* xs = x + (on ? (isq ? h : hq + t) : 0) * D;
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) rope4_sel(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, on, y[u] + 4 * c);
+    }
+#pragma unroll
+    for (int u = 0; u < MG; ++u) {
+      const int g = g0 + u * NCW;
+      if (g >= ng) break;
+      if (g < qg) {
+        const int h = g * RPW + sub;
+        if (h < hq) {
+          float* o = q_out + (size_t(r) * hq + h) * D;
+#pragma unroll
+          for (int c = 0; c < CPL; ++c) {
+            const int j = 4 * (lr + LPR * c);
+            *reinterpret_cast<float4*>(o + j) = make_float4(y[u][4 * c], y[u][4 * c + 1], y[u][4 * c + 2], y[u][4 * c + 3]);
+          }
+        }
+      } else {
+        const int t = (g - qg) * RPW + sub;
+        const bool on = t < 2 * hkv;
+        rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+      }
+    }
+  }
+}
+template <int D, Format F, int NCW, int MODE>
+__device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
+                                             int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
+                                             int lane) {
+  if constexpr ((MODE & kRopeIlp) != 0)
+    rope_consume_row_ilp<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+  else
+    rope_consume_row<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+}
+
+template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
+__global__ void __launch_bounds__(32 * (NCW + 2), 1)
     rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                           const float* k, const float* vin, float* q_out, int stages) {
   extern __shared__ __align__(16) uint8_t sm[];
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = NCW;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -397,7 +534,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     }
     return;
   }
-  rope_theta_table(th, h2, p, warp, tid);
+  rope_theta_table<NCW>(th, h2, p, warp, tid);
   if (warp == ncw + 1) {  // the table warp
     int it = 0;
     for (int r = int(blockIdx.x); r < n; r += G, ++it) {
@@ -428,7 +565,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
-    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
   }
 }
@@ -458,15 +595,15 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
   L.stage_bytes = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
   return L;
 }
-template <int D, Format F>
-__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
+__global__ void __launch_bounds__(32 * (NCW + 2), 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = kRopeRingStages, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = NCW;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -506,7 +643,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     }
     return;
   }
-  rope_theta_table(th, h2, p, warp, tid);
+  rope_theta_table<NCW>(th, h2, p, warp, tid);
   if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
@@ -551,7 +688,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -570,6 +707,52 @@ static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* gr
   return Status::Ok();
 }
 
+// ---- EXPERIMENT knob (branch rope6; see launch_rope_store) ----
+struct Rope6Knob {
+  char kind;
+  int ncw, mode;
+};
+static Rope6Knob rope6_knob(const char* var, char dflt) {
+  Rope6Knob k{dflt, 16, 0};
+  const char* e = std::getenv(var);
+  if (!e || !*e) return k;
+  if (var[8] == 0) {  // KC_ROPE6: kind first
+    k.kind = e[0];
+    e = std::strchr(e, ',');
+    if (!e) return k;
+    ++e;
+  }
+  k.ncw = std::atoi(e);
+  if (const char* c = std::strchr(e, ',')) k.mode = std::atoi(c + 1);
+  return k;
+}
+template <int D, Format F>
+static auto rope6_ring(const Rope6Knob& kb, int* ncw) {
+  *ncw = kb.ncw;
+  if constexpr (F == Format::bf16) {
+    if (kb.ncw == 16 && kb.mode == 2) return rope_store_ring_kernel<D, F, 16, 2>;
+    if (kb.ncw == 24 && kb.mode == 0) return rope_store_ring_kernel<D, F, 24, 0>;
+    if (kb.ncw == 24 && kb.mode == 2) return rope_store_ring_kernel<D, F, 24, 2>;
+  } else {
+    if (kb.ncw == 16 && kb.mode == 3) return rope_store_ring_kernel<D, F, 16, 3>;
+    if (kb.ncw == 24 && kb.mode == 0) return rope_store_ring_kernel<D, F, 24, 0>;
+    if (kb.ncw == 24 && kb.mode == 3) return rope_store_ring_kernel<D, F, 24, 3>;
+  }
+  *ncw = 16;
+  return rope_store_ring_kernel<D, F, 16, 0>;
+}
+template <int D, Format F>
+static auto rope6_tma(const Rope6Knob& kb, int* ncw) {
+  *ncw = kb.ncw;
+  if (kb.ncw == 16 && kb.mode == 1) return rope_store_tma_kernel<D, F, 16, 1>;
+  if (kb.ncw == 16 && kb.mode == 2) return rope_store_tma_kernel<D, F, 16, 2>;
+  if (kb.ncw == 16 && kb.mode == 3) return rope_store_tma_kernel<D, F, 16, 3>;
+  if (kb.ncw == 24 && kb.mode == 0) return rope_store_tma_kernel<D, F, 24, 0>;
+  if (kb.ncw == 24 && kb.mode == 3) return rope_store_tma_kernel<D, F, 24, 3>;
+  *ncw = 16;
+  return rope_store_tma_kernel<D, F, 16, 0>;
+}
+
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
@@ -577,22 +760,38 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // bf16: rope_store_ring_kernel, where its rings fit a block's shared memory.
-  if (fmt == Format::bf16 && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+  // EXPERIMENT (branch rope6, not for merge): KC_ROPE6="t|r,NCW,MODE" picks the fp8 / q4 kernel
+  // (t: rope_store_tma_kernel, r: rope_store_ring_kernel), its consumer warps and MODE bits;
+  // KC_ROPE6_BF16="NCW,MODE" the bf16 ring kernel's. Only the listed combinations at d 128 / 256;
+  // anything else takes main's kernels.
+  Rope6Knob kb = rope6_knob(fmt == Format::bf16 ? "KC_ROPE6_BF16" : "KC_ROPE6", fmt == Format::bf16 ? 'r' : 't');
+  if (d != 128 && d != 256) kb = Rope6Knob{fmt == Format::bf16 ? 'r' : 't', 16, 0};
+  using RingKern = void (*)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                            float*);
+  using TmaKern = void (*)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                           float*, int);
+  // The ring kernel (bf16 always; fp8 / q4 with kind r), where its rings fit a block's shared memory.
+  if ((fmt == Format::bf16 || ((fmt == Format::fp8 || fmt == Format::q4) && kb.kind == 'r')) && p.rot_dims % 8 == 0 &&
+      (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeRingStages) * L.stage_bytes;
-    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                 float*) = nullptr;
-    switch (d) {
-      case 32: kern = rope_store_ring_kernel<32, Format::bf16>; break;
-      case 64: kern = rope_store_ring_kernel<64, Format::bf16>; break;
-      case 128: kern = rope_store_ring_kernel<128, Format::bf16>; break;
-      case 256: kern = rope_store_ring_kernel<256, Format::bf16>; break;
-    }
+    RingKern kern = nullptr;
+    int ncw = 16;
+    with_format(fmt, [&](auto codec) {
+      constexpr Format F = decltype(codec)::kFormat;
+      if constexpr (F == Format::bf16 || F == Format::fp8 || F == Format::q4) {
+        switch (d) {
+          case 32: kern = rope_store_ring_kernel<32, F>; break;
+          case 64: kern = rope_store_ring_kernel<64, F>; break;
+          case 128: kern = rope6_ring<128, F>(kb, &ncw); break;
+          case 256: kern = rope6_ring<256, F>(kb, &ncw); break;
+        }
+      }
+    });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      kern<<<unsigned(grid), unsigned(32 * (ncw + 2)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
     }
@@ -601,23 +800,24 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
-    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                 float*, int) = nullptr;
+    TmaKern kern = nullptr;
+    int ncw = 16;
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       if constexpr (F == Format::fp8 || F == Format::q4) {
         switch (d) {
           case 32: kern = rope_store_tma_kernel<32, F>; break;
           case 64: kern = rope_store_tma_kernel<64, F>; break;
-          case 128: kern = rope_store_tma_kernel<128, F>; break;
-          case 256: kern = rope_store_tma_kernel<256, F>; break;
+          case 128: kern = rope6_tma<128, F>(kb, &ncw); break;
+          case 256: kern = rope6_tma<256, F>(kb, &ncw); break;
         }
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
+      kern<<<unsigned(grid), unsigned(32 * (ncw + 2)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out,
+                                                                  kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
       return Status::Ok();
     }
