@@ -9,7 +9,7 @@ R=$PWD; W=$OUT/w; mkdir -p $W
 pack() { tar -czf $OUT/results.tgz -C $W --exclude='*.ncu-rep' . 2>/dev/null; }
 step() { local n=$1; shift; local t0=$(date +%s); "$@"; local rc=$?; echo "$n rc=$rc $(( $(date +%s) - t0 ))s at $(( $(date +%s) - T0 ))s" | tee -a $W/steps.txt; pack; return $rc; }
 git rev-parse HEAD > $W/commit.txt; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $W/gpu.txt 2>&1
-B=/tmp/b; TF=$B/tools/tf-cuda-test
+B=/tmp/b-rope6; TF=$B/tools/tf-cuda-test
 ( nvcc -std=c++20 -arch=sm_90 --expt-relaxed-constexpr -DKC_HAVE_CUDA=1 -I. -I$B/generated reports/h200/issue20-rope6/fp16_check.cu -o /tmp/fp16_check > $W/fp16_build.log 2>&1 ) &
 step build bash -c "cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$R/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 -DKC_DEVICE_MUTANTS=OFF >$W/cfg.log 2>&1 && ninja -C $B tf-cuda-test >$W/build.log 2>&1" || { tail -40 $W/build.log; exit 4; }
 wait
