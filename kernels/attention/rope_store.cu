@@ -364,9 +364,8 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 // to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
 // The persistent kernels' theta_i (i < h2), by the consumer warps while the loader already
 // copies; the table warp waits for them at named barrier 1 (consumers and table warp).
-template <int NCW = kRopeTmaConsumerWarps>
 __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeParams& p, int warp, int tid) {
-  constexpr int ncw = NCW;
+  constexpr int ncw = kRopeTmaConsumerWarps;
   if (warp < ncw)
     for (int i = tid; i < h2; i += 32 * ncw) th[i] = rope_theta(i, p.rot_dims, p.base);
   asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");
@@ -387,12 +386,12 @@ __device__ __forceinline__ void rope_load_row(float* x, const float* q, const fl
 // groups w, w + ncw, ... of RPW heads: q heads first (rotated, stored as float), then the K / V
 // slots (rotated, encoded and stored by rope_kv_store). x is the row's stage (q, k, v), tc / ts
 // its cos / sin, ptr its K / V code addresses then scale addresses.
-template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
+template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
                                                  int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
-  constexpr int ncw = NCW;
+  constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
     for (int g = warp; g < qg + kvg; g += ncw) {
@@ -449,12 +448,12 @@ __device__ __forceinline__ void rope4_sel(const float* x, const float* tc, const
 // MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
 // loads and rotation first (branch-free), then the q stores, then the K / V encodes, so the
 // loads and arithmetic of a warp's groups overlap.
-template <int D, Format F, int NCW, int MODE>
+template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
                                                      float* q_out, int warp, int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
-  constexpr int MG = NCW >= 24 ? 2 : 3;
+  constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, ng = qg + kvg;
   for (int g0 = warp; g0 < ng; g0 += MG * NCW) {
@@ -491,24 +490,24 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
     }
   }
 }
-template <int D, Format F, int NCW, int MODE>
+template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
                                              int lane) {
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
   else
-    rope_consume_row<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
-template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
-__global__ void __launch_bounds__(32 * (NCW + 2), 1)
+template <int D, Format F>
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
     rope_store_tma_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                           const float* k, const float* vin, float* q_out, int stages) {
   extern __shared__ __align__(16) uint8_t sm[];
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = NCW;
+  constexpr int ncw = kRopeTmaConsumerWarps;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeTmaLayout L = rope_tma_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -534,7 +533,7 @@ __global__ void __launch_bounds__(32 * (NCW + 2), 1)
     }
     return;
   }
-  rope_theta_table<NCW>(th, h2, p, warp, tid);
+  rope_theta_table(th, h2, p, warp, tid);
   if (warp == ncw + 1) {  // the table warp
     int it = 0;
     for (int r = int(blockIdx.x); r < n; r += G, ++it) {
@@ -565,7 +564,7 @@ __global__ void __launch_bounds__(32 * (NCW + 2), 1)
     const float* tc = reinterpret_cast<const float*>(st + L.tab_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(st + L.ptr_off);
-    rope_consume<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
   }
 }
@@ -585,9 +584,9 @@ constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingS
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
 };
-KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
+KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int stages = kRopeRingStages) {
   RopeRingLayout L;
-  L.theta_off = rope_align16(uint32_t(2 * kRopeRingStages + 2 * kRopeRingNtb) * 8u);
+  L.theta_off = rope_align16(uint32_t(2 * stages + 2 * kRopeRingNtb) * 8u);
   L.tab_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
   L.tc_off = rope_align16(uint32_t(4 * hkv) * 8u);  // after codes[2 hkv], scales[2 hkv]: tc[h2], ts[h2]
   L.tslot_bytes = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);
@@ -595,17 +594,17 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
   L.stage_bytes = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
   return L;
 }
-template <int D, Format F, int NCW = kRopeTmaConsumerWarps, int MODE = 0>
-__global__ void __launch_bounds__(32 * (NCW + 2), 1)
+template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
-  constexpr int stages = kRopeRingStages, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
+  constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = NCW;
+  constexpr int ncw = kRopeTmaConsumerWarps;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv);
+  const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
   uint64_t* empty = full + stages;
   uint64_t* tfull = empty + stages;
@@ -643,7 +642,7 @@ __global__ void __launch_bounds__(32 * (NCW + 2), 1)
     }
     return;
   }
-  rope_theta_table<NCW>(th, h2, p, warp, tid);
+  rope_theta_table(th, h2, p, warp, tid);
   if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
@@ -688,7 +687,7 @@ __global__ void __launch_bounds__(32 * (NCW + 2), 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, NCW, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -707,50 +706,15 @@ static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* gr
   return Status::Ok();
 }
 
-// ---- EXPERIMENT knob (branch rope6; see launch_rope_store) ----
-struct Rope6Knob {
-  char kind;
-  int ncw, mode;
-};
-static Rope6Knob rope6_knob(const char* var, char dflt) {
-  Rope6Knob k{dflt, 16, 0};
-  const char* e = std::getenv(var);
-  if (!e || !*e) return k;
-  if (var[8] == 0) {  // KC_ROPE6: kind first
-    k.kind = e[0];
-    e = std::strchr(e, ',');
-    if (!e) return k;
-    ++e;
-  }
-  k.ncw = std::atoi(e);
-  if (const char* c = std::strchr(e, ',')) k.mode = std::atoi(c + 1);
-  return k;
-}
-template <int D, Format F>
-static auto rope6_ring(const Rope6Knob& kb, int* ncw) {
-  *ncw = kb.ncw;
-  if constexpr (F == Format::bf16) {
-    if (kb.ncw == 16 && kb.mode == 2) return rope_store_ring_kernel<D, F, 16, 2>;
-    if (kb.ncw == 24 && kb.mode == 0) return rope_store_ring_kernel<D, F, 24, 0>;
-    if (kb.ncw == 24 && kb.mode == 2) return rope_store_ring_kernel<D, F, 24, 2>;
-  } else {
-    if (kb.ncw == 16 && kb.mode == 3) return rope_store_ring_kernel<D, F, 16, 3>;
-    if (kb.ncw == 24 && kb.mode == 0) return rope_store_ring_kernel<D, F, 24, 0>;
-    if (kb.ncw == 24 && kb.mode == 3) return rope_store_ring_kernel<D, F, 24, 3>;
-  }
-  *ncw = 16;
-  return rope_store_ring_kernel<D, F, 16, 0>;
-}
-template <int D, Format F>
-static auto rope6_tma(const Rope6Knob& kb, int* ncw) {
-  *ncw = kb.ncw;
-  if (kb.ncw == 16 && kb.mode == 1) return rope_store_tma_kernel<D, F, 16, 1>;
-  if (kb.ncw == 16 && kb.mode == 2) return rope_store_tma_kernel<D, F, 16, 2>;
-  if (kb.ncw == 16 && kb.mode == 3) return rope_store_tma_kernel<D, F, 16, 3>;
-  if (kb.ncw == 24 && kb.mode == 0) return rope_store_tma_kernel<D, F, 24, 0>;
-  if (kb.ncw == 24 && kb.mode == 3) return rope_store_tma_kernel<D, F, 24, 3>;
-  *ncw = 16;
-  return rope_store_tma_kernel<D, F, 16, 0>;
+// ---- EXPERIMENT knob (branch rope6, call 2; removed before merge) ----
+// KC_ROPE6: unset: the default below; "t": fp8 / q4 on rope_store_tma_kernel (main's); "r,S": fp8 /
+// q4 at d 128 / 256 on the ring kernel with MODE 3 and S (3 or 4) data stages.
+static int rope6_knob() {  // 0 default, 1 tma, S ring stages
+  const char* e = std::getenv("KC_ROPE6");
+  if (!e || !*e) return 0;
+  if (e[0] == 't') return 1;
+  const char* c = std::strchr(e, ',');
+  return c ? std::atoi(c + 1) : 0;
 }
 
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
@@ -760,64 +724,67 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // EXPERIMENT (branch rope6, not for merge): KC_ROPE6="t|r,NCW,MODE" picks the fp8 / q4 kernel
-  // (t: rope_store_tma_kernel, r: rope_store_ring_kernel), its consumer warps and MODE bits;
-  // KC_ROPE6_BF16="NCW,MODE" the bf16 ring kernel's. Only the listed combinations at d 128 / 256;
-  // anything else takes main's kernels.
-  Rope6Knob kb = rope6_knob(fmt == Format::bf16 ? "KC_ROPE6_BF16" : "KC_ROPE6", fmt == Format::bf16 ? 'r' : 't');
-  if (d != 128 && d != 256) kb = Rope6Knob{fmt == Format::bf16 ? 'r' : 't', 16, 0};
-  using RingKern = void (*)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                            float*);
-  using TmaKern = void (*)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
-                           float*, int);
-  // The ring kernel (bf16 always; fp8 / q4 with kind r), where its rings fit a block's shared memory.
-  if ((fmt == Format::bf16 || ((fmt == Format::fp8 || fmt == Format::q4) && kb.kind == 'r')) && p.rot_dims % 8 == 0 &&
-      (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv);
-    const size_t smem = size_t(L.stage_off) + size_t(kRopeRingStages) * L.stage_bytes;
-    RingKern kern = nullptr;
-    int ncw = 16;
+  const int knob = rope6_knob();
+  // The ring kernel: bf16 (MODE 0); fp8 / q4 at d 128 / 256 (MODE 3: the fast encode and the
+  // grouped consumer), where its rings fit a block's shared memory.
+  const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256) && knob != 1;
+  if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const int stages = ring_q && (knob == 3 || knob == 4) ? knob : kRopeRingStages;
+    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
+    const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
+    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                 float*) = nullptr;
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
-      if constexpr (F == Format::bf16 || F == Format::fp8 || F == Format::q4) {
+      constexpr int M = kRopeFastEncode | kRopeIlp;
+      if constexpr (F == Format::bf16) {
         switch (d) {
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128: kern = rope6_ring<128, F>(kb, &ncw); break;
-          case 256: kern = rope6_ring<256, F>(kb, &ncw); break;
+          case 128: kern = rope_store_ring_kernel<128, F>; break;
+          case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
+      } else if constexpr (F == Format::fp8 || F == Format::q4) {
+        if (d == 128)
+          kern = stages == 3 ? rope_store_ring_kernel<128, F, M, 3>
+                 : stages == 4 ? rope_store_ring_kernel<128, F, M, 4>
+                               : rope_store_ring_kernel<128, F, M>;
+        else
+          kern = stages == 3 ? rope_store_ring_kernel<256, F, M, 3>
+                 : stages == 4 ? rope_store_ring_kernel<256, F, M, 4>
+                               : rope_store_ring_kernel<256, F, M>;
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), unsigned(32 * (ncw + 2)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
     }
   }
-  // fp8 / q4: rope_store_tma_kernel, where its ring fits a block's shared memory.
+  // fp8 / q4 (d 32 / 64, or where the ring kernel does not fit): rope_store_tma_kernel, where its
+  // ring fits a block's shared memory.
   if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
-    TmaKern kern = nullptr;
-    int ncw = 16;
+    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                 float*, int) = nullptr;
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       if constexpr (F == Format::fp8 || F == Format::q4) {
         switch (d) {
           case 32: kern = rope_store_tma_kernel<32, F>; break;
           case 64: kern = rope_store_tma_kernel<64, F>; break;
-          case 128: kern = rope6_tma<128, F>(kb, &ncw); break;
-          case 256: kern = rope6_tma<256, F>(kb, &ncw); break;
+          case 128: kern = rope_store_tma_kernel<128, F>; break;
+          case 256: kern = rope_store_tma_kernel<256, F>; break;
         }
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), unsigned(32 * (ncw + 2)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out,
-                                                                  kRopeTmaStages);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
       return Status::Ok();
     }
