@@ -16,7 +16,7 @@ run() {  # name knob filter
   KC_ROPE6=$2 $TF bench rope-store ${3:+--filter "$3"} --out $W/$1.json > $W/$1.log 2>&1; echo "$1 rc=$?" >> $W/steps.txt
 }
 for r in 1 2; do
-  run main-$r t ''; run cand-$r '' ''; run s3-$r r,3 '^(64|256|1024)MiB/(fp8|q4)/'; run s4-$r r,4 '^(64|256|1024)MiB/(fp8|q4)/'; pack
+  run main-$r t ''; run cand-$r '' ''; run s3-$r r,3 '^(64|256|1024)MiB/(fp8|q4)/'; pack
 done
 python3 reports/h200/issue20-rope6/sum2.py $W > $W/summary.txt; cat $W/summary.txt
 WK=$(sed -n 's/^best knob: //p' $W/summary.txt); echo "best knob: '$WK'" >> $W/steps.txt
