@@ -1,9 +1,13 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
-// bench: bench rope-store. launch_rope_store picks one by format (measured on the H200,
-// bench rope-store; reports/h200/issue20-rope3/issue20-rope3.md):
+// bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6):
+// - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
+// - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
+// - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
+// - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
+//   block's shared memory; otherwise, and for mxfp4, rope_store_kernel.
 //
-// rope_store_tma_kernel (fp8, q4, where rot_dims % 8 == 0, q_out is 16-byte aligned and two
-//   rows' stages fit a block's shared memory): persistent, one block per SM of 16 consumer
+// rope_store_tma_kernel (fp8, q4 at d 32 / 64): persistent, one block per SM of 16 consumer
 //   warps, a loader warp and a table warp; block b takes rows b, b + grid, .. through a
 //   ring of kRopeTmaStages stages (a row each):
 //   - the loader (one lane) brings a row's fp32 q, k and v rows (three contiguous pieces)
@@ -23,10 +27,10 @@
 //     hadamard32_fwd's butterflies inside the lane and by shuffles over a group's 8 lanes,
 //     then the group's amax, fp16 scale and nibbles); then they arrive on the stage's empty
 //     barrier, which the loader and the table warp wait for before they fill it again.
-//   From 64 MiB up: fp8 0.65-0.72 and q4 0.62-0.70 of the copy ceiling, where the kernels
-//   before gave 0.59-0.63 and 0.55-0.59 in the same run. Its bf16 store (8 bytes a lane)
-//   lost on pages of 16 (0.64-0.65 against 0.66-0.76) and did not win at 64 MiB, so bf16
-//   stays on rope_store_kernel.
+//   From 64 MiB up (d 128): fp8 0.60-0.72 and q4 0.58-0.70 of the copy ceiling; the ring
+//   kernel's batched table and MODE 3 took fp8 / q4 at d 128 to 0.69-0.91 and 0.65-0.86
+//   (issue20-rope6, same call): the per-row table chain (rows, views, float64 cos / sin, page
+//   table) of one warp set this kernel's pace.
 //
 // rope_store_kernel (bf16, mxfp4, and fp8 / q4 where the kernel above does not apply): block
 //   per row, 256 threads (8 warps). Head slots are the row's q heads, then its kv heads' K,
@@ -40,8 +44,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -569,7 +571,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
 }
 
-// ---- rope_store_ring_kernel (bf16) ----
+// ---- rope_store_ring_kernel (bf16; fp8 and q4 at d 128 / 256) ----
 // rope_store_tma_kernel's loader and consumers, with the table apart from the data ring: the
 // table warp fills a ring of kRopeRingNtb batches of kRopeRingTb rows (up to 16 rows ahead),
 // a batch's rows resolved at once (8 lanes per row: rows[r], views[lane], the page by kv_pos,
@@ -578,9 +580,17 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // free when every consumer lane and the loader (after the batch's last row) arrived.
 // bf16 on the H200 (reports/h200/issue20-rope5, same call against rope_store_kernel, L2
 // flushed): 0.73-0.90 of the copy ceiling from 64 MiB up, against 0.66-0.77; pages of 16 do
-// not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 stay on the per-row
-// table, which was faster for them (issue20-rope4).
+// not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 (MODE 3, 3 data
+// stages) on the H200 (reports/h200/issue20-rope6, same call against rope_store_tma_kernel):
+// fp8 0.69-0.91 (mean 0.80) against 0.60-0.72 (0.68), q4 0.65-0.86 (0.77) against 0.58-0.70
+// (0.64) from 64 MiB up. (issue20-rope4's slower fp8 / q4 on this ring was a build with
+// run-time ring parameters; this compile-time kernel with main's encode was +0.08 / +0.06 over
+// rope_store_tma_kernel in issue20-rope6's first call.)
 constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingSlots = kRopeRingTb * kRopeRingNtb;
+// fp8 / q4 on the ring kernel: 3 data stages (issue20-rope6, same call against 2: fp8 / q4 mean
+// +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows and pages of 256,
+// up to -0.05 on pages of 16 at 256 / 1024 MiB; 2 stages trade those back).
+constexpr int kRopeRingQuantStages = 3;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
 };
@@ -706,17 +716,6 @@ static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* gr
   return Status::Ok();
 }
 
-// ---- EXPERIMENT knob (branch rope6, call 2; removed before merge) ----
-// KC_ROPE6: unset: the default below; "t": fp8 / q4 on rope_store_tma_kernel (main's); "r,S": fp8 /
-// q4 at d 128 / 256 on the ring kernel with MODE 3 and S (3 or 4) data stages.
-static int rope6_knob() {  // 0 default, 1 tma, S ring stages
-  const char* e = std::getenv("KC_ROPE6");
-  if (!e || !*e) return 0;
-  if (e[0] == 't') return 1;
-  const char* c = std::strchr(e, ',');
-  return c ? std::atoi(c + 1) : 0;
-}
-
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
                          int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
@@ -724,12 +723,12 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  const int knob = rope6_knob();
-  // The ring kernel: bf16 (MODE 0); fp8 / q4 at d 128 / 256 (MODE 3: the fast encode and the
-  // grouped consumer), where its rings fit a block's shared memory.
-  const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256) && knob != 1;
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 / 256 (MODE 3: the fast
+  // encode and the grouped consumer; kRopeRingQuantStages data stages), where its rings fit a
+  // block's shared memory.
+  const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const int stages = ring_q && (knob == 3 || knob == 4) ? knob : kRopeRingStages;
+    const int stages = ring_q ? kRopeRingQuantStages : kRopeRingStages;
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
@@ -745,14 +744,8 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        if (d == 128)
-          kern = stages == 3 ? rope_store_ring_kernel<128, F, M, 3>
-                 : stages == 4 ? rope_store_ring_kernel<128, F, M, 4>
-                               : rope_store_ring_kernel<128, F, M>;
-        else
-          kern = stages == 3 ? rope_store_ring_kernel<256, F, M, 3>
-                 : stages == 4 ? rope_store_ring_kernel<256, F, M, 4>
-                               : rope_store_ring_kernel<256, F, M>;
+        kern = d == 128 ? rope_store_ring_kernel<128, F, M, kRopeRingQuantStages>
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
