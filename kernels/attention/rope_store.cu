@@ -1,9 +1,13 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
-// bench: bench rope-store. launch_rope_store picks one by format (measured on the H200,
-// bench rope-store; reports/h200/issue20-rope3/issue20-rope3.md):
+// bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6):
+// - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
+// - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
+// - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
+// - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
+//   block's shared memory; otherwise, and for mxfp4, rope_store_kernel.
 //
-// rope_store_tma_kernel (fp8, q4, where rot_dims % 8 == 0, q_out is 16-byte aligned and two
-//   rows' stages fit a block's shared memory): persistent, one block per SM of 16 consumer
+// rope_store_tma_kernel (fp8, q4 at d 32 / 64): persistent, one block per SM of 16 consumer
 //   warps, a loader warp and a table warp; block b takes rows b, b + grid, .. through a
 //   ring of kRopeTmaStages stages (a row each):
 //   - the loader (one lane) brings a row's fp32 q, k and v rows (three contiguous pieces)
@@ -23,10 +27,10 @@
 //     hadamard32_fwd's butterflies inside the lane and by shuffles over a group's 8 lanes,
 //     then the group's amax, fp16 scale and nibbles); then they arrive on the stage's empty
 //     barrier, which the loader and the table warp wait for before they fill it again.
-//   From 64 MiB up: fp8 0.65-0.72 and q4 0.62-0.70 of the copy ceiling, where the kernels
-//   before gave 0.59-0.63 and 0.55-0.59 in the same run. Its bf16 store (8 bytes a lane)
-//   lost on pages of 16 (0.64-0.65 against 0.66-0.76) and did not win at 64 MiB, so bf16
-//   stays on rope_store_kernel.
+//   From 64 MiB up (d 128): fp8 0.60-0.72 and q4 0.58-0.70 of the copy ceiling; the ring
+//   kernel's batched table and MODE 3 took fp8 / q4 at d 128 to 0.69-0.91 and 0.65-0.86
+//   (issue20-rope6, same call): the per-row table chain (rows, views, float64 cos / sin, page
+//   table) of one warp set this kernel's pace.
 //
 // rope_store_kernel (bf16, mxfp4, and fp8 / q4 where the kernel above does not apply): block
 //   per row, 256 threads (8 warps). Head slots are the row's q heads, then its kv heads' K,
@@ -196,7 +200,16 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL): encode_row's bytes of the format (fp8, q4), by
 // shuffles among the row's lanes. Every lane of the warp calls it (the shuffles); `on`
 // lanes store.
-template <int D, Format F>
+// MODE bit 1 (kRopeFastEncode): the same bytes by cheaper instructions. The amax is the max of
+// the magnitudes' bits (non-negative floats order as their bits, and a NaN's bits lie above
+// +Inf's: fp8_row_scale / q4_finite only tell a finite amax from a non-finite one, so the
+// scale and codes are amax_step's), over the row by one redux.sync where a row is the warp;
+// fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
+// through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
+// fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
+__device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
+template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
@@ -211,24 +224,55 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
     (void)scales;
   } else if constexpr (F == Format::fp8) {
     float amax = 0.0f;
+    if constexpr ((MODE & kRopeFastEncode) != 0) {
+      uint32_t m = 0;
 #pragma unroll
-    for (int c = 0; c < CPL; ++c)
+      for (int c = 0; c < CPL; ++c)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < 4; ++e) {
 #ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
-        if (4 * (lr + LPR * c) + e == D - 1) continue;
+          if (4 * (lr + LPR * c) + e == D - 1) continue;
 #endif
-        amax = amax_step(amax, y[4 * c + e]);
-      }
+          m = max(m, rope_mag_bits(y[4 * c + e]));
+        }
+      if constexpr (LPR == 32) {
+        m = __reduce_max_sync(0xFFFFFFFFu, m);
+      } else {
 #pragma unroll
-    for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+        for (int o = LPR / 2; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+      }
+      amax = bits_float(m);
+    } else {
+#pragma unroll
+      for (int c = 0; c < CPL; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
+          if (4 * (lr + LPR * c) + e == D - 1) continue;
+#endif
+          amax = amax_step(amax, y[4 * c + e]);
+        }
+#pragma unroll
+      for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    }
     const float scale = fp8_row_scale(amax);
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       const int j = 4 * (lr + LPR * c);
       uint32_t w = 0;
+      if constexpr ((MODE & kRopeFastEncode) != 0) {  // fp8_code's rules, the row-uniform ones once
+        if (!fp8_finite(scale)) {
+          w = 0x01010101u * kE4M3NaN;
+        } else if (scale != 0.0f) {
+          const float* v = y + 4 * c;
+          const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(v[0] / scale, v[1] / scale), __NV_SATFINITE, __NV_E4M3);
+          const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(v[2] / scale, v[3] / scale), __NV_SATFINITE, __NV_E4M3);
+          w = (lo & 0xFFFFu) | (hi << 16);
+        }
+      } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_code(y[4 * c + e], scale)) << (8 * e);
+        for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_code(y[4 * c + e], scale)) << (8 * e);
+      }
 #ifdef KC_PLANT_FP8_STORE_ZEROS  // planted bug (test builds only): zero codes and scale
       w = 0;
 #endif
@@ -265,18 +309,37 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
           v[e] = (lr & m) ? o - v[e] : v[e] + o;
         }
       float amax = 0.0f;
+      if constexpr ((MODE & kRopeFastEncode) != 0) {
+        uint32_t mb = 0;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        v[e] = v[e] * 0.125f;
-        amax = amax_step(amax, v[e]);
+        for (int e = 0; e < 4; ++e) {
+          v[e] = v[e] * 0.125f;
+          mb = max(mb, rope_mag_bits(v[e]));
+        }
+#pragma unroll
+        for (int m = 4; m > 0; m >>= 1) mb = max(mb, __shfl_xor_sync(0xFFFFFFFFu, mb, m));
+        amax = bits_float(mb);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          v[e] = v[e] * 0.125f;
+          amax = amax_step(amax, v[e]);
+        }
+#pragma unroll
+        for (int m = 4; m > 0; m >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
       }
-#pragma unroll
-      for (int m = 4; m > 0; m >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
       uint16_t h = kQ4ScaleNaN;
       uint32_t w = 0x0101u * kQ4PoisonCodes;
       if (q4_finite(amax)) {
-        h = q4_group_scale(amax);
-        const float s = fp16_to_float(h);
+        float s;
+        if constexpr ((MODE & kRopeFastEncode) != 0) {  // q4_group_scale's value, then fp16_to_float's
+          const float qs = fminf(amax / 7.0f, kQ4ScaleMax);
+          h = __half_as_ushort(__float2half_rn(qs));
+          s = __half2float(__ushort_as_half(h));
+        } else {
+          h = q4_group_scale(amax);
+          s = fp16_to_float(h);
+        }
         if (s == 0.0f) {
           w = 0x0101u * kQ4ZeroCodes;
         } else {
@@ -325,7 +388,7 @@ __device__ __forceinline__ void rope_load_row(float* x, const float* q, const fl
 // groups w, w + ncw, ... of RPW heads: q heads first (rotated, stored as float), then the K / V
 // slots (rotated, encoded and stored by rope_kv_store). x is the row's stage (q, k, v), tc / ts
 // its cos / sin, ptr its K / V code addresses then scale addresses.
-template <int D, Format F>
+template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
                                                  int lane) {
@@ -359,9 +422,84 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
-        rope_kv_store<D, F>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+        rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
+}
+
+// rope4 without branches: every load issued (the partner and the table at a safe index where the
+// elements are not rotated), the result selected; y = 0 where !on. Same values as rope4.
+__device__ __forceinline__ void rope4_sel(const float* x, const float* tc, const float* ts, int j, int h2, int rot,
+                                          bool rotate, bool on, float y[4]) {
+  const bool lo = j < h2, rr = rotate && j < rot;
+  const int i = lo ? j : j - h2;
+  const float4 a = *reinterpret_cast<const float4*>(x + j);
+  const float4 b = *reinterpret_cast<const float4*>(x + (lo ? j + h2 : i));
+  const int ti = rr ? i : 0;
+  const float4 c = *reinterpret_cast<const float4*>(tc + ti), s = *reinterpret_cast<const float4*>(ts + ti);
+  const float aa[4] = {a.x, a.y, a.z, a.w}, bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w},
+              ss[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float p = __fmul_rn(aa[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
+    const float rv = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);
+    y[e] = !on ? 0.0f : (rr ? rv : aa[e]);
+  }
+}
+
+// MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
+// loads and rotation first (branch-free), then the q stores, then the K / V encodes, so the
+// loads and arithmetic of a warp's groups overlap.
+template <int D, Format F, int MODE>
+__device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
+                                                     uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
+                                                     float* q_out, int warp, int lane) {
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
+  constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
+  const int lr = lane % LPR, sub = lane / LPR;
+  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, ng = qg + kvg;
+  for (int g0 = warp; g0 < ng; g0 += MG * NCW) {
+    float y[MG][4 * CPL];
+#pragma unroll
+    for (int u = 0; u < MG; ++u) {
+      const int g = g0 + u * NCW;
+      const bool isq = g < qg;
+      const int h = g * RPW + sub, t = (g - qg) * RPW + sub;  // q head, or K slot t < hkv, V slot t - hkv
+      const bool on = isq ? h < hq : (g < ng && t < 2 * hkv);
+      const float* xs = x + (on ? (isq ? h : hq + t) : 0) * D;
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) rope4_sel(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, on, y[u] + 4 * c);
+    }
+#pragma unroll
+    for (int u = 0; u < MG; ++u) {
+      const int g = g0 + u * NCW;
+      if (g >= ng) break;
+      if (g < qg) {
+        const int h = g * RPW + sub;
+        if (h < hq) {
+          float* o = q_out + (size_t(r) * hq + h) * D;
+#pragma unroll
+          for (int c = 0; c < CPL; ++c) {
+            const int j = 4 * (lr + LPR * c);
+            *reinterpret_cast<float4*>(o + j) = make_float4(y[u][4 * c], y[u][4 * c + 1], y[u][4 * c + 2], y[u][4 * c + 3]);
+          }
+        }
+      } else {
+        const int t = (g - qg) * RPW + sub;
+        const bool on = t < 2 * hkv;
+        rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
+      }
+    }
+  }
+}
+template <int D, Format F, int MODE>
+__device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
+                                             int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
+                                             int lane) {
+  if constexpr ((MODE & kRopeIlp) != 0)
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+  else
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
 template <int D, Format F>
@@ -433,7 +571,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
 }
 
-// ---- rope_store_ring_kernel (bf16) ----
+// ---- rope_store_ring_kernel (bf16; fp8 and q4 at d 128 / 256) ----
 // rope_store_tma_kernel's loader and consumers, with the table apart from the data ring: the
 // table warp fills a ring of kRopeRingNtb batches of kRopeRingTb rows (up to 16 rows ahead),
 // a batch's rows resolved at once (8 lanes per row: rows[r], views[lane], the page by kv_pos,
@@ -442,15 +580,23 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // free when every consumer lane and the loader (after the batch's last row) arrived.
 // bf16 on the H200 (reports/h200/issue20-rope5, same call against rope_store_kernel, L2
 // flushed): 0.73-0.90 of the copy ceiling from 64 MiB up, against 0.66-0.77; pages of 16 do
-// not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 stay on the per-row
-// table, which was faster for them (issue20-rope4).
+// not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 (MODE 3, 3 data
+// stages) on the H200 (reports/h200/issue20-rope6, same call against rope_store_tma_kernel):
+// fp8 0.69-0.91 (mean 0.80) against 0.60-0.72 (0.68), q4 0.65-0.86 (0.77) against 0.58-0.70
+// (0.64) from 64 MiB up. (issue20-rope4's slower fp8 / q4 on this ring was a build with
+// run-time ring parameters; this compile-time kernel with main's encode was +0.08 / +0.06 over
+// rope_store_tma_kernel in issue20-rope6's first call.)
 constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingSlots = kRopeRingTb * kRopeRingNtb;
+// fp8 / q4 on the ring kernel: 3 data stages (issue20-rope6, same call against 2: fp8 / q4 mean
+// +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows and pages of 256,
+// up to -0.05 on pages of 16 at 256 / 1024 MiB; 2 stages trade those back).
+constexpr int kRopeRingQuantStages = 3;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
 };
-KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
+KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int stages = kRopeRingStages) {
   RopeRingLayout L;
-  L.theta_off = rope_align16(uint32_t(2 * kRopeRingStages + 2 * kRopeRingNtb) * 8u);
+  L.theta_off = rope_align16(uint32_t(2 * stages + 2 * kRopeRingNtb) * 8u);
   L.tab_off = L.theta_off + rope_align16(uint32_t(h2) * 8u);
   L.tc_off = rope_align16(uint32_t(4 * hkv) * 8u);  // after codes[2 hkv], scales[2 hkv]: tc[h2], ts[h2]
   L.tslot_bytes = L.tc_off + rope_align16(uint32_t(2 * h2) * 4u);
@@ -458,17 +604,17 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv) {
   L.stage_bytes = rope_align16(uint32_t(slots) * uint32_t(d) * 4u);
   return L;
 }
-template <int D, Format F>
+template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
 __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
-  constexpr int stages = kRopeRingStages, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
+  constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-  const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv);
+  const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
   uint64_t* empty = full + stages;
   uint64_t* tfull = empty + stages;
@@ -551,7 +697,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume_row<D, F>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -577,18 +723,31 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // bf16: rope_store_ring_kernel, where its rings fit a block's shared memory.
-  if (fmt == Format::bf16 && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv);
-    const size_t smem = size_t(L.stage_off) + size_t(kRopeRingStages) * L.stage_bytes;
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 / 256 (MODE 3: the fast
+  // encode and the grouped consumer; kRopeRingQuantStages data stages), where its rings fit a
+  // block's shared memory.
+  const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
+  if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
+    const int stages = ring_q ? kRopeRingQuantStages : kRopeRingStages;
+    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
+    const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
-    switch (d) {
-      case 32: kern = rope_store_ring_kernel<32, Format::bf16>; break;
-      case 64: kern = rope_store_ring_kernel<64, Format::bf16>; break;
-      case 128: kern = rope_store_ring_kernel<128, Format::bf16>; break;
-      case 256: kern = rope_store_ring_kernel<256, Format::bf16>; break;
-    }
+    with_format(fmt, [&](auto codec) {
+      constexpr Format F = decltype(codec)::kFormat;
+      constexpr int M = kRopeFastEncode | kRopeIlp;
+      if constexpr (F == Format::bf16) {
+        switch (d) {
+          case 32: kern = rope_store_ring_kernel<32, F>; break;
+          case 64: kern = rope_store_ring_kernel<64, F>; break;
+          case 128: kern = rope_store_ring_kernel<128, F>; break;
+          case 256: kern = rope_store_ring_kernel<256, F>; break;
+        }
+      } else if constexpr (F == Format::fp8 || F == Format::q4) {
+        kern = d == 128 ? rope_store_ring_kernel<128, F, M, kRopeRingQuantStages>
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+      }
+    });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
@@ -597,7 +756,8 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       return Status::Ok();
     }
   }
-  // fp8 / q4: rope_store_tma_kernel, where its ring fits a block's shared memory.
+  // fp8 / q4 (d 32 / 64, or where the ring kernel does not fit): rope_store_tma_kernel, where its
+  // ring fits a block's shared memory.
   if ((fmt == Format::fp8 || fmt == Format::q4) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const RopeTmaLayout L = rope_tma_layout(slots, d, p.rot_dims / 2, hkv, kRopeTmaStages);
     const size_t smem = size_t(L.stage_off) + size_t(kRopeTmaStages) * L.stage_bytes;
