@@ -334,7 +334,11 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
         float s;
         if constexpr ((MODE & kRopeFastEncode) != 0) {  // q4_group_scale's value, then fp16_to_float's
           const float qs = fminf(amax / 7.0f, kQ4ScaleMax);
+#ifdef KC_PLANT_Q4_STORE_SCALE_RZ  // planted bug (test builds only): the scale rounded toward zero
+          h = __half_as_ushort(__float2half_rz(qs));
+#else
           h = __half_as_ushort(__float2half_rn(qs));
+#endif
           s = __half2float(__ushort_as_half(h));
         } else {
           h = q4_group_scale(amax);
