@@ -243,19 +243,18 @@ __device__ __forceinline__ float mma_score_value(float acc, int h, int i, const 
 //    -> 192). kf holds the warp's first tile (issued at the start). Scores to ss[h W + i],
 //    scaled by p.scale (fp8: unshifted and times K's row scale).
 template <int D, Format F>
-__device__ __forceinline__ void mma_scores(const KvPlane& kp, const KvPlane& vp, const uint8_t* const* vrows,
+__device__ __forceinline__ void mma_scores(const KvPlane& kp, const uint8_t* const* vrows, const int64_t* kv_delta,
                                            const AttnBlock& b, const AttnParams& p, int nt, int warp, int lane, int lg,
                                            int lt, uint4 (&kf)[2][MmaShape<D, F>::NB], const uint2* qf, const int* qsh,
                                            const float* ksc, float* ss) {
   using M = MmaShape<D, F>;
   const int n = b.n, G = b.G, W = p.chunk;
-  const int64_t kv_delta = int64_t(kp.plane_off - vp.plane_off);
   for (int kt = warp; kt < nt; kt += M::NW) {
     const bool more = kt + M::NW < nt;
     const uint8_t* kn[2] = {nullptr, nullptr};
     if (more) {
       if constexpr (M::kFp8)
-        mma_tile_rows_v(vrows, kv_delta, kt + M::NW, lg, lt, kn);
+        mma_tile_rows_v(vrows, *kv_delta, kt + M::NW, lg, lt, kn);
       else
         mma_tile_rows(kp, b, kt + M::NW, lg, lt, kn);
     }
@@ -556,10 +555,15 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   // through key n - 1 itself). bf16 tests each key (0 * inf would be NaN).
   if constexpr (kFp8)
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
+  // fp8: the K rows' offset from the V rows (mma_tile_rows_v), in shared memory rather
+  // than two registers through the scores (64 registers at 4 blocks per SM).
+  __shared__ int64_t kv_delta;
+  if constexpr (kFp8)
+    if (tid == 0) kv_delta = int64_t(kp.plane_off - vp.plane_off);
   __syncthreads();
   KC_PHASE(1);
 
-  mma_scores<D, F>(kp, vp, vrows, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
+  mma_scores<D, F>(kp, vrows, &kv_delta, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
   const int kg = warp / M::WPG, ws = warp % M::WPG;
 
   // The V ring's stages 0 .. pre - 1 go out before the softmax (their slots overlap no
