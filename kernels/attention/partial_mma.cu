@@ -2,9 +2,7 @@
 // 256 (q4: partial_mma_q4.cu) (attention/rows.h gives its order and error model; shared-memory layout and tuning:
 // attention/mma_smem.h). The host twin runs the fma order (attention/twin.cpp) and the
 // qwen-pages contract bounds both (Backend::attention_arith).
-// Every address comes from kv_plane_row / kv_plane_at (kv_layout.h), except the fp8 scores'
-// K rows past a warp's first tile: the key's V row moved by the K and V planes' offset
-// difference (mma_tile_rows_v; the same page and slot, the same bytes per position).
+// Every address comes from kv_row / kv_scale; no stride arithmetic here.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -94,17 +92,6 @@ __device__ __forceinline__ void mma_tile_rows(const KvPlane& kp, const AttnBlock
     const int i = min(kt * 16 + lg + 8 * rr, b.n - 1);
     dst[rr] = kv_plane_row(kp, key_slot(b.k0 + i, b.row.len, b.tail)) + 16 * lt;
   }
-}
-
-// The same rows for fp8 from the V row pointers in shared memory (vrows[i], i < 16 nt, is
-// key min(i, n - 1)'s V row): K and V code planes of one view hold code_bytes per position
-// at the same page and slot, so a key's K row is its V row moved by the planes' offset
-// difference (kv_delta, kp.plane_off - vp.plane_off). No page split, tail or page-table
-// load per tile (the next tile's K addresses waited on a page-table load before).
-__device__ __forceinline__ void mma_tile_rows_v(const uint8_t* const* vrows, int64_t kv_delta, int kt, int lg, int lt,
-                                                const uint8_t* (&dst)[2]) {
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) dst[rr] = vrows[kt * 16 + lg + 8 * rr] + kv_delta + 16 * lt;
 }
 
 // Key i's V row pointer to shared memory; fp8: its K and V row scales into ks, vs (one
@@ -243,21 +230,15 @@ __device__ __forceinline__ float mma_score_value(float acc, int h, int i, const 
 //    -> 192). kf holds the warp's first tile (issued at the start). Scores to ss[h W + i],
 //    scaled by p.scale (fp8: unshifted and times K's row scale).
 template <int D, Format F>
-__device__ __forceinline__ void mma_scores(const KvPlane& kp, const uint8_t* const* vrows, const int64_t* kv_delta,
-                                           const AttnBlock& b, const AttnParams& p, int nt, int warp, int lane, int lg,
-                                           int lt, uint4 (&kf)[2][MmaShape<D, F>::NB], const uint2* qf, const int* qsh,
-                                           const float* ksc, float* ss) {
+__device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b, const AttnParams& p, int nt,
+                                           int warp, int lane, int lg, int lt, uint4 (&kf)[2][MmaShape<D, F>::NB],
+                                           const uint2* qf, const int* qsh, const float* ksc, float* ss) {
   using M = MmaShape<D, F>;
   const int n = b.n, G = b.G, W = p.chunk;
   for (int kt = warp; kt < nt; kt += M::NW) {
     const bool more = kt + M::NW < nt;
     const uint8_t* kn[2] = {nullptr, nullptr};
-    if (more) {
-      if constexpr (M::kFp8)
-        mma_tile_rows_v(vrows, *kv_delta, kt + M::NW, lg, lt, kn);
-      else
-        mma_tile_rows(kp, b, kt + M::NW, lg, lt, kn);
-    }
+    if (more) mma_tile_rows(kp, b, kt + M::NW, lg, lt, kn);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int bb = 0; bb < M::NB; ++bb) {
@@ -555,15 +536,10 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   // through key n - 1 itself). bf16 tests each key (0 * inf would be NaN).
   if constexpr (kFp8)
     if (tid < nt * 16 - n) vrows[n + tid] = kv_plane_row(vp, key_slot(blk.k0 + n - 1, blk.row.len, blk.tail));
-  // fp8: the K rows' offset from the V rows (mma_tile_rows_v), in shared memory rather
-  // than two registers through the scores (64 registers at 4 blocks per SM).
-  __shared__ int64_t kv_delta;
-  if constexpr (kFp8)
-    if (tid == 0) kv_delta = int64_t(kp.plane_off - vp.plane_off);
   __syncthreads();
   KC_PHASE(1);
 
-  mma_scores<D, F>(kp, vrows, &kv_delta, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
+  mma_scores<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
   const int kg = warp / M::WPG, ws = warp % M::WPG;
 
   // The V ring's stages 0 .. pre - 1 go out before the softmax (their slots overlap no
