@@ -25,12 +25,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
   memcpy(&u, &hr, 4);
   return u;
 }
-// 2^n for |n| <= 100, else 0 (ldexp_by's cue to call ldexpf).
-__device__ __forceinline__ float pow2_small(int n) { return n >= -100 && n <= 100 ? __int_as_float((n + 127) << 23) : 0.0f; }
-// ldexpf(x, n), bit for bit, with f = pow2_small(n): where |n| <= 100 CUDA's ldexpf is the
-// one product x * 2^n (2^n a normal fp32, the product rounded once; its other factors are
-// 1), which is this; other n (f = 0) call ldexpf. About 20 instructions fewer per value.
-__device__ __forceinline__ float ldexp_by(float x, int n, float f) { return f != 0.0f ? x * f : ldexpf(x, n); }
 // Experiment hook KC_MMA_PHASES (never in a default build): each warp of the mma partial
 // stamps clock64() at its phase boundaries, and launch_attention prints the grid's mean
 // cycles per warp of each phase (set-up, scores, wait at the barrier after them, softmax and
@@ -119,14 +113,13 @@ __device__ __forceinline__ void mma_q_fragments(const float* qr, int h, int G, i
     if (h < G) sh = attn_f16_shift(warp_amax(qr, D, lane));
     if (lane == 0) qsh[h] = sh;
   }
-  const float shf = pow2_small(sh);
   for (int i = lane; i < M::KS * 4; i += 32) {
     const int ks = i / 4, t = i % 4;
     const int e = (ks / M::SPL) * 4 * M::EPL + M::EPL * t + 4 * (ks % M::SPL);
     float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (h < G)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexp_by(qr[e + j], sh, shf) : qr[e + j];
+      for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexpf(qr[e + j], sh) : qr[e + j];
     uint32_t lo[M::NPT], hi[M::NPT];
     split_parts<M::kFp8>(x[0], x[1], lo);
     split_parts<M::kFp8>(x[2], x[3], hi);
@@ -167,7 +160,6 @@ __device__ __forceinline__ void mma_q_fragments_regs(const MmaQRegs<D>& r, int h
     if (h < G) sh = attn_f16_shift(a);
     if (lane == 0) qsh[h] = sh;
   }
-  const float shf = pow2_small(sh);
 #pragma unroll
   for (int it = 0; it < MmaQRegs<D>::NI; ++it) {
     const int i = lane + 32 * it, ks = i / 4, t = i % 4;
@@ -176,7 +168,7 @@ __device__ __forceinline__ void mma_q_fragments_regs(const MmaQRegs<D>& r, int h
       float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       if (h < G)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexp_by(y[j], sh, shf) : y[j];
+        for (int j = 0; j < 4; ++j) x[j] = M::kFp8 ? ldexpf(y[j], sh) : y[j];
       uint32_t lo[M::NPT], hi[M::NPT];
       split_parts<M::kFp8>(x[0], x[1], lo);
       split_parts<M::kFp8>(x[2], x[3], hi);
@@ -217,10 +209,7 @@ __device__ __forceinline__ void mma_k_load(int lb, const uint4& r0, const uint4&
 template <bool kFp8>
 __device__ __forceinline__ float mma_score_value(float acc, int h, int i, const int* qsh, const float* ksc, float scale) {
   float sc = acc;
-  if constexpr (kFp8) {
-    const int sh = qsh[h];
-    sc = ldexp_by(sc, -sh, pow2_small(-sh)) * ksc[i];
-  }
+  if constexpr (kFp8) sc = ldexpf(sc, -qsh[h]) * ksc[i];
   return sc * scale;
 }
 
@@ -314,14 +303,13 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
     }
   }
   __syncwarp();
-  const float shf = pow2_small(sh);
   for (int i = lane; i < nt * 4; i += 32) {
     const int kt = i / 4, t = i % 4;
     float x[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int key = kt * 16 + 2 * t + (j & 1) + 8 * (j >> 1);
-      x[j] = hw < G && key < n ? (M::kFp8 ? ldexp_by(s[key], sh, shf) : s[key]) : 0.0f;
+      x[j] = hw < G && key < n ? (M::kFp8 ? ldexpf(s[key], sh) : s[key]) : 0.0f;
     }
     uint32_t lo[M::NPT], hi[M::NPT];
     split_parts<M::kFp8>(x[0], x[1], lo);
@@ -422,32 +410,17 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
                                                   const AttnParams& p, int ws, int lg, int lt, int max_chunks,
                                                   const int* psh, float* po) {
   using M = MmaShape<D, F>;
-  if constexpr (M::kFp8) {  // c0, c2 (c1, c3) are elements 2g, 2g + 1 of one head: one 8-byte store
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int h = 2 * lt + hh;
+  for (int jt = 0; jt < M::MT; ++jt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int h = 2 * lt + (e & 1);
       if (h < b.G) {
-        const int sh = psh[h];
-        const float f = pow2_small(-sh);
-        float* dst = po + ((size_t(b.r) * p.q_heads + b.qh0 + h) * max_chunks + b.c) * D + 32 * ws + 2 * lg;
-#pragma unroll
-        for (int jt = 0; jt < M::MT; ++jt)
-          *reinterpret_cast<float2*>(dst + 16 * jt) =
-              make_float2(ldexp_by(o[jt][hh], -sh, f), ldexp_by(o[jt][hh + 2], -sh, f));
+        const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + h) * max_chunks + b.c;
+        const int elem = M::kFp8 ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
+        po[pidx * D + elem] = M::kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
       }
     }
-  } else {
-#pragma unroll
-    for (int jt = 0; jt < M::MT; ++jt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int h = 2 * lt + (e & 1);
-        if (h < b.G) {
-          const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + h) * max_chunks + b.c;
-          po[pidx * D + 32 * ws + 16 * jt + lg + 8 * (e >> 1)] = o[jt][e];
-        }
-      }
-  }
 }
 
 // Block (chunk, kv head x sub-group of <= 8 q heads, row), 256 threads (8 warps); the
@@ -776,7 +749,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
       if (h < blk.G) {
         const size_t pidx = (size_t(blk.r) * p.q_heads + blk.qh0 + h) * max_chunks + blk.c;
         const int elem = T::E * rank + 16 * mt + (kFp8 ? 2 * lg + (e >> 1) : lg + 8 * (e >> 1));
-        po[pidx * D + elem] = kFp8 ? ldexp_by(o[e], -psh[h], pow2_small(-psh[h])) : o[e];
+        po[pidx * D + elem] = kFp8 ? ldexpf(o[e], -psh[h]) : o[e];
       }
     }
   KC_SHORT_PHASE(7);
