@@ -5,7 +5,7 @@
 //   tf-cuda-test bench {attention|pack|engine|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
-//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--max-slowdown-short X] [--short-row-us T] [--junit FILE]
+//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--max-slowdown-short X] [--short-row-us T] [--junit FILE] [--base-bin PATH]
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
 //   tf-cuda-test serve-memory --preset P [--parallel L] [--context C] [--page P] [--prompts N,...] [--out FILE]
@@ -461,6 +461,11 @@ int main(int argc, char** argv) {
                      "Accept a head that adds or removes contracts (new ones must pass; removed ones are listed)");
   premerge->add_option("--contracts", pm.contracts, "Only these contracts (comma-separated), e.g. for a change to one codec")
       ->delimiter(',');
+  premerge->add_option("--base-bin", pm.base_bin,
+                       "A tf-cuda-test built from the base receipts' commit (clean tree): rows slower in both runs are "
+                       "timed again in a same-call A/B, two rounds of the base build's bench and then the head's over "
+                       "those rows alone, and a time stays a regression only when the head is past its limit in every "
+                       "round (receipts in head/ab/). Cuda runs only; not with --head");
   premerge->add_option("--script-dir", pm.script_dir, "Folder of bench_sdpa.py (default tools)");
   premerge->add_flag("--quiet", pm.quiet, "No progress lines on stderr");
   const auto is_command = [&](const std::string& a) {

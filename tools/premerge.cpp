@@ -1,9 +1,13 @@
 #include "tools/premerge.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -116,6 +120,7 @@ std::string joined(const std::vector<std::string>& v) {
 struct RowChange {
   std::string row, field;
   double base, head, slowdown, limit;
+  bool held_ab = false;  // past its limit in both runs, but not in every round of the same-call A/B
 };
 
 struct Compared {
@@ -146,8 +151,11 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
 // first run found slower rows. A row's measured time counts as slower only when every same-run
 // ratio of it, in both runs, is past its limit (time_slowdowns): one noisy measurement, or a
 // baseline (SDPA) whose own time moved, is not a regression.
-void compare_bench(const json& base, const json& head, const json& confirm, const PremergeOptions& o, Compared* c,
-                   std::vector<RowChange>* rows) {
+// `ab` (or null): the same-call A/B of the rows slower in both runs (--base-bin), an array of
+// rounds {"base": the base build's receipt, "head": the head's}; a time it finds past its limit
+// in fewer than all of its rounds held.
+void compare_bench(const json& base, const json& head, const json& confirm, const json& ab, const PremergeOptions& o,
+                   Compared* c, std::vector<RowChange>* rows) {
   std::map<std::string, const json*> bt;
   for (const auto& t : base["targets"]) bt[t["name"].get<std::string>()] = &t;
   std::set<std::string> head_targets;
@@ -179,7 +187,20 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
   if (confirm.is_object())
     for (const auto& r : confirm["rows"]) crows[bench_row_key(r)] = &r;
-  int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0;
+  // The A/B's rows by round: (base build's rows, head's rows), each by key.
+  std::vector<std::pair<std::map<std::string, const json*>, std::map<std::string, const json*>>> ab_rows;
+  if (ab.is_array())
+    for (const auto& round : ab) {
+      auto& [bm, hm] = ab_rows.emplace_back();
+      auto rows_of = [&](const char* side, std::map<std::string, const json*>& m) {
+        if (!round.contains(side) || !round[side].is_object() || !round[side].contains("rows")) return;
+        if (!round[side]["rows"].is_array()) return;
+        for (const auto& r : round[side]["rows"]) m[bench_row_key(r)] = &r;
+      };
+      rows_of("base", bm);
+      rows_of("head", hm);
+    }
+  int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0, held_ab = 0;
   for (const auto& r : head["rows"]) {
     const std::string k = bench_row_key(r);
     if (!brows.count(k)) {
@@ -195,11 +216,23 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
       rows->push_back({what, t.field, t.base, t.head, t.slowdown, t.limit});
       if (t.slowdown > t.limit) {
+        std::vector<std::pair<const json*, const json*>> rounds;
+        for (auto& [bm, hm] : ab_rows) rounds.emplace_back(bm.count(k) ? bm[k] : nullptr, hm.count(k) ? hm[k] : nullptr);
+        const AbTimes a = ab_times(t.group, rounds, t.limit);
+        const std::string row = "row " + k + (t.group.empty() ? "" : " (" + t.group + ")") + ": " + t.detail + ": " +
+                                fmt_sig(t.slowdown, 3) + "x slower by every same-run ratio" +
+                                (again ? " in both runs" : "") + ", limit " + fmt_sig(t.limit, 3) +
+                                (t.launch_bound ? " (launch-bound row)" : "");
+        if (a.rounds > 0 && a.slower < a.rounds) {  // the same-call A/B says the time held
+          ++held_ab;
+          rows->back().held_ab = true;
+          c->notes.push_back(row + "; held in the same-call A/B against the base build (" + a.detail + ")");
+          continue;
+        }
         ++slower;
-        c->regressions.push_back("row " + k + (t.group.empty() ? "" : " (" + t.group + ")") + ": " + t.detail + ": " +
-                                 fmt_sig(t.slowdown, 3) + "x slower by every same-run ratio" +
-                                 (again ? " in both runs" : "") + ", limit " + fmt_sig(t.limit, 3) +
-                                 (t.launch_bound ? " (launch-bound row)" : ""));
+        c->regressions.push_back(row + (a.rounds > 0 ? "; slower in every round of the same-call A/B against the base "
+                                                       "build (" + a.detail + ")"
+                                                     : std::string()));
       } else if (t.slower_by_some > 0) {
         ++one_yardstick;
       }
@@ -212,7 +245,10 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                      " past the limit by some ratio or run only (another yardstick of the same run, or the re-run, "
                      "says the time held); " +
                      std::to_string(short_rows) + " launch-bound (under " + fmt_sig(o.short_row_us) + " us, limit " +
-                     fmt_sig(o.max_slowdown_short, 3) + ")");
+                     fmt_sig(o.max_slowdown_short, 3) + ")" +
+                     (ab.is_array() ? "; " + std::to_string(held_ab) +
+                                          " slower in both runs but held in the same-call A/B against the base build"
+                                    : std::string()));
   // A head whose rows match none of the base's compared nothing: that is no pass.
   if (unmatched > 0 && unmatched == int(head["rows"].size()) && !base["rows"].empty())
     c->regressions.push_back("no head row has a base row of the same name (config, format, addressing, ...): " +
@@ -223,6 +259,80 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     c->notes.push_back("output bytes (out_fnv1a) differ from the base's on " + std::to_string(other_bytes) + " of " +
                        std::to_string(head["rows"].size() - unmatched) +
                        " rows with a base row: the arithmetic or the inputs changed");
+}
+
+// Why a base build's bench receipt cannot stand for the base in a same-call A/B ("" when it
+// can): no rows, or another commit than the base receipt's, or a dirty tree.
+std::string ab_base_why(const json& b, const json& base_receipt) {
+  if (!b.is_object() || !b.contains("rows") || !b["rows"].is_array()) return "it is not a bench receipt with rows";
+  const std::string want = base_receipt.contains("git") ? base_receipt["git"].value("commit", "") : "";
+  const std::string got = b.contains("git") && b["git"].is_object() ? b["git"].value("commit", "") : "";
+  const bool dirty = !b.contains("git") || !b["git"].is_object() || b["git"].value("dirty", true);
+  if (!want.empty() && got == want && !dirty) return "";
+  return "its receipt names commit " + (got.empty() ? std::string("(none)") : got) + (dirty ? " (dirty tree)" : "") +
+         ", the base receipt " + (want.empty() ? std::string("(none)") : want);
+}
+
+using RunBench = std::function<int(const std::string&, const BenchOptions&, Receipt*)>;
+
+// The same-call A/B of bench `what` over `rows` (the head's rows slower in both of its runs):
+// two rounds, each the base build's run (o.base_bin, a process of its own) and then the head's,
+// in bo's mode, over those rows alone. The receipts go to head_out/ab/. *ab gets the rounds, or
+// null and a note when the A/B cannot be used (the base build wrote no receipt, or one of
+// another commit than base_receipt's, or of a dirty tree). An error: a receipt not written.
+Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::vector<json>& rows,
+                    const json& base_receipt, const std::string& head_out, const RunBench& run_bench,
+                    const PremergeOptions& o, std::ostream& err, std::vector<std::string>* notes, json* ab) {
+  *ab = json();
+  const std::string filter = ab_filter(what, rows);
+  const std::string want = base_receipt.contains("git") ? base_receipt["git"].value("commit", "") : "";
+  const std::string dir = file_of(head_out, "ab");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  auto not_used = [&](const std::string& why) {
+    notes->push_back("bench " + what + ": the same-call A/B against the base build (" + o.base_bin + ") is not used: " +
+                     why);
+    *ab = json();
+    return Status::Ok();
+  };
+  json rounds = json::array();
+  for (int round = 1; round <= 2; ++round) {
+    const std::string stem = "bench-" + what + "-", n = std::to_string(round);
+    const std::string bfile = file_of(dir, stem + "base-" + n + ".json"), blog = file_of(dir, stem + "base-" + n + ".log");
+    std::string cmd = shell_quote(o.base_bin) + " bench " + what;
+    if (bo.quick) cmd += " --quick";
+    if (what == "rope-store" || what == "compact") cmd += " --l2 " + shell_quote(bo.l2);
+    if (what == "attention") cmd += " --script-dir " + shell_quote(bo.script_dir);
+    if (!filter.empty()) cmd += " --filter " + shell_quote(filter);
+    cmd += " --out " + shell_quote(bfile) + " > " + shell_quote(blog) + " 2>&1";
+    if (!o.quiet)
+      err << "premerge: bench " << what << ": same-call A/B, round " << n << " of 2 over " << rows.size()
+          << " rows: the base build, then the head\n";
+    fs::remove(bfile, ec);
+    const int rc = std::system(cmd.c_str());
+    json b;
+    if (std::ifstream f(bfile); f) {
+      try {
+        b = json::parse(f);
+      } catch (const json::exception&) {
+        b = json();
+      }
+    }
+    if (!b.is_object()) return not_used("it wrote no receipt (exit " + std::to_string(rc) + ", " + blog + ")");
+    if (const std::string why = ab_base_why(b, base_receipt); !why.empty()) return not_used(why);
+    BenchOptions hb = bo;
+    hb.filter = filter;
+    Receipt h;
+    const int hrc = run_bench(what, hb, &h);
+    if (h.doc().is_null()) return not_used("the head's run wrote no receipt (exit " + std::to_string(hrc) + ")");
+    KC_RETURN_IF_ERROR(write_json_atomic(file_of(dir, stem + "head-" + n + ".json"), h));
+    rounds.push_back({{"base", b}, {"head", h.doc()}});
+  }
+  notes->push_back("bench " + what + ": " + std::to_string(rows.size()) +
+                   " rows slower in both runs timed again in a same-call A/B against the base build " + o.base_bin +
+                   " (commit " + want.substr(0, 12) + "), 2 rounds, base then head (head/ab/)");
+  *ab = std::move(rounds);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -238,6 +348,14 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     return refuse("--max-slowdown-short " + fmt_sig(o.max_slowdown_short) + ": expected a ratio of at least 1");
   if (!(o.short_row_us >= 0) || !std::isfinite(o.short_row_us))
     return refuse("--short-row-us " + fmt_sig(o.short_row_us) + ": expected a time in microseconds, 0 or more");
+  if (!o.base_bin.empty()) {
+    if (!o.head_dir.empty())
+      return refuse("--base-bin " + o.base_bin + " with --head " + o.head_dir +
+                    ": the same-call A/B runs the base build beside the head's benches, and with --head nothing runs");
+    std::error_code ec;
+    if (!fs::is_regular_file(o.base_bin, ec) || ::access(o.base_bin.c_str(), X_OK) != 0)
+      return refuse("--base-bin " + o.base_bin + ": not an executable file (a tf-cuda-test built from the base's commit)");
+  }
   Folder base, head;
   Status st = read_folder(o.base_dir, "--base", &base);
   if (!st.ok) return refuse(st.message);
@@ -344,7 +462,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
 
   // Run the head.
   std::vector<json> head_receipts;  // in order, for JUnit
-  std::map<std::string, json> head_contracts, head_benches, head_confirm;
+  std::map<std::string, json> head_contracts, head_benches, head_confirm, head_ab;
   std::vector<std::string> run_notes;
   const std::string head_out = file_of(o.out_dir, "head");
   if (o.head_dir.empty()) {
@@ -433,6 +551,15 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         st = write_json_atomic(file_of(head_out, "bench-" + what + "-rerun.json"), second);
         if (!st.ok) return refuse(st.message);
         head_confirm[what] = second.doc();
+        if (o.base_bin.empty()) continue;
+        // Rows slower in both runs: the same-call A/B against the base build (--base-bin).
+        const std::set<std::string> again = slow_rows(base.benches[what], second.doc(), o);
+        std::vector<json> both;
+        for (const auto& r : rec["rows"])
+          if (slow.count(bench_row_key(r)) && again.count(bench_row_key(r))) both.push_back(r);
+        if (both.empty()) continue;
+        st = same_call_ab(what, bo, both, base.benches[what], head_out, run_bench, o, err, &run_notes, &head_ab[what]);
+        if (!st.ok) return refuse(st.message);
       }
     } else {
       run_notes.push_back("benches not run: they need the cuda backend (the head ran on " + head_backend + ")");
@@ -446,9 +573,34 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       head_benches[n] = r;
       head_receipts.push_back(r);
     }
-    // A head folder that premerge wrote holds its second runs too: the same verdict again.
+    // A head folder that premerge wrote holds its second runs too, and its same-call A/B
+    // (ab/bench-<name>-base-<round>.json, -head-<round>.json): the same verdict again.
     for (const auto& [n, r] : head.reruns)
       if (head.benches.count(n)) head_confirm[n] = r;
+    for (const auto& [n, r] : head.benches) {
+      json rounds = json::array();
+      for (int round = 1;; ++round) {
+        const std::string stem = file_of(file_of(o.head_dir, "ab"), "bench-" + n + "-");
+        const std::string bf = stem + "base-" + std::to_string(round) + ".json", hf = stem + "head-" + std::to_string(round) + ".json";
+        if (!fs::exists(bf) || !fs::exists(hf)) break;
+        json b, h;
+        try {
+          b = json::parse(std::ifstream(bf));
+          h = json::parse(std::ifstream(hf));
+        } catch (const json::exception& e) {
+          return refuse(bf + ", " + hf + ": not JSON (" + e.what() + ")");
+        }
+        if (const std::string why = base.benches.count(n) ? ab_base_why(b, base.benches[n]) : "the base has no bench " + n;
+            !why.empty()) {
+          run_notes.push_back("bench " + n + ": the same-call A/B in " + file_of(o.head_dir, "ab") + " is not used: " + bf +
+                              ": " + why);
+          rounds = json::array();
+          break;
+        }
+        rounds.push_back({{"base", std::move(b)}, {"head", std::move(h)}});
+      }
+      if (!rounds.empty()) head_ab[n] = std::move(rounds);
+    }
   }
 
   // Compare. diff_of: the diff of a base and a head receipt; a field the checks let
@@ -508,7 +660,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     const json& h = head_benches[n];
     c.head_file = o.head_dir.empty() ? file_of(head_out, "bench-" + n + ".json") : file_of(o.head_dir, "bench-" + n + ".json");
     c.head_verdict = h["verdict"].get<std::string>();
-    compare_bench(b, h, head_confirm.count(n) ? head_confirm[n] : json(), o, &c, &row_changes);
+    compare_bench(b, h, head_confirm.count(n) ? head_confirm[n] : json(), head_ab.count(n) ? head_ab[n] : json(), o,
+                  &c, &row_changes);
     ReceiptDiff d;
     if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
     c.detail = d.text;
@@ -553,7 +706,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > row_changes[i].limit); ++i) {
       const RowChange& r = row_changes[i];
       md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | " << fmt_sig(r.slowdown, 3)
-         << "x" << (r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit " << fmt_sig(r.limit, 3) << ") |\n";
+         << "x" << (r.held_ab ? " (held in the same-call A/B)" : r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit "
+         << fmt_sig(r.limit, 3) << ") |\n";
     }
   }
   std::vector<std::string> not_compared = run_notes;

@@ -11,6 +11,12 @@
 //   than --max-slowdown (--max-slowdown-short under --short-row-us) by every same-run ratio
 //   of it (achieved / ceiling and ours / SDPA: never absolute times from two machines), a receipt the base has and the head did not write, a new
 //   contract (with --allow-contract-changes) that fails.
+// With --base-bin PATH (a tf-cuda-test built from the base receipts' commit), rows slower in
+// both runs are timed once more in a same-call A/B: two rounds, each the base build's bench and
+// then the head's over those rows alone (--filter), on the same machine one after the other, so
+// their absolute times compare. A time stays a regression only when the head is slower than the
+// base build past its limit in every round; the A/B is not used (a note says why) when the base
+// build's receipt names another commit than the base receipt's or a dirty tree.
 // The base folder holds receipts as kernel-contract --out-dir writes them (<contract>.json)
 // and benches as bench-<name>.json; other files are listed as not compared. Refused with
 // exit 2, naming the mismatch, before anything runs: a base of another backend, a base of
@@ -41,6 +47,7 @@ struct PremergeOptions {
   bool allow_contract_changes = false;
   std::vector<std::string> contracts;  // --contracts: only these (empty: every contract)
   std::string script_dir = "tools";    // bench attention's bench_sdpa.py
+  std::string base_bin;                // --base-bin: tf-cuda-test built from the base receipts' commit
   bool quiet = false;
   std::vector<std::string> argv;
 };
@@ -92,5 +99,22 @@ std::string bench_l2_policy(const nlohmann::json& receipt);
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,
                                          const nlohmann::json* rerun_row, const PremergeOptions& o);
+
+// The --filter regex that selects exactly these rows of bench `what` (rows of a receipt of it):
+// attention's rows by config/format/addressing, rope-store's and compact's by config (their
+// config names the format and addressing), anchored. Empty for pack (it has no --filter) and
+// for no rows.
+std::string ab_filter(const std::string& what, const std::vector<nlohmann::json>& rows);
+
+// One measured time of a row (group as in TimeSlowdown: "" median_us, "pack" pack_us, ...) in a
+// same-call A/B: each round's base-build row and head row (either may be null: not in that
+// round's receipt). rounds: rounds with both times; slower: rounds whose head time / base time
+// is past limit; detail: "head 34.6 / base 33.4 us (1.04x), head ...".
+struct AbTimes {
+  int rounds = 0, slower = 0;
+  std::string detail;
+};
+AbTimes ab_times(const std::string& group, const std::vector<std::pair<const nlohmann::json*, const nlohmann::json*>>& rounds,
+                 double limit);
 
 }  // namespace kc

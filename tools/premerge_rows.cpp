@@ -80,4 +80,47 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
   return out;
 }
 
+std::string ab_filter(const std::string& what, const std::vector<json>& rows) {
+  if (what == "pack" || rows.empty()) return "";
+  auto escaped = [](const std::string& w) {
+    std::string e;
+    for (char c : w) {
+      if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) e += '\\';
+      e += c;
+    }
+    return e;
+  };
+  std::string alt;
+  for (const json& r : rows) {
+    std::string name = r.value("config", "");
+    if (what == "attention") {  // the printed row name: config/format/addressing
+      name += '/';
+      name += r.value("format", "");
+      name += '/';
+      name += r.value("addressing", "");
+    }
+    if (!alt.empty()) alt += '|';
+    alt += escaped(name);
+  }
+  std::string f = "^(";
+  f += alt;
+  f += ")$";
+  return f;
+}
+
+AbTimes ab_times(const std::string& group, const std::vector<std::pair<const json*, const json*>>& rounds, double limit) {
+  const std::string f = group.empty() ? "median_us" : group + "_us";
+  AbTimes a;
+  for (const auto& [b, h] : rounds) {
+    if (!b || !h || !b->contains(f) || !h->contains(f) || !(*b)[f].is_number() || !(*h)[f].is_number()) continue;
+    const double bt = (*b)[f].get<double>(), ht = (*h)[f].get<double>();
+    if (!(bt > 0) || !(ht > 0) || !std::isfinite(bt) || !std::isfinite(ht)) continue;
+    ++a.rounds;
+    if (ht / bt > limit) ++a.slower;
+    a.detail += (a.detail.empty() ? "" : ", ") + std::string("head ") + fmt_sig(ht, 4) + " / base " + fmt_sig(bt, 4) +
+                " us (" + fmt_sig(ht / bt, 3) + "x)";
+  }
+  return a;
+}
+
 }  // namespace kc

@@ -3,7 +3,8 @@
 #   premerge_test.sh CASE TF_CUDA_TEST SOURCE_DIR [ARG]
 # CASE:
 #   refusals   a base of another backend, of another contract set (either way), a base that ran a
-#              subset of its cases, an inconsistent receipt, an empty folder, a bad --max-slowdown:
+#              subset of its cases, an inconsistent receipt, an empty folder, a bad --max-slowdown,
+#              a --base-bin that is not an executable file or comes with --head:
 #              exit 2 naming the mismatch, nothing written; --allow-contract-changes accepts a
 #              removed contract and lists it
 #   bench      a base and head of H200 bench receipts (--head): the same receipts pass; a row 10 %
@@ -11,7 +12,9 @@
 #              naming both; a target the head did not measure (--quick) is listed, not counted;
 #              a row whose ours / SDPA alone moved (SDPA's own time did) passes; a launch-bound
 #              row (under 20 us) passes 15 % slower and fails 40 % slower; a head folder's
-#              bench-<name>-rerun.json clears a row its second run does not confirm; a head bench
+#              bench-<name>-rerun.json clears a row its second run does not confirm, and its ab/ (the
+#              same-call A/B against the base build, --base-bin) clears a row slower in both runs
+#              unless the head is slower in every round (an A/B of another base commit is not used); a head bench
 #              of another L2 policy than its base (l2_policy) is refused, exit 2; a row whose output
 #              hash (out_fnv1a) changed is still compared and listed; a head none of whose rows has a
 #              base row's name compared nothing: exit 1
@@ -61,6 +64,11 @@ case "$case_" in
     expect 2 "--max-slowdown 0.5: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown 0.5 --out-dir "$d/out"
     expect 2 "--max-slowdown-short 0.9: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown-short 0.9 --out-dir "$d/out"
     expect 2 "--short-row-us -1: expected a time in microseconds" -- --base "$src/reports/cpu" --short-row-us -1 --out-dir "$d/out"
+    expect 2 "--base-bin $d/nope-bin: not an executable file" -- --base "$src/reports/cpu" --base-bin "$d/nope-bin" --out-dir "$d/out"
+    : >"$d/plain-file"
+    expect 2 "--base-bin $d/plain-file: not an executable file" -- --base "$src/reports/cpu" --base-bin "$d/plain-file" --out-dir "$d/out"
+    expect 2 "--base-bin $tool with --head $src/reports/cpu: the same-call A/B runs the base build" -- \
+      --base "$src/reports/cpu" --head "$src/reports/cpu" --base-bin "$tool" --out-dir "$d/out"
     [ ! -e "$d/out" ] || fail "a refused premerge wrote $d/out"
     expect 0 "PASS - no regression" -- --base "$d/extra" --head "$src/reports/cpu" --allow-contract-changes --out-dir "$d/out"
     grep -q '| gone-contract | pass -> - | 0 | 0 | removed: the head does not run it' "$d/out/premerge.md" || fail "the removed contract is not listed"
@@ -102,7 +110,28 @@ case "$case_" in
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"
     grep -q 'bench compact | fail -> fail | 0 | 0 | 54 measured times of 54 head rows compared by their same-run ratios, 0 slower by every ratio in both runs; 1 past' "$d/short/premerge.md" ||
       fail "the re-run did not clear the row: $(grep '^| bench compact' "$d/short/premerge.md")"
-    rm "$d/head/bench-compact-rerun.json"; cp "$d/base/bench-compact.json" "$d/head/"
+    # A re-run that confirms it (slower in both runs), then a same-call A/B against the base
+    # build (head/ab/, as premerge --base-bin writes it): a round in which the head held clears
+    # the row; slower in every round keeps it, with the A/B's times; a base build of another
+    # commit is not used.
+    cp "$d/head/bench-compact.json" "$d/head/bench-compact-rerun.json"
+    expect 1 "x slower by every same-run ratio in both runs, limit 1.25 (launch-bound row)" -- --base "$d/base" --head "$d/head" --out-dir "$d/ab1"
+    mkdir "$d/head/ab"
+    for i in 1 2; do cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-base-$i.json"; cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-head-$i.json"; done
+    edit "$d/head/ab/bench-compact-head-1.json" "x=r['rows'][0]; x['median_us']*=1.3"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/ab2"
+    grep -q 'held in the same-call A/B against the base build (head [0-9.]* / base [0-9.]* us (1.3x), head [0-9.]* / base [0-9.]* us (1x))' "$d/ab2/premerge.md" ||
+      fail "the A/B did not clear the row: $(grep 'same-call' "$d/ab2/premerge.md" | head -3)"
+    grep -q '1 slower in both runs but held in the same-call A/B against the base build' "$d/ab2/premerge.md" || fail "the held row is not counted"
+    grep -q '(held in the same-call A/B) (limit 1.25)' "$d/ab2/premerge.md" || fail "the row table does not mark the held row"
+    edit "$d/head/ab/bench-compact-head-2.json" "x=r['rows'][0]; x['median_us']*=1.3"
+    expect 1 "slower in every round of the same-call A/B against the base build (head" -- --base "$d/base" --head "$d/head" --out-dir "$d/ab3"
+    cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-head-2.json"
+    edit "$d/head/ab/bench-compact-base-2.json" "r['git']['commit']='0'*40"
+    expect 1 "x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/ab4"
+    grep -q "the same-call A/B in $d/head/ab is not used: .*bench-compact-base-2.json: its receipt names commit 0000000000000000000000000000000000000000, the base receipt" "$d/ab4/premerge.md" ||
+      fail "the A/B of another base commit is not refused: $(grep 'A/B' "$d/ab4/premerge.md" | head -3)"
+    rm -r "$d/head/ab" "$d/head/bench-compact-rerun.json"; cp "$d/base/bench-compact.json" "$d/head/"
     # A head bench timed under another L2 rule (l2_policy; none: warm) than its base: refused, naming both.
     edit "$d/head/bench-compact.json" "r['l2_policy']='flush' if r.get('l2_policy','warm')=='warm' else 'warm'"
     expect 2 "L2 policy mismatch: $d/base/bench-compact.json was timed with l2_policy" -- --base "$d/base" --head "$d/head" --out-dir "$d/l2"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -271,6 +272,52 @@ TEST(Premerge, ATimeIsSlowerOnlyWhenEveryYardstickAndRunSaysSo) {
   EXPECT_TRUE(one(h, nullptr, "pack").launch_bound);
   o.short_row_us = 0;  // no launch-bound rows
   EXPECT_FALSE(one(h, nullptr, "pack").launch_bound);
+}
+
+TEST(Premerge, TheSameCallAbFilterSelectsExactlyItsRows) {
+  const json att = {{"config", "24q/4kv/d256/b8/ctx4096"}, {"format", "fp8"}, {"addressing", "window"}};
+  const json att2 = {{"config", "32q/8kv/d128/b32/ctx131072"}, {"format", "bf16"}, {"addressing", "p16"}};
+  const std::string f = ab_filter("attention", {att, att2});
+  EXPECT_EQ(f, "^(24q/4kv/d256/b8/ctx4096/fp8/window|32q/8kv/d128/b32/ctx131072/bf16/p16)$");
+  const std::regex rx(f, std::regex::ECMAScript);
+  EXPECT_TRUE(std::regex_search("24q/4kv/d256/b8/ctx4096/fp8/window", rx));
+  EXPECT_FALSE(std::regex_search("24q/4kv/d256/b8/ctx4096/fp8/p16", rx));        // another addressing
+  EXPECT_FALSE(std::regex_search("24q/4kv/d256/b8/ctx40960/fp8/window", rx));    // anchored: no longer name
+  const json mv = {{"config", "64MiB/fp8/p16"}, {"format", "fp8"}, {"addressing", "p16"}};
+  EXPECT_EQ(ab_filter("rope-store", {mv}), "^(64MiB/fp8/p16)$");  // the config names format and addressing
+  EXPECT_EQ(ab_filter("compact", {mv}), "^(64MiB/fp8/p16)$");
+  EXPECT_EQ(ab_filter("pack", {mv}), "");  // bench pack has no --filter: the whole bench
+  EXPECT_EQ(ab_filter("attention", {}), "");
+  // Characters a regex would read: escaped.
+  const std::string odd = ab_filter("compact", {json{{"config", "a.b+c(1)"}}});
+  EXPECT_EQ(odd, "^(a\\.b\\+c\\(1\\))$");
+  EXPECT_TRUE(std::regex_search("a.b+c(1)", std::regex(odd, std::regex::ECMAScript)));
+  EXPECT_FALSE(std::regex_search("axb+c(1)", std::regex(odd, std::regex::ECMAScript)));
+}
+
+TEST(Premerge, ASameCallAbHoldsATimeUnlessEveryRoundIsSlower) {
+  const json b1 = {{"median_us", 33.4}}, h1 = {{"median_us", 34.6}};  // 1.036x
+  const json b2 = {{"median_us", 34.7}}, h2 = {{"median_us", 34.4}};  // faster
+  AbTimes a = ab_times("", {{&b1, &h1}, {&b2, &h2}}, 1.05);
+  EXPECT_EQ(a.rounds, 2);
+  EXPECT_EQ(a.slower, 0);
+  EXPECT_NE(a.detail.find("head 34.6 / base 33.4 us"), std::string::npos) << a.detail;
+  const json h3 = {{"median_us", 40.0}};  // 1.20x and 1.15x: slower in every round
+  a = ab_times("", {{&b1, &h3}, {&b2, &h3}}, 1.05);
+  EXPECT_EQ(a.rounds, 2);
+  EXPECT_EQ(a.slower, 2);
+  a = ab_times("", {{&b1, &h3}, {&b2, &h2}}, 1.05);  // slower in one round only: the time held
+  EXPECT_EQ(a.slower, 1);
+  EXPECT_EQ(a.rounds, 2);
+  EXPECT_EQ(ab_times("", {{&b1, &h3}}, 1.25).slower, 0);  // the launch-bound limit
+  // A round without the row (either side), or without the time, is no round.
+  EXPECT_EQ(ab_times("", {{nullptr, &h1}, {&b1, nullptr}}, 1.05).rounds, 0);
+  const json pb = {{"pack_us", 10.0}, {"unpack_us", 30.0}}, ph = {{"pack_us", 13.0}, {"unpack_us", 30.0}};
+  EXPECT_EQ(ab_times("pack", {{&pb, &ph}}, 1.25).slower, 1);
+  EXPECT_EQ(ab_times("unpack", {{&pb, &ph}}, 1.05).slower, 0);
+  EXPECT_EQ(ab_times("", {{&pb, &ph}}, 1.05).rounds, 0);  // no median_us
+  const json zero = {{"median_us", 0.0}};
+  EXPECT_EQ(ab_times("", {{&zero, &h1}}, 1.05).rounds, 0);
 }
 
 int count(const std::string& s, const std::string& what) {
