@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The verification of a change to the kernels on the GPU machine, in one go. Run it from the
+# repository root of the head, committed (every receipt records git.dirty):
+#   tools/h200_premerge.sh [OUT_DIR]                      (default premerge-h200)
+# 1. builds the head in build/ (so receipts' argv reads build/tools/tf-cuda-test, as
+#    reports/h200's do) with the device mutants, and the base, from a worktree at the commit
+#    that reports/h200's receipts name, in $TMPDIR/kc-base-build;
+# 2. premerge --base reports/h200 --backend cuda --base-bin <the base build>: every contract,
+#    the benches in the base receipts' modes, a re-run of slower benches, and a same-call A/B
+#    against the base build of the rows slower in both runs (docs/design.md, premerge);
+# 3. the cuda-labelled mutant tests (every device plant must turn its contract red);
+# 4. qwen-pages on the tensor-core shapes (deep: --cases 120), then memcheck, synccheck and
+#    racecheck over a part of those cases.
+# Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
+# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1.
+# Every step's output is in OUT_DIR/<step>.log, premerge's folder is OUT_DIR/pm. The table
+# printed last gives each step's exit code and time; exit 1 when any step failed (premerge's
+# regressions included), 2 when a build failed.
+set -uo pipefail
+out=${1:-premerge-h200}
+mkdir -p "$out"
+[ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+base=${KC_BASE:-$(python3 -c "import json; print(json.load(open('reports/h200/fp8-rows.json'))['git']['commit'])")}
+[ -n "$base" ] || { echo "h200_premerge: no base commit (reports/h200/fp8-rows.json git.commit, or KC_BASE)"; exit 2; }
+tmp=${TMPDIR:-/tmp}
+base_src=$tmp/kc-base-src base_build=$tmp/kc-base-build
+cfg() {  # cfg SRC BUILD [cmake args]: configure a Release cuda build for sm_90
+  local src=$1 b=$2
+  shift 2
+  cmake -S "$src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} "$@"
+}
+table=""
+worst=0
+step() {  # step NAME CMD...: runs CMD, keeps its output in OUT_DIR/NAME.log, records the exit code
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  table+=$(printf '%-12s rc=%-3d %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$out/$name.log")")$'\n'
+  [ "$rc" -gt "$worst" ] && worst=$rc
+  return $rc
+}
+mutants=ON
+[ "${KC_SKIP_MUTANTS:-0}" = 1 ] && mutants=OFF
+build_head() { cfg . build -DKC_DEVICE_MUTANTS=$mutants && ninja -C build tf-cuda-test; }
+build_base() {
+  git worktree remove --force "$base_src" 2>/dev/null
+  rm -rf "$base_src"
+  git worktree add --detach "$base_src" "$base" && cfg "$base_src" "$base_build" -DKC_DEVICE_MUTANTS=OFF &&
+    ninja -C "$base_build" tf-cuda-test
+}
+# racecheck over the gates only: the receipt's verdict is fail by design (no control runs), so
+# exit 1 with "0 hazards" is a clean run; a hazard makes compute-sanitizer exit 9.
+racecheck_gates() {
+  timeout 400 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"
+  local rc=$?
+  [ "$rc" = 1 ] && return 0
+  return $rc
+}
+step build-head build_head || { printf '%s' "$table"; exit 2; }
+step build-base build_base || { printf '%s' "$table"; exit 2; }
+bin=build/tools/tf-cuda-test
+step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
+  --out-dir "$out/pm" --junit "$out/pm/junit.xml"
+if [ "$mutants" = ON ]; then
+  step build-all ninja -C build
+  step mutants ctest --test-dir build -L cuda -R '^mutant\.' -j4 --output-on-failure
+fi
+f='d(128|256)(-r64|-r20)?,fmt=(q4|fp8|bf16)'
+step deep "$bin" qwen-pages --backend cuda --cases 120 --filter "$f" --quiet --out "$out/qwen-pages-deep.json"
+if [ "${KC_SKIP_SANITIZERS:-0}" != 1 ]; then
+  # The limits are several times the H200's times at 4f51b6e (memcheck 26 s, synccheck 11 s,
+  # racecheck 52 s).
+  step memcheck timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
+    --cases 32 --filter "$f" --quiet --out "$out/san-memcheck.json"
+  step synccheck timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
+    --cases 12 --filter "$f" --quiet --out "$out/san-synccheck.json"
+  step racecheck racecheck_gates "$bin" qwen-pages --backend cuda --cases 6 --filter "$f" --gates-only --quiet \
+    --out "$out/san-racecheck.json"
+fi
+git worktree remove --force "$base_src" 2>/dev/null
+printf '%s' "$table"
+echo "base $base, head $(git rev-parse HEAD) (changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)); logs in $out"
+[ "$worst" -gt 1 ] && worst=1
+exit "$worst"
