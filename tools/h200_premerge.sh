@@ -30,17 +30,9 @@ cfg() {  # cfg SRC BUILD [cmake args]: configure a Release cuda build for sm_90
   cmake -S "$src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} "$@"
 }
-table=""
-worst=0
-step() {  # step NAME CMD...: runs CMD, keeps its output in OUT_DIR/NAME.log, records the exit code
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  table+=$(printf '%-12s rc=%-3d %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$out/$name.log")")$'\n'
-  [ "$rc" -gt "$worst" ] && worst=$rc
-  return $rc
-}
+step_logs=$out
+# shellcheck source=tools/h200_steps.sh
+. "$(dirname "$0")/h200_steps.sh"
 mutants=ON
 [ "${KC_SKIP_MUTANTS:-0}" = 1 ] && mutants=OFF
 build_head() { cfg . build -DKC_DEVICE_MUTANTS=$mutants && ninja -C build tf-cuda-test; }
@@ -64,8 +56,9 @@ bin=build/tools/tf-cuda-test
 step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
   --out-dir "$out/pm" --junit "$out/pm/junit.xml"
 if [ "$mutants" = ON ]; then
-  step build-all ninja -C build
-  step mutants ctest --test-dir build -L cuda -R '^mutant\.' -j4 --output-on-failure
+  # shellcheck disable=SC2046  # one target per word
+  step build-mutants ninja -C build $(cuda_mutant_targets build)
+  step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi
 f='d(128|256)(-r64|-r20)?,fmt=(q4|fp8|bf16)'
 step deep "$bin" qwen-pages --backend cuda --cases 120 --filter "$f" --quiet --out "$out/qwen-pages-deep.json"

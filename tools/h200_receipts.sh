@@ -21,17 +21,9 @@ cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${KC_PRE
 cmake --build build --target tf-cuda-test > "$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 2; }
 fi
 bin=build/tools/tf-cuda-test
-table=""
-worst=0
-step() {  # step NAME CMD...: runs CMD, keeps its output in LOG_DIR/NAME.log, records the exit code
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@" > "$logs/$name.log" 2>&1
-  local rc=$?
-  table+=$(printf '%-28s rc=%d  %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$logs/$name.log")")$'\n'
-  [ "$rc" -gt "$worst" ] && worst=$rc
-  return 0
-}
+step_logs=$logs
+# shellcheck source=tools/h200_steps.sh
+. "$(dirname "$0")/h200_steps.sh"
 for c in fp8-rows qwen-pages q4-rows mxfp4-rows scale-planes rows-invariant arena-offsets; do
   step "$c" "$bin" "$c" --backend cuda --out "$out/$c.json"
 done
@@ -53,7 +45,7 @@ if [ "${KC_ORACLE:-0}" = 1 ]; then  # our rope store and attention against PyTor
   step oracle python3 tools/oracle_torch.py /tmp/kc-export --out "$out/oracle.json"
 fi
 if [ "${KC_MUTANTS:-0}" = 1 ]; then  # the device-side planted bugs: each must turn its contract red on cuda
-  targets=$(ctest --test-dir build -N -L cuda -R '^mutant[.]' | sed -n 's/.*Test *#[0-9]*: mutant[.]/tf-cuda-test-mutant-/p')
+  targets=$(cuda_mutant_targets build)
   cmake --build build --target $targets >> "$logs/build.log" 2>&1
   step cuda-mutants ctest --test-dir build -L cuda -R '^mutant[.]' --output-on-failure
 fi

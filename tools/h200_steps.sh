@@ -1,0 +1,21 @@
+# Sourced by tools/h200_receipts.sh and tools/h200_premerge.sh (bash).
+# step NAME CMD...: runs CMD with its output in $step_logs/NAME.log, adds a line to $table (the
+# exit code, the seconds, the log's last line) and keeps the largest exit code in $worst;
+# returns CMD's exit code.
+table=""
+worst=0
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  "$@" > "$step_logs/$name.log" 2>&1
+  local rc=$?
+  table+=$(printf '%-20s rc=%-3d %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$step_logs/$name.log")")$'\n'
+  [ "$rc" -gt "$worst" ] && worst=$rc
+  return $rc
+}
+# cuda_mutant_targets BUILD: the targets of BUILD's cuda-labelled mutant tests (configured with
+# -DKC_DEVICE_MUTANTS=ON), for a build of those alone.
+cuda_mutant_targets() {
+  ctest --test-dir "$1" -N -L cuda -R '^mutant[.]' | sed -n 's/.*Test *#[0-9]*: mutant[.]/tf-cuda-test-mutant-/p'
+}
