@@ -265,7 +265,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
 // can): no rows, or another commit than the base receipt's, or a dirty tree.
 std::string ab_base_why(const json& b, const json& base_receipt) {
   if (!b.is_object() || !b.contains("rows") || !b["rows"].is_array()) return "it is not a bench receipt with rows";
-  const std::string want = base_receipt.contains("git") ? base_receipt["git"].value("commit", "") : "";
+  const std::string want = base_receipt.contains("git") && base_receipt["git"].is_object() ? base_receipt["git"].value("commit", "") : "";
   const std::string got = b.contains("git") && b["git"].is_object() ? b["git"].value("commit", "") : "";
   const bool dirty = !b.contains("git") || !b["git"].is_object() || b["git"].value("dirty", true);
   if (!want.empty() && got == want && !dirty) return "";
@@ -285,7 +285,7 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
                     const PremergeOptions& o, std::ostream& err, std::vector<std::string>* notes, json* ab) {
   *ab = json();
   const std::string filter = ab_filter(what, rows);
-  const std::string want = base_receipt.contains("git") ? base_receipt["git"].value("commit", "") : "";
+  const std::string want = base_receipt.contains("git") && base_receipt["git"].is_object() ? base_receipt["git"].value("commit", "") : "";
   const std::string dir = file_of(head_out, "ab");
   std::error_code ec;
   fs::create_directories(dir, ec);
