@@ -230,4 +230,12 @@ Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out) {
   return Status::Ok();
 }
 
+Status load_byte_level_checkpoint(const std::string& dir, Qwen3Weights* out) {
+  KC_RETURN_IF_ERROR(load_qwen3_checkpoint(dir, out));
+  if (out->config.vocab_size < 258)
+    return Status::Error(dir + ": vocab_size " + std::to_string(out->config.vocab_size) +
+                         " is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+  return Status::Ok();
+}
+
 }  // namespace kc::engine

@@ -75,4 +75,9 @@ Status check_qwen3_checkpoint(const std::string& dir, Qwen3Config* config = null
 // weight is refused naming the tensor and the element.
 Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out);
 
+// load_qwen3_checkpoint, then what the engine's byte tokenizer needs: a vocab of at least 258
+// (the 256 bytes, <|bos|> 256, <|eos|> 257); a smaller one is refused naming dir and its
+// vocab_size. generate, serve-gate and kv-gate load their models through it.
+Status load_byte_level_checkpoint(const std::string& dir, Qwen3Weights* out);
+
 }  // namespace kc::engine

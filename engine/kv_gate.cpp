@@ -776,10 +776,9 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
 
   Qwen3Weights w;
   {
-    const Status st = load_qwen3_checkpoint(fx.model_dir, &w);
+    const Status st = load_byte_level_checkpoint(fx.model_dir, &w);
     if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
   }
-  if (w.config.vocab_size < 258) return bad(cmd.fixture + ": field model: not a byte-level model");
   const int V = int(w.config.vocab_size);
   const int max_pos = int(w.config.max_position_embeddings);
   int64_t train_ctx = 0;

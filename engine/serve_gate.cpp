@@ -397,10 +397,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   }
   Qwen3Weights w;
   {
-    const Status st = load_qwen3_checkpoint(fx.model_dir, &w);
+    const Status st = load_byte_level_checkpoint(fx.model_dir, &w);
     if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
   }
-  if (w.config.vocab_size < 258) return bad(cmd.fixture + ": field model: not a byte-level model");
   Qwen3Weights dw;
   std::string draft_source;
   if (fx.draft_model_dir.empty()) {

@@ -48,7 +48,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string addr_name(int page) { return page ? "p" + std::to_string(page) : std::string("window"); }
+std::string addr_name(int page) {  // (appended, not "p" + to_string: gcc 12's -O3 -Wrestrict false positive)
+  if (!page) return "window";
+  std::string s = "p";
+  s += std::to_string(page);
+  return s;
+}
 
 struct BenchModel {
   std::string name, dir, origin;

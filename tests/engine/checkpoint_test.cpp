@@ -113,6 +113,27 @@ TEST(Checkpoint, LoadsEveryTensorIntoItsSlot) {
   }
 }
 
+TEST(Checkpoint, ByteLevelLoadRefusesAVocabTooSmallForTheByteTokenizer) {
+  TempDir dir;
+  Qwen3Config c = small_config(true);  // vocab 11
+  write_model(dir.file("v11"), config_json(c), tensors_for(c));
+  Qwen3Weights w;
+  EXPECT_TRUE(load_qwen3_checkpoint(dir.file("v11"), &w).ok);  // a valid Qwen3 checkpoint ...
+  Status st = load_byte_level_checkpoint(dir.file("v11"), &w);  // ... but not one the engine can tokenize for
+  EXPECT_FALSE(st.ok);
+  EXPECT_EQ(st.message, dir.file("v11") + ": vocab_size 11 is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+  for (int64_t v : {257, 258}) {
+    c.vocab_size = v;
+    const std::string d = dir.file("v" + std::to_string(v));
+    write_model(d, config_json(c), tensors_for(c));
+    st = load_byte_level_checkpoint(d, &w);
+    EXPECT_EQ(st.ok, v >= 258) << v << ": " << st.message;
+  }
+  st = load_byte_level_checkpoint(dir.file("nope"), &w);  // load_qwen3_checkpoint's refusals pass through
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find(dir.file("nope")), std::string::npos) << st.message;
+}
+
 TEST(Checkpoint, ShardedCheckpointLoadsTheSameWeights) {
   TempDir one, two;
   const Qwen3Config c = small_config(false);
