@@ -273,6 +273,12 @@ std::string ab_base_why(const json& b, const json& base_receipt) {
          ", the base receipt " + (want.empty() ? std::string("(none)") : want);
 }
 
+// A same-call A/B's file in folder dir (a head folder's ab/): bench-<what>-<side>-<round><ext>,
+// side "base" (the base build's run) or "head".
+std::string ab_file(const std::string& dir, const std::string& what, const char* side, int round, const char* ext) {
+  return file_of(dir, "bench-" + what + "-" + side + "-" + std::to_string(round) + ext);
+}
+
 using RunBench = std::function<int(const std::string&, const BenchOptions&, Receipt*)>;
 
 // The same-call A/B of bench `what` over `rows` (the head's rows slower in both of its runs):
@@ -297,8 +303,8 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
   };
   json rounds = json::array();
   for (int round = 1; round <= 2; ++round) {
-    const std::string stem = "bench-" + what + "-", n = std::to_string(round);
-    const std::string bfile = file_of(dir, stem + "base-" + n + ".json"), blog = file_of(dir, stem + "base-" + n + ".log");
+    const std::string n = std::to_string(round);
+    const std::string bfile = ab_file(dir, what, "base", round, ".json"), blog = ab_file(dir, what, "base", round, ".log");
     std::string cmd = shell_quote(o.base_bin) + " bench " + what;
     if (bo.quick) cmd += " --quick";
     if (what == "rope-store" || what == "compact") cmd += " --l2 " + shell_quote(bo.l2);
@@ -325,7 +331,7 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
     Receipt h;
     const int hrc = run_bench(what, hb, &h);
     if (h.doc().is_null()) return not_used("the head's run wrote no receipt (exit " + std::to_string(hrc) + ")");
-    KC_RETURN_IF_ERROR(write_json_atomic(file_of(dir, stem + "head-" + n + ".json"), h));
+    KC_RETURN_IF_ERROR(write_json_atomic(ab_file(dir, what, "head", round, ".json"), h));
     rounds.push_back({{"base", b}, {"head", h.doc()}});
   }
   notes->push_back("bench " + what + ": " + std::to_string(rows.size()) +
@@ -580,8 +586,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     for (const auto& [n, r] : head.benches) {
       json rounds = json::array();
       for (int round = 1;; ++round) {
-        const std::string stem = file_of(file_of(o.head_dir, "ab"), "bench-" + n + "-");
-        const std::string bf = stem + "base-" + std::to_string(round) + ".json", hf = stem + "head-" + std::to_string(round) + ".json";
+        const std::string ab = file_of(o.head_dir, "ab");
+        const std::string bf = ab_file(ab, n, "base", round, ".json"), hf = ab_file(ab, n, "head", round, ".json");
         if (!fs::exists(bf) || !fs::exists(hf)) break;
         json b, h;
         try {
