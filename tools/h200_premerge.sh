@@ -2,9 +2,9 @@
 # The verification of a change to the kernels on the GPU machine, in one go. Run it from the
 # repository root of the head, committed (every receipt records git.dirty):
 #   tools/h200_premerge.sh [OUT_DIR]                      (default premerge-h200)
-# 1. builds the head in build/ (so receipts' argv reads build/tools/tf-cuda-test, as
-#    reports/h200's do) with the device mutants, and the base, from a worktree at the commit
-#    that reports/h200's receipts name, in $TMPDIR/kc-base-build;
+# 1. builds, side by side, the head in build/ (so receipts' argv reads build/tools/tf-cuda-test,
+#    as reports/h200's do) with the device mutants' binaries, and the base, from a worktree at
+#    the commit that reports/h200's receipts name, in $TMPDIR/kc-base-build;
 # 2. premerge --base reports/h200 --backend cuda --base-bin <the base build>: every contract,
 #    the benches in the base receipts' modes, a re-run of slower benches, and a same-call A/B
 #    against the base build of the rows slower in both runs (docs/design.md, premerge);
@@ -35,7 +35,15 @@ step_logs=$out
 . "$(dirname "$0")/h200_steps.sh"
 mutants=ON
 [ "${KC_SKIP_MUTANTS:-0}" = 1 ] && mutants=OFF
-build_head() { cfg . build -DKC_DEVICE_MUTANTS=$mutants && ninja -C build tf-cuda-test; }
+# The head (tf-cuda-test and, with the device mutants on, every cuda mutant's binary) and the base
+# build side by side, before anything is timed: no build runs beside premerge's benches.
+build_head() {
+  cfg . build -DKC_DEVICE_MUTANTS="$mutants" || return
+  local targets=""
+  [ "$mutants" = ON ] && targets=$(cuda_mutant_targets build)
+  # shellcheck disable=SC2086  # one target per word
+  ninja -C build tf-cuda-test $targets
+}
 build_base() {
   git worktree remove --force "$base_src" 2>/dev/null
   rm -rf "$base_src"
@@ -50,14 +58,22 @@ racecheck_gates() {
   [ "$rc" = 1 ] && return 0
   return $rc
 }
-step build-head build_head || { printf '%s' "$table"; exit 2; }
-step build-base build_base || { printf '%s' "$table"; exit 2; }
+t0=$SECONDS
+build_base > "$step_logs/build-base.log" 2>&1 &
+base_pid=$!
+step build-head build_head
+head_rc=$?
+wait "$base_pid"
+step_record build-base $? "$t0"
+base_rc=$?
+if [ "$head_rc" != 0 ] || [ "$base_rc" != 0 ]; then
+  printf '%s' "$table"
+  exit 2
+fi
 bin=build/tools/tf-cuda-test
 step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
   --out-dir "$out/pm" --junit "$out/pm/junit.xml"
 if [ "$mutants" = ON ]; then
-  # shellcheck disable=SC2046  # one target per word
-  step build-mutants ninja -C build $(cuda_mutant_targets build)
   step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi
 f='d(128|256)(-r64|-r20)?,fmt=(q4|fp8|bf16)'

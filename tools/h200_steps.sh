@@ -9,10 +9,15 @@ step() {
   shift
   local t0=$SECONDS
   "$@" > "$step_logs/$name.log" 2>&1
-  local rc=$?
+  step_record "$name" $? "$t0"
+}
+# step_record NAME RC T0: the table line and $worst for a step that ran elsewhere (in the
+# background, from $SECONDS = T0, its output in $step_logs/NAME.log); returns RC.
+step_record() {
+  local name=$1 rc=$2 t0=$3
   table+=$(printf '%-20s rc=%-3d %4ds  %s' "$name" "$rc" "$((SECONDS - t0))" "$(tail -n 1 "$step_logs/$name.log")")$'\n'
   [ "$rc" -gt "$worst" ] && worst=$rc
-  return $rc
+  return "$rc"
 }
 # cuda_mutant_targets BUILD: the targets of BUILD's cuda-labelled mutant tests (configured with
 # -DKC_DEVICE_MUTANTS=ON), for a build of those alone.
