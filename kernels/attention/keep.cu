@@ -464,8 +464,8 @@ bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* move
   return false;
 }
 
-// KEEP6 EXPERIMENT: cluster launches (KC_KEEP6_VARIANT: 1 lockstep 8, 2 split 8, 3 split 4,
-// 4 split 8 with the block's barrier (wrong order), 5 split 16, 6 lockstep 4).
+// KEEP6 EXPERIMENT: cluster launches (KC_KEEP6_VARIANT: 1 lockstep 8, 2 split 8, 4 split 8 with
+// the block's barrier (wrong order)).
 template <int PER, int WS, int MODE, int CL>
 bool keep6_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, cudaStream_t s) {
   if (MODE == 1 && grid.x % CL != 0) return false;
@@ -497,10 +497,7 @@ bool keep6_variant(int var, dim3 grid, const KvView* views, const KeepMove* move
   switch (var) {
     case 1: return keep6_launch<PER, WS, 1, 8>(grid, views, moves, lane_off, s);
     case 2: return keep6_launch<PER, WS, 2, 8>(grid, views, moves, lane_off, s);
-    case 3: return keep6_launch<PER, WS, 2, 4>(grid, views, moves, lane_off, s);
     case 4: return keep6_launch<PER, WS, 3, 8>(grid, views, moves, lane_off, s);
-    case 5: return keep6_launch<PER, WS, 2, 16>(grid, views, moves, lane_off, s);
-    case 6: return keep6_launch<PER, WS, 1, 4>(grid, views, moves, lane_off, s);
   }
   return false;
 }
