@@ -27,13 +27,13 @@ print(max(m,key=m.get) if m else 2)
 PY
 ); echo "best=$BEST" | tee -a $W/steps.txt
 QF='d(128|256)(-r64|-r20)?,fmt=(q4|fp8|bf16)'
-( KC_KEEP6_VARIANT=4 timeout 25 $X bench compact --filter "$FL" --out $W/compact-v4-a.json > $W/compact-v4-a.log 2>&1; st compact-v4-a $? ) &
+( KC_KEEP6_VARIANT=4 timeout 22 $X bench compact --filter "$FL" --out $W/compact-v4-a.json > $W/compact-v4-a.log 2>&1; st compact-v4-a $? ) &
 for v in $BEST 4; do
-  ( KC_KEEP6_VARIANT=$v timeout 32 $X qwen-pages --backend cuda --cases 20 --filter "$QF" --quiet --out $W/qp-v$v.json > $W/qp-v$v.log 2>&1; st qp-v$v $? ) &
+  ( KC_KEEP6_VARIANT=$v timeout 25 $X qwen-pages --backend cuda --cases 20 --filter "$QF" --quiet --out $W/qp-v$v.json > $W/qp-v$v.log 2>&1; st qp-v$v $? ) &
 done
-( KC_KEEP6_VARIANT=$BEST timeout 32 compute-sanitizer --tool memcheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 4 --gates-only --out $W/mc.json > $W/mc.log 2>&1; st memcheck-v$BEST $? ) &
-( KC_KEEP6_VARIANT=$BEST timeout 32 compute-sanitizer --tool racecheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 4 --gates-only --out $W/rc.json > $W/rc.log 2>&1; st racecheck-v$BEST $? ) &
-( KC_KEEP6_VARIANT=$BEST timeout 32 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=keep6 $X bench compact --reps 1 --filter '^1MiB/(q4|fp8)/p16$' --out $W/rcb.json > $W/rcb.log 2>&1; st racecheck-bench-v$BEST $? ) &
+( KC_KEEP6_VARIANT=$BEST timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 4 --gates-only --out $W/mc.json > $W/mc.log 2>&1; st memcheck-v$BEST $? ) &
+( KC_KEEP6_VARIANT=$BEST timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 $X qwen-pages --backend cuda --cases 4 --gates-only --out $W/rc.json > $W/rc.log 2>&1; st racecheck-v$BEST $? ) &
+( KC_KEEP6_VARIANT=$BEST timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=keep6 $X bench compact --reps 1 --filter '^1MiB/(q4|fp8)/p16$' --out $W/rcb.json > $W/rcb.log 2>&1; st racecheck-bench-v$BEST $? ) &
 wait; pack
 python3 - <<'PY'
 import json,os
