@@ -47,10 +47,12 @@
 // 0.67-0.73 from 256 MiB up; the pipeline with 8 pieces per set at 4 blocks per SM (two waves):
 // q4 0.71-0.81, 64 MiB rows 3-8 % below the table's; the code loads with L1::no_allocate and an
 // L2 evict_first policy: q4 0.69-0.75 from 256 MiB up (main's 0.78-0.82 in the same call).
+// Clusters of 8 blocks along planes (issue20-keep6): the step's barrier the cluster's (blocks of
+// a lane in lockstep) 0.60-0.75 of the ceiling from 64 MiB up, a cluster moving its 8 planes'
+// batches together (round r of block c = batch 8r + c, cluster barrier) 0.57-0.71, main 0.77-0.92
+// in the same call; at 8 blocks per SM only 124 clusters of 8 (992 blocks) are resident, so the
+// 1024-block grid ran a tail wave.
 #include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 
@@ -191,16 +193,6 @@ __device__ __forceinline__ void keep_fill(KeepTable<R>& t, const KeepPlanes& pp,
 // reads), the writes of b. Four tables: the one filled at step b was last read by the writes
 // of b - 2, which every thread finished before the barrier of step b - 1. Guarded loads leave
 // a zero, not the set's previous register.
-// The pipeline's barrier: 0 the block's (bar.sync), 1 the cluster's (arrive.release + wait.acquire:
-// every thread of every block of the cluster; orders global and shared memory at cluster scope).
-template <int SYNC>
-__device__ __forceinline__ void keep_sync() {
-  if constexpr (SYNC == 1) {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-  } else {
-    __syncthreads();
-  }
-}
 template <int NT, int PER, int WS, int LP, int R>
 struct KeepPipe {
   using TS = typename KeepPiece<WS ? WS : 1>::T;
@@ -232,40 +224,27 @@ struct KeepPipe {
       if (u * NT < slim) keep_store(t.sdst[u * NT + threadIdx.x], g.y[u]);
   }
   // Step b (moves from m0): cur holds b's reads; next gets b + 1's.
-  template <int SYNC = 0>
   static __device__ __forceinline__ void step(KeepTable<R>* tab, int b, Regs& cur, Regs& next, KeepFetched<RM>& f,
                                               const KeepPlanes& pp, const KeepMove* moves, int m0, int i1) {
     const int n1 = min(B, i1 - m0 - B), n2 = min(B, i1 - m0 - 2 * B), n3 = min(B, i1 - m0 - 3 * B);
     if (n1 > 0) read(next, tab[(b + 1) & 3], n1);
     if (n2 > 0) keep_fill<NT, RM, WS != 0>(tab[(b + 2) & 3], pp, f, n2);
     if (n3 > 0) keep_fetch<NT, RM>(f, moves, m0 + 3 * B, n3);
-    keep_sync<SYNC>();
+    __syncthreads();
     write(cur, tab[b & 3], min(B, i1 - m0));
-  }
-  // The same step where batches are given by (move offset, count, planes): the split kernel's.
-  template <int SYNC>
-  static __device__ __forceinline__ void step_at(KeepTable<R>* tab, int b, Regs& cur, Regs& next, KeepFetched<RM>& f,
-                                                 const KeepPlanes& pp2, const KeepMove* moves, int m3, int n0, int n1,
-                                                 int n2, int n3) {
-    if (n1 > 0) read(next, tab[(b + 1) & 3], n1);
-    if (n2 > 0) keep_fill<NT, RM, WS != 0>(tab[(b + 2) & 3], pp2, f, n2);
-    if (n3 > 0) keep_fetch<NT, RM>(f, moves, m3, n3);
-    keep_sync<SYNC>();
-    write(cur, tab[b & 3], n0);
   }
 };
 // Two tables' rows resolved (keep_fill's addresses) with every page-table load of both issued
 // before the first shared store.
 template <int NT, int RM, bool SCALES, int R>
 __device__ __forceinline__ void keep_fill2(KeepTable<R>& t0, KeepTable<R>& t1, const KeepPlanes& pp,
-                                           const KeepFetched<RM>& f0, const KeepFetched<RM>& f1, int n0, int n1,
-                                           const KeepPlanes& pp1) {
+                                           const KeepFetched<RM>& f0, const KeepFetched<RM>& f1, int n0, int n1) {
   KvPos a0[RM], b0[RM], a1[RM], b1[RM];
 #pragma unroll
   for (int r = 0; r < RM; ++r) {
     const int k = int(threadIdx.x) + r * NT;
     if (k < n0) a0[r] = kv_pos(pp.c, f0.src[r]), b0[r] = kv_pos(pp.c, f0.dst[r]);
-    if (k < n1) a1[r] = kv_pos(pp1.c, f1.src[r]), b1[r] = kv_pos(pp1.c, f1.dst[r]);
+    if (k < n1) a1[r] = kv_pos(pp.c, f1.src[r]), b1[r] = kv_pos(pp.c, f1.dst[r]);
   }
 #pragma unroll
   for (int r = 0; r < RM; ++r) {
@@ -276,126 +255,17 @@ __device__ __forceinline__ void keep_fill2(KeepTable<R>& t0, KeepTable<R>& t1, c
       if (SCALES) t0.ssrc[k] = kv_plane_at(pp.s, a0[r]), t0.sdst[k] = kv_plane_at(pp.s, b0[r]);
     }
     if (k < n1) {
-      t1.src[k] = kv_plane_at(pp1.c, a1[r]);
-      t1.dst[k] = kv_plane_at(pp1.c, b1[r]);
-      if (SCALES) t1.ssrc[k] = kv_plane_at(pp1.s, a1[r]), t1.sdst[k] = kv_plane_at(pp1.s, b1[r]);
+      t1.src[k] = kv_plane_at(pp.c, a1[r]);
+      t1.dst[k] = kv_plane_at(pp.c, b1[r]);
+      if (SCALES) t1.ssrc[k] = kv_plane_at(pp.s, a1[r]), t1.sdst[k] = kv_plane_at(pp.s, b1[r]);
     }
   }
 }
 constexpr int kKeepSetLoads = 4;  // 16-byte code pieces per thread in each of the two register sets
 constexpr int kKeepTable = 128;   // moves per batch at most (rows of a table)
-// The planes of field f of a view (code plane, its scale plane; the code plane again where none).
-__device__ __forceinline__ KeepPlanes keep_planes(const KvView& v, int f, bool scales) {
-  return KeepPlanes{kv_plane(v, f), scales ? kv_plane(v, v.lay.planes() + f) : kv_plane(v, f)};
-}
-// The table where the view's planes are what the host chose it for: code rows of PER aligned
-// 16-byte pieces, scale rows (where the layout has them) one aligned piece of WS bytes.
-template <int PER, int WS>
-__device__ __forceinline__ bool keep_table_ok(const KeepPlanes& pr, bool scales) {
-  return !(PER == 0 || keep_piece_width(pr.c) != 16 || int(pr.c.bytes) != PER * 16 ||
-           (WS == 0 ? scales : !scales || keep_piece_width(pr.s) != WS || int(pr.s.bytes) != WS));
-}
 // PER 16-byte pieces per code row, WS bytes per scale row (0: none); PER = 0: no table (one
 // plane after the other). The block's lane group is blockIdx.y: its moves [i0, i1), one lane's,
 // in order.
-// KEEP6 EXPERIMENT: MODE 0 main; 1 lockstep (clusters of CL blocks along planes, the step's
-// barrier the cluster's); 2 split (a cluster of CL blocks moves its CL planes together: round r
-// of block c is batch K = r * CL + c of the planes' batches, plane-major; the step's barrier the
-// cluster's); 3 split with the block's barrier only (planted wrong order: not ordered across blocks).
-template <int NT, int MINB, int PER, int WS, int MODE, int CL>
-__global__ void __launch_bounds__(NT, MINB) keep6_kernel(const KvView* views, const KeepMove* moves,
-                                                      const int32_t* lane_off) {
-  constexpr int LP = kKeepSetLoads, R = kKeepTable;
-  using P = KeepPipe<NT, PER ? PER : 2, WS, LP, R>;
-  constexpr int B = P::B, RM = P::RM;
-  constexpr bool SPLIT = MODE >= 2;
-  constexpr int SYNC = (MODE == 1 || MODE == 2) ? 1 : 0;
-  __shared__ KeepTable<R> tab[4];
-  __shared__ KeepPlanes pp[SPLIT ? CL : 1];
-  const int f = blockIdx.x, g = blockIdx.y;
-  const int i0 = lane_off[g], i1 = lane_off[g + 1];
-  if (i0 >= i1) return;
-  // split: the cluster's planes [f0, f0 + np), nb batches each, T = np * nb in rounds of CL.
-  const int c = SPLIT ? f % CL : 0, f0 = f - c;
-  const int nb = (i1 - i0 + B - 1) / B;
-  int np = SPLIT ? CL : 1;  // CL until the view is known (the prologue's fetches: move indices of the lane either way)
-  int T = np * nb, rounds = SPLIT ? (T + CL - 1) / CL : nb;
-  // Round r's batch of this block: its moves from *m (count *n, 0 where none) of plane f0 + *p.
-  auto at = [&](int r, int* m, int* p) -> int {
-    if (!SPLIT) { *m = i0 + r * B, *p = 0; return r < nb ? min(B, i1 - *m) : 0; }
-    const int K = r * CL + c;
-    if (K >= T) { *m = i0, *p = 0; return 0; }
-    *p = K / nb;
-    *m = i0 + (K - *p * nb) * B;
-    return min(B, i1 - *m);
-  };
-  // The first three batches' moves, fetched with the group's lane (before its view is loaded).
-  KeepFetched<RM> f0r, f1r, f2r;
-  int m0_, p0_, m1_, p1_, m2_, p2_;
-  int n0_ = at(0, &m0_, &p0_), n1_ = at(1, &m1_, &p1_);
-  const int n2_ = at(2, &m2_, &p2_);
-  if (PER) {
-    if (n0_ > 0) keep_fetch<NT, RM>(f0r, moves, m0_, n0_);
-    if (n1_ > 0) keep_fetch<NT, RM>(f1r, moves, m1_, n1_);
-    if (n2_ > 0) keep_fetch<NT, RM>(f2r, moves, m2_, n2_);
-  }
-#ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView& v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
-#else
-  const KvView& v = views[moves[i0].lane];  // a group holds one lane's moves
-#endif
-  const bool scales = v.lay.scale_bytes != 0;
-  if (SPLIT) {  // gridDim.x is padded to CL: the cluster's planes [f0, f0 + np)
-    np = min(CL, v.lay.planes() - f0), T = np * nb, rounds = (T + CL - 1) / CL;
-    n0_ = at(0, &m0_, &p0_), n1_ = at(1, &m1_, &p1_);
-  }
-  const bool real = f < v.lay.planes();  // split: a padded block moves no plane of its own
-  const KeepPlanes pr = keep_planes(v, real ? f : 0, scales);
-  bool ok = keep_table_ok<PER, WS>(pr, scales);
-  if (SPLIT)
-    for (int q = 0; q < np; ++q) ok = ok && keep_table_ok<PER, WS>(keep_planes(v, f0 + q, scales), scales);
-  if (!ok) {  // the same in every block of a cluster (the same view, the same planes)
-    if (!real) return;
-    keep_plane<NT>(pr.c, moves, i0, i1);  // otherwise one plane after the other (each its own batches)
-    if (scales) keep_plane<NT>(pr.s, moves, i0, i1);
-    return;
-  }
-  if constexpr (PER != 0) {
-    const KeepPlanes q0 = SPLIT ? keep_planes(v, f0 + p0_, scales) : pr;
-    const KeepPlanes q1 = SPLIT ? keep_planes(v, f0 + p1_, scales) : pr;
-    keep_fill2<NT, RM, WS != 0>(tab[0], tab[1], q0, f0r, f1r, n0_, n1_, q1);
-    if (SPLIT) {
-      if (int(threadIdx.x) < np) pp[threadIdx.x] = keep_planes(v, f0 + threadIdx.x, scales);
-    } else if (threadIdx.x == 0) {
-      pp[0] = pr;
-    }
-    __syncthreads();  // both tables and pp visible
-    typename P::Regs ra, rb;
-    P::read(ra, tab[0], n0_);
-    if constexpr (!SPLIT) {
-      int b = 0;
-      for (int m0 = i0;;) {  // the same trips in every thread
-        P::template step<SYNC>(tab, b, ra, rb, f2r, pp[0], moves, m0, i1);
-        m0 += B, ++b;
-        if (m0 >= i1) break;
-        P::template step<SYNC>(tab, b, rb, ra, f2r, pp[0], moves, m0, i1);
-        m0 += B, ++b;
-        if (m0 >= i1) break;
-      }
-    } else {
-      for (int r = 0;;) {  // the same trips in every block of the cluster
-        int m, p, m3, p3, p2;
-        const int n0 = at(r, &m, &p), n1 = at(r + 1, &m, &p), n2 = at(r + 2, &m, &p2), n3 = at(r + 3, &m3, &p3);
-        P::template step_at<SYNC>(tab, r, ra, rb, f2r, pp[p2], moves, m3, n0, n1, n2, n3);
-        if (++r >= rounds) break;
-        const int k0 = at(r, &m, &p), k1 = at(r + 1, &m, &p), k2 = at(r + 2, &m, &p2), k3 = at(r + 3, &m3, &p3);
-        P::template step_at<SYNC>(tab, r, rb, ra, f2r, pp[p2], moves, m3, k0, k1, k2, k3);
-        if (++r >= rounds) break;
-      }
-    }
-  }
-}
-
 template <int NT, int MINB, int PER, int WS>
 __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
                                                       const int32_t* lane_off) {
@@ -430,7 +300,7 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
     return;
   }
   if constexpr (PER != 0) {
-    keep_fill2<NT, RM, WS != 0>(tab[0], tab[1], pr, f0, f1, min(B, i1 - i0), min(B, i1 - i0 - B), pr);
+    keep_fill2<NT, RM, WS != 0>(tab[0], tab[1], pr, f0, f1, min(B, i1 - i0), min(B, i1 - i0 - B));
     if (threadIdx.x == 0) pp = pr;
     __syncthreads();  // both tables and pp visible
     typename P::Regs ra, rb;
@@ -464,66 +334,11 @@ bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* move
   return false;
 }
 
-// KEEP6 EXPERIMENT: cluster launches (KC_KEEP6_VARIANT: 1 lockstep 8, 2 split 8, 4 split 8 with
-// the block's barrier (wrong order)).
-template <int PER, int WS, int MODE, int CL>
-bool keep6_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, cudaStream_t s) {
-  if (MODE == 1 && grid.x % CL != 0) return false;
-  grid.x = (grid.x + CL - 1) / CL * CL;
-  auto k = keep6_kernel<128, 8, PER, WS, MODE, CL>;
-  if (CL > 8) cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(128);
-  cfg.stream = s;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = CL, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  static bool told = false;
-  if (!told && std::getenv("KC_KEEP6_DEBUG")) {
-    told = true;
-    int n = -1;
-    cudaOccupancyMaxActiveClusters(&n, k, &cfg);
-    std::fprintf(stderr, "keep6 mode %d cl %d per %d ws %d: max active clusters %d (grid %u x %u)\n", MODE, CL, PER, WS, n,
-                 grid.x, grid.y);
-  }
-  return cudaLaunchKernelEx(&cfg, k, views, moves, lane_off) == cudaSuccess;
-}
-template <int PER, int WS>
-bool keep6_variant(int var, dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off,
-                   cudaStream_t s) {
-  switch (var) {
-    case 1: return keep6_launch<PER, WS, 1, 8>(grid, views, moves, lane_off, s);
-    case 2: return keep6_launch<PER, WS, 2, 8>(grid, views, moves, lane_off, s);
-    case 4: return keep6_launch<PER, WS, 3, 8>(grid, views, moves, lane_off, s);
-  }
-  return false;
-}
-int keep6_var() {
-  static const int v = [] {
-    const char* e = std::getenv("KC_KEEP6_VARIANT");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
-}
-
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
   const dim3 grid(lay.planes(), groups);
   const int per = lay.code_bytes % 16 == 0 ? int(lay.code_bytes / 16) : 0, ws = int(lay.scale_bytes);
-  if (const int var = keep6_var(); var != 0) {
-    bool done = false;
-    if (per == 16 && ws == 0) done = keep6_variant<16, 0>(var, grid, views, moves, lane_off, s);
-    if (per == 8 && ws == 4) done = keep6_variant<8, 4>(var, grid, views, moves, lane_off, s);
-    if (per == 4 && ws == 8) done = keep6_variant<4, 8>(var, grid, views, moves, lane_off, s);
-    if (done) {
-      KC_LAUNCH_CHECK("keep_kernel (keep6)");
-      return Status::Ok();
-    }
-  }
   bool table = false;
   switch (per) {
     case 2: table = keep_launch_ws<2>(ws, grid, views, moves, lane_off, s); break;
