@@ -49,7 +49,7 @@
 // L2 evict_first policy: q4 0.69-0.75 from 256 MiB up (main's 0.78-0.82 in the same call).
 // Clusters of 8 blocks along planes (issue20-keep6): the step's barrier the cluster's (blocks of
 // a lane in lockstep) 0.60-0.75 of the ceiling from 64 MiB up, a cluster moving its 8 planes'
-// batches together (round r of block c = batch 8r + c, cluster barrier) 0.57-0.71, main 0.77-0.92
+// batches together (round r of block c = batch 8r + c, cluster barrier) 0.57-0.71, main 0.76-0.92
 // in the same call; at 8 blocks per SM only 124 clusters of 8 (992 blocks) are resident, so the
 // 1024-block grid ran a tail wave.
 #include <cuda_runtime.h>
