@@ -47,6 +47,11 @@
 // 0.67-0.73 from 256 MiB up; the pipeline with 8 pieces per set at 4 blocks per SM (two waves):
 // q4 0.71-0.81, 64 MiB rows 3-8 % below the table's; the code loads with L1::no_allocate and an
 // L2 evict_first policy: q4 0.69-0.75 from 256 MiB up (main's 0.78-0.82 in the same call).
+// Clusters of 8 blocks along planes (issue20-keep6): the step's barrier the cluster's (blocks of
+// a lane in lockstep) 0.60-0.75 of the ceiling from 64 MiB up, a cluster moving its 8 planes'
+// batches together (round r of block c = batch 8r + c, cluster barrier) 0.57-0.71, main 0.76-0.92
+// in the same call; at 8 blocks per SM only 124 clusters of 8 (992 blocks) are resident, so the
+// 1024-block grid ran a tail wave.
 #include <cuda_runtime.h>
 
 #include "kernels/attention/launch.h"
