@@ -44,6 +44,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -217,7 +218,7 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
 // through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
 // fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeFastStart = 4, kRopeLateKv = 8;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -416,7 +417,7 @@ __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h,
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                                 int lane) {
+                                                 int lane, uint64_t* kvw = nullptr) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
@@ -443,6 +444,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
+        if (kvw) mbar_wait(kvw, 0u);  // kRopeLateKv: the addresses of the block's first batch
         rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -454,7 +456,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane) {
+                                                     float* q_out, int warp, int lane, uint64_t* kvw) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
@@ -481,6 +483,7 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
+        if (kvw) mbar_wait(kvw, 0u);
         rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -489,11 +492,11 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane) {
+                                             int lane, uint64_t* kvw) {
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, kvw);
   else
-    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, kvw);
 }
 
 template <int D, Format F>
@@ -630,6 +633,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
   const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
+  constexpr bool fast = (MODE & kRopeFastStart) != 0, late = fast && (MODE & kRopeLateKv) != 0;
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -646,7 +650,21 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     }
     return;
   }
-  rope_theta_table(th, h2, p, warp, tid);
+  if constexpr (fast) {
+    if (warp < ncw) {  // kRopeFastStart: the consumers tabulate theta and the first batch's cos / sin
+      for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
+        const int i = u / h2, e = u - i * h2;
+        const double t = rope_theta(e, rot, p.base);
+        if (i == 0) th[e] = t;
+        float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
+        rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
+      }
+      asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
+      asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
+    }
+  } else {
+    rope_theta_table(th, h2, p, warp, tid);
+  }
   if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
@@ -662,11 +680,13 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
+      if (!fast || b > 0) {
 #pragma unroll 2
-      for (int u = lane; u < nr * h2; u += 32) {
-        const int i = u / h2, e = u - i * h2;
-        float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-        rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+        for (int u = lane; u < nr * h2; u += 32) {
+          const int i = u / h2, e = u - i * h2;
+          float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
+          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+        }
       }
       if (mine) {
         uint8_t** ptr = reinterpret_cast<uint8_t**>(tslot(it));
@@ -678,20 +698,21 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         }
       }
       mbar_arrive(&tfull[bi]);
+      if (fast && b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta
     }
     return;
   }
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
     const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
-    if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
+    if (it % tb == 0 && !(late && b == 0)) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
     const uint8_t* sl = tslot(it);
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, late && b == 0 ? &tfull[0] : nullptr);
     mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -700,13 +721,26 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
 // shared-memory limit raised where it needs more than 48 KiB; 0 where smem does not fit a block
 // (the caller then takes the block-per-row kernel).
-static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid) {
+// rope7 experiment knob (not for merge): KC_ROPE7 bits 4 (kRopeFastStart), 8 (kRopeLateKv) added
+// to the ring kernel's MODE, 16 the balanced grid; unset: main's kernels.
+static int rope7_knob() {
+  static const int k = [] {
+    const char* e = std::getenv("KC_ROPE7");
+    return e ? std::atoi(e) : 0;
+  }();
+  return k;
+}
+static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid, bool balanced = false) {
   *grid = 0;
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   if (smem > size_t(dev.smem_optin)) return Status::Ok();
   if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(kern, smem));
   *grid = std::min(n, dev.sms);
+  if (balanced) {  // the fewest blocks for the same rows per block at most: every block ends its last round together
+    const int per = (n + *grid - 1) / *grid;
+    *grid = (n + per - 1) / per;
+  }
   return Status::Ok();
 }
 
@@ -730,20 +764,27 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
-      if constexpr (F == Format::bf16) {
-        switch (d) {
-          case 32: kern = rope_store_ring_kernel<32, F>; break;
-          case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128: kern = rope_store_ring_kernel<128, F>; break;
-          case 256: kern = rope_store_ring_kernel<256, F>; break;
+      const int x = rope7_knob() & 12;  // rope7 experiment
+      auto pick = [&](auto mc) {
+        constexpr int X = decltype(mc)::value;
+        if constexpr (F == Format::bf16) {
+          switch (d) {
+            case 32: kern = rope_store_ring_kernel<32, F, X>; break;
+            case 64: kern = rope_store_ring_kernel<64, F, X>; break;
+            case 128: kern = rope_store_ring_kernel<128, F, X>; break;
+            case 256: kern = rope_store_ring_kernel<256, F, X>; break;
+          }
+        } else if constexpr (F == Format::fp8 || F == Format::q4) {
+          kern = d == 128 ? rope_store_ring_kernel<128, F, M | X, kRopeRingQuantStages>
+                          : rope_store_ring_kernel<256, F, M | X, kRopeRingQuantStages>;
         }
-      } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? rope_store_ring_kernel<128, F, M, kRopeRingQuantStages>
-                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
-      }
+      };
+      if (x == 12) pick(std::integral_constant<int, 12>{});
+      else if (x == 4) pick(std::integral_constant<int, 4>{});
+      else pick(std::integral_constant<int, 0>{});
     });
     int grid = 0;
-    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
+    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid, (rope7_knob() & 16) != 0));
     if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
