@@ -3,7 +3,7 @@
 # 12 fast start + late K / V wait, +16 balanced grid), bench rope-store interleaved on the
 # >= 64 MiB and 1 MiB rows (3 rounds), the stored bytes' hashes against A, then qwen-pages and
 # memcheck on the winner.
-T0=$(date +%s); DL=${DL:-195}
+T0=$(date +%s); DL=${DL:-175}
 left() { echo $(( DL - ($(date +%s) - T0) )); }
 R=$PWD; W=$OUT/w; mkdir -p $W
 pack() { tar -czf $OUT/results.tgz -C $W . 2>/dev/null; }
