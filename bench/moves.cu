@@ -89,28 +89,6 @@ Status make_lanes(const KvLayout& lay, int lanes, int64_t cap, int ptok_cfg, Ben
   return L->dviews.upload(dv.data(), dv.size());
 }
 
-// rope7 experiment (not for merge): an order-free hash of n bytes (8-byte words, each mixed with
-// its index, summed), to compare the stored bytes of two builds.
-__global__ void rope7_hash_kernel(const uint64_t* p, size_t n, unsigned long long* out) {
-  unsigned long long h = 0;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t z = p[i] + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    h += z ^ (z >> 31);
-  }
-  atomicAdd(out, h);
-}
-Status rope7_hash(const void* p, size_t bytes, unsigned long long* h) {
-  DevBuf<unsigned long long> d;
-  KC_RETURN_IF_ERROR(d.alloc(1));
-  KC_CUDA_TRY(cudaMemset(d.get(), 0, 8));
-  rope7_hash_kernel<<<1024, 256>>>(static_cast<const uint64_t*>(p), bytes / 8, d.get());
-  KC_LAUNCH_CHECK("rope7_hash_kernel");
-  KC_CUDA_TRY(cudaMemcpy(h, d.get(), 8, cudaMemcpyDeviceToHost));
-  return Status::Ok();
-}
-
 Status download(void* dst, const void* src, size_t n) {
   KC_CUDA_TRY(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
   return Status::Ok();
@@ -232,14 +210,6 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
   KC_RETURN_IF_ERROR(launch());
   KC_CUDA_TRY(cudaDeviceSynchronize());
   KC_RETURN_IF_ERROR(verify_rope(c, L, rows, p, dq.get(), dk.get(), dv.get(), dqo.get(), r));
-  {
-    unsigned long long hc = 0, hq_ = 0;
-    KC_RETURN_IF_ERROR(rope7_hash(L.mem.get(), L.mem_bytes, &hc));
-    KC_RETURN_IF_ERROR(rope7_hash(dqo.get(), size_t(n) * hq * d * 4, &hq_));
-    std::ostringstream o;
-    o << std::hex << "; rope7 cache_hash " << hc << " q_hash " << hq_ << std::dec << " (" << L.mem_bytes << " cache bytes)";
-    r->verify_detail += o.str();
-  }
   BenchL2Flush flush;
   KC_RETURN_IF_ERROR(flush.init(c.flush_l2));
   KC_RETURN_IF_ERROR(bench_time_l2(flush, warmup, reps, launch, &r->us));

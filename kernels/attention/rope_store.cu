@@ -1,6 +1,6 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
-// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6):
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
 // - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
@@ -44,7 +44,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -218,7 +217,7 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
 // through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
 // fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeFastStart = 4, kRopeLateKv = 8;
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -379,7 +378,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 // empty when every consumer lane arrived. Consumers: a row's q slots in groups of RPW (a
 // slot per LPR lanes, lane lr holding elements 4 (lr + LPR c) .. + 3), rotated and stored
 // to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
-// The persistent kernels' theta_i (i < h2), by the consumer warps while the loader already
+// rope_store_tma_kernel's theta_i (i < h2), by the consumer warps while the loader already
 // copies; the table warp waits for them at named barrier 1 (consumers and table warp).
 __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeParams& p, int warp, int tid) {
   constexpr int ncw = kRopeTmaConsumerWarps;
@@ -417,7 +416,7 @@ __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h,
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                                 int lane, uint64_t* kvw = nullptr) {
+                                                 int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
@@ -444,7 +443,6 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
-        if (kvw) mbar_wait(kvw, 0u);  // kRopeLateKv: the addresses of the block's first batch
         rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -456,7 +454,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane, uint64_t* kvw) {
+                                                     float* q_out, int warp, int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
@@ -483,7 +481,6 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
-        if (kvw) mbar_wait(kvw, 0u);
         rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -492,11 +489,11 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane, uint64_t* kvw) {
+                                             int lane) {
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, kvw);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
   else
-    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, kvw);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
 template <int D, Format F>
@@ -575,6 +572,14 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // then the row's K / V addresses by kv_plane_at), after the batch's cos / sin (its rows' and
 // views' loads in flight meanwhile). A batch is full when the table warp's lanes arrived,
 // free when every consumer lane and the loader (after the batch's last row) arrived.
+// The block's start: the consumers compute theta_i and the first batch's cos / sin (a pair
+// each: rope_theta, then rope_cos_sin_theta, the same calls), while the table warp resolves
+// that batch's addresses without waiting for theta; then they meet at named barrier 2, and the
+// table warp takes theta at barrier 1 before its second batch. On the H200 (reports/h200/
+// issue20-rope7, same call against the start on the table warp alone, the same stored bytes):
+// from 64 MiB up bf16 0.86-0.91 (mean 0.887) against 0.73-0.89 (0.830), fp8 0.80-0.91 (0.854)
+// against 0.69-0.90 (0.800), q4 0.73-0.86 (0.803) against 0.65-0.85 (0.764); 0.85-1.00x the
+// time on every row from 64 MiB up, 0.82x at most at 1 MiB.
 // bf16 on the H200 (reports/h200/issue20-rope5, same call against rope_store_kernel, L2
 // flushed): 0.73-0.90 of the copy ceiling from 64 MiB up, against 0.66-0.77; pages of 16 do
 // not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 (MODE 3, 3 data
@@ -633,7 +638,6 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
   const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
-  constexpr bool fast = (MODE & kRopeFastStart) != 0, late = fast && (MODE & kRopeLateKv) != 0;
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -650,20 +654,16 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     }
     return;
   }
-  if constexpr (fast) {
-    if (warp < ncw) {  // kRopeFastStart: the consumers tabulate theta and the first batch's cos / sin
-      for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
-        const int i = u / h2, e = u - i * h2;
-        const double t = rope_theta(e, rot, p.base);
-        if (i == 0) th[e] = t;
-        float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-        rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
-      }
-      asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
-      asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
+  if (warp < ncw) {  // the consumers: theta and the first batch's cos / sin, while the table warp resolves its addresses
+    for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
+      const int i = u / h2, e = u - i * h2;
+      const double t = rope_theta(e, rot, p.base);
+      if (i == 0) th[e] = t;
+      float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-  } else {
-    rope_theta_table(th, h2, p, warp, tid);
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
+    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
   }
   if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
@@ -680,7 +680,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
-      if (!fast || b > 0) {
+      if (b > 0) {  // the first batch's cos / sin are the consumers'
 #pragma unroll 2
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
@@ -698,21 +698,21 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (fast && b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta
+      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, from the consumers
     }
     return;
   }
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
     const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
-    if (it % tb == 0 && !(late && b == 0)) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
+    if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
     const uint8_t* sl = tslot(it);
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, late && b == 0 ? &tfull[0] : nullptr);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
     mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -721,26 +721,13 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
 // shared-memory limit raised where it needs more than 48 KiB; 0 where smem does not fit a block
 // (the caller then takes the block-per-row kernel).
-// rope7 experiment knob (not for merge): KC_ROPE7 bits 4 (kRopeFastStart), 8 (kRopeLateKv) added
-// to the ring kernel's MODE, 16 the balanced grid; unset: main's kernels.
-static int rope7_knob() {
-  static const int k = [] {
-    const char* e = std::getenv("KC_ROPE7");
-    return e ? std::atoi(e) : 0;
-  }();
-  return k;
-}
-static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid, bool balanced = false) {
+static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid) {
   *grid = 0;
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   if (smem > size_t(dev.smem_optin)) return Status::Ok();
   if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(kern, smem));
   *grid = std::min(n, dev.sms);
-  if (balanced) {  // the fewest blocks for the same rows per block at most: every block ends its last round together
-    const int per = (n + *grid - 1) / *grid;
-    *grid = (n + per - 1) / per;
-  }
   return Status::Ok();
 }
 
@@ -764,27 +751,20 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
-      const int x = rope7_knob() & 12;  // rope7 experiment
-      auto pick = [&](auto mc) {
-        constexpr int X = decltype(mc)::value;
-        if constexpr (F == Format::bf16) {
-          switch (d) {
-            case 32: kern = rope_store_ring_kernel<32, F, X>; break;
-            case 64: kern = rope_store_ring_kernel<64, F, X>; break;
-            case 128: kern = rope_store_ring_kernel<128, F, X>; break;
-            case 256: kern = rope_store_ring_kernel<256, F, X>; break;
-          }
-        } else if constexpr (F == Format::fp8 || F == Format::q4) {
-          kern = d == 128 ? rope_store_ring_kernel<128, F, M | X, kRopeRingQuantStages>
-                          : rope_store_ring_kernel<256, F, M | X, kRopeRingQuantStages>;
+      if constexpr (F == Format::bf16) {
+        switch (d) {
+          case 32: kern = rope_store_ring_kernel<32, F>; break;
+          case 64: kern = rope_store_ring_kernel<64, F>; break;
+          case 128: kern = rope_store_ring_kernel<128, F>; break;
+          case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
-      };
-      if (x == 12) pick(std::integral_constant<int, 12>{});
-      else if (x == 4) pick(std::integral_constant<int, 4>{});
-      else pick(std::integral_constant<int, 0>{});
+      } else if constexpr (F == Format::fp8 || F == Format::q4) {
+        kern = d == 128 ? rope_store_ring_kernel<128, F, M, kRopeRingQuantStages>
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+      }
     });
     int grid = 0;
-    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid, (rope7_knob() & 16) != 0));
+    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
