@@ -1,6 +1,6 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
-// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6):
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
 // - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
@@ -179,20 +179,30 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
 // Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
 // when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
 // h2 % 4 == 0, so the four share their half and their partner's four are one 16-byte word.
+// SEL = false: the partner and the table are loaded only where the four are rotated. SEL = true
+// (the grouped consumer): without branches, every load issued (the table at a safe index where
+// the four are not rotated) and the result selected, y = 0 where !on; the same values.
+template <bool SEL = false>
 __device__ __forceinline__ void rope4(const float* x, const float* tc, const float* ts, int j, int h2, int rot,
-                                      bool rotate, float y[4]) {
+                                      bool rotate, float y[4], bool on = true) {
   const float4 a = *reinterpret_cast<const float4*>(x + j);
-  y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w;
-  if (!rotate || j >= rot) return;
+  const float aa[4] = {a.x, a.y, a.z, a.w};
+  const bool rr = rotate && j < rot;
+  if constexpr (!SEL) {
+    y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w;
+    if (!rr) return;
+  }
   const bool lo = j < h2;
   const int i = lo ? j : j - h2;
   const float4 b = *reinterpret_cast<const float4*>(x + (lo ? j + h2 : i));
-  const float4 c = *reinterpret_cast<const float4*>(tc + i), s = *reinterpret_cast<const float4*>(ts + i);
+  const int ti = SEL && !rr ? 0 : i;
+  const float4 c = *reinterpret_cast<const float4*>(tc + ti), s = *reinterpret_cast<const float4*>(ts + ti);
   const float bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w}, ss[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    const float p = __fmul_rn(y[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
-    y[e] = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);  // y_i = x_i c - x_{i+h} s; y_{i+h} = x_{i+h} c + x_i s
+    const float p = __fmul_rn(aa[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
+    const float rv = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);  // y_i = x_i c - x_{i+h} s; y_{i+h} = x_{i+h} c + x_i s
+    y[e] = !SEL ? rv : !on ? 0.0f : (rr ? rv : aa[e]);
   }
 }
 
@@ -368,7 +378,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 // empty when every consumer lane arrived. Consumers: a row's q slots in groups of RPW (a
 // slot per LPR lanes, lane lr holding elements 4 (lr + LPR c) .. + 3), rotated and stored
 // to q_out with 16-byte stores; then its K and V slots (K rotated) by rope_kv_store.
-// The persistent kernels' theta_i (i < h2), by the consumer warps while the loader already
+// rope_store_tma_kernel's theta_i (i < h2), by the consumer warps while the loader already
 // copies; the table warp waits for them at named barrier 1 (consumers and table warp).
 __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeParams& p, int warp, int tid) {
   constexpr int ncw = kRopeTmaConsumerWarps;
@@ -388,6 +398,17 @@ __device__ __forceinline__ void rope_load_row(float* x, const float* q, const fl
   bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
 }
 
+// A rotated q head h of row r to q_out [n][hq][D], 16 bytes a store (lane lr holds elements
+// 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL).
+template <int D>
+__device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h, int lr, const float* y) {
+  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
+  float* o = q_out + (size_t(r) * hq + h) * D;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+    *reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)) = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
+}
+
 // One staged row's consumer work in the persistent kernels: warp w of the ncw consumers takes
 // groups w, w + ncw, ... of RPW heads: q heads first (rotated, stored as float), then the K / V
 // slots (rotated, encoded and stored by rope_kv_store). x is the row's stage (q, k, v), tc / ts
@@ -404,14 +425,10 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
       if (g < qg) {
         const int h = g * RPW + sub;
         if (h < hq) {
-          float* o = q_out + (size_t(r) * hq + h) * D;
+          float y[4 * CPL];
 #pragma unroll
-          for (int c = 0; c < CPL; ++c) {
-            const int j = 4 * (lr + LPR * c);
-            float y[4];
-            rope4(x + h * D, tc, ts, j, h2, rot, true, y);
-            *reinterpret_cast<float4*>(o + j) = make_float4(y[0], y[1], y[2], y[3]);
-          }
+          for (int c = 0; c < CPL; ++c) rope4(x + h * D, tc, ts, 4 * (lr + LPR * c), h2, rot, true, y + 4 * c);
+          rope_store_q<D>(q_out, r, hq, h, lr, y);
         }
       } else {
         const int t = (g - qg) * RPW + sub;  // K slot t < hkv, V slot t - hkv
@@ -429,26 +446,6 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
         rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
-}
-
-// rope4 without branches: every load issued (the partner and the table at a safe index where the
-// elements are not rotated), the result selected; y = 0 where !on. Same values as rope4.
-__device__ __forceinline__ void rope4_sel(const float* x, const float* tc, const float* ts, int j, int h2, int rot,
-                                          bool rotate, bool on, float y[4]) {
-  const bool lo = j < h2, rr = rotate && j < rot;
-  const int i = lo ? j : j - h2;
-  const float4 a = *reinterpret_cast<const float4*>(x + j);
-  const float4 b = *reinterpret_cast<const float4*>(x + (lo ? j + h2 : i));
-  const int ti = rr ? i : 0;
-  const float4 c = *reinterpret_cast<const float4*>(tc + ti), s = *reinterpret_cast<const float4*>(ts + ti);
-  const float aa[4] = {a.x, a.y, a.z, a.w}, bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w},
-              ss[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float p = __fmul_rn(aa[e], cc[e]), q = __fmul_rn(bb[e], ss[e]);
-    const float rv = lo ? __fsub_rn(p, q) : __fadd_rn(p, q);
-    y[e] = !on ? 0.0f : (rr ? rv : aa[e]);
-  }
 }
 
 // MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
@@ -472,7 +469,7 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       const bool on = isq ? h < hq : (g < ng && t < 2 * hkv);
       const float* xs = x + (on ? (isq ? h : hq + t) : 0) * D;
 #pragma unroll
-      for (int c = 0; c < CPL; ++c) rope4_sel(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, on, y[u] + 4 * c);
+      for (int c = 0; c < CPL; ++c) rope4<true>(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, y[u] + 4 * c, on);
     }
 #pragma unroll
     for (int u = 0; u < MG; ++u) {
@@ -480,14 +477,7 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       if (g >= ng) break;
       if (g < qg) {
         const int h = g * RPW + sub;
-        if (h < hq) {
-          float* o = q_out + (size_t(r) * hq + h) * D;
-#pragma unroll
-          for (int c = 0; c < CPL; ++c) {
-            const int j = 4 * (lr + LPR * c);
-            *reinterpret_cast<float4*>(o + j) = make_float4(y[u][4 * c], y[u][4 * c + 1], y[u][4 * c + 2], y[u][4 * c + 3]);
-          }
-        }
+        if (h < hq) rope_store_q<D>(q_out, r, hq, h, lr, y[u]);
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
@@ -582,6 +572,14 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // then the row's K / V addresses by kv_plane_at), after the batch's cos / sin (its rows' and
 // views' loads in flight meanwhile). A batch is full when the table warp's lanes arrived,
 // free when every consumer lane and the loader (after the batch's last row) arrived.
+// The block's start: the consumers compute theta_i and the first batch's cos / sin (a pair
+// each: rope_theta, then rope_cos_sin_theta, the same calls), while the table warp resolves
+// that batch's addresses without waiting for theta; then they meet at named barrier 2, and the
+// table warp takes theta at barrier 1 before its second batch. On the H200 (reports/h200/
+// issue20-rope7, same call against the start on the table warp alone, the same stored bytes):
+// from 64 MiB up bf16 0.86-0.91 (mean 0.887) against 0.73-0.89 (0.830), fp8 0.80-0.91 (0.854)
+// against 0.69-0.90 (0.800), q4 0.73-0.86 (0.803) against 0.65-0.85 (0.764); 0.85-1.00x the
+// time on every row from 64 MiB up, 0.82x at most at 1 MiB.
 // bf16 on the H200 (reports/h200/issue20-rope5, same call against rope_store_kernel, L2
 // flushed): 0.73-0.90 of the copy ceiling from 64 MiB up, against 0.66-0.77; pages of 16 do
 // not lose (rope_store_tma_kernel's per-row table did on bf16). fp8 / q4 (MODE 3, 3 data
@@ -656,7 +654,17 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     }
     return;
   }
-  rope_theta_table(th, h2, p, warp, tid);
+  if (warp < ncw) {  // the consumers: theta and the first batch's cos / sin, while the table warp resolves its addresses
+    for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
+      const int i = u / h2, e = u - i * h2;
+      const double t = rope_theta(e, rot, p.base);
+      if (i == 0) th[e] = t;
+      float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
+    }
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
+    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
+  }
   if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
@@ -672,11 +680,13 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
+      if (b > 0) {  // the first batch's cos / sin are the consumers'
 #pragma unroll 2
-      for (int u = lane; u < nr * h2; u += 32) {
-        const int i = u / h2, e = u - i * h2;
-        float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-        rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+        for (int u = lane; u < nr * h2; u += 32) {
+          const int i = u / h2, e = u - i * h2;
+          float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
+          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+        }
       }
       if (mine) {
         uint8_t** ptr = reinterpret_cast<uint8_t**>(tslot(it));
@@ -688,6 +698,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         }
       }
       mbar_arrive(&tfull[bi]);
+      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, from the consumers
     }
     return;
   }
