@@ -210,6 +210,10 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
   KC_RETURN_IF_ERROR(launch());
   KC_CUDA_TRY(cudaDeviceSynchronize());
   KC_RETURN_IF_ERROR(verify_rope(c, L, rows, p, dq.get(), dk.get(), dv.get(), dqo.get(), r));
+  std::string hc, hq_out;  // every stored byte (the sample above is 16 rows): the arena, then q_out
+  KC_RETURN_IF_ERROR(bench_bytes_hash(L.mem.get(), L.mem_bytes, &hc));
+  KC_RETURN_IF_ERROR(bench_bytes_hash(dqo.get(), size_t(n) * hq * d * 4, &hq_out));
+  r->out_hash = hc + hq_out;
   BenchL2Flush flush;
   KC_RETURN_IF_ERROR(flush.init(c.flush_l2));
   KC_RETURN_IF_ERROR(bench_time_l2(flush, warmup, reps, launch, &r->us));
@@ -253,6 +257,7 @@ Status bench_compact_config(const MoveBenchConfig& c, int warmup, int reps, Move
   o << "arena after one keep equals the sequential reference's: " << diff << " of " << A.mem_bytes << " bytes differ";
   r->verify_detail = o.str();
   r->verified = diff == 0;
+  KC_RETURN_IF_ERROR(bench_bytes_hash(A.mem.get(), A.mem_bytes, &r->out_hash));
   BenchL2Flush flush;
   KC_RETURN_IF_ERROR(flush.init(c.flush_l2));
   KC_RETURN_IF_ERROR(bench_time_l2(flush, warmup, reps, launch, &r->us));

@@ -1,6 +1,6 @@
 // What the device benches share (nvcc only): timed runs of an enqueue (bench_timed: events,
 // gated, graph or partial; bench_time: the median of events-timed launches), a
-// grid-stride byte fill, a byte-difference count, and the copy ceiling of a byte count (a
+// grid-stride byte fill, a byte-difference count, a hash of a buffer's bytes, and the copy ceiling of a byte count (a
 // device-to-device cudaMemcpyAsync and a 16-byte load/store copy kernel over the same bytes,
 // both timed; a bench takes the faster as its ceiling), and the L2 rule of the move benches
 // (BenchL2Flush, bench_time_l2: L2 flushed before every timed run).
@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,6 +49,23 @@ __global__ void bench_count_diff_kernel(const uint8_t* a, const uint8_t* b, size
   if (local) atomicAdd(diff, local);
 }
 
+// Word i (8 bytes, little-endian; the last one zero-padded) of n bytes, mixed with its index, summed:
+// a sum is free of the order in which threads add, so the hash is the bytes' alone.
+__global__ void bench_bytes_hash_kernel(const uint8_t* p, size_t n, unsigned long long* h) {
+  unsigned long long local = 0;
+  const size_t words = (n + 7) / 8;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t w = 0;
+    if (8 * i + 8 <= n && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+      w = reinterpret_cast<const uint64_t*>(p)[i];
+    } else {
+      for (size_t b = 8 * i; b < n && b < 8 * i + 8; ++b) w |= uint64_t(p[b]) << (8 * (b - 8 * i));
+    }
+    local += bench_mix64(w ^ bench_mix64(i + 1));
+  }
+  atomicAdd(h, local);
+}
+
 // Fills n bytes (a multiple of 4) with reproducible random bytes.
 Status bench_fill(uint8_t* p, size_t n, uint64_t seed) {
   bench_fill_words_kernel<<<4096, 256>>>(reinterpret_cast<uint32_t*>(p), n / 4, seed);
@@ -62,6 +81,22 @@ Status bench_count_diff(const uint8_t* a, const uint8_t* b, size_t n, unsigned l
   bench_count_diff_kernel<<<2048, 256>>>(a, b, n, d.get());
   KC_LAUNCH_CHECK("bench_count_diff_kernel");
   return d.download(diff, 1);
+}
+
+// A 64-bit hash of n bytes at p (device memory), as 16 hex digits: two builds that leave the
+// same bytes give the same hash.
+Status bench_bytes_hash(const void* p, size_t n, std::string* hex) {
+  DevBuf<unsigned long long> d;
+  KC_RETURN_IF_ERROR(d.alloc(1));
+  KC_CUDA_TRY(cudaMemset(d.get(), 0, sizeof(unsigned long long)));
+  bench_bytes_hash_kernel<<<2048, 256>>>(static_cast<const uint8_t*>(p), n, d.get());
+  KC_LAUNCH_CHECK("bench_bytes_hash_kernel");
+  unsigned long long h = 0;
+  KC_RETURN_IF_ERROR(d.download(&h, 1));
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", h);
+  *hex = s;
+  return Status::Ok();
 }
 
 // Holds the stream until the host sets *flag (host memory mapped into the device), so the

@@ -201,6 +201,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       rows_of("head", hm);
     }
   int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0, held_ab = 0;
+  std::set<std::string> hash_fields;  // the output hashes that differ somewhere
   for (const auto& r : head["rows"]) {
     const std::string k = bench_row_key(r);
     if (!brows.count(k)) {
@@ -209,7 +210,13 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     }
     const json* again = crows.count(k) ? crows[k] : nullptr;
     const json& b = *brows[k];
-    if (r.contains("out_fnv1a") && b.contains("out_fnv1a") && r["out_fnv1a"] != b["out_fnv1a"]) ++other_bytes;
+    bool other = false;  // an output hash (bench_output_hash) both rows carry, and not the same
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (it.value().is_string() && bench_output_hash(it.key()) && b.contains(it.key()) && b[it.key()] != it.value()) {
+        other = true;
+        hash_fields.insert(it.key());
+      }
+    other_bytes += other;
     for (const TimeSlowdown& t : time_slowdowns(*brows[k], r, again, o)) {
       ++compared;
       if (t.launch_bound) ++short_rows;
@@ -255,8 +262,13 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                              std::to_string(unmatched) + " rows, none compared");
   else if (unmatched > 0)
     c->notes.push_back(std::to_string(unmatched) + " head rows have no base row of the same name (not compared)");
+  std::string fields;
+  for (const std::string& f : hash_fields) {
+    if (!fields.empty()) fields += ", ";
+    fields += f;
+  }
   if (other_bytes > 0)
-    c->notes.push_back("output bytes (out_fnv1a) differ from the base's on " + std::to_string(other_bytes) + " of " +
+    c->notes.push_back("output bytes (" + fields + ") differ from the base's on " + std::to_string(other_bytes) + " of " +
                        std::to_string(head["rows"].size() - unmatched) +
                        " rows with a base row: the arithmetic or the inputs changed");
 }

@@ -154,10 +154,12 @@ std::string para(const std::string& s, ViewFormat f) {
 }
 
 // A string field of a bench row that is a result, not part of the row's name: the hash of its
-// output bytes (bench attention's out_fnv1a), which a change of arithmetic may change.
+// output bytes (bench attention's out_fnv1a, the move benches' out_hash), which a change of
+// arithmetic may change.
 bool result_string(const std::string& k) {
-  static const std::string suf = "_fnv1a";
-  return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0;
+  for (const std::string suf : {"_fnv1a", "_hash"})
+    if (k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0) return true;
+  return false;
 }
 // The bench row columns a reviewer reads: the row's names (string fields), then times
 // (*_us), fractions of a ceiling (*of_ceiling), ratios (*_over_*) and verified flags.
@@ -230,6 +232,7 @@ std::string fmt_sig(double v, int digits) {
 }
 
 std::string bench_row_key(const json& row) { return row_key(row); }
+bool bench_output_hash(const std::string& k) { return result_string(k); }
 
 std::string html_escape(const std::string& s) {
   std::string o;

@@ -40,9 +40,14 @@ Status diff_receipts(const Receipt& base, const std::string& base_path, const Re
 // returns 0 (every verdict pass), 1 (a verdict fail) or 2 (a file that is not a readable,
 // consistent receipt; the message names the file, the field and the reason).
 int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err);
-// A bench row's identity: its string fields (config, format, addressing first), joined by
-// spaces; rows of two receipts with the same key are the same configuration.
+// A bench row's identity: its string fields (config, format, addressing first) but its output
+// hashes (bench_output_hash), joined by spaces; rows of two receipts with the same key are the
+// same configuration.
 std::string bench_row_key(const nlohmann::json& row);
+// Whether a bench row's string field k is the hash of the row's output bytes, a result rather
+// than part of its name: a field ending in _fnv1a (bench attention's out_fnv1a) or _hash (the
+// move benches' out_hash).
+bool bench_output_hash(const std::string& k);
 
 // A number to `digits` significant digits, as report, premerge and the HTML page print it.
 std::string fmt_sig(double v, int digits = 4);

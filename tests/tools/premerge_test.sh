@@ -16,7 +16,7 @@
 #              same-call A/B against the base build, --base-bin) clears a row slower in both runs
 #              unless the head is slower in every round (an A/B of another base commit is not used); a head bench
 #              of another L2 policy than its base (l2_policy) is refused, exit 2; a row whose output
-#              hash (out_fnv1a) changed is still compared and listed; a head none of whose rows has a
+#              hash (out_fnv1a, out_hash) changed is still compared and listed; a head none of whose rows has a
 #              base row's name compared nothing: exit 1
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
@@ -94,6 +94,17 @@ case "$case_" in
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/bytes"
     grep -q "output bytes (out_fnv1a) differ from the base's on 1 of 162 rows with a base row" "$d/bytes/premerge.md" || fail "the changed output bytes are not listed"
     grep -q '| 162 measured times of 162 head rows compared' "$d/bytes/premerge.md" || fail "rows with other bytes were not compared: $(grep '^| bench attention' "$d/bytes/premerge.md")"
+    # The move benches' out_hash likewise: rows whose stored bytes differ are compared and counted.
+    cp "$d/base/bench-compact.json" "$d/compact-base.json"
+    cp "$d/head/bench-compact.json" "$d/compact-head.json"
+    edit "$d/base/bench-compact.json" "[x.update(out_hash='%016x' % i) for i, x in enumerate(r['rows'])]"
+    edit "$d/head/bench-compact.json" "[x.update(out_hash='%016x' % (i + (i == 3))) for i, x in enumerate(r['rows'])]"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/hash"
+    grep -q "output bytes (out_hash) differ from the base's on 1 of 54 rows with a base row" "$d/hash/premerge.md" || fail "the changed stored bytes are not listed"
+    grep -q 'bench compact | fail -> fail | 0 | 0 | 54 measured times of 54 head rows compared' "$d/hash/premerge.md" ||
+      fail "rows with other stored bytes were not compared: $(grep '^| bench compact' "$d/hash/premerge.md")"
+    cp "$d/compact-base.json" "$d/base/bench-compact.json"
+    cp "$d/compact-head.json" "$d/head/bench-compact.json"
     # A head none of whose rows carries a base row's name compared nothing: a regression, not a pass.
     edit "$d/head/bench-attention.json" "[x.update(config=x['config']+'/renamed') for x in r['rows']]"
     expect 1 "no head row has a base row of the same name (config, format, addressing, ...): 162 rows, none compared" -- \
