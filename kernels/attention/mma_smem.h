@@ -12,21 +12,16 @@ namespace kc {
 // ([8 heads][W] fp32).
 KC_HD constexpr size_t mma_qf_bytes(int D, int parts) { return size_t(D / 16) * parts * 32 * 8; }
 KC_HD constexpr size_t mma_ss_bytes(int W) { return size_t(kAttnHeadsPerBlock) * W * 4; }
-// Shared memory of the mma partial: byte offsets of its arrays, in order (but for the
-// shifts with lean_shifts, below), and the total
+// Shared memory of the mma partial: byte offsets of its arrays, in order, and the total
 // (the kernel's pointers and the launch's size both come from here). The V ring's stages
 // from 0, and over them q's B fragments (the p.v's group sums reuse this space) and the
 // scores then p: right after the `pre` stages issued before the softmax, or at the ring's
 // end when they fit there past them (pre > 1); the later stages overwrite them once they
 // are dead; then p's B fragments ([key tiles][parts][32] uint2), V row pointers [W
 // rounded up to 16], fp8 K and V row scales [W] each, fp8 q and p shifts [8] each.
-// lean_shifts (64 bytes less): q's shifts at the start of p's fragments (written in the
-// set-up, read by the scores; p's fragments are first written after the barrier that ends
-// the scores) and p's shifts over the first K row scales (written by the softmax, read by
-// the stores; K's scales are dead after the scores; at least [8] of them then).
 struct MmaSmem {
   size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
-  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre, bool lean_shifts = false)
+  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre)
       : ring(0),
         qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + mma_qf_bytes(D, parts) + mma_ss_bytes(W)
                ? size_t(stages) * stage_bytes - mma_qf_bytes(D, parts) - mma_ss_bytes(W)
@@ -35,10 +30,10 @@ struct MmaSmem {
         pf(ss + mma_ss_bytes(W) > size_t(stage_bytes) * stages ? ss + mma_ss_bytes(W) : size_t(stage_bytes) * stages),
         vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
         ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
-        vsc(ksc + size_t(lean_shifts && W < kAttnHeadsPerBlock ? kAttnHeadsPerBlock : W) * 4),
-        qsh(lean_shifts ? pf : vsc + size_t(W) * 4),
-        psh(lean_shifts ? ksc : qsh + size_t(kAttnHeadsPerBlock) * 4),
-        total(lean_shifts ? vsc + size_t(W) * 4 : psh + size_t(kAttnHeadsPerBlock) * 4) {}
+        vsc(ksc + size_t(W) * 4),
+        qsh(vsc + size_t(W) * 4),
+        psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
+        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
 };
 
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
@@ -79,7 +74,7 @@ struct MmaTune {
   static constexpr int fp8_ring_stages = D == 128 ? KC_MMA_VRING_STAGES128 : KC_MMA_VRING_STAGES;
   static constexpr int fp8_ring_tiles = D == 128 ? KC_MMA_VRING_TILES128 : KC_MMA_VRING_TILES;
 #else
-  static constexpr int fp8_ring_stages = D == 128 ? 4 : 10;
+  static constexpr int fp8_ring_stages = D == 128 ? 3 : 10;
   static constexpr int fp8_ring_tiles = D == 128 ? 4 : 1;
 #endif
 #ifdef KC_MMA_BRING
@@ -111,11 +106,7 @@ struct MmaTune {
 #else
   static constexpr bool k_l2_hint = F == Format::fp8;
 #endif
-  // fp8 d128: the shifts over dead space (MmaSmem), so that 4 stages of 4 tiles fit 4 blocks
-  // per SM at chunk 512 (57344 + 1024 bytes each, of 228 KB). Elsewhere they would change
-  // the register allocation (fp8 d256: 40 bytes of spills) for nothing.
-  static constexpr bool lean_shifts = D == 128 && F == Format::fp8;
-  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre, lean_shifts); }
+  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 // The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
 // ring_tiles 16-key tiles of q4 code rows; one tile per warp and stage) and blocks per SM
