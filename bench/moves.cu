@@ -205,7 +205,7 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
   const RopeParams p{hq, d, 1e6, c.layers - 1};
   auto launch = [&]() {
     return launch_rope_store(L.dviews.get(), c.fmt, hkv, d, p, drows.get(), int(n), dq.get(), dk.get(), dv.get(), dqo.get(),
-                             cudaStream_t(0), c.ptok);
+                             cudaStream_t(0));
   };
   KC_RETURN_IF_ERROR(launch());
   KC_CUDA_TRY(cudaDeviceSynchronize());

@@ -31,11 +31,8 @@ Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const Att
                       const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                       cudaStream_t s);
 
-// min_page: the smallest page (positions) among the views' paged lanes, 0 where every lane is a
-// window (it picks the fp8 / q4 ring kernel's data stages).
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
-                         int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s,
-                         int min_page);
+                         int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s);
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, cudaStream_t s);

@@ -1,8 +1,9 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
-// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7):
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
-// - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
+// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 7: the stage freed early, 2 data stages);
+// - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
 // - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
 //   block's shared memory; otherwise, and for mxfp4, rope_store_kernel.
@@ -44,8 +45,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -177,16 +176,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
                "l"(src), "r"(bytes), "r"(smem_addr(b))
                : "memory");
 }
-// rope8 experiment: the same copy with an L2 evict-first policy.
-__device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(pol)
-      : "memory");
-}
 
 // Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
 // when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
@@ -229,9 +218,11 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
 // through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
 // fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
-constexpr int kRope8Cs = 4, kRope8Ef = 8;  // rope8 experiment: q_out by st.global.cs; bulk loads evict-first
-constexpr int kRope8Er = 16;  // rope8 experiment: the stage freed (empty arrival) after the warp's last stage load
+// MODE bit 4 (kRopeEarlyFree, with kRopeIlp): a consumer lane arrives on the stage's empty
+// barrier right after its last loads from the stage (rope_consume_row_ilp), not at the row's
+// end: its rotation's results are in registers, so the loader refills the stage while the
+// warp's q stores and K / V encodes run.
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -403,35 +394,24 @@ __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeP
 
 // The persistent kernels' loader: row r's q, k and v (hq, hkv, hkv heads of D floats) into a
 // stage by bulk copies that complete on the stage's full barrier (its expected bytes first).
-template <int D, bool EF = false>
+template <int D>
 __device__ __forceinline__ void rope_load_row(float* x, const float* q, const float* k, const float* vin, int r, int hq,
                                               int hkv, uint64_t* full) {
   mbar_arrive_tx(full, uint32_t(hq + 2 * hkv) * D * 4u);
-  if constexpr (EF) {
-    if (hq) bulk_load_ef(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, full);
-    bulk_load_ef(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
-    bulk_load_ef(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
-  } else {
-    if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, full);
-    bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
-    bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
-  }
+  if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, full);
+  bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
+  bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
 }
 
 // A rotated q head h of row r to q_out [n][hq][D], 16 bytes a store (lane lr holds elements
 // 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL).
-template <int D, bool CS = false>
+template <int D>
 __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h, int lr, const float* y) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
   float* o = q_out + (size_t(r) * hq + h) * D;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    const float4 w = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
-    if constexpr (CS)
-      __stcs(reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)), w);  // rope8 experiment: st.global.cs
-    else
-      *reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)) = w;
-  }
+  for (int c = 0; c < CPL; ++c)
+    *reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)) = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
 }
 
 // One staged row's consumer work in the persistent kernels: warp w of the ncw consumers takes
@@ -475,7 +455,8 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 
 // MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
 // loads and rotation first (branch-free), then the q stores, then the K / V encodes, so the
-// loads and arithmetic of a warp's groups overlap.
+// loads and arithmetic of a warp's groups overlap. With kRopeEarlyFree, each lane arrives on
+// `empty` (the stage's empty barrier) once, after its last stage loads.
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
@@ -484,8 +465,8 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, ng = qg + kvg;
-  if constexpr ((MODE & kRope8Er) != 0)
-    if (warp >= ng) mbar_arrive(empty);
+  if constexpr ((MODE & kRopeEarlyFree) != 0)
+    if (warp >= ng) mbar_arrive(empty);  // no group of this row
   for (int g0 = warp; g0 < ng; g0 += MG * NCW) {
     float y[MG][4 * CPL];
 #pragma unroll
@@ -498,15 +479,15 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 #pragma unroll
       for (int c = 0; c < CPL; ++c) rope4<true>(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, y[u] + 4 * c, on);
     }
-    if constexpr ((MODE & kRope8Er) != 0)
-      if (g0 + MG * NCW >= ng) mbar_arrive(empty);  // the warp's last stage loads: the loader may refill
+    if constexpr ((MODE & kRopeEarlyFree) != 0)
+      if (g0 + MG * NCW >= ng) mbar_arrive(empty);  // the lane's last stage loads: the loader may refill
 #pragma unroll
     for (int u = 0; u < MG; ++u) {
       const int g = g0 + u * NCW;
       if (g >= ng) break;
       if (g < qg) {
         const int h = g * RPW + sub;
-        if (h < hq) rope_store_q<D, (MODE & kRope8Cs) != 0>(q_out, r, hq, h, lr, y[u]);
+        if (h < hq) rope_store_q<D>(q_out, r, hq, h, lr, y[u]);
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
@@ -519,6 +500,7 @@ template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
                                              int lane, uint64_t* empty) {
+  static_assert((MODE & kRopeEarlyFree) == 0 || (MODE & kRopeIlp) != 0, "rope_consume: kRopeEarlyFree needs kRopeIlp");
   if constexpr ((MODE & kRopeIlp) != 0)
     rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty);
   else
@@ -618,9 +600,14 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // run-time ring parameters; this compile-time kernel with main's encode was +0.08 / +0.06 over
 // rope_store_tma_kernel in issue20-rope6's first call.)
 constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingSlots = kRopeRingTb * kRopeRingNtb;
-// fp8 / q4 on the ring kernel: 3 data stages (issue20-rope6, same call against 2: fp8 / q4 mean
-// +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows and pages of 256,
-// up to -0.05 on pages of 16 at 256 / 1024 MiB; 2 stages trade those back).
+// fp8 / q4 at d 256 on the ring kernel: 3 data stages (issue20-rope6, same call against 2 at d
+// 128: fp8 / q4 mean +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows
+// and pages of 256, up to -0.05 on pages of 16 at 256 / 1024 MiB). At d 128 the stage freed
+// early (kRopeEarlyFree) with 2 stages beat it (issue20-rope8, same call, the same stored bytes:
+// from 64 MiB up fp8 0.81-0.92 (mean 0.874, 8 of 9 rows >= 0.85) against 0.79-0.91 (0.856, 5),
+// q4 0.76-0.89 (0.832, 4) against 0.72-0.86 (0.803, 3); fp8 and q4 rows' mean: 2 stages with the
+// early free 0.853, 3 with it 0.839, 3 without (before) 0.830, 4 with it or without 0.833, 2
+// without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
@@ -678,7 +665,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       }
       if (it < nb) {
         const int r = bx + it * G;
-        rope_load_row<D, (MODE & kRope8Ef) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
+        rope_load_row<D>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
       }
     }
     return;
@@ -742,7 +729,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
     rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
-    if constexpr ((MODE & kRope8Er) == 0) mbar_arrive(&empty[s]);
+    if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
 }
@@ -760,44 +747,19 @@ static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* gr
   return Status::Ok();
 }
 
-// rope8 experiment knob KC_ROPE8 = "S,M,S16": fp8 / q4 at d 128: S data stages (2, 3, 4) and MODE
-// extra bits M (4 st.global.cs q_out, 8 evict-first loads); S16 the stages where min_page is 1..16.
-struct Rope8Knob {
-  int s = kRopeRingQuantStages, m = 0, s16 = kRopeRingQuantStages;
-};
-static Rope8Knob rope8_knob() {
-  Rope8Knob kn;
-  if (const char* e = getenv("KC_ROPE8")) {
-    if (sscanf(e, "%d,%d,%d", &kn.s, &kn.m, &kn.s16) < 3) kn.s16 = kn.s;
-  }
-  return kn;
-}
-template <Format F, int S>
-static auto rope8_kern(int m) {
-  constexpr int M = kRopeFastEncode | kRopeIlp;
-  switch (m) {
-    case 4: return rope_store_ring_kernel<128, F, M | 4, S>;
-    case 8: return rope_store_ring_kernel<128, F, M | 8, S>;
-    case 16: return rope_store_ring_kernel<128, F, M | 16, S>;
-    default: return rope_store_ring_kernel<128, F, M, S>;
-  }
-}
 Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const RopeParams& p, const RopeRow* rows,
-                         int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s,
-                         int min_page) {
-  const Rope8Knob kn = rope8_knob();
+                         int n, const float* q, const float* k, const float* v, float* q_out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
   if ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15u)
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 / 256 (MODE 3: the fast
-  // encode and the grouped consumer; kRopeRingQuantStages data stages), where its rings fit a
-  // block's shared memory.
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 7: the fast encode,
+  // the grouped consumer and the stage freed early; 2 data stages) and d 256 (MODE 3;
+  // kRopeRingQuantStages data stages), where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const int sq = d == 128 ? (min_page > 0 && min_page <= 16 ? kn.s16 : kn.s) : kRopeRingQuantStages;
-    const int stages = ring_q ? sq : kRopeRingStages;
+    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
@@ -813,7 +775,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? (sq == 2 ? rope8_kern<F, 2>(kn.m) : sq == 4 ? rope8_kern<F, 4>(kn.m) : rope8_kern<F, 3>(kn.m))
+        kern = d == 128 ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree>
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });

@@ -28,14 +28,6 @@
 
 namespace kc {
 namespace {
-// The smallest page (positions) among a cache's paged lanes, 0 where every lane is a window:
-// launch_rope_store's min_page.
-int rope_min_page(const Cache& c) {
-  int m = 0;
-  for (const ViewDesc& d : c.views)
-    if (d.paged() && (m == 0 || d.ptok < m)) m = d.ptok;
-  return m;
-}
 
 class CudaEngine;
 
@@ -129,8 +121,7 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(scratch_.put(2, k, size_t(n) * hkv * d, s_, &dk));
     KC_RETURN_IF_ERROR(scratch_.put(3, v, size_t(n) * hkv * d, s_, &dv));
     KC_RETURN_IF_ERROR(scratch_.get(4, nq, &dout));
-    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.format, hkv, d, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_,
-                                        rope_min_page(c)));
+    KC_RETURN_IF_ERROR(launch_rope_store(a->views(), c.lay.format, hkv, d, p, dr, n, q ? dq : nullptr, dk, dv, dout, s_));
     if (nq) KC_CUDA_TRY(cudaMemcpyAsync(q_out, dout, nq * sizeof(float), cudaMemcpyDeviceToHost, s_));
     KC_RETURN_IF_ERROR(detach(c, *a));
     return finish_stream(s_);
@@ -474,7 +465,7 @@ class CudaEngine final : public EngineBackend {
     // (A cache that is not held goes back to the host below: not timed.)
     Prof pr(this, [] { return std::string("rope_store"); }, b_.is_held(a));
     KC_RETURN_IF_ERROR(pr.end(launch_rope_store(a->views(), c.lay.format, c.lay.kv_heads, c.lay.head_dim, p, dr, n, q, k, v,
-                                                  q_out, b_.s_, rope_min_page(c))));
+                                                  q_out, b_.s_)));
     if (b_.is_held(a)) return Status::Ok();  // nothing waits: the next download finds any error
     open_gate();
     KC_RETURN_IF_ERROR(b_.detach(c, *a));
