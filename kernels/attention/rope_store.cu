@@ -1,8 +1,9 @@
 // Rope store kernels. Host twin: rope_store_host (attention/twin.cpp); contract: qwen-pages;
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
-// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7):
+// H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
-// - fp8, q4 at d 128 / 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
+// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 7: the stage freed early, 2 data stages);
+// - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
 // - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
 //   block's shared memory; otherwise, and for mxfp4, rope_store_kernel.
@@ -217,7 +218,11 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // fp8 codes two at a time (the same cvt.rn.satfinite.e4m3x2, both halves used); the q4 scale
 // through the hardware fp16 conversions (cvt.rn.f16.f32 is IEEE round to nearest even, so
 // fp16_from_float's bits for the finite non-negative scale; fp16 -> fp32 is exact).
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2;
+// MODE bit 4 (kRopeEarlyFree, with kRopeIlp): a consumer lane arrives on the stage's empty
+// barrier right after its last loads from the stage (rope_consume_row_ilp), not at the row's
+// end: its rotation's results are in registers, so the loader refills the stage while the
+// warp's q stores and K / V encodes run.
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -450,15 +455,18 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 
 // MODE bit 2 (kRopeIlp): rope_consume_row's groups, a warp's MG groups at a time: every slot's
 // loads and rotation first (branch-free), then the q stores, then the K / V encodes, so the
-// loads and arithmetic of a warp's groups overlap.
+// loads and arithmetic of a warp's groups overlap. With kRopeEarlyFree, each lane arrives on
+// `empty` (the stage's empty barrier) once, after its last stage loads.
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane) {
+                                                     float* q_out, int warp, int lane, uint64_t* empty) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW, ng = qg + kvg;
+  if constexpr ((MODE & kRopeEarlyFree) != 0)
+    if (warp >= ng) mbar_arrive(empty);  // no group of this row
   for (int g0 = warp; g0 < ng; g0 += MG * NCW) {
     float y[MG][4 * CPL];
 #pragma unroll
@@ -471,6 +479,8 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 #pragma unroll
       for (int c = 0; c < CPL; ++c) rope4<true>(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, y[u] + 4 * c, on);
     }
+    if constexpr ((MODE & kRopeEarlyFree) != 0)
+      if (g0 + MG * NCW >= ng) mbar_arrive(empty);  // the lane's last stage loads: the loader may refill
 #pragma unroll
     for (int u = 0; u < MG; ++u) {
       const int g = g0 + u * NCW;
@@ -489,9 +499,10 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane) {
+                                             int lane, uint64_t* empty) {
+  static_assert((MODE & kRopeEarlyFree) == 0 || (MODE & kRopeIlp) != 0, "rope_consume: kRopeEarlyFree needs kRopeIlp");
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty);
   else
     rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
@@ -589,9 +600,14 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 // run-time ring parameters; this compile-time kernel with main's encode was +0.08 / +0.06 over
 // rope_store_tma_kernel in issue20-rope6's first call.)
 constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingSlots = kRopeRingTb * kRopeRingNtb;
-// fp8 / q4 on the ring kernel: 3 data stages (issue20-rope6, same call against 2: fp8 / q4 mean
-// +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows and pages of 256,
-// up to -0.05 on pages of 16 at 256 / 1024 MiB; 2 stages trade those back).
+// fp8 / q4 at d 256 on the ring kernel: 3 data stages (issue20-rope6, same call against 2 at d
+// 128: fp8 / q4 mean +0.007 / +0.025 of the copy ceiling from 64 MiB up: +0.01-0.06 on windows
+// and pages of 256, up to -0.05 on pages of 16 at 256 / 1024 MiB). At d 128 the stage freed
+// early (kRopeEarlyFree) with 2 stages beat it (issue20-rope8, same call, the same stored bytes:
+// from 64 MiB up fp8 0.81-0.92 (mean 0.874, 8 of 9 rows >= 0.85) against 0.79-0.91 (0.856, 5),
+// q4 0.76-0.89 (0.832, 4) against 0.72-0.86 (0.803, 3); fp8 and q4 rows' mean: 2 stages with the
+// early free 0.853, 3 with it 0.839, 3 without (before) 0.830, 4 with it or without 0.833, 2
+// without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
@@ -712,8 +728,8 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
-    mbar_arrive(&empty[s]);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
+    if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
 }
@@ -738,12 +754,12 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
-  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 / 256 (MODE 3: the fast
-  // encode and the grouped consumer; kRopeRingQuantStages data stages), where its rings fit a
-  // block's shared memory.
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 7: the fast encode,
+  // the grouped consumer and the stage freed early; 2 data stages) and d 256 (MODE 3;
+  // kRopeRingQuantStages data stages), where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const int stages = ring_q ? kRopeRingQuantStages : kRopeRingStages;
+    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
@@ -759,7 +775,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? rope_store_ring_kernel<128, F, M, kRopeRingQuantStages>
+        kern = d == 128 ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree>
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
