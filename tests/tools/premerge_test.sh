@@ -83,7 +83,9 @@ case "$case_" in
     grep -q "^## premerge: PASS" "$d/same/premerge.md" || fail "premerge.md does not open with the verdict"
     # SDPA 10 % faster in the head's session, our time the same: ours / SDPA moved, the
     # ceiling's ratio did not; not a regression, counted as past the limit by one ratio.
-    edit "$d/head/bench-attention.json" "x=r['rows'][0]; x['ours_over_sdpa_best']*=1.1"
+    # (a row far from the launch-bound 20 us, so its limit is 1.05: b1 x 4K rows sit near 20 us)
+    long_row="x=next(x for x in r['rows'] if x['config']=='24q/4kv/d256/b8/ctx32768' and x['format']=='bf16' and x['addressing']=='window')"
+    edit "$d/head/bench-attention.json" "$long_row; x['ours_over_sdpa_best']*=1.1"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/sdpa"
     grep -q 'bench attention | fail -> fail | 0 | 0 | 162 measured times of 162 head rows compared by their same-run ratios, 0 slower by every ratio; 1 past the limit by some ratio' "$d/sdpa/premerge.md" ||
       fail "the row slower by one yardstick only is not counted: $(grep '^| bench attention' "$d/sdpa/premerge.md")"
@@ -150,11 +152,11 @@ case "$case_" in
     cp "$d/base/bench-compact.json" "$d/head/"
     # One row 10 % slower (its time, so both of its same-run ratios: ours / SDPA is 1.1x from
     # above, now achieved / ceiling too); one target met -> not met.
-    edit "$d/head/bench-attention.json" "x=r['rows'][0]; x['of_ceiling']*=0.9; x['median_us']/=0.9"
+    edit "$d/head/bench-attention.json" "$long_row; x['of_ceiling']*=0.9; x['median_us']/=0.9"
     edit "$d/head/bench-attention.json" "t=[t for t in r['targets'] if t['name']=='32K x b8 window: fp8 / bf16'][0]; t['value']=0.7; t['met']=False; r['verdict']='fail'; r['verdict_reasons']=['target '+t['name']+': 0.7 > 0.65']"
-    expect 1 "regression: bench attention: row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling " -- \
+    expect 1 "regression: bench attention: row 24q/4kv/d256/b8/ctx32768 bf16 window: of_ceiling " -- \
       --base "$d/base" --head "$d/head" --out-dir "$d/slow"
-    grep -q 'row 24q/4kv/d256/b1/ctx4096 bf16 window: of_ceiling [0-9.]* -> [0-9.]* (1.11x), ours_over_sdpa_best [0-9.]* -> [0-9.]* (1.1x): 1.1x slower by every same-run ratio, limit 1.05' "$d/slow/premerge.md" ||
+    grep -q 'row 24q/4kv/d256/b8/ctx32768 bf16 window: of_ceiling [0-9.]* -> [0-9.]* (1.11x), ours_over_sdpa_best [0-9.]* -> [0-9.]* (1.1x): 1.1x slower by every same-run ratio, limit 1.05' "$d/slow/premerge.md" ||
       fail "premerge.md does not give the row's slowdown: $(grep 'of_ceiling' "$d/slow/premerge.md" | head -2)"
     expect 1 "regression: bench attention: target 32K x b8 window: fp8 / bf16: met -> NOT met" -- --base "$d/base" --head "$d/head" --out-dir "$d/slow"
     head -1 "$d/slow/premerge.md" | grep -q '^## premerge: FAIL - 2 regressions$' || fail "premerge.md: $(head -1 "$d/slow/premerge.md")"
