@@ -94,7 +94,9 @@ Status download(void* dst, const void* src, size_t n) {
   return Status::Ok();
 }
 
-// The rope store of a sample of rows on the host twin against the device's bytes: V rows
+// The rope store of a sample of rows on the host twin against the device's bytes (the first
+// and last 8 rows, and every 131st: a persistent kernel's block takes every G-th row, so a
+// stride prime to the grid reaches every block at many depths of its rings): V rows
 // (codes and scales) equal; K rows decoded within a format step of the row's largest value
 // and rotated q within 2^-20 of the row's largest input (the device contracts products into
 // fmas where the twin rounds each: the rounding of the rotation may differ in the last bit).
@@ -104,7 +106,7 @@ Status verify_rope(const MoveBenchConfig& c, const BenchLanes& L, const std::vec
   const int d = c.head_dim, hq = c.q_heads, hkv = c.kv_heads, n = int(rows.size());
   std::vector<int> sample;
   for (int i = 0; i < n; ++i)
-    if (i < 8 || i >= n - 8) sample.push_back(i);
+    if (i < 8 || i >= n - 8 || i % 131 == 0) sample.push_back(i);
   const int S = int(sample.size());
   std::vector<float> q(size_t(S) * hq * d), k(size_t(S) * hkv * d), v(size_t(S) * hkv * d), qo(q.size()),
       qh(q.size());
@@ -210,7 +212,7 @@ Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, M
   KC_RETURN_IF_ERROR(launch());
   KC_CUDA_TRY(cudaDeviceSynchronize());
   KC_RETURN_IF_ERROR(verify_rope(c, L, rows, p, dq.get(), dk.get(), dv.get(), dqo.get(), r));
-  std::string hc, hq_out;  // every stored byte (the sample above is 16 rows): the arena, then q_out
+  std::string hc, hq_out;  // every stored byte (the check above reads a sample): the arena, then q_out
   KC_RETURN_IF_ERROR(bench_bytes_hash(L.mem.get(), L.mem_bytes, &hc));
   KC_RETURN_IF_ERROR(bench_bytes_hash(dqo.get(), size_t(n) * hq * d * 4, &hq_out));
   r->out_hash = hc + hq_out;

@@ -37,7 +37,8 @@ struct MoveBenchResult {
 // Rope store: `lanes` lanes of rows at positions 30000 + i, slots 0 .. (pages shuffled
 // through one arena, or a window per lane), q_heads q, kv_heads k and v rows each, full
 // rotary, base 1e6, into layer layers - 1. Verified against the host twin on a sample of
-// rows (V bytes exactly; K decoded and q within the fma contraction's difference).
+// rows: the first and last 8, and every 131st (V bytes exactly; K decoded and q within the
+// fma contraction's difference).
 Status bench_rope_store_config(const MoveBenchConfig& c, int warmup, int reps, MoveBenchResult* r);
 // Compact: per lane, moves j: 2j + 1 -> j (every other row kept; overlapping moves), every
 // field. Verified: the kernel's arena equals a sequential reference's, byte for byte.
