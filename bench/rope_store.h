@@ -32,7 +32,7 @@ struct MoveBenchResult {
   CopyCeiling ceiling;       // over (read + write) / 2 bytes
   bool verified = false;
   std::string verify_detail;  // what was compared, or what differed
-  std::string out_hash;       // the bytes one run leaves (the verified run: the arena, and rope store's q_out), hashed
+  std::string out_hash;       // the verified run's bytes hashed (bench_bytes_hash): the arena's, then rope store's q_out's
 };
 // Rope store: `lanes` lanes of rows at positions 30000 + i, slots 0 .. (pages shuffled
 // through one arena, or a window per lane), q_heads q, kv_heads k and v rows each, full

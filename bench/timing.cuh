@@ -1,9 +1,9 @@
 // What the device benches share (nvcc only): timed runs of an enqueue (bench_timed: events,
 // gated, graph or partial; bench_time: the median of events-timed launches), a
-// grid-stride byte fill, a byte-difference count, a hash of a buffer's bytes, and the copy ceiling of a byte count (a
-// device-to-device cudaMemcpyAsync and a 16-byte load/store copy kernel over the same bytes,
-// both timed; a bench takes the faster as its ceiling), and the L2 rule of the move benches
-// (BenchL2Flush, bench_time_l2: L2 flushed before every timed run).
+// grid-stride byte fill, a byte-difference count, a hash of a buffer's bytes, and the copy
+// ceiling of a byte count (a device-to-device cudaMemcpyAsync and a 16-byte load/store copy
+// kernel over the same bytes, both timed; a bench takes the faster as its ceiling), and the L2
+// rule of the move benches (BenchL2Flush, bench_time_l2: L2 flushed before every timed run).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -49,8 +49,8 @@ __global__ void bench_count_diff_kernel(const uint8_t* a, const uint8_t* b, size
   if (local) atomicAdd(diff, local);
 }
 
-// Word i (8 bytes, little-endian; the last one zero-padded) of n bytes, mixed with its index, summed:
-// a sum is free of the order in which threads add, so the hash is the bytes' alone.
+// Word i (8 bytes, little-endian; the last one zero-padded) of n bytes, mixed with its index,
+// summed: a sum is free of the order in which threads add, so the hash is the bytes' alone.
 __global__ void bench_bytes_hash_kernel(const uint8_t* p, size_t n, unsigned long long* h) {
   unsigned long long local = 0;
   const size_t words = (n + 7) / 8;

@@ -73,9 +73,10 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
               "reads and writes each moved row once; verified: the arena after one keep equals a sequential reference "
               "kernel's (a barrier after every move, the previous keep kernel's scheme, whose time is reported as "
               "reference_us)") +
-      "; out_hash: a 64-bit hash of every byte that run left (" +
-      (rope ? "the arena, then rotated q" : "the arena") +
-      "; words mixed with their index and summed), the same for two builds that store the same bytes; ceiling: the faster of cudaMemcpyAsync device to device and a 16-byte load/store copy kernel over (bytes read "
+      "; out_hash: 64-bit hashes of every byte that run left (" +
+      (rope ? "the arena's, then rotated q's" : "the arena's") +
+      "; words mixed with their index and summed), the same for two builds that store the same bytes; ceiling: the "
+      "faster of cudaMemcpyAsync device to device and a 16-byte load/store copy kernel over (bytes read "
       "+ bytes written) / 2, same run; all rates are (bytes read + bytes written) / time; L2 (l2_policy): " +
       (flush_l2 ? "flush: a buffer of twice the L2 read (untimed) before every run of the kernel, the reference and both "
                   "copies of the ceiling, warm-up included, so no run starts with lines of the previous one in L2; the "
