@@ -238,9 +238,8 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
     }
     (void)scales;
   } else if constexpr (F == Format::fp8) {
-    float amax = 0.0f;
-    if constexpr ((MODE & kRopeFastEncode) != 0) {
-      uint32_t m = 0;
+    // f(v) for each of the lane's values that the row's amax takes
+    auto each = [&](auto&& f) {
 #pragma unroll
       for (int c = 0; c < CPL; ++c)
 #pragma unroll
@@ -248,8 +247,13 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
 #ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
           if (4 * (lr + LPR * c) + e == D - 1) continue;
 #endif
-          m = max(m, rope_mag_bits(y[4 * c + e]));
+          f(y[4 * c + e]);
         }
+    };
+    float amax = 0.0f;
+    if constexpr ((MODE & kRopeFastEncode) != 0) {
+      uint32_t m = 0;
+      each([&](float v) { m = max(m, rope_mag_bits(v)); });
       if constexpr (LPR == 32) {
         m = __reduce_max_sync(0xFFFFFFFFu, m);
       } else {
@@ -258,15 +262,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
       }
       amax = bits_float(m);
     } else {
-#pragma unroll
-      for (int c = 0; c < CPL; ++c)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-#ifdef KC_PLANT_FP8_STORE_AMAX_OFF_BY_ONE  // planted bug (test builds only): element d - 1 missed
-          if (4 * (lr + LPR * c) + e == D - 1) continue;
-#endif
-          amax = amax_step(amax, y[4 * c + e]);
-        }
+      each([&](float v) { amax = amax_step(amax, v); });
 #pragma unroll
       for (int o = LPR / 2; o > 0; o >>= 1) amax = amax_step(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
     }
