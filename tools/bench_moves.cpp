@@ -67,8 +67,8 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
       std::to_string(o.reps) + " runs; " +
       (rope ? "rope store of rows at positions 30000.., slots 0.. of each lane, into the last layer (full rotary, base "
               "1e6): reads q, k, v (fp32) and the row descriptors, writes rotated q (fp32) and K, V rows (codes and "
-              "scales); verified on sampled rows (the first and last 8, and every 131st) against the host twin (V bytes equal, K within a format step, q "
-              "within 2^-20) with the cache poisoned (0xFF) before"
+              "scales); verified on sampled rows (the first and last 8, and every 131st) against the host twin (V "
+              "bytes equal, K within a format step, q within 2^-20) with the cache poisoned (0xFF) before"
             : "keep of every other row of each lane (moves 2j+1 -> j, overlapping), every field (codes and scales): "
               "reads and writes each moved row once; verified: the arena after one keep equals a sequential reference "
               "kernel's (a barrier after every move, the previous keep kernel's scheme, whose time is reported as "

@@ -153,18 +153,10 @@ std::string para(const std::string& s, ViewFormat f) {
   return f == ViewFormat::html ? "<p>" + html_escape(s) + "</p>\n" : s + "\n\n";
 }
 
-// A string field of a bench row that is a result, not part of the row's name: the hash of its
-// output bytes (bench attention's out_fnv1a, the move benches' out_hash), which a change of
-// arithmetic may change.
-bool result_string(const std::string& k) {
-  for (const std::string suf : {"_fnv1a", "_hash"})
-    if (k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0) return true;
-  return false;
-}
 // The bench row columns a reviewer reads: the row's names (string fields), then times
 // (*_us), fractions of a ceiling (*of_ceiling), ratios (*_over_*) and verified flags.
 bool shown_bench_field(const std::string& k, const json& v) {
-  if (v.is_string()) return !result_string(k);
+  if (v.is_string()) return !bench_output_hash(k);
   if (k == "verified") return true;
   auto ends = [&](const std::string& suf) { return k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0; };
   return v.is_number() && (ends("_us") || ends("of_ceiling") || ends("tok_s") || k.find("_over_") != std::string::npos);
@@ -184,15 +176,18 @@ std::vector<std::string> bench_columns(const json& rows) {
   strs.insert(strs.end(), nums.begin(), nums.end());
   return strs;
 }
-// A row's identity: its string fields but results (result_string), config, format and
+// A row's identity: its string fields but results (bench_output_hash), config, format and
 // addressing first.
 std::string row_key(const json& row) {
   std::vector<std::string> keys;
   for (auto it = row.begin(); it != row.end(); ++it)
-    if (it.value().is_string() && !result_string(it.key())) keys.push_back(it.key());
+    if (it.value().is_string() && !bench_output_hash(it.key())) keys.push_back(it.key());
   std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) { return name_rank(a) < name_rank(b); });
   std::string k;
-  for (const auto& key : keys) k += (k.empty() ? "" : " ") + row[key].get<std::string>();
+  for (const auto& key : keys) {  // appended piece by piece: gcc 12's -O3 -Wrestrict misreads "a" + string
+    if (!k.empty()) k += ' ';
+    k += row[key].get<std::string>();
+  }
   return k;
 }
 // A row's own timing fields (*_us), not its baselines (sdpa_*, ceiling_*), which repeat
@@ -232,7 +227,11 @@ std::string fmt_sig(double v, int digits) {
 }
 
 std::string bench_row_key(const json& row) { return row_key(row); }
-bool bench_output_hash(const std::string& k) { return result_string(k); }
+bool bench_output_hash(const std::string& k) {
+  for (const std::string suf : {"_fnv1a", "_hash"})
+    if (k.size() >= suf.size() && k.compare(k.size() - suf.size(), suf.size(), suf) == 0) return true;
+  return false;
+}
 
 std::string html_escape(const std::string& s) {
   std::string o;
