@@ -11,8 +11,9 @@
 # 3. the cuda-labelled mutant tests (every device plant must turn its contract red);
 # 4. qwen-pages on the tensor-core shapes (deep: --cases 120), then memcheck, synccheck and
 #    racecheck over a part of those cases.
+# 5. with KC_AB_CONTROL=1, the control of premerge's same-call A/B (below): it must go red.
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
-# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1.
+# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_AB_CONTROL=1.
 # Every step's output is in OUT_DIR/<step>.log, premerge's folder is OUT_DIR/pm. The table
 # printed last gives each step's exit code and time; exit 1 when any step failed (premerge's
 # regressions included), 2 when a build failed.
@@ -88,6 +89,27 @@ if [ "${KC_SKIP_SANITIZERS:-0}" != 1 ]; then
   step racecheck racecheck_gates "$bin" qwen-pages --backend cuda --cases 6 --filter "$f" --gates-only --quiet \
     --out "$out/san-racecheck.json"
 fi
+# The same-call A/B's control (KC_AB_CONTROL=1): premerge against a base of reports/h200's bench
+# attention and one small contract, with the head's short-row path off (KC_ATTN_SHORT=0: the
+# b1 x 4K rows run the regular kernels, about 1.3x slower, so they are slower in both runs) and
+# the base build's on (a wrapper unsets KC_ATTN_SHORT). The A/B runs the base build as its own
+# process and must confirm the slowdown: premerge exits 1 and names rows "slower in every round".
+# (The held verdict is premerge_test.sh's, on crafted receipts: launch-bound rows' per-process
+# noise would make a GPU control of it flaky.)
+ab_control() {
+  local cb=$out/ab-control-base pm=$out/pm-ab-control wrap=$out/ab-control-base-bin
+  local want='slower in every round of the same-call A/B'
+  rm -rf "$cb" "$pm" && mkdir -p "$cb" && cp reports/h200/mxfp4-rows.json reports/h200/bench-attention.json "$cb"/ ||
+    return 2
+  printf '#!/bin/sh\nexec env -u KC_ATTN_SHORT %s "$@"\n' "$base_build/tools/tf-cuda-test" > "$wrap" && chmod +x "$wrap"
+  KC_ATTN_SHORT=0 timeout 240 "$bin" premerge --base "$cb" --contracts mxfp4-rows --backend cuda --base-bin "$wrap" \
+    --out-dir "$pm"
+  local rc=$? n
+  n=$(grep -c "$want" "$pm/premerge.md" 2>/dev/null)
+  echo "ab-control: premerge exit $rc (1 wanted), ${n:-0} rows '$want'"
+  [ "$rc" = 1 ] && [ "${n:-0}" -gt 0 ]
+}
+[ "${KC_AB_CONTROL:-0}" = 1 ] && step ab-control ab_control
 git worktree remove --force "$base_src" 2>/dev/null
 printf '%s' "$table"
 echo "base $base, head $(git rev-parse HEAD) (changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)); logs in $out"
