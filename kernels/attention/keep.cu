@@ -290,6 +290,10 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
     if (i1 - i0 > B) keep_fetch<NT, RM>(f1, moves, i0 + B, min(B, i1 - i0 - B));
     if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f2, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
   }
+  // The group's lane, loaded after the moves' loads are issued: without this fence ptxas hoists
+  // the load, its check and views[lane] (predicated) above the moves' loads, and the check then
+  // waits a load's latency before they issue (SASS of keep_kernel<128, 8, 4, 8>, issue20-keep7).
+  __syncwarp();
 #ifdef KC_PLANT_KEEP_FIRST_LANE
   const int lane = moves[0].lane;  // planted bug (test builds only): the first move's lane
 #else
