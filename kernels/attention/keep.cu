@@ -35,7 +35,10 @@
 // 0.807-0.893, q4 0.772-0.838, where keep4's kernel (the same pipeline, the table kernel chosen
 // on the device and a longer prologue) gave 0.852-0.919, 0.802-0.858 and 0.775-0.821 in the
 // same call: 1.5-4 % faster at 64 MiB, 0.99-1.06 (median 1.03) below, the same within noise
-// (0.99-1.01) from 256 MiB up.
+// (0.99-1.01) from 256 MiB up. The view of lane g loaded with lane_off and the lane checked
+// after the moves' loads (issue20-keep7, one dependent load less before the first tables):
+// main's time / this kernel's, same call, three runs each: 1.03-1.05 at 1 MiB, 1.00-1.05 at
+// 4-16 MiB, 1.005-1.021 at 64 MiB, 1.000-1.007 from 256 MiB up.
 // From 256 MiB up fp8 and q4 run at what a copy of their access pattern runs at: a kernel with
 // no table and no barrier moving chunk 2j + 1 to chunk j of 1024 regions (codes only) reached
 // 0.80 (128-byte chunks) and 0.78 (64-byte chunks) of the copy ceiling at 1 GiB, one grid-wide
