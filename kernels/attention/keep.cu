@@ -35,7 +35,7 @@
 // 0.807-0.893, q4 0.772-0.838, where keep4's kernel (the same pipeline, the table kernel chosen
 // on the device and a longer prologue) gave 0.852-0.919, 0.802-0.858 and 0.775-0.821 in the
 // same call: 1.5-4 % faster at 64 MiB, 0.99-1.06 (median 1.03) below, the same within noise
-// (0.99-1.01) from 256 MiB up. The view of lane g loaded with lane_off and the lane checked
+// (0.99-1.01) from 256 MiB up. The view of lane g loaded with the moves and the lane checked
 // after the moves' loads (issue20-keep7, one dependent load less before the first tables):
 // main's time / this kernel's, same call, three runs each: 1.03-1.05 at 1 MiB, 1.00-1.05 at
 // 4-16 MiB, 1.005-1.021 at 64 MiB, 1.000-1.007 from 256 MiB up.
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   __shared__ KeepTable<R> tab[4];
   __shared__ KeepPlanes pp;
   const int f = blockIdx.x, g = blockIdx.y;
-  // The view of lane g, loaded with lane_off (it depends on nothing): the group's lane is g
+  // The view of lane g, loaded with the moves (it depends on no load): the group's lane is g
   // wherever every lane up to g has moves (the groups are distinct lanes in lane order, so
   // g < the number of views), and then its view is not a dependent load after the moves.
   KvView v = views[g];
