@@ -16,8 +16,10 @@
 // moves, one barrier, then writes batch b from the other set (KeepPipe::step), so the next
 // batch's reads are in flight while a batch is written. The prologue is short: B is known at
 // compile time, so the first three batches' moves are fetched together with the group's lane
-// (before its view is loaded), both first tables are resolved from the view in registers with
-// their page-table loads in flight together, and one barrier precedes the first reads.
+// and the view of lane g (the group's lane wherever every lane before it has moves: then the
+// view is no dependent load after the moves), both first tables are resolved from the view in
+// registers with their page-table loads in flight together, and one barrier precedes the first
+// reads.
 // This equals sequential in-order moves: a lane's moves ascend in src and in dst, with dst <
 // src, so no move reads a row that an earlier move wrote (dst_i < src_i < src_j for i < j):
 // a batch's reads may run ahead of every earlier batch's writes. A later move may write the
@@ -33,7 +35,10 @@
 // 0.807-0.893, q4 0.772-0.838, where keep4's kernel (the same pipeline, the table kernel chosen
 // on the device and a longer prologue) gave 0.852-0.919, 0.802-0.858 and 0.775-0.821 in the
 // same call: 1.5-4 % faster at 64 MiB, 0.99-1.06 (median 1.03) below, the same within noise
-// (0.99-1.01) from 256 MiB up.
+// (0.99-1.01) from 256 MiB up. The view of lane g loaded with the moves and the lane checked
+// after the moves' loads (issue20-keep7, one dependent load less before the first tables):
+// main's time / this kernel's, same call, three runs each: 1.03-1.05 at 1 MiB, 1.00-1.05 at
+// 4-16 MiB, 1.005-1.021 at 64 MiB, 1.000-1.007 from 256 MiB up.
 // From 256 MiB up fp8 and q4 run at what a copy of their access pattern runs at: a kernel with
 // no table and no barrier moving chunk 2j + 1 to chunk j of 1024 regions (codes only) reached
 // 0.80 (128-byte chunks) and 0.78 (64-byte chunks) of the copy ceiling at 1 GiB, one grid-wide
@@ -275,20 +280,29 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
   __shared__ KeepTable<R> tab[4];
   __shared__ KeepPlanes pp;
   const int f = blockIdx.x, g = blockIdx.y;
+  // The view of lane g, loaded with the moves (it depends on no load): the group's lane is g
+  // wherever every lane up to g has moves (the groups are distinct lanes in lane order, so
+  // g < the number of views), and then its view is not a dependent load after the moves.
+  KvView v = views[g];
   const int i0 = lane_off[g], i1 = lane_off[g + 1];
   if (i0 >= i1) return;
-  // The first three batches' moves, fetched with the group's lane (before its view is loaded).
+  // The first three batches' moves, fetched with the group's lane (the view of lane g is in flight).
   KeepFetched<RM> f0, f1, f2;
   if (PER) {
     keep_fetch<NT, RM>(f0, moves, i0, min(B, i1 - i0));
     if (i1 - i0 > B) keep_fetch<NT, RM>(f1, moves, i0 + B, min(B, i1 - i0 - B));
     if (i1 - i0 > 2 * B) keep_fetch<NT, RM>(f2, moves, i0 + 2 * B, min(B, i1 - i0 - 2 * B));
   }
+  // The group's lane, loaded after the moves' loads are issued: without this fence ptxas hoists
+  // the load, its check and views[lane] (predicated) above the moves' loads, and the check then
+  // waits a load's latency before they issue (SASS of keep_kernel<128, 8, 4, 8>, issue20-keep7).
+  __syncwarp();
 #ifdef KC_PLANT_KEEP_FIRST_LANE
-  const KvView& v = views[moves[0].lane];  // planted bug (test builds only): the first move's lane
+  const int lane = moves[0].lane;  // planted bug (test builds only): the first move's lane
 #else
-  const KvView& v = views[moves[i0].lane];  // a group holds one lane's moves
+  const int lane = moves[i0].lane;  // a group holds one lane's moves
 #endif
+  if (lane != g) v = views[lane];  // the group's lane is not g: its view after the moves, as before
   const bool scales = v.lay.scale_bytes != 0;
   const KeepPlanes pr{kv_plane(v, f), scales ? kv_plane(v, v.lay.planes() + f) : kv_plane(v, f)};
   // The table where the view's planes are what the host chose it for: code rows of PER aligned
