@@ -3,6 +3,8 @@
 // H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
 // - fp8, q4 at d 128: rope_store_ring_kernel (MODE 7: the stage freed early, 2 data stages);
+// - bf16, fp8, q4 at d 128 where the kernel's stores fit in the L2: the same with the inputs read
+//   evict-first (MODE bit 8; reports/h200/issue20-rope9);
 // - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
 // - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
@@ -45,8 +47,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/rows.h"
@@ -178,7 +178,7 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
                "l"(src), "r"(bytes), "r"(smem_addr(b))
                : "memory");
 }
-// rope9 experiment: the same copy with an L2 evict-first policy.
+// bulk_load with an L2 evict-first policy on the source's lines (read once, dead after).
 __device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
   uint64_t pol;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
@@ -234,13 +234,13 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // barrier right after its last loads from the stage (rope_consume_row_ilp), not at the row's
 // end: its rotation's results are in registers, so the loader refills the stage while the
 // warp's q stores and K / V encodes run.
-// MODE bit 8 (kRopeTailSplit, rope_store_ring_kernel): the n % G rows left after every block's
-// n / G rows are split by head groups: parts = min(groups, G / (n % G)) blocks take a part each
-// (a contiguous range of the row's groups: only those slots are loaded, rotated and stored), so
-// no block holds a whole row more than the others.
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeTailSplit = 8;
-// rope9 experiment: q_out by st.global.cs; bulk loads evict-first; the part (kRopeTailSplit) as the block's first item
-constexpr int kRope9Cs = 16, kRope9Ef = 32, kRope9PartFirst = 64;
+// MODE bit 8 (kRopeEvictFirst, rope_store_ring_kernel): the loader's bulk copies read q, k and v
+// with an L2 evict-first policy, so the L2 keeps the kernel's stores (q_out, K / V) rather than
+// its dead inputs; launch_rope_store sets it at d 128 where those stores fit in the L2. On the
+// H200 (reports/h200/issue20-rope9, same call against main, the same stored bytes): 0.97-0.99x
+// the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
+// 1.01-1.09x from 256 MiB up, where they do not (so not set there).
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -408,6 +408,7 @@ __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeP
 
 // The persistent kernels' loader: row r's q, k and v (hq, hkv, hkv heads of D floats) into a
 // stage by bulk copies that complete on the stage's full barrier (its expected bytes first).
+// EF: the copies with an L2 evict-first policy (bulk_load_ef).
 template <int D, bool EF = false>
 __device__ __forceinline__ void rope_load_row(float* x, const float* q, const float* k, const float* vin, int r, int hq,
                                               int hkv, uint64_t* full) {
@@ -420,35 +421,16 @@ __device__ __forceinline__ void rope_load_row(float* x, const float* q, const fl
   load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u);
   load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u);
 }
-// Stage slots [sa, sb) of row r (q heads 0 .. hq - 1, then K, then V) to their places in the
-// stage, as rope_load_row: one bulk copy for each of q, k and v that the range meets.
-template <int D, bool EF = false>
-__device__ __forceinline__ void rope_load_slots(float* x, const float* q, const float* k, const float* vin, int r,
-                                                int hq, int hkv, int sa, int sb, uint64_t* full) {
-  mbar_arrive_tx(full, uint32_t(sb - sa) * D * 4u);
-  const float* src[3] = {q + size_t(r) * hq * D, k + size_t(r) * hkv * D, vin + size_t(r) * hkv * D};
-  const int lo[3] = {0, hq, hq + hkv}, hi[3] = {hq, hq + hkv, hq + 2 * hkv};
-#pragma unroll
-  for (int i = 0; i < 3; ++i) {
-    const int a = max(sa, lo[i]), b = min(sb, hi[i]);
-    if (a >= b) continue;
-    if constexpr (EF) bulk_load_ef(x + a * D, src[i] + (a - lo[i]) * D, uint32_t(b - a) * D * 4u, full);
-    else bulk_load(x + a * D, src[i] + (a - lo[i]) * D, uint32_t(b - a) * D * 4u, full);
-  }
-}
 
 // A rotated q head h of row r to q_out [n][hq][D], 16 bytes a store (lane lr holds elements
 // 4 (lr + LPR c) .. + 3 in y[4 c ..], c < CPL).
-template <int D, bool CS = false>
+template <int D>
 __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h, int lr, const float* y) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, CPL = D >= 128 ? D / 128 : 1;
   float* o = q_out + (size_t(r) * hq + h) * D;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    const float4 w = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
-    if constexpr (CS) __stcs(reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)), w);  // rope9 experiment: st.global.cs
-    else *reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)) = w;
-  }
+  for (int c = 0; c < CPL; ++c)
+    *reinterpret_cast<float4*>(o + 4 * (lr + LPR * c)) = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
 }
 
 // One staged row's consumer work in the persistent kernels: warp w of the ncw consumers takes
@@ -458,21 +440,19 @@ __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h,
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                                 int lane, int ga = 0, int gb = 0) {
+                                                 int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
   const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
     for (int g = warp; g < qg + kvg; g += ncw) {
-      if constexpr ((MODE & kRopeTailSplit) != 0)
-        if (g < ga || g >= gb) continue;  // the item's groups only (a warp's group: uniform)
       if (g < qg) {
         const int h = g * RPW + sub;
         if (h < hq) {
           float y[4 * CPL];
 #pragma unroll
           for (int c = 0; c < CPL; ++c) rope4(x + h * D, tc, ts, 4 * (lr + LPR * c), h2, rot, true, y + 4 * c);
-          rope_store_q<D, (MODE & kRope9Cs) != 0>(q_out, r, hq, h, lr, y);
+          rope_store_q<D>(q_out, r, hq, h, lr, y);
         }
       } else {
         const int t = (g - qg) * RPW + sub;  // K slot t < hkv, V slot t - hkv
@@ -499,8 +479,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane, uint64_t* empty, int ga,
-                                                     int gb) {
+                                                     float* q_out, int warp, int lane, uint64_t* empty) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
@@ -514,8 +493,7 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       const int g = g0 + u * NCW;
       const bool isq = g < qg;
       const int h = g * RPW + sub, t = (g - qg) * RPW + sub;  // q head, or K slot t < hkv, V slot t - hkv
-      bool on = isq ? h < hq : (g < ng && t < 2 * hkv);
-      if constexpr ((MODE & kRopeTailSplit) != 0) on = on && g >= ga && g < gb;
+      const bool on = isq ? h < hq : (g < ng && t < 2 * hkv);
       const float* xs = x + (on ? (isq ? h : hq + t) : 0) * D;
 #pragma unroll
       for (int c = 0; c < CPL; ++c) rope4<true>(xs, tc, ts, 4 * (lr + LPR * c), h2, rot, isq || t < hkv, y[u] + 4 * c, on);
@@ -526,11 +504,9 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
     for (int u = 0; u < MG; ++u) {
       const int g = g0 + u * NCW;
       if (g >= ng) break;
-      if constexpr ((MODE & kRopeTailSplit) != 0)
-        if (g < ga || g >= gb) continue;  // the item's groups only (a warp's group: uniform)
       if (g < qg) {
         const int h = g * RPW + sub;
-        if (h < hq) rope_store_q<D, (MODE & kRope9Cs) != 0>(q_out, r, hq, h, lr, y[u]);
+        if (h < hq) rope_store_q<D>(q_out, r, hq, h, lr, y[u]);
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
@@ -542,12 +518,12 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane, uint64_t* empty, int ga, int gb) {
+                                             int lane, uint64_t* empty) {
   static_assert((MODE & kRopeEarlyFree) == 0 || (MODE & kRopeIlp) != 0, "rope_consume: kRopeEarlyFree needs kRopeIlp");
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty, ga, gb);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty);
   else
-    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, ga, gb);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
 template <int D, Format F>
@@ -696,27 +672,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
-  constexpr bool split = (MODE & kRopeTailSplit) != 0;
-  constexpr int RPW = D / 4 < 32 ? 128 / D : 1;  // rows (head slots) per warp: a group
-  const int qg = (hq + RPW - 1) / RPW, ng = qg + (2 * hkv + RPW - 1) / RPW;  // a row's groups
-  // Items: rows bx, bx + G, .. (nfull of them); with the tail split, then part bx % parts of row
-  // nfull G + bx / parts where bx < rem * parts (without it, row nfull G + bx where bx < rem).
-  const int nfull = n / G, rem = n - nfull * G;
-  const int parts = split && rem ? min(ng, G / rem) : 1;
-  constexpr bool pfirst = split && (MODE & kRope9PartFirst) != 0;
-  const int haspart = split && bx < rem * parts ? 1 : 0;
-  const int nb = split ? nfull + haspart : (n - bx + G - 1) / G;  // this block's items (grid <= n)
-  auto is_part = [&](int it) { return split && (pfirst ? haspart && it == 0 : it >= nfull); };
-  auto row_of = [&](int it) {
-    if (!split) return bx + it * G;
-    if (is_part(it)) return nfull * G + bx / parts;
-    return bx + (pfirst ? it - haspart : it) * G;
-  };
-  // The item's groups [ga, gb): a whole row, or the part's range.
-  auto groups_of = [&](int it, int& ga, int& gb) {
-    ga = 0, gb = ng;
-    if (is_part(it)) ga = bx % parts * ng / parts, gb = (bx % parts + 1) * ng / parts;
-  };
+  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -727,17 +683,9 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
       }
       if (it < nb) {
-        const int r = row_of(it);
-        constexpr bool ef = (MODE & kRope9Ef) != 0;
-        if (is_part(it) && parts > 1) {  // a part: its groups' slots
-          int ga, gb;
-          groups_of(it, ga, gb);
-          const int sa = ga < qg ? ga * RPW : hq + (ga - qg) * RPW;
-          const int sb = gb <= qg ? min(gb * RPW, hq) : min(hq + (gb - qg) * RPW, slots);
-          rope_load_slots<D, ef>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, sa, sb, &full[s]);
-        } else {
-          rope_load_row<D, ef>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
-        }
+        const int r = bx + it * G;
+        rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv,
+                                                         &full[s]);
       }
     }
     return;
@@ -748,7 +696,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-      rope_cos_sin_theta(rows[row_of(i)].pos, t, &tc[e], &tc[h2 + e]);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
     asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
@@ -764,7 +712,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       RopeRow row{};
       KvView v;
       if (mine) {
-        row = rows[row_of(it)];
+        row = rows[bx + it * G];
         v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
@@ -773,7 +721,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-          rope_cos_sin_theta(rows[row_of(b * tb + i)].pos, th[e], &tc[e], &tc[h2 + e]);
+          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
         }
       }
       if (mine) {
@@ -792,7 +740,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
-    const int r = row_of(it), s = it % stages, use = it / stages, b = it / tb;
+    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
     if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
@@ -800,43 +748,9 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    int ga = 0, gb = ng;
-    if constexpr (split) groups_of(it, ga, gb);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s], ga, gb);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
-  }
-}
-
-// rope9 experiment: KC_ROPE9="xb,xf,xq", extra MODE bits of the ring kernel per format (bf16,
-// fp8, q4): at d 128 0, 8, 16, 24, 32, 40, 56, 72 or 120 of kRopeTailSplit (8), kRope9Cs (16),
-// kRope9Ef (32), kRope9PartFirst (64); at d 32 / 64 / 256 kRopeTailSplit (8) alone.
-using RopeRingKern = void (*)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*,
-                              const float*, float*);
-static int rope9_bits(Format f) {
-  static int b[3] = {-1, -1, -1};
-  if (b[0] < 0) {
-    b[0] = b[1] = b[2] = 0;
-    if (const char* e = std::getenv("KC_ROPE9")) std::sscanf(e, "%d,%d,%d", &b[0], &b[1], &b[2]);
-  }
-  return f == Format::bf16 ? b[0] : f == Format::fp8 ? b[1] : b[2];
-}
-template <int D, Format F, int M, int S>
-RopeRingKern rope9_ring(int x) {
-  if constexpr (D != 128) {
-    return (x & kRopeTailSplit) ? rope_store_ring_kernel<D, F, M | kRopeTailSplit, S> : rope_store_ring_kernel<D, F, M, S>;
-  } else {
-    switch (x) {
-      case 8: return rope_store_ring_kernel<D, F, M | 8, S>;
-      case 16: return rope_store_ring_kernel<D, F, M | 16, S>;
-      case 24: return rope_store_ring_kernel<D, F, M | 24, S>;
-      case 32: return rope_store_ring_kernel<D, F, M | 32, S>;
-      case 40: return rope_store_ring_kernel<D, F, M | 40, S>;
-      case 56: return rope_store_ring_kernel<D, F, M | 56, S>;
-      case 72: return rope_store_ring_kernel<D, F, M | 72, S>;
-      case 120: return rope_store_ring_kernel<D, F, M | 120, S>;
-      default: return rope_store_ring_kernel<D, F, M, S>;
-    }
   }
 }
 
@@ -868,22 +782,29 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
+    // At d 128 the inputs are read evict-first (kRopeEvictFirst) where the kernel's stores
+    // (q_out, the K / V codes and scales) fit in the L2.
+    CudaDeviceFacts dev;
+    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+    const uint64_t row_stored =
+        uint64_t(slots - 2 * hkv) * d * 4 + 2ull * hkv * (format_code_bytes(fmt, d) + format_scale_bytes(fmt, d));
+    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
-      const int x = rope9_bits(F);
       if constexpr (F == Format::bf16) {
         switch (d) {
-          case 32: kern = rope9_ring<32, F, 0, kRopeRingStages>(x); break;
-          case 64: kern = rope9_ring<64, F, 0, kRopeRingStages>(x); break;
-          case 128: kern = rope9_ring<128, F, 0, kRopeRingStages>(x); break;
-          case 256: kern = rope9_ring<256, F, 0, kRopeRingStages>(x); break;
+          case 32: kern = rope_store_ring_kernel<32, F>; break;
+          case 64: kern = rope_store_ring_kernel<64, F>; break;
+          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
+          case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? rope9_ring<128, F, M | kRopeEarlyFree, kRopeRingStages>(x)
-                        : rope9_ring<256, F, M, kRopeRingQuantStages>(x);
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree | kRopeEvictFirst>
+                              : rope_store_ring_kernel<128, F, M | kRopeEarlyFree>)
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
