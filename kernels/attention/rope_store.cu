@@ -3,6 +3,8 @@
 // H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
 // - fp8, q4 at d 128: rope_store_ring_kernel (MODE 7: the stage freed early, 2 data stages);
+// - bf16, fp8, q4 at d 128 where the kernel's stores fit in the L2: the same with the inputs read
+//   evict-first (MODE bit 8; reports/h200/issue20-rope9);
 // - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
 // - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
@@ -176,6 +178,16 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
                "l"(src), "r"(bytes), "r"(smem_addr(b))
                : "memory");
 }
+// bulk_load with an L2 evict-first policy on the source's lines (read once, dead after).
+__device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(pol)
+      : "memory");
+}
 
 // Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
 // when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
@@ -222,7 +234,13 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // barrier right after its last loads from the stage (rope_consume_row_ilp), not at the row's
 // end: its rotation's results are in registers, so the loader refills the stage while the
 // warp's q stores and K / V encodes run.
-constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4;
+// MODE bit 8 (kRopeEvictFirst, rope_store_ring_kernel): the loader's bulk copies read q, k and v
+// with an L2 evict-first policy, so the L2 keeps the kernel's stores (q_out, K / V) rather than
+// its dead inputs; launch_rope_store sets it at d 128 where those stores fit in the L2. On the
+// H200 (reports/h200/issue20-rope9, same call against main, the same stored bytes): 0.97-0.99x
+// the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
+// 1.01-1.09x from 256 MiB up, where they do not (so not set there).
+constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -390,13 +408,18 @@ __device__ __forceinline__ void rope_theta_table(double* th, int h2, const RopeP
 
 // The persistent kernels' loader: row r's q, k and v (hq, hkv, hkv heads of D floats) into a
 // stage by bulk copies that complete on the stage's full barrier (its expected bytes first).
-template <int D>
+// EF: the copies with an L2 evict-first policy (bulk_load_ef).
+template <int D, bool EF = false>
 __device__ __forceinline__ void rope_load_row(float* x, const float* q, const float* k, const float* vin, int r, int hq,
                                               int hkv, uint64_t* full) {
+  auto load = [&](void* dst, const void* src, uint32_t bytes) {
+    if constexpr (EF) bulk_load_ef(dst, src, bytes, full);
+    else bulk_load(dst, src, bytes, full);
+  };
   mbar_arrive_tx(full, uint32_t(hq + 2 * hkv) * D * 4u);
-  if (hq) bulk_load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u, full);
-  bulk_load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
-  bulk_load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u, full);
+  if (hq) load(x, q + size_t(r) * hq * D, uint32_t(hq) * D * 4u);
+  load(x + hq * D, k + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u);
+  load(x + (hq + hkv) * D, vin + size_t(r) * hkv * D, uint32_t(hkv) * D * 4u);
 }
 
 // A rotated q head h of row r to q_out [n][hq][D], 16 bytes a store (lane lr holds elements
@@ -661,7 +684,8 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       }
       if (it < nb) {
         const int r = bx + it * G;
-        rope_load_row<D>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv, &full[s]);
+        rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv,
+                                                         &full[s]);
       }
     }
     return;
@@ -758,6 +782,13 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
+    // At d 128 the inputs are read evict-first (kRopeEvictFirst) where the kernel's stores
+    // (q_out, the K / V codes and scales) fit in the L2.
+    CudaDeviceFacts dev;
+    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+    const uint64_t row_stored =
+        uint64_t(slots - 2 * hkv) * d * 4 + 2ull * hkv * (format_code_bytes(fmt, d) + format_scale_bytes(fmt, d));
+    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
     with_format(fmt, [&](auto codec) {
@@ -767,11 +798,12 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
         switch (d) {
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128: kern = rope_store_ring_kernel<128, F>; break;
+          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree>
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree | kRopeEvictFirst>
+                              : rope_store_ring_kernel<128, F, M | kRopeEarlyFree>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });

@@ -29,6 +29,7 @@ Status cuda_device_facts(CudaDeviceFacts* out) {
     KC_CUDA_TRY(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, dev));
     KC_CUDA_TRY(cudaDeviceGetAttribute(&f.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     KC_CUDA_TRY(cudaDeviceGetAttribute(&f.major, cudaDevAttrComputeCapabilityMajor, dev));
+    KC_CUDA_TRY(cudaDeviceGetAttribute(&f.l2_bytes, cudaDevAttrL2CacheSize, dev));
     it = known.emplace(dev, f).first;
   }
   *out = it->second;

@@ -10,12 +10,13 @@
 
 namespace kc {
 
-// The current device's multiprocessor count, opt-in shared memory per block and compute
-// capability's major number.
+// The current device's multiprocessor count, opt-in shared memory per block, compute
+// capability's major number and L2 cache size in bytes.
 struct CudaDeviceFacts {
   int sms = 0;
   int smem_optin = 0;
   int major = 0;
+  int l2_bytes = 0;
 };
 Status cuda_device_facts(CudaDeviceFacts* out);
 
