@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <vector>
 
 #include "kernels/attention/partial.cuh"
 
@@ -46,48 +45,12 @@ Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const
   return Status::Ok();
 }
 
-namespace {
-// The merge's counters on stream s of this device (attention/partial.cuh, attn_count_block):
-// kAttnMergeSlots words, zeroed once on s (stream-ordered before their first use), never
-// freed; each launch pair leaves them at 0. Per host thread and stream, so that no two
-// streams count into the same words at once. *out null (the merge waits for the whole
-// partial grid) for more than kAttnMergeSlots groups and while s is capturing a graph (a
-// graph's replays may run beside this stream's launches).
-constexpr size_t kAttnMergeSlots = 4096;
-Status attn_merge_counters(cudaStream_t s, size_t groups, unsigned** out) {
-  struct Set {
-    int dev;
-    cudaStream_t s;
-    unsigned* count;
-  };
-  thread_local std::vector<Set> sets;  // 16 KiB per stream a thread launched on
-  *out = nullptr;
-  if (groups > kAttnMergeSlots) return Status::Ok();
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  KC_CUDA_TRY(cudaStreamIsCapturing(s, &cap));
-  if (cap != cudaStreamCaptureStatusNone) return Status::Ok();
-  int dev = 0;
-  KC_CUDA_TRY(cudaGetDevice(&dev));
-  for (const Set& x : sets)
-    if (x.dev == dev && x.s == s) {
-      *out = x.count;
-      return Status::Ok();
-    }
-  unsigned* c = nullptr;
-  KC_CUDA_TRY(cudaMalloc(&c, kAttnMergeSlots * sizeof(unsigned)));
-  KC_CUDA_TRY(cudaMemsetAsync(c, 0, kAttnMergeSlots * sizeof(unsigned), s));
-  sets.push_back({dev, s, c});
-  *out = c;
-  return Status::Ok();
-}
-}  // namespace
-
 Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                       const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                       cudaStream_t s) {
   if (n == 0 || max_chunks == 0) return Status::Ok();
-  if (attn_uses_mma(fmt, d))  // no merge follows: nothing counts
-    return launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s, nullptr);
+  if (attn_uses_mma(fmt, d))
+    return launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   return launch_partial_fma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
 }
 
@@ -95,21 +58,9 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, cudaStream_t s) {
   if (n == 0) return Status::Ok();
-  // The tensor-core partials may count their blocks for the merge's early start (null: the
-  // merge waits for the whole partial grid).
-  unsigned* count = nullptr;
-  if (max_chunks > 0 && attn_uses_mma(fmt, d)) {
-    const int nsub = (p.q_heads / hkv + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-    KC_RETURN_IF_ERROR(attn_merge_counters(s, size_t(n) * hkv * nsub, &count));
-    KC_RETURN_IF_ERROR(launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s, &count));
-  } else {
-    KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
-  }
+  KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
   const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
-  const Status st = launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, out, s, hkv, count);
-  if (!st.ok && count)  // the partial counted and no merge set the counters back: zero them behind it
-    cudaMemsetAsync(count, 0, kAttnMergeSlots * sizeof(unsigned), s);
-  return st;
+  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, out, s);
 }
 
 }  // namespace kc

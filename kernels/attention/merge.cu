@@ -25,37 +25,15 @@ namespace kc {
 // Batch of 16: on the H200 (24q/4kv/d256) 54.8 us against 59.5 us before at 32K x b1 and
 // 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better.
 constexpr int kMergeTile = 256, kMergeBatch = 16;
-// With count (attention/partial.cuh, attn_count_block), the block waits for its group's
-// counter to reach max_chunks (thread 0, acquire; the others behind the barrier), the
-// group's last merge block sets it back to 0, and the partials are read through L2 (ld.cg:
-// they are written while this grid runs); the block still waits for the whole partial grid
-// before it exits, so the work after the merge on the stream finds both grids done.
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* a) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-  return v;
-}
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
-                                       const float* pl, const float* po, bool unrotate, float* out, int hkv,
-                                       unsigned* count) {
+                                       const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
   __shared__ float tl[kMergeTile], tm[kMergeTile], wmax[kMaxHeadDim / 32];
   constexpr int U = kMergeBatch;
   const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
-  if (count) {
-    const int group = p.q_heads / hkv, nsub = (group + kAttnHeadsPerBlock - 1) / kAttnHeadsPerBlock;
-    const int sub = qh % group / kAttnHeadsPerBlock, G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
-    unsigned* c = count + size_t(r) * hkv * nsub + qh / group * nsub + sub;  // the partial's (row, blockIdx.y)
-    if (j == 0) {
-      while (ld_acquire_u32(c) < unsigned(max_chunks)) __nanosleep(100);
-      if (atomicAdd(c, 1u) == unsigned(max_chunks + G - 1)) atomicExch(c, 0u);  // the group's last merge block
-    }
-    __syncthreads();
-  } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
+  cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
-  }
   const AttnRow row = rows[r];
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
@@ -63,12 +41,12 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   auto load_batch = [&](int c, int tn) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      oc[u] = c + u < tn ? __ldcg(po + (base + c + u) * d + j) : 0.0f;
+      oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
   };
   load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
   for (int c = j; c < nc; c += d) {
-    const float lc = __ldcg(pl + base + c), mc = __ldcg(pm + base + c);
+    const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
     if (c < kMergeTile) tl[c] = lc, tm[c] = mc;
 #ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
     if (lc > 0.0f) M = fmaxf(M, mc);
@@ -90,8 +68,8 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
     if (t0 > 0) {
       __syncthreads();  // the previous tile is consumed
       for (int c = j; c < tn; c += d) {
-        tl[c] = __ldcg(pl + base + t0 + c);
-        tm[c] = __ldcg(pm + base + t0 + c);
+        tl[c] = __ldg(pl + base + t0 + c);
+        tm[c] = __ldg(pm + base + t0 + c);
       }
       __syncthreads();
     }
@@ -130,19 +108,14 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
 #endif
   out[(size_t(r) * p.q_heads + qh) * d + j] = res;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (count) cudaGridDependencySynchronize();  // the whole partial grid done before this grid is
-#endif
 }
 
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
-                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s, int hkv,
-                    unsigned* count) {
+                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s) {
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out, hkv,
-                                 count));
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
   return Status::Ok();
 }

@@ -69,34 +69,14 @@ __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, c
   return {m, l, pa};
 }
 
-// The merge's early start (launch_attention): the regular tensor-core partial counts each
-// finished block into one counter per (row, kv head x sub-group), count[row * gridDim.y +
-// blockIdx.y], and the merge block of each q head waits for its group's count instead of
-// for the whole partial grid, so that the merges of the groups done first run while the
-// grid's last blocks drain. The counters are 0 before the partial; the group's last merge
-// block sets its counter back to 0 (attention_merge_kernel).
-// The count (release): the block's `threads` threads still running (those that store
-// partials; the others' m and l stores are ordered by the barriers they passed with thread
-// 0) meet at barrier 1, then thread 0 fences at device scope and adds 1.
-__device__ __forceinline__ void attn_count_block(unsigned* c, int threads) {
-  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(c, 1u);
-  }
-}
-
 // Launchers of the pieces (device pointers, enqueued on s, Status out); launch_attention
 // composes them.
 Status launch_partial_fma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                           cudaStream_t s);
-// count (launch_attention; null: none): in, the merge's counters (n x hkv x sub-groups of
-// them, zero); out, null unless the regular kernel counted its blocks into them (the short
-// path and q4 do not: the merge then waits for the whole grid).
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          cudaStream_t s, unsigned** count);
+                          cudaStream_t s);
 // q4 caches (partial_mma_q4.cu); launch_partial_mma hands them over.
 Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                              const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
@@ -121,10 +101,7 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
                          float* pl, float* po);
-// count: the counters the partial counted into (its grid's y is hkv x sub-groups), or null
-// (the merge waits for the whole partial grid).
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
-                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s, int hkv,
-                    unsigned* count);
+                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
 
 }  // namespace kc

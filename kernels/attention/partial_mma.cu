@@ -448,7 +448,7 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, float* pm, float* pl, float* po, unsigned* count) {
+    int nsub, float* pm, float* pl, float* po) {
   using M = MmaShape<D, F>;
   constexpr bool kFp8 = M::kFp8;
   constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, RS = M::RS, MT = M::MT;
@@ -550,7 +550,6 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   mma_store_partial<D, F>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
   KC_PHASE(6);
   KC_PHASE_DONE();
-  if (count) attn_count_block(count + size_t(blockIdx.z) * gridDim.y + blockIdx.y, kAttnThreads / M::KG);
 }
 
 // ---- The short-row path (attention/short_path.cuh): chunk c on the CL blocks of one
@@ -759,9 +758,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
-                          cudaStream_t s, unsigned** count) {
-  unsigned* cnt = count ? *count : nullptr;
-  if (count) *count = nullptr;  // until the regular kernel counts
+                          cudaStream_t s) {
   if (fmt == Format::q4)  // its own kernel (partial_mma_q4.cu)
     return launch_partial_mma_q4(views, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   const int group = p.q_heads / hkv;
@@ -803,7 +800,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   // The one dispatch: formats with a tensor-core path (Codec<F>::kAttnMma), head_dim 128
   // or 256; launch_attention sends every other case to the fma partial.
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
-               float*, unsigned*) = nullptr;
+               float*) = nullptr;
   with_format(fmt, [&](auto codec) {
     using C = decltype(codec);
     if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
@@ -815,8 +812,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
   KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
-  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po, cnt);
-  if (count) *count = cnt;
+  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
   {
     unsigned long long h[8] = {};
