@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "kernels/attention/partial.cuh"
+#include "kernels/attention/ptx.cuh"
 
 namespace kc {
 
@@ -38,10 +39,11 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
+  const uint64_t last_use = l2_policy_evict_first();  // the partial kept them in L2 for this read (ptx.cuh)
   auto load_batch = [&](int c, int tn) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
+      oc[u] = c + u < tn ? ldg_f32_l2(po + (base + c + u) * d + j, last_use) : 0.0f;
   };
   load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
