@@ -67,9 +67,10 @@ __device__ __forceinline__ T ldg_mma(const uint8_t* p) {
   return __ldg(reinterpret_cast<const T*>(p));
 }
 
-// The split-K partials' way through L2: the partial stores them with an evict_last policy, so
-// that the merge that follows finds them in L2 rather than behind the K and V stream, and the
-// merge reads them with an evict_first policy, so that they leave L2 first once read.
+// The split-K partials' way through L2 where the partial keeps them (attn_keeps_partials,
+// mma_smem.h): stored with an evict_last policy, so that the merge that follows finds them in
+// L2 rather than behind the K and V stream, and read by the merge with an evict_first policy,
+// so that they leave L2 first once read.
 __device__ __forceinline__ uint64_t l2_policy_evict_last() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
