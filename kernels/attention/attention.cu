@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/attention/mma_smem.h"
 #include "kernels/attention/partial.cuh"
 
 namespace kc {
@@ -60,7 +61,8 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   if (n == 0) return Status::Ok();
   KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
   const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
-  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, out, s);
+  const bool kept = attn_uses_mma(fmt, d) && attn_keeps_partials(fmt, d);  // in L2 for the merge (mma_smem.h)
+  return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, kept, out, s);
 }
 
 }  // namespace kc

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "kernels/attention/partial.cuh"
+#include "kernels/attention/ptx.cuh"
 
 namespace kc {
 
@@ -25,6 +26,9 @@ namespace kc {
 // Batch of 16: on the H200 (24q/4kv/d256) 54.8 us against 59.5 us before at 32K x b1 and
 // 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better.
 constexpr int kMergeTile = 256, kMergeBatch = 16;
+// kKept: the partial kept its outputs in L2 (attn_keeps_partials): they are read with an
+// evict_first policy, so that they leave L2 first once read.
+template <bool kKept>
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
@@ -38,10 +42,17 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
+  const uint64_t last_use = kKept ? l2_policy_evict_first() : 0;
   auto load_batch = [&](int c, int tn) {
+    if constexpr (kKept) {
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
+      for (int u = 0; u < U; ++u)
+        oc[u] = c + u < tn ? ldg_f32_l2(po + (base + c + u) * d + j, last_use) : 0.0f;
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
+    }
   };
   load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
@@ -111,11 +122,12 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
 }
 
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
-                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s) {
+                    const float* pl, const float* po, bool unrotate, bool kept, float* out, cudaStream_t s) {
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, attention_merge_kernel, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kept ? attention_merge_kernel<true> : attention_merge_kernel<false>, p, rows, d,
+                                 max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
   return Status::Ok();
 }

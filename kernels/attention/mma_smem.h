@@ -36,6 +36,15 @@ struct MmaSmem {
         total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
 };
 
+// Whether the tensor-core partial of (format, head_dim) keeps its partial outputs in L2 for
+// the merge: stores with an L2 evict_last policy, which the merge reads with evict_first
+// (ptx.cuh; launch_attention picks the merge's reads to match). bf16 d256 only: on the H200,
+// in one call, three rounds interleaved against main 6725561 (reports/h200/issue20-tail1/),
+// every bf16 d256 row >= 32K was 0.3 to 4.5 % faster (32K x b8 window 275.7 / 274.9 / 278.0
+// -> 272.1 / 273.3 / 272.0 us; b1 x 128K 157.9 -> 150.7), fp8 d256 unchanged (1.001), and
+// bf16 d128 at b8 x 128K and b32 0.4 to 1.1 % slower. Same values either way.
+KC_HD constexpr bool attn_keeps_partials(Format f, int d) { return f == Format::bf16 && d == 256; }
+
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
 // resident blocks per SM asked of the register allocator, and the V ring. The KC_MMA_*
 // macros override them for experiments.

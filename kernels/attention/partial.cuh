@@ -101,7 +101,8 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
                          float* pl, float* po);
+// kept: the partial kept its outputs in L2 (attn_keeps_partials, mma_smem.h).
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
-                    const float* pl, const float* po, bool unrotate, float* out, cudaStream_t s);
+                    const float* pl, const float* po, bool unrotate, bool kept, float* out, cudaStream_t s);
 
 }  // namespace kc

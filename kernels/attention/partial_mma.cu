@@ -410,6 +410,8 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
                                                   const AttnParams& p, int ws, int lg, int lt, int max_chunks,
                                                   const int* psh, float* po) {
   using M = MmaShape<D, F>;
+  constexpr bool kKeep = attn_keeps_partials(F, D);  // kept in L2 for the merge (mma_smem.h)
+  const uint64_t keep = kKeep ? l2_policy_evict_last() : 0;
 #pragma unroll
   for (int jt = 0; jt < M::MT; ++jt)
 #pragma unroll
@@ -418,7 +420,11 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
       if (h < b.G) {
         const size_t pidx = (size_t(b.r) * p.q_heads + b.qh0 + h) * max_chunks + b.c;
         const int elem = M::kFp8 ? 32 * ws + 16 * jt + 2 * lg + (e >> 1) : 32 * ws + 16 * jt + lg + 8 * (e >> 1);
-        po[pidx * D + elem] = M::kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
+        const float v = M::kFp8 ? ldexpf(o[jt][e], -psh[h]) : o[jt][e];
+        if constexpr (kKeep)
+          st_f32_l2(po + pidx * D + elem, v, keep);
+        else
+          po[pidx * D + elem] = v;
       }
     }
 }

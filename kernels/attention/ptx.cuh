@@ -67,6 +67,43 @@ __device__ __forceinline__ T ldg_mma(const uint8_t* p) {
   return __ldg(reinterpret_cast<const T*>(p));
 }
 
+// The split-K partials' way through L2 where the partial keeps them (attn_keeps_partials,
+// mma_smem.h): stored with an evict_last policy, so that the merge that follows finds them in
+// L2 rather than behind the K and V stream, and read by the merge with an evict_first policy,
+// so that they leave L2 first once read.
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+__device__ __forceinline__ void st_f32_l2(float* a, float v, uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(a), "f"(v), "l"(pol) : "memory");
+#else
+  (void)pol;
+  *a = v;
+#endif
+}
+__device__ __forceinline__ float ldg_f32_l2(const float* a, uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float v;
+  asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(a), "l"(pol));
+  return v;
+#else
+  (void)pol;
+  return __ldg(a);
+#endif
+}
+
 __device__ __forceinline__ void cp_async16(uint32_t dst, const uint8_t* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
