@@ -49,6 +49,7 @@
 #include <algorithm>
 
 #include "kernels/attention/launch.h"
+#include "kernels/attention/ptx.cuh"
 #include "kernels/attention/rows.h"
 
 namespace kc {
@@ -180,8 +181,7 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
 }
 // bulk_load with an L2 evict-first policy on the source's lines (read once, dead after).
 __device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  const uint64_t pol = l2_policy_evict_first();
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
           smem_addr(dst)),
