@@ -756,11 +756,10 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
 
 // The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
 // shared-memory limit raised where it needs more than 48 KiB; 0 where smem does not fit a block
-// (the caller then takes the block-per-row kernel).
-static Status rope_persistent_grid(const void* kern, size_t smem, int n, int* grid) {
+// (the caller then takes the block-per-row kernel). dev: the current device's facts, which
+// launch_rope_store fetches once per launch.
+static Status rope_persistent_grid(const CudaDeviceFacts& dev, const void* kern, size_t smem, int n, int* grid) {
   *grid = 0;
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   if (smem > size_t(dev.smem_optin)) return Status::Ok();
   if (smem > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(kern, smem));
   *grid = std::min(n, dev.sms);
@@ -774,6 +773,8 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     return Status::Error("rope_store: q, k and v must start 16-byte aligned (they are read 16 bytes at a time)");
   if (d != 32 && d != 64 && d != 128 && d != 256) return Status::Error("rope_store: head_dim must be 32, 64, 128 or 256");
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 7: the fast encode,
   // the grouped consumer and the stage freed early; 2 data stages) and d 256 (MODE 3;
   // kRopeRingQuantStages data stages), where its rings fit a block's shared memory.
@@ -784,8 +785,6 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     // At d 128 the inputs are read evict-first (kRopeEvictFirst) where the kernel's stores
     // (q_out, the K / V codes and scales) fit in the L2.
-    CudaDeviceFacts dev;
-    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
     const uint64_t row_stored =
         uint64_t(slots - 2 * hkv) * d * 4 + 2ull * hkv * (format_code_bytes(fmt, d) + format_scale_bytes(fmt, d));
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
@@ -808,7 +807,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       }
     });
     int grid = 0;
-    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
+    KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
@@ -834,7 +833,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       }
     });
     int grid = 0;
-    KC_RETURN_IF_ERROR(rope_persistent_grid(reinterpret_cast<const void*>(kern), smem, n, &grid));
+    KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
