@@ -44,16 +44,16 @@ run(){ local v=$1 r=$2 bin=$V/bin-H env=""
   case $v in A) bin=$V/bin-A;; P0) env="KC_ATTN_PERSIST_MODE=0";; P1) env="KC_ATTN_PERSIST_MODE=1";; P2) env="KC_ATTN_PERSIST_MODE=2";; R) env="KC_ATTN_PERSIST=0";; esac
   env $env timeout 40 $bin bench attention --filter "$F" --script-dir /nonexistent --reps 20 --out $W/ab-$v-r$r.json > $W/ab-$v-r$r.log 2>&1
   echo "ab $v r$r rc=$? at $(el)" >> $W/steps.txt; }
-for r in 1 2 3; do
-  order="A P0 P1 P2 R"; [ $r = 2 ] && order="P2 P1 P0 A"; [ $r = 3 ] && order="A P0 P1 P2"
-  for v in $order; do [ $(el) -gt 200 ] && break 2; run $v $r; done
+for r in 1 2; do
+  order="A P0 P1 P2 R"; [ $r = 2 ] && order="P2 P1 P0 A"
+  for v in $order; do [ $(el) -gt 150 ] && break 2; run $v $r; done
   pack ab-r$r
 done
 python3 $K/summ.py $W > $W/summary.txt 2>&1
 QF='d(128|256)(-r64|-r20)?,fmt=(fp8|bf16)'
-if [ $(el) -lt 215 ]; then
-  (KC_ATTN_PERSIST=7 KC_ATTN_SHORT=0 timeout 45 $V/bin-H qwen-pages --backend cuda --cases 120 --filter "$QF" --quiet --out $W/qp-P0-forced.json > $W/qp-P0-forced.log 2>&1; echo "qwen-pages P0 forced rc=$? at $(el)" >> $W/steps.txt) &
-  (KC_ATTN_PERSIST=5 KC_ATTN_SHORT=0 KC_ATTN_PERSIST_MODE=1 timeout 45 $V/bin-H qwen-pages --backend cuda --cases 40 --filter "$QF" --gates-only --quiet --out $W/qp-P1-forced.json > $W/qp-P1-forced.log 2>&1; echo "qwen-pages P1 forced (gates only) rc=$? at $(el)" >> $W/steps.txt) &
+if [ $(el) -lt 170 ]; then
+  (KC_ATTN_PERSIST=7 KC_ATTN_SHORT=0 timeout 30 $V/bin-H qwen-pages --backend cuda --cases 60 --filter "$QF" --quiet --out $W/qp-P0-forced.json > $W/qp-P0-forced.log 2>&1; echo "qwen-pages P0 forced rc=$? at $(el)" >> $W/steps.txt) &
+  (KC_ATTN_PERSIST=5 KC_ATTN_SHORT=0 KC_ATTN_PERSIST_MODE=1 timeout 30 $V/bin-H qwen-pages --backend cuda --cases 30 --filter "$QF" --gates-only --quiet --out $W/qp-P1-forced.json > $W/qp-P1-forced.log 2>&1; echo "qwen-pages P1 forced (gates only) rc=$? at $(el)" >> $W/steps.txt) &
   wait
 fi
 for f in qp-P0-forced.log qp-P1-forced.log; do echo "$f: $(grep -E 'qwen-pages|controls|verdict|FAIL|fail' $W/$f 2>/dev/null | tail -4 | tr '\n' ' ' | cut -c1-400)" >> $W/summary.txt; done
