@@ -39,17 +39,12 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
   return Status::Ok();
 }
 
-Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid, int* mode) {
+Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid) {
   *grid = 0;
   static const long forced = [] {
     const char* e = std::getenv("KC_ATTN_PERSIST");
     return e && *e ? std::strtol(e, nullptr, 10) : -1L;
   }();
-  static const int walk = [] {
-    const char* e = std::getenv("KC_ATTN_PERSIST_MODE");
-    return e && *e ? int(std::strtol(e, nullptr, 10)) : 0;
-  }();
-  *mode = walk;
   if (!kern || forced == 0 || items <= 0 || items > INT32_MAX) return Status::Ok();
   if (forced > 0) {
     *grid = int(std::min<int64_t>(forced, items));

@@ -107,9 +107,8 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
 // where items exceed them (more than one wave), each block walking its items in order.
 // KC_ATTN_PERSIST in the environment (read once; for A/B runs and tests): "0" never, a
 // positive number N every launch with min(N, items) blocks (tests: many items per block).
-// *mode: the kernel's walk (experiments: KC_ATTN_PERSIST_MODE). The choice changes no
-// arithmetic.
-Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid, int* mode);
+// The choice changes no arithmetic.
+Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid);
 // Launches candidate k as the cluster grid of the regular grid g (x: chunks).
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,

@@ -605,18 +605,20 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 
 // The persistent partial: gridDim.x resident blocks (the device's fit, launch_partial_mma)
 // walk the regular grid's blocks as work items, item i = chunk + max_chunks (y + ny row)
-// (the regular grid's order, chunks fastest). Mode bit 0: block b takes items b, b + B, ..
-// (B blocks); else the contiguous range [b I / B, (b + 1) I / B) of the I items. Bit 1: the
-// next item's first K tile is not issued during the current p.v. Every item is the regular
-// block's work (mma_partial_block): the same arithmetic and stores; a barrier at the top of
-// each item keeps the previous one's shared-memory reads before this one's writes.
+// (the regular grid's order, chunks fastest): block b the contiguous range
+// [b I / B, (b + 1) I / B) of the I items (MmaPersistTune::strided: b, b + B, ..). Every
+// item is the regular block's work (mma_partial_block): the same arithmetic and stores; a
+// barrier at the top of each item keeps the previous one's shared-memory reads before this
+// one's writes. What the block keeps across items: the next item's first K tile goes out
+// after the current one's softmax, its loads in flight through the p.v
+// (MmaPersistTune::carry_k).
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_persistent_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, float* pm, float* pl, float* po, int ny, int items, int mode) {
+    int nsub, float* pm, float* pl, float* po, int ny, int items) {
   using M = MmaShape<D, F>;
   extern __shared__ __align__(16) unsigned char smb[];
-  const bool strided = mode & 1, carry = !(mode & 2);
+  constexpr bool strided = MmaPersistTune::strided, carry = MmaPersistTune::carry_k;
   const int first = strided ? int(blockIdx.x) : int(int64_t(blockIdx.x) * items / gridDim.x);
   const int end = strided ? items : int(int64_t(blockIdx.x + 1) * items / gridDim.x);
   const int step = strided ? int(gridDim.x) : 1;
@@ -624,7 +626,8 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   uint4 kf[2][M::NB];
   for (int it = first; it < end; it += step) {
     if (it != first) __syncthreads();
-    const AttnBlock blk(views, p, rows, tails, nsub, it % max_chunks, unsigned(it / max_chunks % ny), unsigned(it / max_chunks / ny));
+    const AttnBlock blk(views, p, rows, tails, nsub, it % max_chunks, unsigned(it / max_chunks % ny),
+                        unsigned(it / max_chunks / ny));
     const int nx = it + step;
     const auto next = [&](uint4(&k)[2][M::NB]) {
       if (carry && nx < end) {
@@ -888,7 +891,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
   void (*pkern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
-                float*, int, int, int) = nullptr;
+                float*, int, int) = nullptr;
   with_format(fmt, [&](auto codec) {
     using C = decltype(codec);
     if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
@@ -903,11 +906,11 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                          std::to_string(d) + " has no tensor-core partial");
   // The persistent kernel where the regular grid runs more than one wave (attn_persistent_grid).
   const int64_t items = int64_t(grid.x) * grid.y * grid.z;
-  int pgrid = 0, pmode = 0;
-  KC_RETURN_IF_ERROR(attn_persistent_grid(reinterpret_cast<const void*>(pkern), smem, items, &pgrid, &pmode));
+  int pgrid = 0;
+  KC_RETURN_IF_ERROR(attn_persistent_grid(reinterpret_cast<const void*>(pkern), smem, items, &pgrid));
   if (pgrid > 0) {
     pkern<<<pgrid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po, int(grid.y),
-                                            int(items), pmode);
+                                            int(items));
   } else {
     KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
     kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);

@@ -1,5 +1,5 @@
-# persist1: same-call A/B summary. ab-<variant>-r<round>.json bench receipts; A = main 17be3b1
-# (relinked), others the head under KC_ATTN_PERSIST / KC_ATTN_PERSIST_MODE (see the call script).
+# persist1: same-call A/B summary (call.sh). ab-<variant>-r<round>.json bench receipts; A = main 17be3b1
+# (relinked); P0 = the head, PS / PN its -D variants, R = the head with KC_ATTN_PERSIST=0.
 import json, sys, glob, os, re, statistics as st, collections
 W = sys.argv[1]
 t = collections.defaultdict(dict); h = collections.defaultdict(dict); sd = {}
