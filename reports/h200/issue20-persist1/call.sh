@@ -11,36 +11,36 @@
 #    4. One head run with SDPA (bf16 rows >= 32K). Results tarred to $OUT after each stage.
 set -u
 R=$PWD; RR=$(pwd -P); T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
-K=.kcgit/persist1; W=/tmp/w; V=/tmp/v; mkdir -p $W $V; export PATH=/usr/local/cuda/bin:$PATH
+K=.kcgit/persist1; W=/tmp/p1w; V=/tmp/p1v; rm -rf $W $V /tmp/p1b /tmp/p1base; mkdir -p $W $V; export PATH=/usr/local/cuda/bin:$PATH
 pack(){ echo "[$1 at $(el) s]" >> $W/steps.txt; tar czf $OUT/persist1.tgz -C $W . 2>/dev/null; }
 printf '/.deps/\n/.kcgit/\n' >> .git/info/exclude
 git fetch -q $K/head.bundle persist1:persist1 && git checkout -q -f persist1 || { echo "fetch failed"; exit 3; }
-git worktree add -q -f /tmp/base 17be3b1 || { echo "worktree failed"; exit 3; }
-{ git log --oneline -1; git -C /tmp/base log --oneline -1; git status --porcelain --untracked-files=no | wc -l; } > $W/head.txt
+git worktree prune; git worktree add -q -f /tmp/p1base 17be3b1 || { echo "worktree failed"; exit 3; }
+{ git log --oneline -1; git -C /tmp/p1base log --oneline -1; git status --porcelain --untracked-files=no | wc -l; } > $W/head.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > $W/gpu.txt 2>&1
-cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$R/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 -DKC_DEVICE_MUTANTS=OFF > $W/cfg.log 2>&1 || { tail -20 $W/cfg.log; exit 4; }
-ninja -C /tmp/b -t commands tools/tf-cuda-test > $V/cmds.txt
+cmake -S . -B /tmp/p1b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$R/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 -DKC_DEVICE_MUTANTS=OFF > $W/cfg.log 2>&1 || { tail -20 $W/cfg.log; exit 4; }
+ninja -C /tmp/p1b -t commands tools/tf-cuda-test > $V/cmds.txt
 AR=$(grep -E "ar qc libkc_kernels\.a" $V/cmds.txt | head -1); LINK=$(tail -1 $V/cmds.txt)
 echo "$AR" > $W/ar.txt; echo "$LINK" > $W/link.txt
 ccmd(){ grep -E -- "-c [^ ]*/kernels/attention/$1\.cu -o" $V/cmds.txt | head -1 | sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s@ -x cu -c [^ ]+ -o [^ ]+$@@'; }
-bg(){ (cd /tmp/b && eval "$2" > $W/cc-$1.log 2>&1; echo "cc $1 rc=$? at $(el)" >> $W/steps.txt) & }
+bg(){ (cd /tmp/p1b && eval "$2" > $W/cc-$1.log 2>&1; echo "cc $1 rc=$? at $(el)" >> $W/steps.txt) & }
 for f in partial_mma attention partial_fma partial_mma_q4; do
-  CC=$(ccmd $f); CCA=$(echo "$CC" | sed "s@ -I$R @ -I/tmp/base @; s@ -I$RR @ -I/tmp/base @")
+  CC=$(ccmd $f); CCA=$(echo "$CC" | sed "s@ -I$R @ -I/tmp/p1base @; s@ -I$RR @ -I/tmp/p1base @")
   [ -n "$CC" ] && [ "$CCA" != "$CC" ] || { echo "compile command for $f not found or no -I root"; exit 5; }
-  echo "$CCA -x cu -c /tmp/base/kernels/attention/$f.cu" >> $W/cc.txt
-  bg A-$f "$CCA -x cu -c /tmp/base/kernels/attention/$f.cu -o $V/A-$f.o"
+  echo "$CCA -x cu -c /tmp/p1base/kernels/attention/$f.cu" >> $W/cc.txt
+  bg A-$f "$CCA -x cu -c /tmp/p1base/kernels/attention/$f.cu -o $V/A-$f.o"
 done
 CC=$(ccmd partial_mma)
 bg PS "$CC -DKC_MMA_PERSIST_STRIDED=true -x cu -c $R/kernels/attention/partial_mma.cu -o $V/PS-partial_mma.o"
 bg PN "$CC -DKC_MMA_PERSIST_CARRY_K=false -x cu -c $R/kernels/attention/partial_mma.cu -o $V/PN-partial_mma.o"
 bg ptxas-head "$CC -Xptxas -v -x cu -c $R/kernels/attention/partial_mma.cu -o $V/H-ptxas.o"
-ninja -C /tmp/b -j16 tf-cuda-test > $W/build.log 2>&1; echo "build head rc=$? at $(el)" >> $W/steps.txt
+ninja -C /tmp/p1b -j16 tf-cuda-test > $W/build.log 2>&1; echo "build head rc=$? at $(el)" >> $W/steps.txt
 wait
-cp /tmp/b/tools/tf-cuda-test $V/bin-P0 || { tail -30 $W/build.log; pack build; exit 4; }
+cp /tmp/p1b/tools/tf-cuda-test $V/bin-P0 || { tail -30 $W/build.log; pack build; exit 4; }
 relink(){ local v=$1 d=$V/$1 a="$AR" f; mkdir -p $d; shift
   for f in "$@"; do a=$(echo "$a" | sed "s@ CMakeFiles/kc_kernels_obj.dir/kernels/attention/$f\.cu\.o @ $V/$v-$f.o @"); done
   a=$(echo "$a" | sed -E "s@libkc_kernels\.a@$d/libkc_kernels.a@g"); echo "$a" > $d/ar.txt
-  (cd /tmp/b && eval "$a" && eval "$(echo "$LINK" | sed -E "s@ -o tools/tf-cuda-test @ -o $d/tf @; s@ libkc_kernels\.a @ $d/libkc_kernels.a @")") && mv $d/tf $V/bin-$v
+  (cd /tmp/p1b && eval "$a" && eval "$(echo "$LINK" | sed -E "s@ -o tools/tf-cuda-test @ -o $d/tf @; s@ libkc_kernels\.a @ $d/libkc_kernels.a @")") && mv $d/tf $V/bin-$v
   echo "link $v rc=$? replaced $(grep -o "$V/$v-[a-z_0-9]*\.o" $d/ar.txt | wc -l) of $#" >> $W/steps.txt; }
 relink A partial_mma attention partial_fma partial_mma_q4 & relink PS partial_mma & relink PN partial_mma & relink B0 & wait
 cmp $V/bin-B0 $V/bin-P0 >> $W/steps.txt 2>&1 && echo "relink control: B0 == P0 byte for byte" >> $W/steps.txt
