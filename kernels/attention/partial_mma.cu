@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <new>
 
 #include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
@@ -488,20 +489,20 @@ __device__ __forceinline__ void mma_k_tile_load(const KvPlane& kp, const AttnBlo
 // Each phase is a device function above; this body orders them and their barriers. It is
 // the regular kernel's whole block and one work item of the persistent kernel (below):
 // k_issued says phase 0's K tile loads already went out (into kf, during the previous
-// item's p.v); next(kf) issues the next item's (after the softmax, where kf is dead);
-// trigger: the merge may be scheduled once the softmax is done (the regular kernel: every
-// block; the persistent one: a block's last item). Group 1's warps (two key groups) leave
-// after the p.v's join.
-template <int D, Format F, class Next>
+// item's p.v); after_softmax(kf) runs once the softmax's barrier is passed, where kf is
+// dead: the merge's trigger (the regular kernel: every block; the persistent one: a block's
+// last item) and there the next item's K tile loads. tid: threadIdx.x. Group 1's warps (two
+// key groups) leave after the p.v's join.
+template <int D, Format F, class AfterSoftmax>
 __device__ __forceinline__ void mma_partial_block(unsigned char* smb, const AttnBlock& blk, const AttnParams& p,
                                                   const float* q, int max_chunks, float* pm, float* pl, float* po,
-                                                  uint4 (&kf)[2][MmaShape<D, F>::NB], bool k_issued, const Next& next,
-                                                  bool trigger) {
+                                                  uint4 (&kf)[2][MmaShape<D, F>::NB], bool k_issued,
+                                                  const AfterSoftmax& after_softmax, int tid) {
   using M = MmaShape<D, F>;
   constexpr bool kFp8 = M::kFp8;
   constexpr int KPT = M::KPT, NPT = M::NPT, RS = M::RS, MT = M::MT;
   const int n = blk.n;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
+  const int warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
   const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
@@ -571,10 +572,7 @@ __device__ __forceinline__ void mma_partial_block(unsigned char* smb, const Attn
   mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
   __syncthreads();
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (trigger) cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
-#endif
-  next(kf);
+  after_softmax(kf);
   KC_PHASE(4);
   float o[MT][4];
 #pragma unroll
@@ -599,8 +597,11 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   extern __shared__ __align__(16) unsigned char smb[];
   const AttnBlock blk(views, p, rows, tails, nsub);
   uint4 kf[2][MmaShape<D, F>::NB];
-  mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, false, [](uint4(&)[2][MmaShape<D, F>::NB]) {},
-                          true);
+  mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, false, [](uint4(&)[2][MmaShape<D, F>::NB]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
+#endif
+  }, threadIdx.x);
 }
 
 // The persistent partial: gridDim.x resident blocks (the device's fit, launch_partial_mma)
@@ -612,32 +613,56 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 // one's writes. What the block keeps across items: the next item's first K tile goes out
 // after the current one's softmax, its loads in flight through the p.v
 // (MmaPersistTune::carry_k).
+// Registers: the walk (current item, end, first) and the item's AttnBlock live in shared
+// memory, read where used, and each item takes its thread index from an opaque read of
+// %tid.x. Held in registers across the item loop (the item's indices, and the thread-index
+// arithmetic that the compiler otherwise hoists out of the loop), they spilled inside the
+// score and p.v loops (ptxas sm_90: 28 to 92 bytes; on the H200 1.08x to 1.3x the regular
+// kernel's time); this way no instantiation spills.
 template <int D, Format F>
 __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_persistent_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po, int ny, int items) {
   using M = MmaShape<D, F>;
   extern __shared__ __align__(16) unsigned char smb[];
+  __shared__ int walk[3];  // the current item, the end, the first
+  __shared__ __align__(16) unsigned char blk_mem[sizeof(AttnBlock)];
   constexpr bool strided = MmaPersistTune::strided, carry = MmaPersistTune::carry_k;
-  const int first = strided ? int(blockIdx.x) : int(int64_t(blockIdx.x) * items / gridDim.x);
-  const int end = strided ? items : int(int64_t(blockIdx.x + 1) * items / gridDim.x);
-  const int step = strided ? int(gridDim.x) : 1;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const auto item = [&](int i) {
+    return AttnBlock(views, p, rows, tails, nsub, i % max_chunks, unsigned(i / max_chunks % ny),
+                     unsigned(i / max_chunks / ny));
+  };
+  const auto step = [] { return strided ? int(gridDim.x) : 1; };
+  if (threadIdx.x == 0) {
+    walk[0] = walk[2] = strided ? int(blockIdx.x) : int(int64_t(blockIdx.x) * items / gridDim.x);
+    walk[1] = strided ? items : int(int64_t(blockIdx.x + 1) * items / gridDim.x);
+  }
+  const AttnBlock& blk = *reinterpret_cast<const AttnBlock*>(blk_mem);
   uint4 kf[2][M::NB];
-  for (int it = first; it < end; it += step) {
-    if (it != first) __syncthreads();
-    const AttnBlock blk(views, p, rows, tails, nsub, it % max_chunks, unsigned(it / max_chunks % ny),
-                        unsigned(it / max_chunks / ny));
-    const int nx = it + step;
-    const auto next = [&](uint4(&k)[2][M::NB]) {
-      if (carry && nx < end) {
-        const AttnBlock nb(views, p, rows, tails, nsub, nx % max_chunks, unsigned(nx / max_chunks % ny),
-                           unsigned(nx / max_chunks / ny));
+  for (;;) {
+    __syncthreads();  // the previous item's reads of shared memory are done; walk[0] is current
+    const int it = walk[0];
+    if (it >= walk[1]) break;
+    if (threadIdx.x == 0) new (blk_mem) AttnBlock(item(it));
+    __syncthreads();
+    // After the softmax: the merge may be scheduled once the block's last item is there; the
+    // next item's first K tile.
+    const auto after_softmax = [&](uint4(&k)[2][M::NB]) {
+      const int nx = walk[0] + step();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      if (nx >= walk[1]) cudaTriggerProgrammaticLaunchCompletion();
+#endif
+      if (carry && nx < walk[1]) {
+        const AttnBlock nb = item(nx);
+        const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
         if (warp < (nb.n + 15) / 16)
           mma_k_tile_load<D, F>(kv_plane(nb.v, p.layer, 0, nb.kvh), nb, warp, lane >> 2, lane & 3, k);
       }
     };
-    mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, carry && it != first, next, nx >= end);
+    int tid;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, carry && it != walk[2], after_softmax, tid);
+    if (threadIdx.x == 0) walk[0] += step();
   }
 }
 
