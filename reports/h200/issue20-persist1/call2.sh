@@ -22,10 +22,10 @@ SEC="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy
 for v in A P0; do timeout 15 $NCU --clock-control none $SEC -k regex:attention_partial --launch-skip 1 --launch-count 1 $V/bin-$v bench attention --script-dir /nonexistent --reps 1 --filter "32q/8kv/d128/b32/ctx131072/bf16/window" > $W/ncu-$v.txt 2>&1; echo "ncu $v rc=$? at $(el)" >> $W/steps.txt; done
 pack ncu
 QF='d(128|256)(-r64|-r20)?,fmt=(fp8|bf16)'
-(KC_ATTN_PERSIST=7 KC_ATTN_SHORT=0 timeout 50 $V/bin-P0 qwen-pages --backend cuda --cases 120 --filter "$QF" --out $W/qp-forced.json > $W/qp-forced.log 2>&1; echo "qwen-pages forced rc=$? at $(el)" >> $W/steps.txt) &
-(KC_ATTN_PERSIST=3 KC_ATTN_SHORT=0 timeout 50 compute-sanitizer --print-limit 20 --error-exitcode 9 --tool memcheck $V/bin-P0 qwen-pages --backend cuda --cases 16 --filter "$QF" --gates-only --out $W/mem-forced.json > $W/mem-forced.log 2>&1; echo "memcheck forced rc=$? at $(el)" >> $W/steps.txt) &
+(KC_ATTN_PERSIST=7 KC_ATTN_SHORT=0 timeout 45 $V/bin-P0 qwen-pages --backend cuda --cases 120 --filter "$QF" --out $W/qp-forced.json > $W/qp-forced.log 2>&1; echo "qwen-pages forced rc=$? at $(el)" >> $W/steps.txt) &
+(KC_ATTN_PERSIST=3 KC_ATTN_SHORT=0 timeout 45 compute-sanitizer --print-limit 20 --error-exitcode 9 --tool memcheck $V/bin-P0 qwen-pages --backend cuda --cases 16 --filter "$QF" --gates-only --out $W/mem-forced.json > $W/mem-forced.log 2>&1; echo "memcheck forced rc=$? at $(el)" >> $W/steps.txt) &
 wait; pack correctness
-[ $(el) -lt 85 ] && { for v in A P0 PN; do run $v 3; done; python3 $K/summ.py $W > $W/summary.txt 2>&1; }
+[ $(el) -lt 70 ] && { for v in A P0 PN; do run $v 3; done; python3 $K/summ.py $W > $W/summary.txt 2>&1; }
 pack end
 cat $W/steps.txt; grep -E "/A (all|>=32K|4K)|different" $W/summary.txt
 for f in qp-forced mem-forced; do echo "$f: $(grep -E '^qwen-pages:|ERROR SUMMARY' $W/$f.log | tail -2 | tr '\n' ' ')"; done
