@@ -1,8 +1,6 @@
 // Split-K attention: the partial (on the tensor cores where attn_uses_mma, the fma chain
 // otherwise), then the in-order merge. Host twin: attention_host (attention/twin.cpp);
 // reference: reference/attention_ref.h; contract: qwen-pages.
-#include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -36,26 +34,6 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
     *pick = i;
     return Status::Ok();
   }
-  return Status::Ok();
-}
-
-Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid) {
-  *grid = 0;
-  static const long forced = [] {
-    const char* e = std::getenv("KC_ATTN_PERSIST");
-    return e && *e ? std::strtol(e, nullptr, 10) : -1L;
-  }();
-  if (!kern || forced == 0 || items <= 0 || items > INT32_MAX) return Status::Ok();
-  if (forced > 0) {
-    *grid = int(std::min<int64_t>(forced, items));
-    return cuda_allow_smem(kern, smem);
-  }
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  int per_sm = 0;
-  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(kern, kAttnThreads, smem, &per_sm));
-  const int64_t slots = int64_t(per_sm) * dev.sms;
-  if (items > slots) *grid = int(slots);
   return Status::Ok();
 }
 

@@ -117,22 +117,6 @@ struct MmaTune {
 #endif
   static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
-// The persistent mma partial (attention_partial_mma_persistent_kernel): its walk over the
-// work items (contiguous ranges, or strided: the regular grid's order, item b + k x blocks)
-// and whether the next item's first K tile is loaded during the current item's p.v.
-// KC_MMA_PERSIST_* override them for experiments.
-struct MmaPersistTune {
-#ifdef KC_MMA_PERSIST_STRIDED
-  static constexpr bool strided = KC_MMA_PERSIST_STRIDED;
-#else
-  static constexpr bool strided = false;
-#endif
-#ifdef KC_MMA_PERSIST_CARRY_K
-  static constexpr bool carry_k = KC_MMA_PERSIST_CARRY_K;
-#else
-  static constexpr bool carry_k = true;
-#endif
-};
 // The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
 // ring_tiles 16-key tiles of q4 code rows; one tile per warp and stage) and blocks per SM
 // asked of the register allocator (the packed d128 kernel: MmaQ4PackedTune below).

@@ -13,9 +13,7 @@ namespace kc {
 
 // What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
 // qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row. The chunk
-// is blockIdx.x, or `chunk` (the short-row path: a cluster of blocks per chunk); y (kv head
-// x sub-group) and the row are blockIdx.y and .z, or given (the persistent partial's work
-// items: the grid's blocks in its order).
+// is blockIdx.x, or `chunk` (the short-row path: a cluster of blocks per chunk).
 struct AttnBlock {
   int c, r, kvh, G, qh0, n;
   int32_t k0;
@@ -26,11 +24,8 @@ struct AttnBlock {
       : AttnBlock(views, p, rows, tails, nsub, blockIdx.x) {}
   __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
                        int chunk)
-      : AttnBlock(views, p, rows, tails, nsub, chunk, blockIdx.y, blockIdx.z) {}
-  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
-                       int chunk, unsigned y, unsigned z)
-      : c(chunk), r(z), kvh(y / nsub), row(rows[z]), v(views[row.lane]) {
-    const int sub = y % nsub, group = p.q_heads / v.lay.kv_heads;
+      : c(chunk), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
+    const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
     G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
     k0 = c * p.chunk;
@@ -102,13 +97,6 @@ struct AttnShortKernel {
 // or with KC_ATTN_SHORT=0 in the environment (read once; for A/B runs). Full grids (a batch
 // of long rows) never take it; the choice changes no arithmetic.
 Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* pick);
-// The persistent mma partial's grid for a regular grid of `items` blocks (*grid 0: the
-// regular kernel): the device's resident blocks of kern (cuda_blocks_per_sm x SMs, cached)
-// where items exceed them (more than one wave), each block walking its items in order.
-// KC_ATTN_PERSIST in the environment (read once; for A/B runs and tests): "0" never, a
-// positive number N every launch with min(N, items) blocks (tests: many items per block).
-// The choice changes no arithmetic.
-Status attn_persistent_grid(const void* kern, size_t smem, int64_t items, int* grid);
 // Launches candidate k as the cluster grid of the regular grid g (x: chunks).
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,

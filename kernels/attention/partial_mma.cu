@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <new>
 
 #include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
@@ -452,57 +451,17 @@ __device__ __forceinline__ void mma_store_partial(const float (&o)[MmaShape<D, F
 //     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
 //     memory.
 // Each phase is a device function above; this body orders them and their barriers.
-// Warp w's loads of key tile kt of block b into kf (lane (g, t): keys 16 kt + g and
-// 16 kt + g + 8, bytes 16t + 64b; a whole tile, NB loads per row).
 template <int D, Format F>
-__device__ __forceinline__ void mma_k_tile_load(const KvPlane& kp, const AttnBlock& b, int kt, int lg, int lt,
-                                                uint4 (&kf)[2][MmaShape<D, F>::NB]) {
-  const uint8_t* kc[2] = {nullptr, nullptr};
-  mma_tile_rows(kp, b, kt, lg, lt, kc);
-#pragma unroll
-  for (int bb = 0; bb < MmaShape<D, F>::NB; ++bb)
-    kf[0][bb] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[0] + 64 * bb),
-    kf[1][bb] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[1] + 64 * bb);
-}
-
-// One block's work (chunk, kv head x sub-group of <= 8 q heads, row), 256 threads (8 warps);
-// the block's q heads are the n = 8 columns of mma.m16n8k16 (zero-padded). Phases:
-//  0. each warp issues its first K tile's loads (rows resolved in registers); warp w
-//     splits q of head slot w into B fragments of bf16 (fp8: fp16, shifted) parts; each
-//     key's V row pointer (and fp8 row scales) to shared memory;
-//  1. scores: warp per 16-key tile; lane (g, t) reads 16 bytes of keys g and g+8 per
-//     load, its A fragments of two (bf16) or four (fp8: 16 codes) k-steps (elements
-//     assigned to the k slots in that order; q's fragments use the same map); the next
-//     tile's loads replace the current one's as they are used; the first V loads go out
-//     before the barrier;
-//  2. warp h: m, p = expf(s - m), l (as the fma kernel; fp8 keeps p' = p * V scale),
-//     then head h's p' B fragments per 16-key tile;
-//  3. p.v: one key group of 8 warps, or two of 4 taking alternate key tiles
-//     (attn_mma_key_groups); a warp owns 16 * MT elements (V^T is the A operand,
-//     m = elements) and takes keys 2t, 2t+1, 2t+8, 2t+9 of a tile in k slots 2t, 2t+1,
-//     2t+8, 2t+9. The block copies V tiles (16-byte cp.async) into a ring of stages in
-//     shared memory (the first ones before the softmax, over no live array; the others
-//     over the dead q fragments and scores too), and each warp reads a tile's A fragments
-//     with ldmatrix.trans (fp8: one, then byte permutes pair the codes by key; bf16: one
-//     per m-tile, the fragments as they are). Group 1's sums reach group 0 through shared
-//     memory.
-// Each phase is a device function above; this body orders them and their barriers. It is
-// the regular kernel's whole block and one work item of the persistent kernel (below):
-// k_issued says phase 0's K tile loads already went out (into kf, during the previous
-// item's p.v); after_softmax(kf) runs once the softmax's barrier is passed, where kf is
-// dead: the merge's trigger (the regular kernel: every block; the persistent one: a block's
-// last item) and there the next item's K tile loads. tid: threadIdx.x. Group 1's warps (two
-// key groups) leave after the p.v's join.
-template <int D, Format F, class AfterSoftmax>
-__device__ __forceinline__ void mma_partial_block(unsigned char* smb, const AttnBlock& blk, const AttnParams& p,
-                                                  const float* q, int max_chunks, float* pm, float* pl, float* po,
-                                                  uint4 (&kf)[2][MmaShape<D, F>::NB], bool k_issued,
-                                                  const AfterSoftmax& after_softmax, int tid) {
+__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
+    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
+    int nsub, float* pm, float* pl, float* po) {
   using M = MmaShape<D, F>;
   constexpr bool kFp8 = M::kFp8;
-  constexpr int KPT = M::KPT, NPT = M::NPT, RS = M::RS, MT = M::MT;
+  constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, RS = M::RS, MT = M::MT;
+  extern __shared__ __align__(16) unsigned char smb[];
+  const AttnBlock blk(views, p, rows, tails, nsub);
   const int n = blk.n;
-  const int warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
   const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
@@ -522,7 +481,15 @@ __device__ __forceinline__ void mma_partial_block(unsigned char* smb, const Attn
   // keys 16w + g and 16w + g + 8, bytes 16t + 64b, into kf (a whole tile: NB loads per row).
   const KvPlane kp = kv_plane(blk.v, p.layer, 0, blk.kvh), vp = kv_plane(blk.v, p.layer, 1, blk.kvh);
   const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, kFp8), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, kFp8);
-  if (!k_issued && warp < nt) mma_k_tile_load<D, F>(kp, blk, warp, lg, lt, kf);
+  const uint8_t* kc[2] = {nullptr, nullptr};
+  uint4 kf[2][NB];
+  if (warp < nt) {
+    mma_tile_rows(kp, blk, warp, lg, lt, kc);
+#pragma unroll
+    for (int b = 0; b < NB; ++b)
+      kf[0][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[0] + 64 * b),
+      kf[1][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[1] + 64 * b);
+  }
 
   // Each key's V row pointer (and fp8 K and V row scales). fp8: the first KPT * 256 keys'
   // scale loads go out before q's fragments are built and reach shared memory after (3 %
@@ -572,7 +539,9 @@ __device__ __forceinline__ void mma_partial_block(unsigned char* smb, const Attn
   mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh);
   __syncthreads();
 
-  after_softmax(kf);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
+#endif
   KC_PHASE(4);
   float o[MT][4];
 #pragma unroll
@@ -587,83 +556,6 @@ __device__ __forceinline__ void mma_partial_block(unsigned char* smb, const Attn
   mma_store_partial<D, F>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
   KC_PHASE(6);
   KC_PHASE_DONE();
-}
-
-// The regular partial: a block per (chunk, kv head x sub-group, row).
-template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, float* pm, float* pl, float* po) {
-  extern __shared__ __align__(16) unsigned char smb[];
-  const AttnBlock blk(views, p, rows, tails, nsub);
-  uint4 kf[2][MmaShape<D, F>::NB];
-  mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, false, [](uint4(&)[2][MmaShape<D, F>::NB]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
-#endif
-  }, threadIdx.x);
-}
-
-// The persistent partial: gridDim.x resident blocks (the device's fit, launch_partial_mma)
-// walk the regular grid's blocks as work items, item i = chunk + max_chunks (y + ny row)
-// (the regular grid's order, chunks fastest): block b the contiguous range
-// [b I / B, (b + 1) I / B) of the I items (MmaPersistTune::strided: b, b + B, ..). Every
-// item is the regular block's work (mma_partial_block): the same arithmetic and stores; a
-// barrier at the top of each item keeps the previous one's shared-memory reads before this
-// one's writes. What the block keeps across items: the next item's first K tile goes out
-// after the current one's softmax, its loads in flight through the p.v
-// (MmaPersistTune::carry_k).
-// Registers: the walk (current item, end, first) and the item's AttnBlock live in shared
-// memory, read where used, and each item takes its thread index from an opaque read of
-// %tid.x. Held in registers across the item loop (the item's indices, and the thread-index
-// arithmetic that the compiler otherwise hoists out of the loop), they spilled inside the
-// score and p.v loops (ptxas sm_90: 28 to 92 bytes; on the H200 1.08x to 1.3x the regular
-// kernel's time); this way no instantiation spills.
-template <int D, Format F>
-__global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) attention_partial_mma_persistent_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, float* pm, float* pl, float* po, int ny, int items) {
-  using M = MmaShape<D, F>;
-  extern __shared__ __align__(16) unsigned char smb[];
-  __shared__ int walk[3];  // the current item, the end, the first
-  __shared__ __align__(16) unsigned char blk_mem[sizeof(AttnBlock)];
-  constexpr bool strided = MmaPersistTune::strided, carry = MmaPersistTune::carry_k;
-  const auto item = [&](int i) {
-    return AttnBlock(views, p, rows, tails, nsub, i % max_chunks, unsigned(i / max_chunks % ny),
-                     unsigned(i / max_chunks / ny));
-  };
-  const auto step = [] { return strided ? int(gridDim.x) : 1; };
-  if (threadIdx.x == 0) {
-    walk[0] = walk[2] = strided ? int(blockIdx.x) : int(int64_t(blockIdx.x) * items / gridDim.x);
-    walk[1] = strided ? items : int(int64_t(blockIdx.x + 1) * items / gridDim.x);
-  }
-  const AttnBlock& blk = *reinterpret_cast<const AttnBlock*>(blk_mem);
-  uint4 kf[2][M::NB];
-  for (;;) {
-    __syncthreads();  // the previous item's reads of shared memory are done; walk[0] is current
-    const int it = walk[0];
-    if (it >= walk[1]) break;
-    if (threadIdx.x == 0) new (blk_mem) AttnBlock(item(it));
-    __syncthreads();
-    // After the softmax: the merge may be scheduled once the block's last item is there; the
-    // next item's first K tile.
-    const auto after_softmax = [&](uint4(&k)[2][M::NB]) {
-      const int nx = walk[0] + step();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      if (nx >= walk[1]) cudaTriggerProgrammaticLaunchCompletion();
-#endif
-      if (carry && nx < walk[1]) {
-        const AttnBlock nb = item(nx);
-        const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-        if (warp < (nb.n + 15) / 16)
-          mma_k_tile_load<D, F>(kv_plane(nb.v, p.layer, 0, nb.kvh), nb, warp, lane >> 2, lane & 3, k);
-      }
-    };
-    int tid;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-    mma_partial_block<D, F>(smb, blk, p, q, max_chunks, pm, pl, po, kf, carry && it != walk[2], after_softmax, tid);
-    if (threadIdx.x == 0) walk[0] += step();
-  }
 }
 
 // ---- The short-row path (attention/short_path.cuh): chunk c on the CL blocks of one
@@ -915,31 +807,18 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   // or 256; launch_attention sends every other case to the fma partial.
   void (*kern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
                float*) = nullptr;
-  void (*pkern)(const KvView*, AttnParams, const AttnRow*, const int32_t*, const float*, int, int, float*, float*,
-                float*, int, int) = nullptr;
   with_format(fmt, [&](auto codec) {
     using C = decltype(codec);
     if constexpr (C::kAttnMma && C::kFormat != Format::q4) {
       if (d == 128) kern = attention_partial_mma_kernel<128, C::kFormat>;
       if (d == 256) kern = attention_partial_mma_kernel<256, C::kFormat>;
-      if (d == 128) pkern = attention_partial_mma_persistent_kernel<128, C::kFormat>;
-      if (d == 256) pkern = attention_partial_mma_persistent_kernel<256, C::kFormat>;
     }
   });
   if (!kern)
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
-  // The persistent kernel where the regular grid runs more than one wave (attn_persistent_grid).
-  const int64_t items = int64_t(grid.x) * grid.y * grid.z;
-  int pgrid = 0;
-  KC_RETURN_IF_ERROR(attn_persistent_grid(reinterpret_cast<const void*>(pkern), smem, items, &pgrid));
-  if (pgrid > 0) {
-    pkern<<<pgrid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po, int(grid.y),
-                                            int(items));
-  } else {
-    KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
-    kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
-  }
+  KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
+  kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
   {
     unsigned long long h[8] = {};
