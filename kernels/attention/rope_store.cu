@@ -47,6 +47,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -241,6 +244,11 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
 // 1.01-1.09x from 256 MiB up, where they do not (so not set there).
 constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
+// rope10 experiment (KC_ROPE10, d 128 ring kernels): kRopeContig: block b takes a contiguous run
+// of rows (n / G or n / G + 1 of them) instead of rows b, b + G, ..; kRopePrefetchKv: warp 0
+// lane 0 prefetches (L2) the row's first K code row at the row's start, warming its page's
+// translation before the K / V stores.
+constexpr int kRopeContig = 16, kRopePrefetchKv = 32;
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -672,7 +680,17 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
-  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
+  int nb, r0, rs;  // this block's rows r0 + it * rs, it < nb (grid <= n)
+  if constexpr ((MODE & kRopeContig) != 0) {
+    const int per = n / G, rem = n - per * G;
+    nb = per + (bx < rem ? 1 : 0);
+    r0 = bx * per + min(bx, rem);
+    rs = 1;
+  } else {
+    nb = (n - bx + G - 1) / G;
+    r0 = bx;
+    rs = G;
+  }
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -683,7 +701,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
       }
       if (it < nb) {
-        const int r = bx + it * G;
+        const int r = r0 + it * rs;
         rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv,
                                                          &full[s]);
       }
@@ -696,7 +714,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
+      rope_cos_sin_theta(rows[r0 + i * rs].pos, t, &tc[e], &tc[h2 + e]);
     }
     asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
@@ -712,7 +730,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       RopeRow row{};
       KvView v;
       if (mine) {
-        row = rows[bx + it * G];
+        row = rows[r0 + it * rs];
         v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
@@ -721,7 +739,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
+          rope_cos_sin_theta(rows[r0 + (b * tb + i) * rs].pos, th[e], &tc[e], &tc[h2 + e]);
         }
       }
       if (mine) {
@@ -740,7 +758,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
-    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
+    const int r = r0 + it * rs, s = it % stages, use = it / stages, b = it / tb;
     if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
@@ -748,6 +766,8 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
+    if constexpr ((MODE & kRopePrefetchKv) != 0)
+      if (warp == 0 && lane == 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(ptr[0]));
     rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
@@ -790,20 +810,41 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
+    static const std::array<int, 3> x10s = [] {  // KC_ROPE10="bf16,fp8,q4" bits (one number: all three)
+      std::array<int, 3> a{0, 0, 0};
+      const char* e = std::getenv("KC_ROPE10");
+      if (e && std::sscanf(e, "%d,%d,%d", &a[0], &a[1], &a[2]) == 1) a[2] = a[1] = a[0];
+      return a;
+    }();
+    const int x10 = x10s[fmt == Format::bf16 ? 0 : fmt == Format::fp8 ? 1 : 2];
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
       if constexpr (F == Format::bf16) {
+        constexpr int C = kRopeContig;
         switch (d) {
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
+          case 128:
+            if (x10 & kRopeContig) kern = ef ? rope_store_ring_kernel<128, F, C | kRopeEvictFirst> : rope_store_ring_kernel<128, F, C>;
+            else kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>;
+            break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree | kRopeEvictFirst>
-                              : rope_store_ring_kernel<128, F, M | kRopeEarlyFree>)
-                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+        constexpr int M7 = M | kRopeEarlyFree, E = kRopeEvictFirst, C = kRopeContig, P = kRopePrefetchKv;
+        if (d == 128) {
+          switch (x10 & (C | P)) {
+            case C: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | C> : rope_store_ring_kernel<128, F, M7 | C>; break;
+            case P: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | P> : rope_store_ring_kernel<128, F, M7 | P>; break;
+            case C | P:
+              kern = ef ? rope_store_ring_kernel<128, F, M7 | E | C | P> : rope_store_ring_kernel<128, F, M7 | C | P>;
+              break;
+            default: kern = ef ? rope_store_ring_kernel<128, F, M7 | E> : rope_store_ring_kernel<128, F, M7>;
+          }
+        } else {
+          kern = rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+        }
       }
     });
     int grid = 0;
