@@ -244,11 +244,22 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
 // 1.01-1.09x from 256 MiB up, where they do not (so not set there).
 constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
-// rope10 experiment (KC_ROPE10, d 128 ring kernels): kRopeContig: block b takes a contiguous run
-// of rows (n / G or n / G + 1 of them) instead of rows b, b + G, ..; kRopePrefetchKv: warp 0
-// lane 0 prefetches (L2) the row's first K code row at the row's start, warming its page's
-// translation before the K / V stores.
-constexpr int kRopeContig = 16, kRopePrefetchKv = 32;
+// rope10 experiment (KC_ROPE10, fp8 / q4 d 128 ring kernels), the table warp's pace:
+// kRopeTabEarly: each table lane's row of the next batch loaded a batch ahead, and the batch's
+// view and its page-table line (an L1 prefetch of the entry kv_pos reads) before the batch's
+// cos / sin, so those loads' latency hides behind the float64 work (kv_pos's page-table load,
+// issued after it, waited for an L2 round trip on pages of 16: reports/h200/issue20-rope10);
+// kRopeTabIlp: the cos / sin loop unrolled 4 (was 2); kRopeTwoTables: two table warps taking
+// alternate batches (one more warp in the block).
+constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
+constexpr int rope_ring_threads(int mode) { return kRopeTmaThreads + ((mode & kRopeTwoTables) ? 32 : 0); }
+// kRopeTabEarly: the L1 line of the page-table entry that kv_pos reads for slot (a hint, issued a
+// batch's cos / sin ahead of kv_pos; windows have no page table).
+__device__ __forceinline__ void rope_prefetch_page(const KvView& v, int slot) {
+  if (v.pt)
+    asm volatile("{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n prefetch.global.L1 [g];\n}\n" ::"l"(
+        v.pt + uint32_t(slot) / uint32_t(v.ptok)));
+}
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -650,14 +661,14 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int sta
   return L;
 }
 template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
-__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+__global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = kRopeTmaConsumerWarps, ntw = (MODE & kRopeTwoTables) ? 2 : 1;  // consumer, table warps
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -680,17 +691,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
   }
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
-  int nb, r0, rs;  // this block's rows r0 + it * rs, it < nb (grid <= n)
-  if constexpr ((MODE & kRopeContig) != 0) {
-    const int per = n / G, rem = n - per * G;
-    nb = per + (bx < rem ? 1 : 0);
-    r0 = bx * per + min(bx, rem);
-    rs = 1;
-  } else {
-    nb = (n - bx + G - 1) / G;
-    r0 = bx;
-    rs = G;
-  }
+  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -701,7 +702,7 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
       }
       if (it < nb) {
-        const int r = r0 + it * rs;
+        const int r = bx + it * G;
         rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv,
                                                          &full[s]);
       }
@@ -714,32 +715,49 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-      rope_cos_sin_theta(rows[r0 + i * rs].pos, t, &tc[e], &tc[h2 + e]);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, for the table warp(s)
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
   }
-  if (warp == ncw + 1) {  // the table warp
+  if (warp == ncw + 1 || (ntw > 1 && warp > ncw)) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
     constexpr int lpt = 32 / tb;
+    constexpr bool early = (MODE & kRopeTabEarly) != 0;
+    const int tw = ntw > 1 ? warp - ncw - 1 : 0;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
-    for (int b = 0; b * tb < nb; ++b) {
+    if (tw > 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, before its first batch
+    RopeRow nrow{};  // early: the lane's row of its next batch
+    if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
+    for (int b = tw; b * tb < nb; b += ntw) {
       const int bi = b % ntb, use = b / ntb;
+      RopeRow row{};
+      KvView v;
+      if constexpr (early) {  // this batch's view, its page-table line into the L1, then the next batch's row
+        const int it = b * tb + ti;
+        row = nrow;
+        if (it < nb) {
+          v = views[row.lane];
+          rope_prefetch_page(v, row.slot);
+        }
+        if (it + ntw * tb < nb) nrow = rows[bx + (it + ntw * tb) * G];
+      }
       if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
       const int it = b * tb + ti;
       const bool mine = it < nb;
-      RopeRow row{};
-      KvView v;
-      if (mine) {
-        row = rows[r0 + it * rs];
-        v = views[row.lane];
+      if constexpr (!early) {
+        if (mine) {
+          row = rows[bx + it * G];
+          v = views[row.lane];
+        }
       }
       const int nr = min(tb, nb - b * tb);
       if (b > 0) {  // the first batch's cos / sin are the consumers'
-#pragma unroll 2
+        constexpr int un = (MODE & kRopeTabIlp) ? 4 : 2;
+#pragma unroll un
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-          rope_cos_sin_theta(rows[r0 + (b * tb + i) * rs].pos, th[e], &tc[e], &tc[h2 + e]);
+          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
         }
       }
       if (mine) {
@@ -752,13 +770,13 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, from the consumers
+      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, from the consumers
     }
     return;
   }
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
-    const int r = r0 + it * rs, s = it % stages, use = it / stages, b = it / tb;
+    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
     if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
@@ -766,8 +784,6 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    if constexpr ((MODE & kRopePrefetchKv) != 0)
-      if (warp == 0 && lane == 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(ptr[0]));
     rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
@@ -810,47 +826,49 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
-    static const std::array<int, 3> x10s = [] {  // KC_ROPE10="bf16,fp8,q4" bits (one number: all three)
+    static const std::array<int, 3> x10s = [] {  // KC_ROPE10="bf16,fp8,q4" bits (one number: all three); fp8 / q4 d 128 only
       std::array<int, 3> a{0, 0, 0};
       const char* e = std::getenv("KC_ROPE10");
       if (e && std::sscanf(e, "%d,%d,%d", &a[0], &a[1], &a[2]) == 1) a[2] = a[1] = a[0];
       return a;
     }();
     const int x10 = x10s[fmt == Format::bf16 ? 0 : fmt == Format::fp8 ? 1 : 2];
+    int x10t = fmt == Format::bf16 ? 0 : x10;  // the kernel's bits: its thread count
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
       if constexpr (F == Format::bf16) {
-        constexpr int C = kRopeContig;
         switch (d) {
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128:
-            if (x10 & kRopeContig) kern = ef ? rope_store_ring_kernel<128, F, C | kRopeEvictFirst> : rope_store_ring_kernel<128, F, C>;
-            else kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>;
-            break;
+          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        constexpr int M7 = M | kRopeEarlyFree, E = kRopeEvictFirst, C = kRopeContig, P = kRopePrefetchKv;
+        constexpr int M7 = M | kRopeEarlyFree, E = kRopeEvictFirst, T1 = kRopeTabEarly, T2 = kRopeTabIlp,
+                      T3 = kRopeTwoTables;
         if (d == 128) {
-          switch (x10 & (C | P)) {
-            case C: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | C> : rope_store_ring_kernel<128, F, M7 | C>; break;
-            case P: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | P> : rope_store_ring_kernel<128, F, M7 | P>; break;
-            case C | P:
-              kern = ef ? rope_store_ring_kernel<128, F, M7 | E | C | P> : rope_store_ring_kernel<128, F, M7 | C | P>;
-              break;
-            default: kern = ef ? rope_store_ring_kernel<128, F, M7 | E> : rope_store_ring_kernel<128, F, M7>;
+          switch (x10 & (T1 | T2 | T3)) {
+#define KC_ROPE10_CASE(X) \
+  case X: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | (X)> : rope_store_ring_kernel<128, F, M7 | (X)>; break;
+            KC_ROPE10_CASE(T1)
+            KC_ROPE10_CASE(T1 | T2)
+            KC_ROPE10_CASE(T1 | T3)
+            KC_ROPE10_CASE(T1 | T2 | T3)
+            KC_ROPE10_CASE(T3)
+#undef KC_ROPE10_CASE
+            default: kern = ef ? rope_store_ring_kernel<128, F, M7 | E> : rope_store_ring_kernel<128, F, M7>; x10t = 0;
           }
         } else {
           kern = rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+          x10t = 0;
         }
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      kern<<<unsigned(grid), unsigned(rope_ring_threads(x10t)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
     }

@@ -8,7 +8,9 @@
 # time; a variant with more bits must beat one with fewer by 0.004 of mean. Prints "knob: xb,xf,xq".
 import json, sys, glob, os, statistics as st
 W = sys.argv[1]
-knobs = {'A': 0, 'C': 16, 'P': 32, 'CP': 48}
+BF16 = ('C',)  # the variants that change bf16's kernel (call 1: bit 16 only; exp2.sh: none)
+knobs = {'A': 0, 'C': 16, 'P': 32, 'CP': 48}  # call 1; or name:bits arguments after W (exp2.sh)
+if len(sys.argv) > 2: knobs = {a.split(':')[0]: int(a.split(':')[1]) for a in sys.argv[2:]}
 runs = {}
 for f in sorted(glob.glob(os.path.join(W, '*.json'))):
     b = os.path.basename(f)[:-5]
@@ -59,7 +61,7 @@ for f in ('bf16', 'fp8', 'q4'):
         print('%-5s %-5s rows>=0.85 %d/%d  %.3f-%.3f (mean %.4f)  time/A >=64 %.3f-%.3f  1MiB max %.3f  hash-mismatch %d unverified %d%s' % (
             f, v, n85, len(m), min(m or [0]), max(m or [0]), sc[v][1], min(rb or [0]), max(rb or [0]), max(r1 or [0]),
             bad.get((v, f), 0), unver.get((v, f), 0), '' if ok else '  (excluded)'))
-    cands = sorted([v for v in vs if sc[v][2] and v != 'A' and (f != 'bf16' or v == 'C')], key=lambda v: nbits(v))
+    cands = sorted([v for v in vs if sc[v][2] and v != 'A' and (f != 'bf16' or v in BF16)], key=lambda v: nbits(v))
     best = 'X0' if 'X0' in cands else 'A'
     for v in cands:
         b = sc[best]; c = sc[v]
