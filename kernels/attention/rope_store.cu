@@ -47,9 +47,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -244,22 +241,6 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
 // 1.01-1.09x from 256 MiB up, where they do not (so not set there).
 constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
-// rope10 experiment (KC_ROPE10, fp8 / q4 d 128 ring kernels), the table warp's pace:
-// kRopeTabEarly: each table lane's row of the next batch loaded a batch ahead, and the batch's
-// view and its page-table line (an L1 prefetch of the entry kv_pos reads) before the batch's
-// cos / sin, so those loads' latency hides behind the float64 work (kv_pos's page-table load,
-// issued after it, waited for an L2 round trip on pages of 16: reports/h200/issue20-rope10);
-// kRopeTabIlp: the cos / sin loop unrolled 4 (was 2); kRopeTwoTables: two table warps taking
-// alternate batches (one more warp in the block).
-constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
-constexpr int rope_ring_threads(int mode) { return kRopeTmaThreads + ((mode & kRopeTwoTables) ? 32 : 0); }
-// kRopeTabEarly: the L1 line of the page-table entry that kv_pos reads for slot (a hint, issued a
-// batch's cos / sin ahead of kv_pos; windows have no page table).
-__device__ __forceinline__ void rope_prefetch_page(const KvView& v, int slot) {
-  if (v.pt)
-    asm volatile("{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n prefetch.global.L1 [g];\n}\n" ::"l"(
-        v.pt + uint32_t(slot) / uint32_t(v.ptok)));
-}
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -661,14 +642,14 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int sta
   return L;
 }
 template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
-__global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
+__global__ void __launch_bounds__(kRopeTmaThreads, 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = kRopeTmaConsumerWarps, ntw = (MODE & kRopeTwoTables) ? 2 : 1;  // consumer, table warps
+  constexpr int ncw = kRopeTmaConsumerWarps;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -717,43 +698,26 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
       rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, for the table warp(s)
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
   }
-  if (warp == ncw + 1 || (ntw > 1 && warp > ncw)) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
+  if (warp == ncw + 1) {  // the table warp
     constexpr int lpt = 32 / tb;
-    constexpr bool early = (MODE & kRopeTabEarly) != 0;
-    const int tw = ntw > 1 ? warp - ncw - 1 : 0;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
-    if (tw > 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, before its first batch
-    RopeRow nrow{};  // early: the lane's row of its next batch
-    if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
-    for (int b = tw; b * tb < nb; b += ntw) {
+    for (int b = 0; b * tb < nb; ++b) {
       const int bi = b % ntb, use = b / ntb;
-      RopeRow row{};
-      KvView v;
-      if constexpr (early) {  // this batch's view, its page-table line into the L1, then the next batch's row
-        const int it = b * tb + ti;
-        row = nrow;
-        if (it < nb) {
-          v = views[row.lane];
-          rope_prefetch_page(v, row.slot);
-        }
-        if (it + ntw * tb < nb) nrow = rows[bx + (it + ntw * tb) * G];
-      }
       if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
       const int it = b * tb + ti;
       const bool mine = it < nb;
-      if constexpr (!early) {
-        if (mine) {
-          row = rows[bx + it * G];
-          v = views[row.lane];
-        }
+      RopeRow row{};
+      KvView v;
+      if (mine) {
+        row = rows[bx + it * G];
+        v = views[row.lane];
       }
       const int nr = min(tb, nb - b * tb);
       if (b > 0) {  // the first batch's cos / sin are the consumers'
-        constexpr int un = (MODE & kRopeTabIlp) ? 4 : 2;
-#pragma unroll un
+#pragma unroll 2
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
@@ -770,7 +734,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, from the consumers
+      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, from the consumers
     }
     return;
   }
@@ -826,14 +790,6 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
-    static const std::array<int, 3> x10s = [] {  // KC_ROPE10="bf16,fp8,q4" bits (one number: all three); fp8 / q4 d 128 only
-      std::array<int, 3> a{0, 0, 0};
-      const char* e = std::getenv("KC_ROPE10");
-      if (e && std::sscanf(e, "%d,%d,%d", &a[0], &a[1], &a[2]) == 1) a[2] = a[1] = a[0];
-      return a;
-    }();
-    const int x10 = x10s[fmt == Format::bf16 ? 0 : fmt == Format::fp8 ? 1 : 2];
-    int x10t = fmt == Format::bf16 ? 0 : x10;  // the kernel's bits: its thread count
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
@@ -845,30 +801,15 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        constexpr int M7 = M | kRopeEarlyFree, E = kRopeEvictFirst, T1 = kRopeTabEarly, T2 = kRopeTabIlp,
-                      T3 = kRopeTwoTables;
-        if (d == 128) {
-          switch (x10 & (T1 | T2 | T3)) {
-#define KC_ROPE10_CASE(X) \
-  case X: kern = ef ? rope_store_ring_kernel<128, F, M7 | E | (X)> : rope_store_ring_kernel<128, F, M7 | (X)>; break;
-            KC_ROPE10_CASE(T1)
-            KC_ROPE10_CASE(T1 | T2)
-            KC_ROPE10_CASE(T1 | T3)
-            KC_ROPE10_CASE(T1 | T2 | T3)
-            KC_ROPE10_CASE(T3)
-#undef KC_ROPE10_CASE
-            default: kern = ef ? rope_store_ring_kernel<128, F, M7 | E> : rope_store_ring_kernel<128, F, M7>; x10t = 0;
-          }
-        } else {
-          kern = rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
-          x10t = 0;
-        }
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree | kRopeEvictFirst>
+                              : rope_store_ring_kernel<128, F, M | kRopeEarlyFree>)
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), unsigned(rope_ring_threads(x10t)), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
     }
