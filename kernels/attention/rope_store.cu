@@ -2,7 +2,8 @@
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
 // H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
-// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 7: the stage freed early, 2 data stages);
+// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 119: the stage freed early, 2 data stages,
+//   two table warps that load a batch ahead; reports/h200/issue20-rope10, -round9);
 // - bf16, fp8, q4 at d 128 where the kernel's stores fit in the L2: the same with the inputs read
 //   evict-first (MODE bit 8; reports/h200/issue20-rope9);
 // - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
@@ -57,7 +58,7 @@ namespace kc {
 constexpr int kRopeThreads = 256;
 constexpr int kRopeStageFloats = 16384;  // rope_store_kernel: 64 KiB, the head slots staged at a time (all of them up to 64 at d 256)
 constexpr int kRopeLoads = 8;            // rope_store_kernel: 16-byte loads in flight per thread while staging
-constexpr int kRopeTmaConsumerWarps = 16;  // rope_store_tma_kernel: consumer warps (then the loader, then the table warp)
+constexpr int kRopeTmaConsumerWarps = 16;  // rope_store_tma_kernel: consumer warps (then the loader, then the table warp(s))
 constexpr int kRopeTmaThreads = 32 * (kRopeTmaConsumerWarps + 2);
 constexpr int kRopeTmaStages = 2;        // rope_store_tma_kernel: rows in a block's ring (2 beat 3 to 6: issue20-rope3.md)
 
@@ -241,6 +242,26 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // the time at 64 MiB (8 of 9 rows; q4 p16 1.005x), 0.98-1.00x at 1 MiB, where the stores fit;
 // 1.01-1.09x from 256 MiB up, where they do not (so not set there).
 constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictFirst = 8;
+// MODE bits 16 / 32 / 64 (rope_store_ring_kernel), the table warp's pace; launch_rope_store sets
+// all three for fp8 / q4 at d 128, whose consumers wait on the table warp where bf16's do not
+// (reports/h200/issue20-rope10: on pages of 16 the warp's page-table load for kv_pos missed the
+// L1 on every batch and waited for an L2 round trip right after its float64 cos / sin loop).
+// kRopeTabEarly: each table lane loads its row of the next batch a batch ahead, and the batch's
+// view and its page-table line (an L1 prefetch of the entry kv_pos reads) before the batch's
+// cos / sin, so their latency hides behind the float64 work. kRopeTabIlp: the cos / sin loop
+// unrolled 4 (else 2). kRopeTwoTables: two table warps take alternate batches (the block has one
+// warp more: rope_ring_threads). The stored bytes are the same in every mode. On the H200 (same
+// call against main, three rounds interleaved, reports/h200/issue20-round9.md): fp8 / q4 at
+// 256 MiB and 1 GiB 0.93-0.99x the time, at 64 MiB 0.96-1.02x.
+constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
+constexpr int rope_ring_threads(int mode) { return kRopeTmaThreads + ((mode & kRopeTwoTables) ? 32 : 0); }
+// kRopeTabEarly: the L1 line of the page-table entry that kv_pos reads for position pos (a hint;
+// windows have no page table).
+__device__ __forceinline__ void rope_prefetch_page(const KvView& v, int pos) {
+  if (v.pt)
+    asm volatile("{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n prefetch.global.L1 [g];\n}\n" ::"l"(
+        v.pt + uint32_t(pos) / uint32_t(v.ptok)));
+}
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
@@ -642,14 +663,14 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int sta
   return L;
 }
 template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
-__global__ void __launch_bounds__(kRopeTmaThreads, 1)
+__global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  constexpr int ncw = kRopeTmaConsumerWarps;
+  constexpr int ncw = kRopeTmaConsumerWarps, ntw = (MODE & kRopeTwoTables) ? 2 : 1;  // consumer, table warps
   const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
   const RopeRingLayout L = rope_ring_layout(slots, D, h2, hkv, stages);
   uint64_t* full = reinterpret_cast<uint64_t*>(sm);
@@ -698,26 +719,48 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
       rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, for the table warp
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, for the table warp(s)
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
   }
-  if (warp == ncw + 1) {  // the table warp
+  if (warp > ncw) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
     constexpr int lpt = 32 / tb;
+    constexpr bool early = (MODE & kRopeTabEarly) != 0;
+    const int tw = warp - ncw - 1;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
-    for (int b = 0; b * tb < nb; ++b) {
+    // Named barrier 1 (theta, from the consumers): the first table warp meets it after its first
+    // batch, which needs no theta; the second before its first batch. Each warp reconverges first
+    // (bar.sync is .aligned: its lanes may have left the row loads apart).
+    if (tw > 0) {
+      __syncwarp();
+      asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");
+    }
+    RopeRow nrow{};  // early: the lane's row of this warp's next batch
+    if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
+    for (int b = tw; b * tb < nb; b += ntw) {
       const int bi = b % ntb, use = b / ntb;
-      if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
       const int it = b * tb + ti;
       const bool mine = it < nb;
       RopeRow row{};
       KvView v;
-      if (mine) {
-        row = rows[bx + it * G];
-        v = views[row.lane];
+      if constexpr (early) {  // this batch's view and its page-table line into the L1, then the next batch's row
+        row = nrow;
+        if (mine) {
+          v = views[row.lane];
+          rope_prefetch_page(v, row.slot);
+        }
+        if (it + ntw * tb < nb) nrow = rows[bx + (it + ntw * tb) * G];
+      }
+      if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
+      if constexpr (!early) {
+        if (mine) {
+          row = rows[bx + it * G];
+          v = views[row.lane];
+        }
       }
       const int nr = min(tb, nb - b * tb);
       if (b > 0) {  // the first batch's cos / sin are the consumers'
-#pragma unroll 2
+        constexpr int un = (MODE & kRopeTabIlp) ? 4 : 2;
+#pragma unroll un
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
@@ -734,7 +777,10 @@ __global__ void __launch_bounds__(kRopeTmaThreads, 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (b == 0) asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + 1)) : "memory");  // theta, from the consumers
+      if (b == 0) {
+        __syncwarp();
+        asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");
+      }
     }
     return;
   }
@@ -775,8 +821,9 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 7: the fast encode,
-  // the grouped consumer and the stage freed early; 2 data stages) and d 256 (MODE 3;
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 119: the fast encode,
+  // the grouped consumer, the stage freed early and the table warps' pace bits; 2 data stages;
+  // one warp more) and d 256 (MODE 3;
   // kRopeRingQuantStages data stages), where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
@@ -790,6 +837,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
+    int threads = kRopeTmaThreads;  // rope_ring_threads of the kernel's MODE
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
@@ -801,15 +849,16 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M | kRopeEarlyFree | kRopeEvictFirst>
-                              : rope_store_ring_kernel<128, F, M | kRopeEarlyFree>)
+        constexpr int M7 = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables;
+        threads = d == 128 ? rope_ring_threads(M7) : kRopeTmaThreads;
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M7 | kRopeEvictFirst> : rope_store_ring_kernel<128, F, M7>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
+      kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       return Status::Ok();
     }
