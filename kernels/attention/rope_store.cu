@@ -250,7 +250,10 @@ constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictF
 // view and its page-table line (an L1 prefetch of the entry kv_pos reads) before the batch's
 // cos / sin, so their latency hides behind the float64 work. kRopeTabIlp: the cos / sin loop
 // unrolled 4 (else 2). kRopeTwoTables: two table warps take alternate batches (the block has one
-// warp more: rope_ring_threads). The stored bytes are the same in every mode. On the H200 (same
+// warp more: rope_ring_threads), and the consumers' start computes the first two batches' cos /
+// sin (512 pairs at rot_dims 128: one per consumer thread, as the first batch's 256 took one
+// round), so each table warp meets named barrier 1 (theta) after its first batch, at the one
+// bar.sync of the table code. The stored bytes are the same in every mode. On the H200 (same
 // call against main, three rounds interleaved, reports/h200/issue20-round9.md): fp8 / q4 at
 // 256 MiB and 1 GiB 0.93-0.99x the time, at 64 MiB 0.96-1.02x.
 constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
@@ -694,6 +697,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
   const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
+  const int nt = min(ntw, (nb + tb - 1) / tb);  // the table warps with a batch: named barrier 1's
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -711,29 +715,22 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     }
     return;
   }
-  if (warp < ncw) {  // the consumers: theta and the first batch's cos / sin, while the table warp resolves its addresses
-    for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
+  if (warp < ncw) {  // the consumers: theta and the first ntw batches' cos / sin, while the table warps resolve their addresses
+    for (int u = tid; u < min(ntw * tb, nb) * h2; u += 32 * ncw) {
       const int i = u / h2, e = u - i * h2;
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
       rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");  // theta, for the table warp(s)
-    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batch's cos / sin
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");  // theta, for the table warps
+    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batches' cos / sin
   }
   if (warp > ncw) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
     constexpr int lpt = 32 / tb;
     constexpr bool early = (MODE & kRopeTabEarly) != 0;
     const int tw = warp - ncw - 1;
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
-    // Named barrier 1 (theta, from the consumers): the first table warp meets it after its first
-    // batch, which needs no theta; the second before its first batch. Each warp reconverges first
-    // (bar.sync is .aligned: its lanes may have left the row loads apart).
-    if (tw > 0) {
-      __syncwarp();
-      asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");
-    }
     RopeRow nrow{};  // early: the lane's row of this warp's next batch
     if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
     for (int b = tw; b * tb < nb; b += ntw) {
@@ -758,7 +755,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         }
       }
       const int nr = min(tb, nb - b * tb);
-      if (b > 0) {  // the first batch's cos / sin are the consumers'
+      if (b >= ntw) {  // the first ntw batches' cos / sin are the consumers'
         constexpr int un = (MODE & kRopeTabIlp) ? 4 : 2;
 #pragma unroll un
         for (int u = lane; u < nr * h2; u += 32) {
@@ -777,9 +774,9 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (b == 0) {
+      if (b == tw) {  // theta, from the consumers, after the warp's first batch (one bar.sync for every table warp)
         __syncwarp();
-        asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + ntw)) : "memory");
+        asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");
       }
     }
     return;

@@ -5,7 +5,9 @@
 # 3 rounds interleaved (A = 17be3b1, H = head); sum.py (rope10's) summarises; then qwen-pages on
 # bf16 / fp8 / q4 and the sanitizers on the rope store kernels: synccheck (rope10's experiment
 # had 2208 divergent-barrier errors), memcheck and racecheck, on qwen-pages cases and on bench
-# rows of 64 MiB (about 12 rows a block: both table warps take several batches).
+# rows of 64 MiB (about 12 rows a block: both table warps take several batches). The first run
+# (d84cafc) had synccheck errors at the table warps' two bar.sync sites; the second run is of the
+# fix (one bar.sync site, the consumers computing the first two batches' cos / sin).
 T0=$(date +%s); DL=${DL:-200}
 left() { echo $(( DL - ($(date +%s) - T0) )); }
 R=$PWD; W=/tmp/w; mkdir -p $W
@@ -33,7 +35,8 @@ step synccheck bash -c "timeout 20 $SAN --tool synccheck $TB qwen-pages --backen
 step synccheck-bench bash -c "timeout 20 $SAN --tool synccheck $TB bench rope-store --reps 1 --filter '^64MiB/(fp8|q4)/(p16|window)' --out $W/synccheck-bench.json > $W/synccheck-bench.log 2>&1"
 step memcheck bash -c "timeout 25 $SAN --tool memcheck $TB qwen-pages --backend cuda --cases 16 --filter 'd(128|256)[^,]*,$F' --gates-only --quiet --out $W/memcheck.json > $W/memcheck.log 2>&1"
 step memcheck-bench bash -c "timeout 20 $SAN --tool memcheck $TB bench rope-store --reps 1 --filter '^(1|64)MiB/(fp8|q4)/p16' --out $W/memcheck-bench.json > $W/memcheck-bench.log 2>&1"
+[ $(left) -gt 30 ] && step racecheck-bench bash -c "timeout 25 $SAN --tool racecheck $TB bench rope-store --reps 1 --filter '^64MiB/q4/p16' --out $W/racecheck-bench.json > $W/racecheck-bench.log 2>&1"
 [ $(left) -gt 10 ] && step racecheck bash -c "timeout $(( $(left) - 4 )) $SAN --tool racecheck $TB qwen-pages --backend cuda --cases 4 --filter 'd128[^,]*,fmt=(fp8|q4)' --gates-only --quiet --out $W/racecheck.json > $W/racecheck.log 2>&1"
 cat $W/steps.txt | grep -v -E "^[AH]-[0-9] rc=[01] "
-grep -h -E "^qwen-pages" $W/qp.log | tail -2; for f in synccheck synccheck-bench memcheck memcheck-bench racecheck; do echo "$f: $(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/$f.log | tail -1)"; done
+grep -h -E "^qwen-pages" $W/qp.log | tail -2; for f in synccheck synccheck-bench memcheck memcheck-bench racecheck-bench racecheck; do echo "$f: $(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/$f.log | tail -1)"; done
 sed -n '/^bf16 /,$p' $W/summary.txt | grep -v "^$"
