@@ -697,7 +697,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
   const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
-  const int nt = min(ntw, (nb + tb - 1) / tb);  // the table warps with a batch: named barrier 1's
+  const int nt = ntw == 1 ? 1 : min(ntw, (nb + tb - 1) / tb);  // the table warps with a batch: named barrier 1's
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -726,28 +726,29 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");  // theta, for the table warps
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batches' cos / sin
   }
-  if (warp > ncw) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
+  if (warp == ncw + 1 || (ntw > 1 && warp > ncw)) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
     constexpr int lpt = 32 / tb;
     constexpr bool early = (MODE & kRopeTabEarly) != 0;
-    const int tw = warp - ncw - 1;
+    const int tw = ntw > 1 ? warp - ncw - 1 : 0;  // the warp's first batch
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
     RopeRow nrow{};  // early: the lane's row of this warp's next batch
     if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
     for (int b = tw; b * tb < nb; b += ntw) {
       const int bi = b % ntb, use = b / ntb;
-      const int it = b * tb + ti;
-      const bool mine = it < nb;
       RopeRow row{};
       KvView v;
       if constexpr (early) {  // this batch's view and its page-table line into the L1, then the next batch's row
+        const int it = b * tb + ti;
         row = nrow;
-        if (mine) {
+        if (it < nb) {
           v = views[row.lane];
           rope_prefetch_page(v, row.slot);
         }
         if (it + ntw * tb < nb) nrow = rows[bx + (it + ntw * tb) * G];
       }
       if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
+      const int it = b * tb + ti;
+      const bool mine = it < nb;
       if constexpr (!early) {
         if (mine) {
           row = rows[bx + it * G];
@@ -775,7 +776,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
       }
       mbar_arrive(&tfull[bi]);
       if (b == tw) {  // theta, from the consumers, after the warp's first batch (one bar.sync for every table warp)
-        __syncwarp();
+        if constexpr (ntw > 1) __syncwarp();  // (measured under synccheck with it; one table warp: as before)
         asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");
       }
     }
