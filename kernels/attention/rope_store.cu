@@ -716,7 +716,11 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     return;
   }
   if (warp < ncw) {  // the consumers: theta and the first ntw batches' cos / sin, while the table warps resolve their addresses
+#ifdef KC_PLANT_ROPE_TABLE_FIRST_BATCH  // planted bug (test builds only): the second batch's cos / sin left to no one
+    for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
+#else
     for (int u = tid; u < min(ntw * tb, nb) * h2; u += 32 * ncw) {
+#endif
       const int i = u / h2, e = u - i * h2;
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
