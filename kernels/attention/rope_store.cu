@@ -254,8 +254,9 @@ constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictF
 // sin (512 pairs at rot_dims 128: one per consumer thread, as the first batch's 256 took one
 // round), so each table warp meets named barrier 1 (theta) after its first batch, at the one
 // bar.sync of the table code. The stored bytes are the same in every mode. On the H200 (same
-// call against main, three rounds interleaved, reports/h200/issue20-round9.md): fp8 / q4 at
-// 256 MiB and 1 GiB 0.93-0.99x the time, at 64 MiB 0.96-1.02x.
+// call against main, three rounds interleaved, reports/h200/issue20-round9.md): fp8 / q4 from
+// 64 MiB up 0.92-1.01x the time (fp8 9 of 9 rows >= 0.85 of the copy ceiling, was 8; q4 6, was
+// 4), 1 MiB 1.03x.
 constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
 constexpr int rope_ring_threads(int mode) { return kRopeTmaThreads + ((mode & kRopeTwoTables) ? 32 : 0); }
 // kRopeTabEarly: the L1 line of the page-table entry that kv_pos reads for position pos (a hint;
@@ -851,9 +852,9 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        constexpr int M7 = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables;
-        threads = d == 128 ? rope_ring_threads(M7) : kRopeTmaThreads;
-        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, M7 | kRopeEvictFirst> : rope_store_ring_kernel<128, F, M7>)
+        constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables;  // 119
+        threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
