@@ -890,13 +890,16 @@ __global__ void __launch_bounds__(32 * kRopeTailWarps)
   cudaGridDependencySynchronize();  // the ring kernel's rows stored too, before this grid completes
 }
 
-// KC_ROPE_TAIL=0 in the environment (read once; for A/B runs): the ring kernel takes every row.
-static bool rope_tail_enabled() {
-  static const bool on = [] {
+// KC_ROPE_TAIL in the environment (read once; for A/B runs): "0" the ring kernel takes every
+// row; "c" the same with the ring kernel's carveout set to the most shared memory; "d" the tail
+// kernel with the default carveouts; otherwise the tail kernel, both kernels' carveout the most
+// shared memory.
+static std::string rope_tail_mode() {
+  static const std::string m = [] {
     const char* e = std::getenv("KC_ROPE_TAIL");
-    return !(e && std::string(e) == "0");
+    return std::string(e ? e : "");
   }();
-  return on;
+  return m;
 }
 
 // The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
@@ -965,7 +968,10 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     if (grid) {
       // The full rounds (grid x (n / grid) rows) to the ring kernel, the n % grid rows after them
       // to rope_store_tail_kernel, split by head groups and run beside the ring's blocks.
-      const int rem = n > grid && rope_tail_enabled() ? n % grid : 0, nr = n - rem;
+      const std::string tm = rope_tail_mode();
+      const int rem = n > grid && tm != "0" && tm != "c" ? n % grid : 0, nr = n - rem;
+      if (tm != "0" && tm != "d") KC_RETURN_IF_ERROR(cuda_prefer_shared(reinterpret_cast<const void*>(kern)));
+      if (rem && tm != "d") KC_RETURN_IF_ERROR(cuda_prefer_shared(reinterpret_cast<const void*>(tail)));
       kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, nr, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       if (rem) {
