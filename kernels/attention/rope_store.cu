@@ -48,8 +48,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -674,7 +672,6 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
                            const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
-  cudaTriggerProgrammaticLaunchCompletion();  // the tail kernel may be scheduled beside us (rope_store_tail_kernel)
   if (!q) p.q_heads = 0;  // no queries: store k and v only
   const int hq = p.q_heads, slots = hq + 2 * hkv, h2 = p.rot_dims / 2, rot = p.rot_dims;
   constexpr int ncw = kRopeTmaConsumerWarps, ntw = (MODE & kRopeTwoTables) ? 2 : 1;  // consumer, table warps
@@ -806,102 +803,6 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   }
 }
 
-// ---- rope_store_tail_kernel ----
-// A persistent ring kernel takes rows b, b + grid, ..; where n is not a multiple of the grid,
-// n % grid blocks would take one row more than the others, a last round in which the rest of
-// the SMs idle (64 MiB q4 in bench rope-store: 1592 rows on 132 SMs, 8 blocks with a 13th row).
-// launch_rope_store then gives the ring kernel the full rounds (grid x (n / grid) rows) and
-// these rows to this kernel, split by head groups: block (i, j) takes tail row i's groups
-// j W .. j W + W - 1 (W = kRopeTailWarps), a group per warp as a consumer warp takes one (RPW
-// slots of LPR lanes). It is launched right after the ring kernel with a programmatic
-// dependency; the ring's blocks trigger at their start and leave room beside them (a ring
-// block holds 19 or 20 warps), so the tail blocks run during the ring's rounds, not after
-// them. Each block waits for the ring kernel's completion at its end
-// (cudaGridDependencySynchronize), so whatever the stream runs next sees both kernels' stores.
-// The arithmetic is the ring consumers': theta_i by rope_theta, cos / sin by
-// rope_cos_sin_theta, rope4, rope_store_q and rope_kv_store (FAST: kRopeFastEncode, the same
-// bytes either way), so a row stores the same bytes whichever kernel takes it.
-constexpr int kRopeTailWarps = 8;
-template <int D, Format F, int FAST>
-__global__ void __launch_bounds__(32 * kRopeTailWarps)
-    rope_store_tail_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, const float* q,
-                           const float* k, const float* vin, float* q_out) {
-  constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
-  __shared__ __align__(16) float xs[kRopeTailWarps][RPW * D];  // each warp's slot rows
-  __shared__ __align__(16) float tab[D];                       // cos [h2], then sin [h2] (h2 <= D / 2)
-  if (!q) p.q_heads = 0;  // no queries: store k and v only
-  const int hq = p.q_heads, h2 = p.rot_dims / 2, rot = p.rot_dims;
-  const int r = int(blockIdx.x), warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) & 31;
-  const int lr = lane % LPR, sub = lane / LPR;
-  const int qg = (hq + RPW - 1) / RPW, kvg = (2 * hkv + RPW - 1) / RPW;
-  const int g = int(blockIdx.y) * kRopeTailWarps + warp;  // the warp's group
-  const bool isq = g < qg;
-  const int h = g * RPW + sub, t = (g - qg) * RPW + sub;  // q head, or K slot t < hkv, V slot t - hkv
-  const bool on = isq ? h < hq : (g < qg + kvg && t < 2 * hkv);
-  float* x = xs[warp] + sub * D;
-  if (on) {  // the slot's input row, 16 bytes a lane (the loads in flight while the table is computed)
-    const float* src = isq       ? q + (size_t(r) * hq + h) * D
-                       : t < hkv ? k + (size_t(r) * hkv + t) * D
-                                 : vin + (size_t(r) * hkv + t - hkv) * D;
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      const int j = 4 * (lr + LPR * c);
-      *reinterpret_cast<float4*>(x + j) = __ldg(reinterpret_cast<const float4*>(src + j));
-    }
-  }
-#ifdef KC_PLANT_ROPE_TAIL_FIRST_POS  // planted bug (test builds only): every tail row rotated at the first tail row's position
-  const RopeRow row = rows[r], prow = rows[0];
-#else
-  const RopeRow row = rows[r], prow = row;
-#endif
-  for (int e = int(threadIdx.x); e < h2; e += 32 * kRopeTailWarps)
-    rope_cos_sin_theta(prow.pos, rope_theta(e, rot, p.base), &tab[e], &tab[h2 + e]);
-  __syncthreads();
-  if (g < qg + kvg) {  // warp-uniform: every lane of a K / V group takes part in rope_kv_store's shuffles
-    const float *tc = tab, *ts = tab + h2;
-    float y[4 * CPL];
-    if (isq) {
-      if (on) {
-#pragma unroll
-        for (int c = 0; c < CPL; ++c) rope4(x, tc, ts, 4 * (lr + LPR * c), h2, rot, true, y + 4 * c);
-        rope_store_q<D>(q_out, r, hq, h, lr, y);
-      }
-    } else {
-      uint8_t *codes = nullptr, *scales = nullptr;
-#pragma unroll
-      for (int c = 0; c < CPL; ++c) {
-        if (on) {
-          rope4(x, tc, ts, 4 * (lr + LPR * c), h2, rot, t < hkv, y + 4 * c);
-        } else {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
-        }
-      }
-      if (on) {
-        const KvView v = views[row.lane];
-        const KvPos at = kv_pos(kv_plane(v, 0), row.slot);
-        const int kv = t < hkv ? 0 : 1, head = t - kv * hkv;
-        codes = kv_plane_at(kv_plane(v, p.layer, kv, head), at);
-        scales = v.lay.scale_bytes ? kv_plane_at(kv_plane(v, p.layer, kv, head, true), at) : nullptr;
-      }
-      rope_kv_store<D, F, FAST>(y, codes, scales, lr, on);
-    }
-  }
-  cudaGridDependencySynchronize();  // the ring kernel's rows stored too, before this grid completes
-}
-
-// KC_ROPE_TAIL in the environment (read once; for A/B runs): "0" the ring kernel takes every
-// row; "c" the same with the ring kernel's carveout set to the most shared memory; "d" the tail
-// kernel with the default carveouts; otherwise the tail kernel, both kernels' carveout the most
-// shared memory.
-static std::string rope_tail_mode() {
-  static const std::string m = [] {
-    const char* e = std::getenv("KC_ROPE_TAIL");
-    return std::string(e ? e : "");
-  }();
-  return m;
-}
-
 // The grid of a persistent rope store kernel (one block per SM, at most n blocks), its
 // shared-memory limit raised where it needs more than 48 KiB; 0 where smem does not fit a block
 // (the caller then takes the block-per-row kernel). dev: the current device's facts, which
@@ -939,52 +840,29 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
-    void (*tail)(const KvView*, RopeParams, int, const RopeRow*, const float*, const float*, const float*,
-                 float*) = nullptr;  // rope_store_tail_kernel with the ring's encode
     int threads = kRopeTmaThreads;  // rope_ring_threads of the kernel's MODE
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
       constexpr int M = kRopeFastEncode | kRopeIlp;
       if constexpr (F == Format::bf16) {
         switch (d) {
-          case 32: kern = rope_store_ring_kernel<32, F>, tail = rope_store_tail_kernel<32, F, 0>; break;
-          case 64: kern = rope_store_ring_kernel<64, F>, tail = rope_store_tail_kernel<64, F, 0>; break;
-          case 128:
-            kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>;
-            tail = rope_store_tail_kernel<128, F, 0>;
-            break;
-          case 256: kern = rope_store_ring_kernel<256, F>, tail = rope_store_tail_kernel<256, F, 0>; break;
+          case 32: kern = rope_store_ring_kernel<32, F>; break;
+          case 64: kern = rope_store_ring_kernel<64, F>; break;
+          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
+          case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
         constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables;  // 119
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
         kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
-        tail = d == 128 ? rope_store_tail_kernel<128, F, kRopeFastEncode> : rope_store_tail_kernel<256, F, kRopeFastEncode>;
       }
     });
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      // The full rounds (grid x (n / grid) rows) to the ring kernel, the n % grid rows after them
-      // to rope_store_tail_kernel, split by head groups and run beside the ring's blocks.
-      const std::string tm = rope_tail_mode();
-      const int rem = n > grid && tm != "0" && tm != "c" ? n % grid : 0, nr = n - rem;
-      if (tm != "0" && tm != "d") KC_RETURN_IF_ERROR(cuda_prefer_shared(reinterpret_cast<const void*>(kern)));
-      if (rem && tm != "d") KC_RETURN_IF_ERROR(cuda_prefer_shared(reinterpret_cast<const void*>(tail)));
-      kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, nr, q, k, v, q_out);
+      kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
-      if (rem) {
-        const int hq = q ? p.q_heads : 0, lpr = std::min(d / 4, 32), rpw = 32 / lpr;
-        const int groups = (hq + rpw - 1) / rpw + (2 * hkv + rpw - 1) / rpw;
-        const size_t qo = size_t(nr) * size_t(hq) * size_t(d), ko = size_t(nr) * size_t(hkv) * size_t(d);
-        cudaLaunchAttribute attr;
-        cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned(rem), unsigned((groups + kRopeTailWarps - 1) / kRopeTailWarps)),
-                                                  dim3(32 * kRopeTailWarps), s, &attr);
-        KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, tail, views, p, hkv, rows + nr, q ? q + qo : nullptr, k + ko,
-                                                   v + ko, q && q_out ? q_out + qo : q_out));
-        KC_LAUNCH_CHECK("rope_store_tail_kernel");
-      }
       return Status::Ok();
     }
   }

@@ -56,19 +56,6 @@ Status cuda_allow_smem(const void* kern, size_t smem) {
   return allow_smem_locked(dev, kern, smem);
 }
 
-Status cuda_prefer_shared(const void* kern) {
-  static std::map<std::pair<int, const void*>, bool> set;
-  int dev = 0;
-  KC_CUDA_TRY(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(fit_mutex());
-  bool& done = set[{dev, kern}];
-  if (!done) {
-    KC_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    done = true;
-  }
-  return Status::Ok();
-}
-
 Status cuda_blocks_per_sm(const void* kern, int threads, size_t smem, int* per_sm) {
   static std::map<std::tuple<int, const void*, int, size_t>, int> resident;
   int dev = 0;

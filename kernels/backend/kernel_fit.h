@@ -25,12 +25,6 @@ Status cuda_device_facts(CudaDeviceFacts* out);
 // launchable. A cudaDeviceReset would have to clear this cache.
 Status cuda_allow_smem(const void* kern, size_t smem);
 
-// Asks the current device to give kern's blocks the largest shared-memory carveout (the L1's
-// rest), once per (device, kernel): kernels that share the SMs at once (a programmatic
-// dependent's blocks beside its primary's) need the same carveout, or the dependent's blocks wait
-// for the SM to drain.
-Status cuda_prefer_shared(const void* kern);
-
 // Blocks of kern resident per multiprocessor with `threads` threads and smem bytes of
 // dynamic shared memory on the current device (after cuda_allow_smem(kern, smem)), asked
 // once per (device, kernel, threads, smem). An error if not one block fits.
