@@ -256,6 +256,19 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     return fail("context", "must hold the longest prompt (" + std::to_string(longest) +
                                " tokens) + new_tokens + the larger draft (draft.tokens, draft.tree's nodes) + 1 = " +
                                std::to_string(longest + f.new_tokens + window + 1));
+  // serve() refuses a request that a lane on pages alone cannot ever hold (it never queues it),
+  // so the pool holds the longest prompt alone on every page size that runs pages-all: every
+  // size where pages_all (the pages-all and resumed arms), and the first size always (the
+  // control pages-released-before-drained runs pages-all there). A smaller pool would fail
+  // those arms' gates, or turn that control red, for the refusal and not for what they test.
+  for (size_t i = 0; i < f.pages.size() && (i == 0 || f.pages_all); ++i) {
+    const int64_t P = f.pages[i], held = (int64_t(longest) + f.new_tokens + P - 1) / P;
+    if (held > f.pool_pages)
+      return fail("pool_pages", "must hold the longest prompt (" + std::to_string(longest) +
+                                    " tokens) + new_tokens alone on pages of " + std::to_string(P) + ": " +
+                                    std::to_string(held) + " pages" +
+                                    (f.pages_all ? "" : " (control pages-released-before-drained runs pages-all there)"));
+  }
   if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
   if (!f.draft_model_dir.empty() && !std::filesystem::is_directory(f.draft_model_dir))
     return fail("draft.model", f.draft_model_dir + " is not a folder");

@@ -381,6 +381,12 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field pages_all: must be true or false", [](nlohmann::json& j) { j["pages_all"] = 1; }},
       {"field pool_pages: missing", [](nlohmann::json& j) { j.erase("pool_pages"); }},
       {"field context: must hold the longest prompt", [](nlohmann::json& j) { j["context"] = 20; }},
+      {"field pool_pages: must hold the longest prompt", [](nlohmann::json& j) { j["pool_pages"] = 1; }},
+      {"field pool_pages: must hold the longest prompt",
+       [](nlohmann::json& j) {  // the first page size only: the control pages-released-before-drained
+         j["pages_all"] = false;
+         j["pool_pages"] = 1;
+       }},
       {"field cache_formats[1]: must be bf16, fp8, q4 or mxfp4", [](nlohmann::json& j) { j["cache_formats"][1] = "fp16"; }},
       {"field parallel[1]: repeats 2", [](nlohmann::json& j) { j["parallel"] = {2, 2}; }},
       {"field parallel[0]: must be an integer", [](nlohmann::json& j) { j["parallel"] = {"2"}; }},
