@@ -10,8 +10,6 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstdint>
-#include <cstdlib>
 
 #include "kernels/attention/partial.cuh"
 #include "kernels/attention/ptx.cuh"
@@ -30,10 +28,7 @@ namespace kc {
 constexpr int kMergeTile = 256, kMergeBatch = 16;
 // kKept: the partial kept its outputs in L2 (attn_keeps_partials): they are read with an
 // evict_first policy, so that they leave L2 first once read.
-// kDisc (experiment issue20-discard): 1: each warp discards the L2 lines of the partials it has
-// read (discard_l2_line: dead scratch, never written back); 2: the same, and kKept's reads
-// without the evict_first policy.
-template <bool kKept, int kDisc = 0>
+template <bool kKept>
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
@@ -49,7 +44,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
   const uint64_t last_use = kKept ? l2_policy_evict_first() : 0;
   auto load_batch = [&](int c, int tn) {
-    if constexpr (kKept && kDisc != 2) {
+    if constexpr (kKept) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
         oc[u] = c + u < tn ? ldg_f32_l2(po + (base + c + u) * d + j, last_use) : 0.0f;
@@ -106,10 +101,6 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
         L = use ? Ln : L;
         acc = use ? an : acc;
       }
-      if constexpr (kDisc != 0) {  // the batch's lines of this warp (32 floats of a chunk each) are read: dead
-        __syncwarp();
-        if (lane < U && c0 + lane < tn) discard_l2_line(po + (base + t0 + c0 + lane) * d + (j - lane));
-      }
     }
   }
 #ifdef KC_PLANT_MERGE_SKIP_NONFINITE
@@ -135,17 +126,8 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
-  // KC_MERGE_DISCARD (experiment issue20-discard, read once): 1 or 2 (attention_merge_kernel's
-  // kDisc) where po is 128-byte aligned.
-  static const int disc = [] {
-    const char* e = std::getenv("KC_MERGE_DISCARD");
-    return e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
-  }();
-  const int dm = (reinterpret_cast<uintptr_t>(po) & 127u) ? 0 : disc;
-  void (*kern)(AttnParams, const AttnRow*, int, int, const float*, const float*, const float*, bool, float*) =
-      kept ? (dm == 1 ? attention_merge_kernel<true, 1> : dm == 2 ? attention_merge_kernel<true, 2> : attention_merge_kernel<true>)
-           : (dm ? attention_merge_kernel<false, 1> : attention_merge_kernel<false>);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, p, rows, d, max_chunks, pm, pl, po, unrotate, out));
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kept ? attention_merge_kernel<true> : attention_merge_kernel<false>, p, rows, d,
+                                 max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
   return Status::Ok();
 }

@@ -43,11 +43,7 @@ struct MmaSmem {
 // every bf16 d256 row >= 32K was 0.3 to 4.5 % faster (32K x b8 window 275.7 / 274.9 / 278.0
 // -> 272.1 / 273.3 / 272.0 us; b1 x 128K 157.9 -> 150.7), fp8 d256 unchanged (1.001), and
 // bf16 d128 at b8 x 128K and b32 0.4 to 1.1 % slower. Same values either way.
-#ifdef KC_EXP_KEEP_D128  // experiment (issue20-discard): bf16 d 128 keeps its partials too
-KC_HD constexpr bool attn_keeps_partials(Format f, int d) { return f == Format::bf16 && (d == 256 || d == 128); }
-#else
 KC_HD constexpr bool attn_keeps_partials(Format f, int d) { return f == Format::bf16 && d == 256; }
-#endif
 
 // Tuning of the mma partial per format and head_dim (measured on the H200 at 32K x b8):
 // resident blocks per SM asked of the register allocator, and the V ring. The KC_MMA_*

@@ -93,16 +93,6 @@ __device__ __forceinline__ void st_f32_l2(float* a, float v, uint64_t pol) {
   *a = v;
 #endif
 }
-// Invalidates the L2 line at a (128-byte aligned) without writing it back: its data are
-// undefined afterwards. For scratch that is dead once read (the split-K partials, after the
-// merge has read them), so that a dirty line never goes back to DRAM.
-__device__ __forceinline__ void discard_l2_line(const void* a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("discard.global.L2 [%0], 128;" ::"l"(a) : "memory");
-#else
-  (void)a;
-#endif
-}
 __device__ __forceinline__ float ldg_f32_l2(const float* a, uint64_t pol) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   float v;
