@@ -276,6 +276,15 @@ bool check_receipt(const json& r, Checker& c) {
       const std::string at = "rows[" + std::to_string(i) + "]";
       if (!row.is_object()) return c.fail(at, "expected an object, got " + json_type_name(row));
       if (!c.field(row, at, "config", Want::string)) return false;
+      // A row's times (*_us) are what diff and premerge compare: a number >= 0 each, so that
+      // no row escapes the comparison; SDPA's may be null (not timed).
+      for (auto it = row.begin(); it != row.end(); ++it) {
+        const std::string& k = it.key();
+        if (k.size() < 4 || k.compare(k.size() - 3, 3, "_us") != 0) continue;
+        if (it->is_null() && k.rfind("sdpa_", 0) == 0) continue;
+        if (!it->is_number()) return c.fail(at + "." + k, "expected a time in us (a number >= 0), got " + json_type_name(*it));
+        if (!(it->get<double>() >= 0)) return c.fail(at + "." + k, "a time below 0 (" + num_text(it->get<double>()) + ")");
+      }
     }
     for (size_t i = 0; i < r["targets"].size(); ++i) {
       const json& t = r["targets"][i];

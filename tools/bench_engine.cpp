@@ -443,7 +443,7 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
       const nlohmann::json* x = theirs.count(cfg) ? &theirs[cfg] : nullptr;
       const bool ok = x && (*x).contains("decode_tok_s") && (*x)["decode_tok_s"].is_number();
       if (ok) {
-        row["step_us"] = (*x)["step_us"];
+        if ((*x).contains("step_us") && (*x)["step_us"].is_number()) row["step_us"] = (*x)["step_us"];
         row["decode_tok_s"] = (*x)["decode_tok_s"];
         if ((*x).contains("note")) row["note"] = (*x)["note"];
         if ((*x).contains("compiled_forward")) row["compiled_forward"] = (*x)["compiled_forward"];

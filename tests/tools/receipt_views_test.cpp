@@ -155,6 +155,26 @@ TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   bad.erase("rows");
   st = load_text("rows.json", bad.dump(), &r);
   EXPECT_NE(st.message.find("rows: missing"), std::string::npos) << st.message;
+
+  // A row's time that diff / premerge could not compare is refused, not skipped.
+  bad = bench_receipt();
+  bad["rows"][0]["median_us"] = "fast";
+  st = load_text("row-time.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("row-time.json: rows[0].median_us: expected a time in us (a number >= 0), got a string"),
+            std::string::npos)
+      << st.message;
+  bad = bench_receipt();
+  bad["rows"][0]["median_us"] = -1.0;
+  st = load_text("row-time2.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("rows[0].median_us: a time below 0"), std::string::npos) << st.message;
+  bad = bench_receipt();
+  bad["rows"][0]["reference_us"] = nullptr;
+  st = load_text("row-time3.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("rows[0].reference_us: expected a time in us (a number >= 0), got null"), std::string::npos)
+      << st.message;
+  bad = bench_receipt();
+  bad["rows"][0]["sdpa_flash_us"] = nullptr;  // SDPA not timed: allowed
+  EXPECT_TRUE(load_text("row-sdpa.json", bad.dump(), &r).ok);
 }
 
 TEST(ReceiptViews, GenerateAndEngineBenchReceipts) {
