@@ -326,7 +326,7 @@ int main(int argc, char** argv) {
   generate->add_option("--prompt-file", gen.prompt_file, "Read the prompt from this file")->excludes(gen_prompt);
   generate->add_option("--max-tokens", gen.max_tokens, "Tokens to generate")->required()->check(kAtLeastOne);
   generate->add_option("--kv-cache", gen.kv_cache, "KV cache format: bf16 (default), fp8, q4 or mxfp4")
-      ->check(CLI::IsMember({"bf16", "fp8", "q4"}));
+      ->check(CLI::IsMember({"bf16", "fp8", "q4", "mxfp4"}));
   generate->add_option("--pages", gen.pages, "Page size in positions (default 0: one contiguous window)")
       ->check(CLI::Range(0, 1 << 20));
   generate->add_option("--backend", gen.backend, "cpu (host twins, default) or cuda")
