@@ -2,7 +2,7 @@
 # Issue 20, round 10c: the rope store's first rows wait for their K / V addresses only at their
 # first K / V store (KC_ROPE_ADDR_LATE), one call. Two builds of the working tree: /tmp/b (the
 # default: its rope_store.cu cubin is byte-identical to main's) and /tmp/bl (-DKC_ROPE_ADDR_LATE).
-# bench rope-store, every row, 3 rounds interleaved (A, L); sum.py; then on L: qwen-pages
+# bench rope-store, every row, 3 rounds interleaved (A, L); issue20-ropetail/sum.py; then on L: qwen-pages
 # (bf16 / fp8 / q4) and synccheck, memcheck and racecheck on bench rows and qwen-pages cases.
 T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
 R=$PWD; W=/tmp/w; mkdir -p $W
@@ -17,7 +17,7 @@ wait $p1; r1=$?; wait $p2; r2=$?; echo "builds b=$r1 bl=$r2 at $(el)s" >> $W/ste
 [ $r1 = 0 ] && [ $r2 = 0 ] || { tail -20 $W/build-*.log; pack; exit 4; }
 run(){ local bin=/tmp/b; [ $1 = L ] && bin=/tmp/bl; $bin/tools/tf-cuda-test bench rope-store --out $W/$1-$2.json > $W/$1-$2.log 2>&1; echo "$1-$2 rc=$? at $(el)s" >> $W/steps.txt; }
 for r in 1 2 3; do if [ $r = 2 ]; then O="L A"; else O="A L"; fi; for v in $O; do run $v $r; done; pack; done
-python3 $R/reports/h200/issue20-addrlate/sum.py $W > $W/summary.txt 2>&1
+python3 $R/reports/h200/issue20-ropetail/sum.py $W > $W/summary.txt 2>&1
 TB=/tmp/bl/tools/tf-cuda-test; F='fmt=(bf16|fp8|q4)'; SAN="compute-sanitizer --error-exitcode 9"
 step qp bash -c "timeout 60 $TB qwen-pages --backend cuda --cases 24 --filter '$F' --quiet --out $W/qp.json > $W/qp.log 2>&1"
 step synccheck-bench bash -c "timeout 40 $SAN --tool synccheck $TB bench rope-store --reps 1 --filter '^(1|64)MiB/(bf16|fp8|q4)/(p16|window)' --out $W/synccheck-bench.json > $W/synccheck-bench.log 2>&1"
