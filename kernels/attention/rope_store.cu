@@ -465,7 +465,7 @@ __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h,
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                                 int lane, uint64_t* tready = nullptr, uint32_t tpar = 0) {
+                                                 int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
@@ -492,7 +492,6 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
             for (int e = 0; e < 4; ++e) y[4 * c + e] = 0.0f;
           }
         }
-        if (tready) mbar_wait(tready, tpar);  // the row's K / V addresses (rope_consume)
         rope_kv_store<D, F, MODE>(y, on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -505,8 +504,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane, uint64_t* empty,
-                                                     uint64_t* tready = nullptr, uint32_t tpar = 0) {
+                                                     float* q_out, int warp, int lane, uint64_t* empty) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
@@ -537,23 +535,20 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       } else {
         const int t = (g - qg) * RPW + sub;
         const bool on = t < 2 * hkv;
-        if (tready) mbar_wait(tready, tpar);  // the row's K / V addresses (rope_consume)
         rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
   }
 }
-// tready (or null): the barrier (and its phase parity tpar) of the row's K / V addresses, waited
-// for right before the first K / V store: the row's q heads are rotated and stored meanwhile.
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane, uint64_t* empty, uint64_t* tready = nullptr, uint32_t tpar = 0) {
+                                             int lane, uint64_t* empty) {
   static_assert((MODE & kRopeEarlyFree) == 0 || (MODE & kRopeIlp) != 0, "rope_consume: kRopeEarlyFree needs kRopeIlp");
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty, tready, tpar);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty);
   else
-    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, tready, tpar);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
 template <int D, Format F>
@@ -795,24 +790,14 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   // Consumers (as in rope_store_tma_kernel).
   for (int it = 0; it < nb; ++it) {
     const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
-    const uint32_t tpar = uint32_t(b / ntb) & 1u;
-    // The first ntw batches' cos / sin are the consumers' own (the block's start): only their
-    // K / V addresses come from the table warps, so those rows wait for them at their first
-    // K / V store (rope_consume's tready), not before their q heads.
-#ifdef KC_ROPE_ADDR_LATE
-    const bool late = b < ntw;
-#else
-    constexpr bool late = false;
-#endif
-    if (it % tb == 0 && !late) mbar_wait(&tfull[b % ntb], tpar);
+    if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
     const uint8_t* sl = tslot(it);
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s],
-                             late ? &tfull[b % ntb] : nullptr, tpar);
+    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }

@@ -2,6 +2,7 @@
 # Issue 20, round 10c: the rope store's first rows wait for their K / V addresses only at their
 # first K / V store (KC_ROPE_ADDR_LATE), one call. Two builds of the working tree: /tmp/b (the
 # default: its rope_store.cu cubin is byte-identical to main's) and /tmp/bl (-DKC_ROPE_ADDR_LATE).
+# Apply addrlate-experiment.patch (against d1f3f68) first: main does not carry the macro.
 # bench rope-store, every row, 3 rounds interleaved (A, L); issue20-ropetail/sum.py; then on L: qwen-pages
 # (bf16 / fp8 / q4) and synccheck, memcheck and racecheck on bench rows and qwen-pages cases.
 T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
