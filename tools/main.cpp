@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   std::string bench_out;
   auto* bench = app.add_subcommand("bench", "Benchmarks on the GPU (cuda only): attention, pack, engine, rope-store, compact");
   bench->add_option("what", bench_what,
-                    "What to time: attention (split-K partial + merge), pack (scale-plane pack / unpack kernels) or "
+                    "What to time: attention (split-K partial + merge), pack (scale-plane pack / unpack kernels), "
                     "engine (greedy decode of the trained fixture model and the synthetic qwen35-27b-attn preset at "
                     "--parallel 1, 4, 8, bf16 and fp8 caches, window and pages of 256 and 16, against transformers' "
                     "generate in the same run; attention's share of a step at 32K), rope-store (the rope store kernel) or "
