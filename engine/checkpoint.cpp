@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -230,12 +231,32 @@ Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out) {
   return Status::Ok();
 }
 
-Status load_byte_level_checkpoint(const std::string& dir, Qwen3Weights* out) {
-  KC_RETURN_IF_ERROR(load_qwen3_checkpoint(dir, out));
-  if (out->config.vocab_size < 258)
-    return Status::Error(dir + ": vocab_size " + std::to_string(out->config.vocab_size) +
-                         " is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+Status check_engine_config(const Qwen3Config& c, const std::string& file) {
+  const std::string at = file + ": ";
+  if (c.head_dim != 32 && c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+    return Status::Error(at + "head_dim: " + std::to_string(c.head_dim) +
+                         " is not supported by the engine's kernels (32, 64, 128 or 256)");
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0 ||
+      c.num_attention_heads / c.num_key_value_heads > 32)
+    return Status::Error(at + "num_attention_heads: " + std::to_string(c.num_attention_heads) + " over " +
+                         std::to_string(c.num_key_value_heads) +
+                         " kv heads is not supported by the engine's kernels (a multiple, at most 32 q heads per kv head)");
+  if (c.max_position_embeddings > std::numeric_limits<int32_t>::max())
+    return Status::Error(at + "max_position_embeddings: " + std::to_string(c.max_position_embeddings) +
+                         " is more positions than the engine addresses (at most 2^31 - 1)");
   return Status::Ok();
+}
+
+Status load_byte_level_checkpoint(const std::string& dir, Qwen3Weights* out) {
+  // The config first: a model the engine cannot run is refused before its weights are decoded.
+  const std::string cfg = (fs::path(dir) / "config.json").string();
+  Qwen3Config c;
+  KC_RETURN_IF_ERROR(read_qwen3_config(cfg, &c));
+  if (c.vocab_size < 258)
+    return Status::Error(cfg + ": vocab_size: " + std::to_string(c.vocab_size) +
+                         " is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+  KC_RETURN_IF_ERROR(check_engine_config(c, cfg));
+  return load_qwen3_checkpoint(dir, out);
 }
 
 }  // namespace kc::engine

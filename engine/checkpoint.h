@@ -75,9 +75,14 @@ Status check_qwen3_checkpoint(const std::string& dir, Qwen3Config* config = null
 // weight is refused naming the tensor and the element.
 Status load_qwen3_checkpoint(const std::string& dir, Qwen3Weights* out);
 
-// load_qwen3_checkpoint, then what the engine's byte tokenizer needs: a vocab of at least 258
-// (the 256 bytes, <|bos|> 256, <|eos|> 257); a smaller one is refused naming dir and its
-// vocab_size. generate, serve-gate and kv-gate load their models through it.
+// What the engine needs of a config beyond check_qwen3_config: head_dim 32, 64, 128 or 256 and at
+// most 32 q heads per kv head (what the kernels take: kernels/backend/validate.cpp); at most
+// 2^31 - 1 positions (max_position_embeddings, kept as int32). A refusal names `file` and the
+// field. Model::create checks it too.
+Status check_engine_config(const Qwen3Config& c, const std::string& file);
+// DIR/config.json first, before any weight is decoded: the byte tokenizer's vocab of at least 258
+// (the 256 bytes, <|bos|> 256, <|eos|> 257) and check_engine_config; then load_qwen3_checkpoint.
+// generate, serve-gate and kv-gate load their models through it.
 Status load_byte_level_checkpoint(const std::string& dir, Qwen3Weights* out);
 
 }  // namespace kc::engine

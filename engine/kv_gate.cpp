@@ -232,9 +232,14 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
   const std::string got = sha256_hex(bytes);
   if (got != f.tokens_sha256) return fail("tokens.sha256", f.tokens_file + " has sha256 " + got);
   f.tokens = encode_prompt(bytes);
-  const int64_t need = int64_t(f.depths.back()) + f.rows + f.decode_steps;
+  // The last scored row (position depth + rows - 1) predicts the token after it, so the stream
+  // needs depth + rows + 1 tokens even with no decode steps; the decode steps feed tokens
+  // depth + rows .. depth + rows + decode_steps - 1.
+  const int64_t need = int64_t(f.depths.back()) + f.rows + std::max(f.decode_steps, 1);
   if (int64_t(f.tokens.size()) < need)
-    return fail("depths", "the deepest depth needs " + std::to_string(need) + " tokens (depth + rows + decode_steps); " +
+    return fail("depths", "the deepest depth needs " + std::to_string(need) +
+                              " tokens (depth + rows + decode_steps, decode_steps counted as at least 1: the last "
+                              "scored row's target); " +
                               f.tokens_file + " gives " + std::to_string(f.tokens.size()));
   for (size_t i = 0; i < f.recall.size(); ++i)
     for (size_t k = 0; k < f.recall[i].depths.size(); ++k) {
@@ -345,6 +350,17 @@ std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar) {
     why += std::string(why.empty() ? "" : "; ") + "worst-token KL " + num_text(s.worst_kl) + " > " +
            num_text(bar.worst_token_kl) + " at position " + std::to_string(s.worst_pos);
   return why;
+}
+
+KvDepthStats kv_control_judged(const KvDepthStats& planted, const KvDepthStats& unplanted, const KvBar& bar,
+                               bool* unplanted_meets, KvDepthStats* excess) {
+  KvDepthStats ex = planted;  // per row: the planted KL minus the unplanted KL
+  for (size_t i = 0; i < ex.kl.size(); ++i) ex.kl[i] = planted.kl[i] - (i < unplanted.kl.size() ? unplanted.kl[i] : 0.0);
+  kv_refresh_summary(&ex);
+  const bool meets = kv_bar_failure(unplanted, bar).empty();
+  if (unplanted_meets) *unplanted_meets = meets;
+  if (excess) *excess = ex;
+  return meets ? planted : ex;
 }
 
 // ---------------------------------------------------------------- arms
@@ -899,6 +915,38 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   for (int d : fx.control_depths)
     cidx.push_back(int(std::find(fx.depths.begin(), fx.depths.end(), d) - fx.depths.begin()));
   nlohmann::json control_notes = nlohmann::json::object();
+  // A control is evidence only where its plant is what breaks the bar. So each control depth
+  // is judged against the same format unplanted (the gate's own arm when the format is
+  // --format's, else an unplanted arm run here at the control depths):
+  // - where the unplanted arm meets the bar, the planted arm must fail the bar itself;
+  // - where the unplanted arm already fails it (q4 on the ci fixture), the bar is applied to the
+  //   plant's excess: per row the planted KL minus the unplanted KL (mean and worst row), so a
+  //   plant that changes nothing, or less than the bar, stays green there.
+  std::map<Format, std::vector<KvDepthStats>> unplanted_at;  // per format, at the control depths
+  auto unplanted = [&](Run& sub, const std::string& name, Format f) -> const std::vector<KvDepthStats>* {
+    auto it = unplanted_at.find(f);
+    if (it != unplanted_at.end()) return &it->second;
+    std::vector<KvDepthStats> u;
+    if (f == qf) {
+      for (int k : cidx) u.push_back(stats[size_t(k)]);
+    } else {
+      Model m;
+      Status st = make(f, &m);
+      if (st.ok) {
+        ArmOut a;
+        st = run_arm(m, *be, fx, fx.control_depths, 0, {}, &a);
+        if (st.ok)
+          for (size_t k = 0; k < cidx.size(); ++k)
+            u.push_back(kv_depth_stats(fx.control_depths[k], fx.rows, V, b16.arm.logits[size_t(cidx[k])].data(),
+                                       a.logits[k].data(), fx.tokens));
+      }
+      if (!st.ok) {
+        sub.error(name, std::string("the unplanted ") + format_name(f) + " arm: " + st.message);
+        return nullptr;
+      }
+    }
+    return &(unplanted_at[f] = std::move(u));
+  };
   auto planted_arm = [&](Run& sub, const std::string& name, Format f, KvPlant plant) {
     Model m;
     Status st = make(f, &m);
@@ -908,22 +956,26 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     st = run_arm(m, pb, fx, fx.control_depths, 0, {}, &a);
     if (!st.ok) return sub.error(name, st.message);
     if (pb.planted() == 0) return sub.error(name, "the plant never acted");
-    std::vector<KvDepthStats> cs;
-    for (size_t k = 0; k < cidx.size(); ++k)
-      cs.push_back(kv_depth_stats(fx.control_depths[k], fx.rows, V, b16.arm.logits[size_t(cidx[k])].data(),
-                                  a.logits[k].data(), fx.tokens));
-    check_bar(sub, cs, fx.bar, format_name(f));
-    for (size_t k = 0; k < cs.size(); ++k) {
-      const KvDepthStats& s = cs[k];
-      nlohmann::json n = {{"depth", s.depth}, {"mean_kl", s.mean_kl}, {"worst_kl", s.worst_kl},
-                          {"top1_agreement", double(s.agree) / s.rows}, {"why", kv_bar_failure(s, fx.bar)}};
-      // The same format unplanted (the gate's own arm): a control is evidence only where the
-      // unplanted arm meets the bar at that depth; otherwise the bar was failing already.
-      if (f == qf) {
-        const KvDepthStats& u = stats[size_t(cidx[k])];
-        n["unplanted"] = {{"mean_kl", u.mean_kl}, {"worst_kl", u.worst_kl}, {"meets_bar", kv_bar_failure(u, fx.bar).empty()}};
-      }
-      control_notes[name].push_back(n);
+    const std::vector<KvDepthStats>* u = unplanted(sub, name, f);
+    if (!u) return;
+    for (size_t k = 0; k < cidx.size(); ++k) {
+      const KvDepthStats s = kv_depth_stats(fx.control_depths[k], fx.rows, V, b16.arm.logits[size_t(cidx[k])].data(),
+                                            a.logits[k].data(), fx.tokens);
+      const KvDepthStats& b = (*u)[k];
+      bool base_meets = false;
+      KvDepthStats ex;
+      const KvDepthStats judged = kv_control_judged(s, b, fx.bar, &base_meets, &ex);
+      check_bar(sub, {judged}, fx.bar, std::string(format_name(f)) + (base_meets ? "" : " excess-over-unplanted"));
+      control_notes[name].push_back(
+          {{"depth", s.depth},
+           {"mean_kl", s.mean_kl},
+           {"worst_kl", s.worst_kl},
+           {"top1_agreement", double(s.agree) / s.rows},
+           {"unplanted", {{"mean_kl", b.mean_kl}, {"worst_kl", b.worst_kl}, {"meets_bar", base_meets}}},
+           {"judged_on", base_meets ? "the planted arm (the unplanted arm meets the bar)"
+                                    : "the planted arm's excess KL over the unplanted arm (which fails the bar)"},
+           {"excess", {{"mean_kl", ex.mean_kl}, {"worst_row_kl", ex.worst_kl}, {"worst_row_pos", ex.worst_pos}}},
+           {"why", kv_bar_failure(judged, fx.bar)}});
     }
   };
   run.control("q4-query-not-rotated",

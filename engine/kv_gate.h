@@ -104,6 +104,14 @@ void kv_refresh_summary(KvDepthStats* s);
 // Bar verdict of one depth: empty when it holds, else why ("mean KL 0.02 > 0.01; ...").
 std::string kv_bar_failure(const KvDepthStats& s, const KvBar& bar);
 
+// What a planted control's bar check judges at one depth, given the same format unplanted
+// there: where the unplanted arm meets the bar, the planted stats themselves; where it
+// already fails the bar, the plant's excess (per row, planted KL minus unplanted KL), so a
+// plant that changed nothing (or less than the bar) does not fail the bar and its control
+// stays green. *unplanted_meets and *excess (either may be null) report which and the excess.
+KvDepthStats kv_control_judged(const KvDepthStats& planted, const KvDepthStats& unplanted, const KvBar& bar,
+                               bool* unplanted_meets, KvDepthStats* excess);
+
 // The logits of a probe's answer rows ([passphrase bytes][vocab]): run on a lane of its own
 // (forked = false) or, as the gate runs it, on a second lane forked at depth/2 from a lane
 // that holds the stream's first depth/2 tokens (Backend::pack / unpack). The tests check

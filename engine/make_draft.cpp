@@ -133,8 +133,7 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
   if (from_dir.empty()) return fail("--from: a checkpoint folder is required");
   if (out_dir.empty()) return fail("--out: a folder is required");
   std::error_code ec;
-  const bool existed = fs::exists(out_dir, ec);
-  const bool ours = !existed || (fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec));  // may clean up
+  const CheckpointDirGuard guard(out_dir);  // on a failed write: nothing half-written stays
   Qwen3Weights w, d;
   Status st = load_qwen3_checkpoint(from_dir, &w);
   if (!st.ok) return fail("--from: " + st.message);
@@ -155,11 +154,7 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
                                {"kc_draft_layers", std::to_string(layers)},
                                {"kc_source_sha256", digest}});
   if (!st.ok) {
-    if (ours) {  // leave nothing half-written (never touch a folder that held files)
-      for (const char* f : {"config.json", "config.json.tmp", "model.safetensors", "model.safetensors.tmp"})
-        fs::remove(fs::path(out_dir) / f, ec);
-      if (!existed) fs::remove(out_dir, ec);
-    }
+    guard.cleanup();
     return fail("--out: " + st.message);
   }
   const auto bytes = fs::file_size(fs::path(out_dir) / "model.safetensors", ec);

@@ -1,8 +1,9 @@
 // `tf-cuda-test make-draft --from DIR --layers N --out DIR`: a draft checkpoint of its
 // own, made from a target checkpoint without the GPU: the target's embedding, its first N
 // layers, its final norm and its head (lm_head, or the tied embedding), in the target's
-// dtype with the same tensor bytes, and a config.json that is the target's with
-// num_hidden_layers = N. It loads as any Qwen3 checkpoint (engine/checkpoint.h) and, as a
+// dtype with the same tensor bytes, and a config.json written from the target's parsed config
+// (the fields engine/qwen3_config.h reads; others, such as token ids or layer_types, are not
+// carried) with num_hidden_layers = N. It loads as any Qwen3 checkpoint (engine/checkpoint.h) and, as a
 // draft, gives the same tokens as the target truncated in memory (make_draft_weights).
 //
 // Reproducible: the bytes depend only on the source checkpoint and N (the metadata names

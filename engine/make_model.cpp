@@ -48,7 +48,12 @@ Status write_text_atomically(const std::string& path, const std::string& text) {
     if (!os) return Status::Error(path + ": (file): cannot create: " + std::strerror(errno));
     os << text;
     os.flush();
-    if (!os) return Status::Error(path + ": (file): write failed");
+    if (!os) {
+      os.close();
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return Status::Error(path + ": (file): write failed");
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -117,6 +122,29 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
   return Status::Ok();
 }
 
+CheckpointDirGuard::CheckpointDirGuard(const std::string& out_dir) : dir_(out_dir) {
+  std::error_code ec;
+  if (out_dir.empty()) return;
+  if (fs::exists(out_dir, ec)) {
+    ours_ = fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec);
+    return;
+  }
+  ours_ = true;
+  fs::path p = fs::absolute(out_dir, ec).lexically_normal();
+  if (ec) return;
+  if (!p.has_filename()) p = p.parent_path();  // a trailing slash
+  while (p.has_parent_path() && p != p.parent_path() && !fs::exists(p.parent_path(), ec)) p = p.parent_path();
+  first_created_ = p.string();
+}
+
+void CheckpointDirGuard::cleanup() const {
+  if (!ours_) return;
+  std::error_code ec;
+  for (const char* f : {"config.json", "config.json.tmp", "model.safetensors", "model.safetensors.tmp"})
+    fs::remove(fs::path(dir_) / f, ec);
+  if (!first_created_.empty()) fs::remove_all(first_created_, ec);
+}
+
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
                                   const std::string& preset) {
   Dtype dtype;
@@ -148,11 +176,14 @@ int make_model_command(const std::string& preset, int layers, uint64_t seed, con
   Qwen3Config c;
   Status st = qwen3_preset(preset, layers, &c);
   if (st.ok && out_dir.empty()) st = Status::Error("--out: a directory is required");
+  const CheckpointDirGuard guard(out_dir);
   if (st.ok) st = write_synthetic_checkpoint(c, seed, out_dir, preset);
   // What was written must read back as a valid checkpoint of this config.
   Qwen3Config back;
   if (st.ok) st = check_qwen3_checkpoint(out_dir, &back);
   if (!st.ok) {
+    // An existing non-empty folder was refused untouched; anything this run wrote goes.
+    guard.cleanup();
     err << "make-model: " << st.message << "\n";
     return 2;
   }

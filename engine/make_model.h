@@ -43,6 +43,21 @@ Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out);
 // existing empty folder (else "DIR: (output directory): reason"); *dtype: c.dtype's storage type.
 Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype);
 
+// make-model's and make-draft's output folder, taken before anything is written: cleanup()
+// removes what a failed command left there, the files a checkpoint write makes (config.json,
+// model.safetensors and their .tmp) and every folder the command created (out_dir and any
+// missing parents), so nothing half-written remains. A folder that held files before is never
+// touched; one that existed empty stays.
+class CheckpointDirGuard {
+ public:
+  explicit CheckpointDirGuard(const std::string& out_dir);
+  void cleanup() const;
+
+ private:
+  std::string dir_, first_created_;  // first_created_: the topmost folder that did not exist
+  bool ours_ = false;
+};
+
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
                                   const std::string& preset = "custom");
 

@@ -73,6 +73,8 @@ Status Model::create(const Qwen3Weights& w, const ModelOptions& opts, Model* out
       opts.kv_format != Format::mxfp4)
     return Status::Error(std::string("kv cache format ") + format_name(opts.kv_format) +
                          ": not supported by the engine (bf16, fp8, q4, mxfp4)");
+  // What the kernels take, for weights that did not come through load_byte_level_checkpoint.
+  KC_RETURN_IF_ERROR(check_engine_config(c, "config.json"));
   if ((opts.kv_format == Format::q4 || opts.kv_format == Format::mxfp4) && c.head_dim % 32)
     return Status::Error(std::string("kv cache format ") + format_name(opts.kv_format) + ": head_dim " +
                          std::to_string(c.head_dim) + " is not a multiple of 32");

@@ -6,7 +6,7 @@
 //   q = a Wq^T, k = a Wk^T, v = a Wv^T; per head RMSNorm(q_h; q_norm), RMSNorm(k_g; k_norm)
 //   Backend::rope_store: RoPE (neox pairing) on q and k over rot_dims = config.rotary_dim
 //     with base = config.rope_theta; the rotated k and the plain v of row r are stored in
-//     the cache at (lane_r, slot = pos_r) in the cache's format (bf16, fp8, q4)
+//     the cache at (lane_r, slot = pos_r) in the cache's format (bf16, fp8, q4, mxfp4)
 //   Backend::attention with scale 1/sqrt(head_dim) over committed keys 0..pos_r of the
 //     row's lane (len = pos_r + 1, no tail): every row of the batch is stored before any
 //     row attends, so prefill rows of one lane see each other causally
@@ -65,7 +65,7 @@ struct LaneSpec {
 Status make_engine_cache(const KvLayout& lay, const std::vector<LaneSpec>& lanes, Cache* out);
 
 struct ModelOptions {
-  Format kv_format = Format::bf16;  // bf16, fp8 or q4
+  Format kv_format = Format::bf16;  // bf16, fp8, q4 or mxfp4
   int attn_chunk = 256;             // split-K chunk width of attention (keys)
   double rope_theta = 0;            // 0: the config's; otherwise overrides it (tests' controls)
   // Test-only planted bug (a control of the batch-invariance tests): attention's chunk
@@ -76,9 +76,9 @@ struct ModelOptions {
 
 class Model {
  public:
-  // Keeps `w`'s weights as bf16 (norm weights as fp32). Refuses an unsupported kv format
-  // (mxfp4: no rope store), a head_dim the format cannot hold (q4: multiple of 32), a
-  // chunk outside 1..1024.
+  // Keeps `w`'s weights as bf16 (norm weights as fp32). Refuses a config the kernels cannot
+  // run (check_engine_config), an unknown kv format, a head_dim the format cannot hold (q4,
+  // mxfp4: a multiple of 32), a chunk outside 1..1024.
   static Status create(const Qwen3Weights& w, const ModelOptions& opts, Model* out);
 
   const Qwen3Config& config() const { return config_; }

@@ -218,6 +218,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
     if (ln.done) return;
     if (tok == kTokEos) {
       rr.stopped_at_eos = true;
+      rr.eos_digest = fnv1a(row, size_t(V) * sizeof(float));  // the gates compare this row too
       ln.done = true;
       return;
     }

@@ -107,6 +107,7 @@ struct ServeResult {
   std::vector<int32_t> tokens;
   std::vector<uint64_t> digests;  // FNV-1a of the logits row behind each token
   bool stopped_at_eos = false;
+  uint64_t eos_digest = 0;        // stopped_at_eos: FNV-1a of the logits row that chose <|eos|>
   std::string refused;            // non-empty: never admitted, why
   std::vector<uint8_t> saved;     // save: the packed prompt state
   double ttft_s = 0;              // admission to first token

@@ -125,7 +125,9 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
       return fail("prompts[" + std::to_string(i) + "]", "must be a non-empty string");
     f.prompts.push_back(p);
   }
-  if (!get_int("new_tokens", 1, 4096, &f.new_tokens)) return false;
+  // At least 3: the first token comes from the prefill and a verify needs a drafted token and the
+  // one after it, so with fewer no lane ever drafts and the drafted gates compare plain decodes.
+  if (!get_int("new_tokens", 3, 4096, &f.new_tokens)) return false;
   if (!need("parallel")) return fail("parallel", "missing");
   {
     // One lane count, or a list of them (one set of concurrent arms per value).
@@ -140,7 +142,9 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     for (const auto& [fld, v] : vals) {
       if (!is_int(*v)) return fail(fld, "must be an integer");
       const long long x = v->get<long long>();
-      if (x < 1 || x > 64) return fail(fld, "must be in 1..64");
+      // At least 2: one lane is a solo run (concurrent == solo would compare a run with itself),
+      // and the controls run at the first value with a paged lane beside a window lane.
+      if (x < 2 || x > 64) return fail(fld, "must be in 2..64 (one lane is not concurrent)");
       if (x >= int(f.prompts.size()))
         return fail(fld, "must be smaller than the number of prompts (" + std::to_string(f.prompts.size()) +
                              ") so that requests queue");
@@ -155,6 +159,8 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     const auto& p = j["pages"][i];
     if (!is_int(p) || p.get<long long>() < 1 || p.get<long long>() > 65536)
       return fail("pages[" + std::to_string(i) + "]", "must be an integer in 1..65536");
+    if (std::find(f.pages.begin(), f.pages.end(), p.get<int>()) != f.pages.end())
+      return fail("pages[" + std::to_string(i) + "]", "repeats " + std::to_string(p.get<int>()));
     f.pages.push_back(p.get<int>());
   }
   if (need("pages_all")) {
@@ -208,6 +214,11 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
           return fail("draft.tree[" + std::to_string(i) + "]", "must be an integer in 1..8");
         f.draft_tree.push_back(t[i].get<int>());
       }
+      // A chain (every branching 1) is the plain draft: its node's ancestors are every node
+      // before it, so the tree arm would repeat the drafted arm and tree-tails-all-nodes could
+      // never go red.
+      if (std::all_of(f.draft_tree.begin(), f.draft_tree.end(), [](int b) { return b == 1; }))
+        return fail("draft.tree", "must branch somewhere (a branching above 1): a chain is the drafted arm's draft");
       if (draft_nodes(f.draft_tree, int(f.draft_tree.size())) > 64)
         return fail("draft.tree", "holds " + std::to_string(draft_nodes(f.draft_tree, int(f.draft_tree.size()))) +
                                       " nodes, at most 64");
@@ -359,35 +370,57 @@ std::string compare(const ServeResult& a, const ServeResult& b, bool digests, in
              ", logits bytes differ";
     }
   }
+  // The row that chose <|eos|> is compared as well (a prompt that stops at once has only it).
+  if (a.stopped_at_eos != b.stopped_at_eos) {
+    *at = int64_t(n);
+    return "after token " + std::to_string(n) + ": " + (a.stopped_at_eos ? "the first" : "the second") +
+           " stopped at <|eos|>, the other did not";
+  }
+  if (digests && a.stopped_at_eos && a.eos_digest != b.eos_digest) {
+    *at = int64_t(n);
+    return "after token " + std::to_string(n) + ": both stopped at <|eos|>, the logits bytes of that row differ";
+  }
   *at = -1;
   return "";
 }
 
 }  // namespace
 
+bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why) {
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f || !std::filesystem::is_regular_file(path)) {
+      *why = path + ": cannot be read";
+      return false;
+    }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    *text = ss.str();
+  }
+  nlohmann::json fj;
+  try {
+    fj = nlohmann::json::parse(*text);
+  } catch (const std::exception& e) {
+    *why = path + ": not JSON: " + e.what();
+    return false;
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  std::string w;
+  if (!parse_serve_fixture(fj, dir.empty() ? "." : dir, out, &w)) {
+    *why = path + ": " + w;
+    return false;
+  }
+  return true;
+}
+
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err) {
   const auto bad = [&](const std::string& why) {
     err << "tf-cuda-test: error: serve-gate: " << why << "\n";
     return 2;
   };
-  std::string text;
-  {
-    std::ifstream f(cmd.fixture, std::ios::binary);
-    if (!f || std::filesystem::is_directory(cmd.fixture)) return bad(cmd.fixture + ": cannot be read");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
-  }
-  nlohmann::json fj;
-  try {
-    fj = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return bad(cmd.fixture + ": not JSON: " + e.what());
-  }
+  std::string text, why;
   ServeFixture fx;
-  std::string why;
-  const std::string dir = std::filesystem::path(cmd.fixture).parent_path().string();
-  if (!parse_serve_fixture(fj, dir.empty() ? "." : dir, &fx, &why)) return bad(cmd.fixture + ": " + why);
+  if (!read_serve_fixture(cmd.fixture, &fx, &text, &why)) return bad(why);
   if (cmd.backend != "cpu" && cmd.backend != "cuda" && cmd.backend != "auto")
     return bad("--backend " + cmd.backend + ": expected cpu, cuda or auto");
   if (!cmd.kv_cache.empty()) {
@@ -470,6 +503,13 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
 
   nlohmann::json arms = nlohmann::json::array();
   std::vector<std::string> errors;
+  // An engine error inside a control is that control's error (not a catch: framework.h), so it
+  // cannot turn the control red; elsewhere it is the run's.
+  Run* in_control = nullptr;
+  auto engine_error = [&](const std::string& e) {
+    if (in_control) in_control->error("engine", e);
+    else errors.push_back(e);
+  };
   // Each arm runs on a fresh engine (a backend of its own: stream, uploaded weights,
   // scratch, arena), so its unwarmed time to first token is a fresh engine's and the device
   // memory it reports is its own (the counters are process-wide; the previous arm's engine
@@ -478,7 +518,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   auto fresh_backend = [&](const std::string& who) -> std::unique_ptr<Backend> {
     Status s;
     std::unique_ptr<Backend> b = select_backend(backend_name, &s);
-    if (!b) errors.push_back(who + ": a fresh backend: " + s.message);
+    if (!b) engine_error(who + ": a fresh backend: " + s.message);
     return b;
   };
   auto requests = [&](const std::vector<int>& order, bool save, const std::vector<std::vector<uint8_t>>* restore) {
@@ -502,7 +542,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       ServeStats st;
       const Status s = serve(targets.at(fmt), (cfg.draft_tokens > 0 || !cfg.draft_tree.empty()) ? &drafts.at(fmt) : nullptr, b, cfg, reqs, &res, &st);
       if (!s.ok) {
-        errors.push_back(name + " (" + fmt + ") time to first token: " + s.message);
+        engine_error(name + " (" + fmt + ") time to first token: " + s.message);
         return;
       }
       (k == 0 ? a->ttft_unwarmed_s : a->ttft_warmed_s) = st.first_token_s;
@@ -521,6 +561,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   // also times its first token (unwarmed, warmed) and goes into the receipt.
   auto run_arm = [&](const std::string& name, const std::string& fmt, ServeConfig cfg, const std::vector<int>& order,
                      bool save, const std::vector<std::vector<uint8_t>>* restore, bool record, Arm* a) {
+    *a = Arm();  // nothing of a previous arm (stats, times) carries over, even on an engine error
     a->name = name;
     a->format = fmt;
     a->parallel = cfg.parallel;
@@ -541,7 +582,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     a->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     memory_after(*b, a);
     if (!st.ok) {
-      errors.push_back(name + " (" + fmt + "): " + st.message);
+      engine_error(name + " (" + fmt + "): " + st.message);
       for (ServeResult& r : a->res) r.refused = "engine error: " + st.message;
       return;
     }
@@ -575,7 +616,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       const Status st = serve(targets.at(fmt), nullptr, *b, cfg, requests({i}, true, nullptr), &res, &one);
       wall += std::chrono::duration<double>(Clock::now() - t0).count();
       if (!st.ok) {
-        errors.push_back("solo (" + fmt + ") prompt " + std::to_string(i) + ": " + st.message);
+        engine_error("solo (" + fmt + ") prompt " + std::to_string(i) + ": " + st.message);
         a->res[i].refused = "engine error: " + st.message;
         continue;
       }
@@ -607,6 +648,14 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 d.empty() ? "" : d);
     }
   };
+  // A drafted arm that never verified a draft compared plain decodes: vacuous, so it fails its
+  // gate (a fixture whose prompts all stop at <|eos|> before a draft could be verified).
+  auto gate_drafted = [&](Run& run, const std::string& gate, const Arm& a) {
+    run.check(gate, a.stats.verifies > 0, "arm=" + a.name + " format=" + a.format,
+              a.stats.verifies > 0 ? ""
+                                   : "the arm never verified a draft (0 verifies): its tokens are plain decodes, so "
+                                     "nothing drafted was compared");
+  };
   auto gate_pool = [&](Run& run, const Arm& a) {
     run.check("pool check", a.stats.pool_violations.empty(), "arm=" + a.name + " format=" + a.format,
               a.stats.pool_violations.empty() ? "" : a.stats.pool_violations.front());
@@ -617,6 +666,15 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     for (const ServeResult& r : a.res)
       if (!r.refused.empty() && refused++ == 0) first = r.refused;
     run.check("admitted", refused == 0, "arm=" + a.name + " format=" + a.format, first);
+  };
+
+  auto gate_golden = [&](Run& run, const std::string& fmt, const nlohmann::json& g, const std::vector<ServeResult>& res) {
+    for (int i = 0; i < np; ++i) {
+      const std::string h = token_hash(res[size_t(i)].tokens);
+      const std::string want = g[size_t(i)];
+      run.check("golden", h == want, "prompt=" + std::to_string(i) + " format=" + fmt,
+                h == want ? "" : "hash " + h + ", golden " + want);
+    }
   };
 
   CaseSelection sel;
@@ -642,12 +700,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     gate_pool(run, s);
     const nlohmann::json g = golden_for(fx, fmt, backend_name);
     if (g.is_array()) {
-      for (int i = 0; i < np; ++i) {
-        const std::string h = token_hash(s.res[i].tokens);
-        const std::string want = g[i];
-        run.check("golden", h == want, "prompt=" + std::to_string(i) + " format=" + fmt,
-                  h == want ? "" : "hash " + h + ", golden " + want);
-      }
+      gate_golden(run, fmt, g, s.res);
     } else {
       run.skip("golden", "the fixture gives no golden hashes for " + fmt + " on " + backend_name, np);
     }
@@ -692,12 +745,14 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       dc.draft_tokens = fx.draft_tokens;
       run_arm("drafted" + sfx, fmt, dc, fwd, false, nullptr, true, &a);
       gate_pairs(run, "drafted == plain", s, a, true);
+      gate_drafted(run, "drafted == plain", a);
       gate_pool(run, a);
       err << "serve-gate: " << fmt << ": parallel " << par << ": drafted-tree\n";
       ServeConfig tc = dc;
       tc.draft_tree = fx.draft_tree;
       run_arm("drafted-tree" + sfx, fmt, tc, fwd, false, nullptr, true, &a);
       gate_pairs(run, "tree-drafted == plain", s, a, true);
+      gate_drafted(run, "tree-drafted == plain", a);
       gate_pool(run, a);
       err << "serve-gate: " << fmt << ": parallel " << par << ": resumed\n";
       ServeConfig rc = c;
@@ -726,7 +781,14 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                                        {"total", g.passed + g.failed},
                                        {"first_miss", g.failures.empty() ? "" : g.failures.front()}};
   };
-  run.control("paged-batch-other-path",
+  auto control = [&](const std::string& name, const std::string& what, std::function<void(Run&)> body) {
+    run.control(name, what, [&, body](Run& sub) {
+      in_control = &sub;
+      body(sub);
+      in_control = nullptr;
+    });
+  };
+  control("paged-batch-other-path",
               "a batch holding a paged lane routes every lane through attention chunk 4 (another split-K path)",
               [&](Run& sub) {
                 ServeConfig c;
@@ -738,7 +800,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
                 note_misses("paged-batch-other-path", sub);
               });
-  run.control("restore-without-scale-planes",
+  control("restore-without-scale-planes",
               "restore (" + rf + ": fp8 when run, else the first run format with scale planes) leaves every scale "
               "plane of the restored positions zero",
               [&](Run& sub) {
@@ -753,7 +815,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "resumed == fresh", s, a, true);
                 note_misses("restore-without-scale-planes", sub);
               });
-  run.control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
+  control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
               [&](Run& sub) {
                 ServeConfig c;
                 c.parallel = fx.parallel.front();
@@ -765,7 +827,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "drafted == plain", solo_of(cf), a, true);
                 note_misses("verify-skips-compaction", sub);
               });
-  run.control("tree-tails-all-nodes",
+  control("tree-tails-all-nodes",
               "tree verify: every draft node attends all nodes numbered before it (the chain's tail rule), not only "
               "its ancestors",
               [&](Run& sub) {
@@ -780,7 +842,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pairs(sub, "tree-drafted == plain", solo_of(cf), a, true);
                 note_misses("tree-tails-all-nodes", sub);
               });
-  run.control("pages-released-before-drained",
+  control("pages-released-before-drained",
               "a paged lane's pages go back to the pool (and are poisoned) one step before its last decode step",
               [&](Run& sub) {
                 ServeConfig c;
@@ -794,7 +856,40 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 gate_pool(sub, a);
                 note_misses("pages-released-before-drained", sub);
               });
-  run.control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
+  control("pages-all-other-path",
+          "a pages-all arm (every lane paged) whose batches route every lane through attention chunk 4 (another "
+          "split-K path), against the prompts alone on window lanes",
+          [&](Run& sub) {
+            ServeConfig c;
+            c.parallel = fx.parallel.front();
+            c.page = Pfirst;
+            c.pages_all = true;
+            c.plant_paged_batch_chunk = true;
+            Arm a;
+            run_arm("control-pages-all-other-path", cf, c, fwd, false, nullptr, false, &a);
+            gate_pairs(sub, "paged == contiguous", solo_of(cf), a, true);
+            note_misses("pages-all-other-path", sub);
+          });
+  // The golden gate's control runs where the fixture has goldens for a run format on this
+  // backend (a run with none has no golden check to prove: the gate is skipped there).
+  std::string gf;
+  for (const std::string& f : fx.formats)
+    if (gf.empty() && golden_for(fx, f, backend_name).is_array()) gf = f;
+  if (!gf.empty())
+    control("golden-last-token-changed",
+            "the solo arm of " + gf + " with the last token of its longest answer replaced by the next token id",
+            [&](Run& sub) {
+              std::vector<ServeResult> res = solo_of(gf).res;
+              size_t at = 0;
+              for (size_t i = 1; i < res.size(); ++i)
+                if (res[i].tokens.size() > res[at].tokens.size()) at = i;
+              if (res[at].tokens.empty()) return sub.error("engine", "the solo arm of " + gf + " gave no tokens");
+              int32_t& t = res[at].tokens.back();
+              t = (t + 1) % int32_t(targets.at(gf).config().vocab_size);
+              gate_golden(sub, gf, golden_for(fx, gf, backend_name), res);
+              note_misses("golden-last-token-changed", sub);
+            });
+  control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
               [&](Run& sub) {
                 ServeConfig c;
                 c.parallel = fx.parallel.front();

@@ -41,6 +41,11 @@ std::string sha256_hex(const std::string& bytes);
 // The golden hashes of `format` on `backend` (null when the fixture gives none).
 nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend);
 
+// Reads and checks a fixture file (parse_serve_fixture, relative paths against its folder):
+// false with *why ("FILE: reason") when it cannot be read, is not JSON or has a bad field.
+// serve-gate, and kernel-contract before it runs anything, read their fixture through it.
+bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why);
+
 struct ServeGateCommand {
   std::string fixture;
   std::string backend = "cpu";

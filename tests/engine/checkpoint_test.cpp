@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model.h"
 #include "engine/safetensors.h"
 #include "tests/engine/temp_dir.h"
 
@@ -121,7 +122,9 @@ TEST(Checkpoint, ByteLevelLoadRefusesAVocabTooSmallForTheByteTokenizer) {
   EXPECT_TRUE(load_qwen3_checkpoint(dir.file("v11"), &w).ok);  // a valid Qwen3 checkpoint ...
   Status st = load_byte_level_checkpoint(dir.file("v11"), &w);  // ... but not one the engine can tokenize for
   EXPECT_FALSE(st.ok);
-  EXPECT_EQ(st.message, dir.file("v11") + ": vocab_size 11 is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+  EXPECT_EQ(st.message,
+            dir.file("v11") + "/config.json: vocab_size: 11 is not a byte-level model (256 bytes, <|bos|> 256, <|eos|> 257)");
+  c.head_dim = c.rotary_dim = 32;  // what the kernels take
   for (int64_t v : {257, 258}) {
     c.vocab_size = v;
     const std::string d = dir.file("v" + std::to_string(v));
@@ -132,6 +135,57 @@ TEST(Checkpoint, ByteLevelLoadRefusesAVocabTooSmallForTheByteTokenizer) {
   st = load_byte_level_checkpoint(dir.file("nope"), &w);  // load_qwen3_checkpoint's refusals pass through
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find(dir.file("nope")), std::string::npos) << st.message;
+}
+
+// Valid Qwen3 configs that the engine's kernels cannot run are refused at load, naming
+// config.json and the field, before any weight is decoded (they used to load and then fail at
+// the first forward as a backend error).
+TEST(Checkpoint, ByteLevelLoadRefusesConfigsTheKernelsCannotRun) {
+  TempDir dir;
+  Qwen3Config ok = small_config(false);
+  ok.vocab_size = 258;
+  ok.head_dim = ok.rotary_dim = 32;
+  struct Bad {
+    std::string name, want;
+    std::function<void(Qwen3Config&)> edit;
+  };
+  const std::vector<Bad> bad = {
+      {"hd16", "head_dim: 16 is not supported by the engine's kernels (32, 64, 128 or 256)",
+       [](Qwen3Config& c) { c.head_dim = c.rotary_dim = 16; }},
+      {"hd48", "head_dim: 48 is not supported", [](Qwen3Config& c) { c.head_dim = c.rotary_dim = 48; }},
+      {"gqa64", "num_attention_heads: 64 over 1 kv heads is not supported by the engine's kernels",
+       [](Qwen3Config& c) {
+         c.num_attention_heads = 64;
+         c.num_key_value_heads = 1;
+       }},
+      {"pos2g", "max_position_embeddings: 2147483648 is more positions than the engine addresses",
+       [](Qwen3Config& c) { c.max_position_embeddings = int64_t(1) << 31; }},
+  };
+  for (const Bad& b : bad) {
+    Qwen3Config c = ok;
+    b.edit(c);
+    const std::string d = dir.file(b.name);
+    write_model(d, config_json(c), tensors_for(c));
+    Qwen3Weights w;
+    EXPECT_TRUE(load_qwen3_checkpoint(d, &w).ok) << b.name;  // a valid Qwen3 checkpoint
+    const Status st = load_byte_level_checkpoint(d, &w);
+    EXPECT_FALSE(st.ok) << b.name;
+    EXPECT_EQ(st.message.rfind(d + "/config.json: " + b.want, 0), 0u) << st.message;
+    Model m;  // weights that bypass the loader meet the same check
+    const Status mc = Model::create(w, ModelOptions{}, &m);
+    EXPECT_FALSE(mc.ok) << b.name;
+    EXPECT_NE(mc.message.find(b.want), std::string::npos) << mc.message;
+  }
+  for (int64_t hd : {32, 64, 128, 256}) {  // each supported head_dim loads, and 32 q heads per kv head
+    Qwen3Config c = ok;
+    c.head_dim = c.rotary_dim = hd;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 1;
+    const std::string d = dir.file("hd" + std::to_string(hd));
+    write_model(d, config_json(c), tensors_for(c));
+    Qwen3Weights w;
+    EXPECT_TRUE(load_byte_level_checkpoint(d, &w).ok) << hd;
+  }
 }
 
 TEST(Checkpoint, ShardedCheckpointLoadsTheSameWeights) {

@@ -105,6 +105,43 @@ TEST(KvGateMath, DepthStatsNameEveryTopTokenDifferenceAndTheBar) {
   EXPECT_EQ(kv_bar_failure(s, bar), "");
 }
 
+// A planted control is judged on the plant's own effect: against an unplanted arm that meets
+// the bar, the planted stats; against one that already fails it, the excess per row. A plant
+// that changed nothing stays green in both cases (before, it went red wherever the format
+// already failed the bar: the q4 control on the ci fixture).
+TEST(KvGateMath, ControlsAreJudgedOnThePlantsOwnEffect) {
+  KvBar bar;
+  bar.mean_kl = 0.01;
+  bar.worst_token_kl = 0.1;
+  auto stats = [](std::vector<double> kl) {
+    KvDepthStats s;
+    s.depth = 100;
+    s.rows = int(kl.size());
+    s.kl = std::move(kl);
+    kv_refresh_summary(&s);
+    return s;
+  };
+  const KvDepthStats good = stats({0.001, 0.002, 0.003, 0.004});  // meets the bar
+  const KvDepthStats bad = stats({0.02, 0.03, 0.15, 0.02});         // fails it (q4 on the ci fixture)
+  bool meets = true;
+  KvDepthStats ex;
+  // The plant changed nothing: green whichever the baseline.
+  EXPECT_EQ(kv_bar_failure(kv_control_judged(good, good, bar, &meets, &ex), bar), "");
+  EXPECT_TRUE(meets);
+  EXPECT_EQ(kv_bar_failure(kv_control_judged(bad, bad, bar, &meets, &ex), bar), "");
+  EXPECT_FALSE(meets);
+  EXPECT_EQ(ex.mean_kl, 0.0);
+  // A plant that adds less than the bar on a failing baseline: still green.
+  EXPECT_EQ(kv_bar_failure(kv_control_judged(stats({0.021, 0.031, 0.16, 0.021}), bad, bar, nullptr, nullptr), bar), "");
+  // A plant that breaks the bar on a good baseline, or adds more than the bar on a bad one: red.
+  EXPECT_NE(kv_bar_failure(kv_control_judged(bad, good, bar, &meets, nullptr), bar), "");
+  EXPECT_TRUE(meets);
+  const KvDepthStats worse = stats({0.02, 0.03, 0.15, 0.5});  // one row 0.48 above its baseline
+  const std::string why = kv_bar_failure(kv_control_judged(worse, bad, bar, &meets, &ex), bar);
+  EXPECT_NE(why.find("worst-token KL 0.48"), std::string::npos) << why;
+  EXPECT_NE(why.find("position 103"), std::string::npos) << why;
+}
+
 // ---- the fixture and the command ----
 
 nlohmann::json ci_fixture() { return nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/ci.json")); }
@@ -154,6 +191,15 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
        [](nlohmann::json& j) { j["depths"][1] = j["depths"][0]; }},
       {"field depths[0]: must be an integer", [](nlohmann::json& j) { j["depths"][0] = "1K"; }},
       {"field depths: the deepest depth needs", [](nlohmann::json& j) { j["depths"].push_back(1 << 20); }},
+      // decode_steps 0: the last scored row still needs its target token, one past the rows
+      {"field depths: the deepest depth needs",
+       [](nlohmann::json& j) {
+         const auto n = int64_t(std::filesystem::file_size(kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt")) + 1;
+         j["decode_steps"] = 0;
+         j["depths"] = {n - j["rows"].get<int64_t>()};  // depth + rows == the token count: one short
+         j["control_depths"] = j["depths"];
+         j.erase("recall");
+       }},
       {"field rows: must be in 1..65536", [](nlohmann::json& j) { j["rows"] = 0; }},
       {"field bar.mean_kl: must be a finite number > 0", [](nlohmann::json& j) { j["bar"]["mean_kl"] = -1; }},
       {"field bar.worst: unknown field", [](nlohmann::json& j) { j["bar"]["worst"] = 1; }},

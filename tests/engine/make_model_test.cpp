@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cmath>
+#include <csignal>
 #include <sstream>
 
 #include "engine/checkpoint.h"
@@ -128,6 +131,35 @@ TEST(MakeModel, RefusesBadArgumentsWithExit2) {
     EXPECT_EQ(out.str(), "");
   }
   EXPECT_EQ(test::read_bytes(dir.file("full/keep.txt")), "mine") << "a refused directory is left alone";
+}
+
+// A write that fails part way (here: a file-size limit lets config.json through and stops
+// model.safetensors) leaves nothing behind: not the files, not the folders the command made,
+// so the same command can simply be run again. An existing empty folder stays (emptied).
+TEST(MakeModel, AFailedWriteLeavesNothingHalfWritten) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("empty"));
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto prev = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG
+  rlimit low = old;
+  low.rlim_cur = 64 * 1024;  // config.json fits, the tiny preset's ~1.4 MB of weights do not
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
+  std::ostringstream out1, err1, out2, err2;
+  const int rc1 = make_model_command("tiny", 1, 1, dir.file("new/a/b"), out1, err1);
+  const int rc2 = make_model_command("tiny", 1, 1, dir.file("empty"), out2, err2);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, prev);
+  EXPECT_EQ(rc1, 2) << err1.str();
+  EXPECT_NE(err1.str().find("model.safetensors"), std::string::npos) << err1.str();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new"))) << "the folders make-model created are removed";
+  EXPECT_EQ(rc2, 2) << err2.str();
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("empty")));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.file("empty"))) << "what make-model wrote is removed";
+  std::ostringstream out3, err3;  // and the command runs again, to completion
+  EXPECT_EQ(make_model_command("tiny", 1, 1, dir.file("new/a/b"), out3, err3), 0) << err3.str();
+  Qwen3Config back;
+  EXPECT_TRUE(check_qwen3_checkpoint(dir.file("new/a/b"), &back).ok);
 }
 
 }  // namespace

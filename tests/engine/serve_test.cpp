@@ -375,7 +375,12 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field prompts[1]: must be a non-empty string", [](nlohmann::json& j) { j["prompts"][1] = ""; }},
       {"field prompts: must be a non-empty array", [](nlohmann::json& j) { j["prompts"] = nlohmann::json::array(); }},
       {"field new_tokens: must be an integer", [](nlohmann::json& j) { j["new_tokens"] = "16"; }},
-      {"field new_tokens: must be in 1..4096", [](nlohmann::json& j) { j["new_tokens"] = 0; }},
+      {"field new_tokens: must be in 3..4096", [](nlohmann::json& j) { j["new_tokens"] = 0; }},
+      {"field new_tokens: must be in 3..4096", [](nlohmann::json& j) { j["new_tokens"] = 2; }},  // never drafts
+      {"field parallel: must be in 2..64", [](nlohmann::json& j) { j["parallel"] = 1; }},      // a solo run
+      {"field parallel[1]: must be in 2..64", [](nlohmann::json& j) { j["parallel"] = {2, 1}; }},
+      {"field pages[1]: repeats 16", [](nlohmann::json& j) { j["pages"] = {16, 16}; }},
+      {"field draft.tree: must branch somewhere", [](nlohmann::json& j) { j["draft"]["tree"] = {1, 1}; }},
       {"field parallel: must be smaller than the number of prompts", [](nlohmann::json& j) { j["parallel"] = 5; }},
       {"field pages[1]: must be an integer in 1..65536", [](nlohmann::json& j) { j["pages"][1] = 0; }},
       {"field pages_all: must be true or false", [](nlohmann::json& j) { j["pages_all"] = 1; }},
