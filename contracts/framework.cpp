@@ -27,14 +27,6 @@ Run::Run(Backend& be_, Backend* twin_, uint64_t seed_, int cases_, bool quiet, b
     : be(be_), twin(twin_), seed(seed_), cases(cases_), in_control(in_control_),
       last_check_(std::chrono::steady_clock::now()), quiet_(quiet) {}
 
-std::string shell_quote(const std::string& w) {
-  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
-                        std::string::npos)
-    return w;
-  std::string q = "'";
-  for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
 
 std::string CaseSelection::describe() const {
   if (case_line) return "--case " + shell_quote(*case_line);
@@ -112,6 +104,7 @@ bool Run::selected(const std::string& case_vars) {
   if (stop) ++cases_stopped_;
   bool in = !stop && (selection_.case_line ? case_vars == *selection_.case_line
                                            : !filter_ || std::regex_search(case_vars, *filter_));
+  if (in) ++cases_matched;
   if (in && selection_.shards > 1 &&
       fnv1a(case_vars.data(), case_vars.size()) % uint64_t(selection_.shards) != uint64_t(selection_.shard - 1))
     in = false;  // another shard's case
@@ -255,20 +248,36 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   for (const GateStat& g : run.gates()) checks += g.passed;
   // A --filter or --case that selects no case fails: a replay that replays nothing must
   // never come back green on the strength of the case-independent gates.
-  const bool selected_none = sel.any() && run.cases_run == 0;
+  const bool selected_none = sel.any() && run.cases_matched == 0;
+  // A shard that holds none of the selected cases ran only the case-independent gates: no
+  // pass either (cases are dealt by the hash of their line, so a shard of many may get none).
+  const bool empty_shard = opts.shards > 1 && run.cases_run == 0 && run.cases_matched > 0;
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
-                    !selected_none && run.controls_skipped() == 0;
+                    !selected_none && !empty_shard && run.controls_skipped() == 0;
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
   std::vector<std::string> why = gate_failure_reasons(run.gates());
   for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) why.push_back(std::move(w));
   const std::string none_selected =
       sel.describe() + " matched none of the " + std::to_string(cases) + " cases of seed " + std::to_string(seed);
+  std::string shard_none;
+  if (empty_shard) {
+    shard_none = "shard " + shard_text + " holds none of the " + std::to_string(run.cases_matched) +
+                 (sel.any() ? " cases " + sel.describe() + " selected" : " cases") +
+                 " (cases are dealt to shards by the hash of their line";
+    if (opts.case_line)
+      shard_none += "; that case is shard " +
+                    std::to_string(fnv1a(opts.case_line->data(), opts.case_line->size()) % uint64_t(opts.shards) + 1) +
+                    "/" + std::to_string(opts.shards) + "'s";
+    shard_none += ")";
+  }
   if (checks == 0) {
     std::string w = "no gate check passed";
-    if (run.cases_run == 0) w += sel.any() ? ": " + none_selected : ": no case ran";
+    if (run.cases_run == 0) w += empty_shard ? ": " + shard_none : sel.any() ? ": " + none_selected : ": no case ran";
     why.push_back(w);
   } else if (selected_none) {
     why.push_back(none_selected + " (only case-independent gates ran)");
+  } else if (empty_shard) {
+    why.push_back(shard_none + ": only case-independent gates ran; use fewer shards");
   }
   if (run.controls_skipped() > 0)
     why.push_back("controls skipped (--gates-only): " + std::to_string(run.controls_skipped()) +

@@ -46,8 +46,7 @@ struct CaseSelection {
   std::string describe() const;          // "--filter 'x'", "--case '...'" (shell-quoted)
 };
 
-// A word as one shell argument: single-quoted when it holds anything but [A-Za-z0-9_./=:,+-@%].
-std::string shell_quote(const std::string& word);
+// shell_quote: contracts/receipt.h.
 
 class Run {
  public:
@@ -103,6 +102,7 @@ class Run {
   void cover_value(const std::string& dim, const std::string& value);
   int64_t cases_run = 0;
   int64_t cases_filtered = 0;
+  int64_t cases_matched = 0;  // cases the --filter / --case selected, in any shard
 
   const std::vector<GateStat>& gates() const { return gates_; }
   const std::vector<ControlStat>& controls() const { return controls_; }

@@ -11,6 +11,16 @@
 
 namespace kc {
 
+std::string shell_quote(const std::string& w) {
+  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
+                        std::string::npos)
+    return w;
+  std::string q = "'";
+  for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+
 using json = nlohmann::json;
 
 // ---- writing ----
@@ -198,7 +208,7 @@ bool check_receipt(const json& r, Checker& c) {
   if (!c.one_of(r, "kind", {"contract", "serve-gate", "serve-memory", "kv-gate", "bench", "bench-engine", "generate"}))
     return false;
   if (!c.field(r, "", "name", Want::string) || !c.one_of(r, "verdict", {"pass", "fail"}) ||
-      !c.field(r, "", "backend", Want::string) || !c.field(r, "", "device", Want::object) ||
+      !c.one_of(r, "backend", {"cpu", "cuda"}) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
       !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
       !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
@@ -218,8 +228,27 @@ bool check_receipt(const json& r, Checker& c) {
       if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
     if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
       return false;
+    for (const char* k : {"requested", "run", "filtered_out"})
+      if (r["cases"].contains(k) && r["cases"][k].get<int64_t>() < 0)
+        return c.fail(std::string("cases.") + k, "negative count " + r["cases"][k].dump());
+    if (r["cases"].contains("shard")) {  // i/n, as --shard takes it (premerge and merge read it so)
+      const json& sh = r["cases"]["shard"];
+      const std::string t = sh.is_string() ? sh.get<std::string>() : "";
+      const size_t slash = t.find('/');
+      auto whole = [](const std::string& x) {
+        return !x.empty() && x[0] != '0' && x.find_first_not_of("0123456789") == std::string::npos;
+      };
+      if (slash == std::string::npos || !whole(t.substr(0, slash)) || !whole(t.substr(slash + 1)))
+        return c.fail("cases.shard", "expected a string i/n, got " + sh.dump());
+    }
+    if (!c.field(r["cases"], "cases", "merged_shards", Want::integer, true)) return false;
+    if (r["cases"].contains("merged_shards") && r["cases"]["merged_shards"].get<int64_t>() < 1)
+      return c.fail("cases.merged_shards", "expected at least 1, got " + r["cases"]["merged_shards"].dump());
   }
   if (!c.strings(r, "", "replay", true) || !c.field(r, "", "controls_skipped", Want::integer, true)) return false;
+  if (r.contains("controls_skipped") && r["controls_skipped"].get<int64_t>() < 1)
+    return c.fail("controls_skipped", "expected at least 1 (written only when controls were skipped), got " +
+                                          r["controls_skipped"].dump());
   if (!c.field(r["device"], "device", "compute_capability", Want::string, true) ||
       !c.field(r["device"], "device", "driver", Want::string, true))
     return false;
@@ -268,6 +297,8 @@ bool check_receipt(const json& r, Checker& c) {
       return false;
     if (k["red"].get<bool>() && k["caught_by"].empty())
       return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
+    if (k["red"].get<bool>() && k.contains("errors") && !k["errors"].empty())
+      return c.fail(at + ".red", "true, but the control had errors (an error is not a catch)");
   }
   if (is_bench_doc(r)) {
     if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
@@ -434,6 +465,21 @@ bool check_receipt(const json& r, Checker& c) {
     if (r.contains("controls_skipped") && !(r["controls_skipped"].is_number_integer() && r["controls_skipped"] == 0))
       return c.fail("verdict", "'pass' contradicts controls_skipped " + r["controls_skipped"].dump() +
                                    " (a run without its controls never passes)");
+    // The runners' own rule (a contract run, serve-gate, kv-gate): a pass needs a control that
+    // ran and a check that passed. Other tools' contract-kind receipts (tools/sanitize.py) judge
+    // their own runs.
+    const std::string kind = r["kind"].get<std::string>();
+    const json& argv = r["argv"];
+    const std::string cmd = argv.size() >= 2 ? argv[1].get<std::string>() : "";
+    const bool runner = kind == "serve-gate" || kind == "kv-gate" ||
+                        (kind == "contract" && (cmd == r["name"].get<std::string>() || cmd == "kernel-contract" ||
+                                                cmd == "premerge"));
+    if (runner) {
+      if (r["controls"].empty()) return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
+      bool checked = false;
+      for (const json& g : r["gates"]) checked = checked || g["passed"].get<int64_t>() > 0;
+      if (!checked) return c.fail("verdict", "'pass' with no gate check passed (nothing was checked)");
+    }
     if (is_bench_doc(r))
       for (size_t i = 0; i < r["targets"].size(); ++i)
         if (!r["targets"][i]["met"].get<bool>())

@@ -22,6 +22,10 @@ namespace kc {
 
 inline constexpr const char* kReceiptSchema = "kernel-contracts/receipt/1";
 
+// A word as one shell argument: single-quoted when it holds anything but [A-Za-z0-9_./=:,+-@%]
+// (an embedded ' as '\''), so a printed command line pastes back as the same argv.
+std::string shell_quote(const std::string& word);
+
 // A gate's result in words (console, receipt, report, diff):
 //   ok       at least one check passed and none failed;
 //   FAIL     a check failed;

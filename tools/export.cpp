@@ -110,6 +110,14 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
               << (ec ? ec.message() : "not a folder") << ")\n";
     return 2;
   }
+  // The manifest goes last, and a previous one goes first: a run that fails part way leaves no
+  // manifest that describes files of another run (the oracle reads only what a manifest lists).
+  const std::string mpath = (fs::path(out_dir) / "manifest.json").string();
+  fs::remove(mpath, ec);
+  if (fs::exists(mpath)) {
+    std::cerr << "tf-cuda-test: error: export: --out " << mpath << ": cannot remove the previous manifest\n";
+    return 2;
+  }
   nlohmann::json manifest;
   manifest["schema"] = "kernel-contracts/export/1";
   manifest["contract"] = contract;
@@ -205,11 +213,9 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
                         {"arith", be.attention_arith(c.fmt, c.d) == AttnArith::mma_split ? "mma_split" : "fma_chain"}};
     manifest["cases"].push_back(m);
   }
-  const std::string mpath = (fs::path(out_dir) / "manifest.json").string();
-  std::ofstream(mpath + ".tmp") << manifest.dump(1) << "\n";
-  fs::rename(mpath + ".tmp", mpath, ec);
-  if (ec) {
-    std::cerr << "tf-cuda-test: error: export: " << mpath << ": " << ec.message() << "\n";
+  const Status ws = write_text_atomic(mpath, manifest.dump(1) + "\n");
+  if (!ws.ok) {
+    std::cerr << "tf-cuda-test: error: export: " << ws.message << "\n";
     return 2;
   }
   std::cout << "export: " << list.size() << " cases of " << contract << " on " << be.name() << " -> " << out_dir

@@ -1,7 +1,8 @@
 // tf-cuda-test: the command line of kernel-contracts.
 //   tf-cuda-test list
 //   tf-cuda-test <contract> [--backend auto|cpu|cuda] [--seed N] [--cases N] [--filter REGEX | --case LINE] [--out FILE]
-//   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE]
+//                           [--quiet] [--gates-only] [--shard i/n] [--junit FILE]
+//   tf-cuda-test kernel-contract [--backend ...] [--seed N] [--out-dir DIR] [--serve-fixture FILE] [--shard i/n] [--junit FILE]
 //   tf-cuda-test bench {attention|pack|engine|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
@@ -234,14 +235,14 @@ int main(int argc, char** argv) {
   auto* bench_reps =
       bench->add_option("--reps", bo.reps, "Timed runs per configuration (median reported; default 30, engine 7)")
           ->check(kAtLeastOne);
-  bench->add_option("--transformers", bo.transformers,
+  auto* bench_transformers = bench->add_option("--transformers", bo.transformers,
                     "engine: the python that runs tools/transformers_decode_bench.py (default python3; 'none': "
                     "transformers not measured, its targets read 'not measured')");
-  bench->add_option("--engine-model", bo.engine_model,
+  auto* bench_engine_model = bench->add_option("--engine-model", bo.engine_model,
                     "engine: the trained checkpoint's folder (default fixtures/models/stdlib-bytes-3m)");
-  bench->add_option("--layers", bo.engine_layers, "engine: layers of the synthetic qwen35-27b-attn preset (default 4)")
+  auto* bench_layers = bench->add_option("--layers", bo.engine_layers, "engine: layers of the synthetic qwen35-27b-attn preset (default 4)")
       ->check(CLI::Range(1, 64));
-  bench->add_option("--tokens", bo.engine_tokens, "engine: tokens decoded per lane (default 128, --quick 64)")
+  auto* bench_tokens = bench->add_option("--tokens", bo.engine_tokens, "engine: tokens decoded per lane (default 128, --quick 64)")
       ->check(CLI::Range(2, 4000));
   bench->add_option("--profile", bo.engine_profile,
                     "engine only: instead of the bench, where a decode step's time goes (event time per kernel "
@@ -379,7 +380,8 @@ int main(int argc, char** argv) {
   auto* make_draft = app.add_subcommand(
       "make-draft",
       "Write a draft checkpoint made from a target checkpoint: its embedding, first --layers layers, final norm and "
-      "head, same dtype and tensor bytes, config.json with num_hidden_layers = --layers; read back and compared "
+      "head, same dtype and tensor bytes, config.json written from the target's parsed config (the fields the engine "
+      "reads) with num_hidden_layers = --layers; read back and compared "
       "value for value. Reproducible (no time stamp or absolute path in the files). Exit 2 for an unreadable "
       "source, --layers not below the source's layers, or an --out that exists and is not an empty folder");
   make_draft->add_option("--from", md_from, "Target checkpoint folder")->required();
@@ -473,6 +475,21 @@ int main(int argc, char** argv) {
       if (a == b) return true;
     return kc::find_contract(a) != nullptr;
   };
+  // Whole-number options are decimal: CLI11 reads them with strtoll's base 0, so 010 would be
+  // octal 8 and 0x10 16 (the seed has its own decimal parser).
+  const CLI::Validator decimal(
+      [](std::string& v) -> std::string {
+        const size_t d = v.size() > 1 && v[0] == '-' ? 1 : 0;
+        if (v.size() == d || v.find_first_not_of("0123456789", d) != std::string::npos || (v[d] == '0' && v.size() > d + 1))
+          return "expected a decimal integer (no leading zero, no 0x), got '" + v + "'";
+        return std::string();
+      },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* opt : sub->get_options()) {
+      const std::string t = opt->get_type_name();
+      if (t.rfind("INT", 0) == 0 || t.rfind("UINT", 0) == 0) opt->check(decimal);
+    }
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     std::cerr << "tf-cuda-test: error: unknown contract or command '" << argv[1] << "'; known: " << known_commands()
               << "\n";
@@ -597,9 +614,20 @@ int main(int argc, char** argv) {
         return kUsage;
       }
     }
+    for (const CLI::Option* opt : {bench_transformers, bench_engine_model, bench_layers, bench_tokens})
+      if (opt->count() && bench_what != "engine") {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": " << opt->get_name()
+                  << " applies to bench engine only\n";
+        return kUsage;
+      }
     if (bench_what == "engine" && bench_reps->count() == 0) bo.reps = bo.quick ? 3 : 7;
     if (!bo.engine_profile.empty() && bench_what != "engine") {
       std::cerr << "tf-cuda-test: error: --profile: only for bench engine\n";
+      return kUsage;
+    }
+    if (!bo.engine_profile.empty() && !bench_out.empty()) {
+      std::cerr << "tf-cuda-test: error: bench engine --profile writes its summary to the --profile path and no "
+                   "receipt: --out " << bench_out << " would not be written\n";
       return kUsage;
     }
     if (!bo.engine_profile.empty()) {
@@ -704,6 +732,13 @@ int main(int argc, char** argv) {
                    "working directory nor in the source tree " << KC_SOURCE_DIR << ": pass --serve-fixture FILE\n";
       return kUsage;
     }
+    // A bad fixture is refused before any contract runs or any receipt is written.
+    kc::engine::ServeFixture fx;
+    std::string text, fwhy;
+    if (!kc::engine::read_serve_fixture(serve_fixture, &fx, &text, &fwhy)) {
+      std::cerr << "tf-cuda-test: error: kernel-contract: --serve-fixture " << fwhy << "\n";
+      return kUsage;
+    }
   }
   const std::string command = app.get_subcommands().front()->get_name();
   kc::Status st;
@@ -748,8 +783,11 @@ int main(int argc, char** argv) {
     sgc.backend = be->name();
     sgc.out_file = (std::filesystem::path(o.out_dir) / "serve-gate.json").string();
     sgc.argv = args;
+    nlohmann::json sgr;  // for --junit: the serve gate is one of the run's receipts
+    sgc.receipt = &sgr;
     std::cout << "\nserve-gate " << serve_fixture << " on " << be->name() << ":\n";
     const int rc = kc::engine::serve_gate_command(sgc, std::cout, std::cerr);
+    if (!sgr.is_null()) receipts.push_back(std::move(sgr));
     results.push_back({"serve-gate (" + std::filesystem::path(serve_fixture).filename().string() + ")", rc});
     worst = std::max(worst, rc);
   }

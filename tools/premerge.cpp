@@ -262,6 +262,24 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                              std::to_string(unmatched) + " rows, none compared");
   else if (unmatched > 0)
     c->notes.push_back(std::to_string(unmatched) + " head rows have no base row of the same name (not compared)");
+  // Rows matched by name but with no same-run ratio both carry: nothing was timed against the
+  // base, which is no pass either.
+  else if (compared == 0 && !head["rows"].empty() && !base["rows"].empty())
+    c->regressions.push_back("no measured time compared: the " + std::to_string(head["rows"].size()) +
+                             " head rows share no same-run ratio (of_ceiling, ours / SDPA, ...) with their base rows");
+  // The head runs in the base's mode, so every base row must be timed again: a row the head
+  // left out escaped the comparison.
+  {
+    std::set<std::string> head_keys;
+    for (const auto& r : head["rows"]) head_keys.insert(bench_row_key(r));
+    std::vector<std::string> missing;
+    for (const auto& [k, r] : brows)
+      if (!head_keys.count(k)) missing.push_back(k);
+    if (!missing.empty())
+      c->regressions.push_back(std::to_string(missing.size()) + " of " + std::to_string(brows.size()) +
+                               " base rows are missing from the head (not timed, so not compared), first " +
+                               missing.front());
+  }
   std::string fields;
   for (const std::string& f : hash_fields) {
     if (!fields.empty()) fields += ", ";
@@ -427,6 +445,21 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
     if (o.backend_given && o.backend != "auto" && o.backend != head_backend)
       return refuse("--backend " + o.backend + " but the head's receipts in " + o.head_dir + " ran on " + head_backend);
+    // A head receipt stands for the head only if it ran what its base ran: every case (no
+    // --filter, --case or shard) and as many cases. A one-case run would pass the gate.
+    for (const std::string& n : head_set) {
+      const json& h = head.contracts[n];
+      const std::string why = narrowed_why(h);
+      if (!why.empty())
+        return refuse("head " + file_of(o.head_dir, n + ".json") + " " + why +
+                      ": a head receipt must run every case, as its base (kernel-contract --out-dir)");
+      if (base.contracts.count(n) && h.contains("cases") && base.contracts[n].contains("cases") &&
+          h["cases"].value("requested", json()) != base.contracts[n]["cases"].value("requested", json()))
+        return refuse("head " + file_of(o.head_dir, n + ".json") + " ran --cases " +
+                      h["cases"].value("requested", json()).dump() + ", its base " +
+                      file_of(o.base_dir, n + ".json") + " " + base.contracts[n]["cases"].value("requested", json()).dump() +
+                      ": run the head with the base's --cases");
+    }
     // A bench timed under another L2 rule than its base (l2_policy): its ratios to the
     // ceiling measure something else (a run that finds its previous run's lines in L2).
     for (const auto& [n, h] : head.benches)
@@ -452,7 +485,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   // The contract set.
   std::set<std::string> base_set, hs(head_set.begin(), head_set.end());
   for (const auto& [n, r] : base.contracts)
-    if (o.contracts.empty() || hs.count(n)) base_set.insert(n);
+    if (o.contracts.empty() || std::find(o.contracts.begin(), o.contracts.end(), n) != o.contracts.end())
+      base_set.insert(n);
   std::vector<std::string> base_only, head_only;
   for (const auto& n : base_set)
     if (!hs.count(n)) base_only.push_back(n);

@@ -48,8 +48,8 @@ bool parse_shard(const std::string& text, int* i, int* n, std::string* why) {
     return ec == std::errc() && p == s.data() + s.size();
   };
   if (slash == std::string::npos || !whole(text.substr(0, slash), i) || !whole(text.substr(slash + 1), n) || *n < 1 ||
-      *i < 1 || *i > *n) {
-    *why = "--shard '" + text + "': expected i/n with 1 <= i <= n (e.g. 2/4: the second of four shards)";
+      *n > 1024 || *i < 1 || *i > *n) {
+    *why = "--shard '" + text + "': expected i/n with 1 <= i <= n <= 1024 (e.g. 2/4: the second of four shards)";
     return false;
   }
   return true;

@@ -47,9 +47,7 @@ std::string joined(const json& a, const char* sep = ", ") {
 std::string argv_line(const json& r) {
   std::string s;
   for (const auto& a : r["argv"]) {
-    std::string x = a.get<std::string>();
-    if (x.find_first_of(" \t'\"|()*+?[]{}\\$") != std::string::npos) x = "'" + x + "'";
-    s += (s.empty() ? "" : " ") + x;
+    s += (s.empty() ? "" : " ") + shell_quote(a.get<std::string>());
   }
   return s;
 }
@@ -566,17 +564,25 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
   if (bv == "fail" && hv == "pass") improve.push_back("verdict fail -> pass");
 
+  // A head that ran a subset of its cases (--filter, --case, a shard) may leave gates unchecked.
+  const json hc = head.value("cases", json::object());
+  const bool head_narrowed = hc.is_object() && ((hc.contains("filter") && hc["filter"].is_string() &&
+                                                 !hc["filter"].get<std::string>().empty()) ||
+                                                hc.contains("case") || hc.contains("shard"));
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* g) { return g ? receipt_gate_status(*g) : std::string("-"); };
     auto pt = [](const json* g) { return g ? scalar((*g)["passed"]) + "/" + scalar((*g)["total"]) : "-"; };
     const std::string sb = res(b), sh = res(h);
     std::string change;
-    if (!b) change = "new", improve.push_back("gate " + name + " added");
+    if (!b && sh == "FAIL") change = "new, FAIL", regress.push_back("gate " + name + " added, and it fails");
+    else if (!b) change = "new", improve.push_back("gate " + name + " added");
     else if (!h) change = "removed", regress.push_back("gate " + name + " removed");
     else if (sb != "FAIL" && sh == "FAIL") change = "REGRESSED", regress.push_back("gate " + name + " " + sb + " -> FAIL");
     else if (sb == "FAIL" && sh != "FAIL") change = "fixed", improve.push_back("gate " + name + " FAIL -> " + sh);
-    else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped (a device gate on cpu), not run: said, not a regression
+    else if (sb == "ok" && sh == "not run" && !head_narrowed)  // a gate that stopped checking anything
+      change = "REGRESSED", regress.push_back("gate " + name + " ok -> not run (no check in the head's full run)");
+    else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped (a device gate on cpu): said, not a regression
     const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
     gates.rows.push_back({name, sb, sh, pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});
@@ -587,7 +593,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   auto control_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* k) { return k ? ((*k)["red"].get<bool>() ? "red" : "GREEN") : "-"; };
     std::string change;
-    if (!b) change = "new", improve.push_back("control " + name + " added");
+    if (!b && !(*h)["red"].get<bool>())
+      change = "new, GREEN", regress.push_back("control " + name + " added, and GREEN (its plant not caught)");
+    else if (!b) change = "new", improve.push_back("control " + name + " added");
     else if (!h) change = "removed", regress.push_back("control " + name + " removed");
     else if ((*b)["red"].get<bool>() && !(*h)["red"].get<bool>())
       change = "REGRESSED", regress.push_back("control " + name + " red -> GREEN (no longer caught)");

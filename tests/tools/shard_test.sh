@@ -48,5 +48,19 @@ expect2 "cases.shard: 1/3, but $out/s1/rows-invariant.json is a shard of 2" "$to
 expect2 "shard 1/2 given twice" "$tool" report "$out/s1/rows-invariant.json" "$out/again/rows-invariant.json"
 expect2 "--shard '3/2': expected i/n with 1 <= i <= n" "$tool" kernel-contract --backend cpu --shard 3/2 --out-dir "$out/no"
 expect2 "--shard 'x': expected i/n" "$tool" q4-rows --backend cpu --shard x
+expect2 "--shard '1/1025': expected i/n with 1 <= i <= n <= 1024" "$tool" q4-rows --backend cpu --shard 1/1025
+# One case, two shards: the shard without it ran only the case-independent gates, and fails so.
+empty=0
+for s in 1 2; do
+  if "$tool" rows-invariant --backend cpu --quiet --cases 1 --shard $s/2 --out "$out/one$s.json" >"$out/log" 2>&1; then
+    [ "$(cases "$out/one$s.json" run)" -eq 1 ] || fail "shard $s/2 of one case passed with $(cases "$out/one$s.json" run) cases"
+  else
+    grep -q "holds none of the 1 cases" "$out/one$s.json" || fail "shard $s/2 failed for another reason: $(tail -3 "$out/log")"
+    empty=$((empty + 1))
+  fi
+done
+[ $empty -eq 1 ] || fail "one case in two shards: $empty empty shards failed, expected 1"
+rm -f "$out"/one?.json
+echo "an empty shard fails: holds none of the cases"
 [ ! -e "$out/m2" ] && [ ! -e "$out/no" ] || fail "a refused command wrote its output"
 rm -rf "$out/t1" "$out/again"
