@@ -237,6 +237,61 @@ assert len(m['cases']) == 3, 'cases'
 assert m['seed'] == 5 and m['receipt_head']['git']['commit'], 'seed or git'
 assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
 " "$tmp/e/manifest.json" || fail "manifest.json incomplete" ;;
+  # Whole-number options are decimal: 010 is not octal 8, 0x10 not 16.
+  int-decimal)
+    expect 2 "expected a decimal integer" "$bin" fp8-rows --backend cpu --quiet --cases 010
+    expect 2 "expected a decimal integer" "$bin" q4-rows --backend cpu --quiet --cases 0x10
+    expect 2 "expected a decimal integer" "$bin" bench attention --reps 007 ;;
+  # Options of bench engine given to another bench are refused (before a device is asked for);
+  # --profile writes no receipt, so --out beside it is refused.
+  bench-engine-options)
+    for o in "--tokens 100" "--layers 2" "--transformers none" "--engine-model $tmp"; do
+      expect 2 "applies to bench engine only" "$bin" bench attention $o
+    done
+    expect 2 "--out $tmp/r.json would not be written" "$bin" bench engine --profile "$tmp/p.json" --out "$tmp/r.json" ;;
+  # kernel-contract checks its serve fixture before anything runs: nothing is written.
+  kc-bad-serve-fixture)
+    expect 2 "--serve-fixture $tmp/nope.json: cannot be read" "$bin" kernel-contract --backend cpu --quiet \
+      --serve-fixture "$tmp/nope.json" --out-dir "$tmp/k"
+    sed 's/"new_tokens": 16/"new_tokens": 2/' "$src/fixtures/serve/ci.json" > "$tmp/bad.json"
+    out=$("$bin" kernel-contract --backend cpu --quiet --serve-fixture "$tmp/bad.json" --out-dir "$tmp/k" 2>&1); rc=$?
+    [ $rc -eq 2 ] || fail "a bad serve fixture: exit $rc: $out"
+    case "$out" in *"field new_tokens: must be in 3..4096"*) ;; *) fail "the bad field is not named: $out";; esac
+    [ -z "$(ls "$tmp/k"/*.json 2>/dev/null)" ] || fail "receipts written before the fixture was refused: $(ls "$tmp/k")" ;;
+  # report's command row pastes back as the same argv (every shell metacharacter quoted).
+  report-command-quoted)
+    "$bin" fp8-rows --backend cpu --cases 2 --quiet --filter 'ptok;?' --out "$tmp/q.json" >/dev/null 2>&1
+    expect 0 "--filter 'ptok;?'" "$bin" report "$tmp/q.json" ;;
+  # diff: a gate added failing and a control added green are regressions, not improvements;
+  # a gate that went from ok to not run in a full run is one too.
+  diff-added-failing)
+    cpu_receipt fp8-rows || fail "setup"
+    python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+r['gates'].append({'name': 'new-gate', 'ok': False, 'passed': 0, 'failed': 1, 'skipped': 0, 'total': 1, 'failures': ['x']})
+r['controls'].append({'name': 'new-control', 'red': False, 'caught_by': []})
+r['verdict'] = 'fail'; r['verdict_reasons'] = ['new-gate failed']
+json.dump(r, open(sys.argv[2], 'w'))
+" "$tmp/fp8-rows.json" "$tmp/h.json"
+    expect 1 "gate new-gate added, and it fails" "$bin" diff "$tmp/fp8-rows.json" "$tmp/h.json"
+    case "$out" in *"control new-control added, and GREEN"*) ;; *) fail "the green control is not a regression: $out";; esac
+    python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = next(g for g in r['gates'] if g['passed'] > 0)
+g.update(passed=0, total=g['skipped'], status='not run'); g.pop('worst', None)
+json.dump(r, open(sys.argv[2], 'w'))
+" "$tmp/fp8-rows.json" "$tmp/n.json"
+    expect 1 "ok -> not run" "$bin" diff "$tmp/fp8-rows.json" "$tmp/n.json" ;;
+  # The receipt reader follows the schema, and a contract run's pass needs a control and a check.
+  report-schema-rules)
+    cpu_receipt fp8-rows || fail "setup"
+    ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $1; json.dump(r, open(sys.argv[2],'w'))" "$tmp/fp8-rows.json" "$tmp/e.json"; }
+    ed "r['backend']='tpu'"; expect 2 "backend: 'tpu' is not one of cpu, cuda" "$bin" report "$tmp/e.json"
+    ed "r['cases']['shard']=2"; expect 2 "cases.shard: expected a string i/n" "$bin" report "$tmp/e.json"
+    ed "r['controls']=[]"; expect 2 "'pass' with no control" "$bin" report "$tmp/e.json"
+    ed "r['controls'][0]['errors']=['boom']"; expect 2 "true, but the control had errors" "$bin" report "$tmp/e.json" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

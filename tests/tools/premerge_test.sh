@@ -55,6 +55,18 @@ case "$case_" in
     edit "$d/narrow/q4-rows.json" "r['cases']['filter']='ptok=7'"
     expect 2 "base $d/narrow/q4-rows.json ran with --filter ptok=7: a base receipt must run every case" -- \
       --base "$d/narrow" --head "$src/reports/cpu" --out-dir "$d/out"
+    # A head receipt must run what its base ran: every case, and as many.
+    mkdir "$d/hnarrow" && cp "$src"/reports/cpu/*.json "$d/hnarrow/"
+    edit "$d/hnarrow/q4-rows.json" "r['cases']['case']=r['gates'][0].get('worst',{}).get('case','q4-rows(x)')"
+    expect 2 "head $d/hnarrow/q4-rows.json ran with --case (one case): a head receipt must run every case" -- \
+      --base "$src/reports/cpu" --head "$d/hnarrow" --out-dir "$d/out"
+    mkdir "$d/hfew" && cp "$src"/reports/cpu/*.json "$d/hfew/"
+    edit "$d/hfew/fp8-rows.json" "r['cases']['requested']=1"
+    expect 2 "head $d/hfew/fp8-rows.json ran --cases 1, its base" -- --base "$src/reports/cpu" --head "$d/hfew" --out-dir "$d/out"
+    # --contracts names a contract the head folder lacks: the base's receipt of it is no longer
+    # matched, which is a contract-set mismatch, not a silent pass.
+    expect 2 "has receipts of q4-rows, which the head does not run" -- \
+      --base "$src/reports/cpu" --head "$d/fewer" --contracts fp8-rows,q4-rows --out-dir "$d/out"
     mkdir "$d/broken" && cp "$src"/reports/cpu/*.json "$d/broken/"
     edit "$d/broken/mxfp4-rows.json" "r['controls'][0]['red']=False"
     expect 2 "$d/broken/mxfp4-rows.json: verdict: 'pass' contradicts controls[0]" -- --base "$d/broken" --head "$src/reports/cpu" --out-dir "$d/out"
@@ -111,6 +123,15 @@ case "$case_" in
     edit "$d/head/bench-attention.json" "[x.update(config=x['config']+'/renamed') for x in r['rows']]"
     expect 1 "no head row has a base row of the same name (config, format, addressing, ...): 162 rows, none compared" -- \
       --base "$d/base" --head "$d/head" --out-dir "$d/renamed"
+    cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
+    # Rows matched by name but sharing no same-run ratio with their base compared nothing: exit 1.
+    edit "$d/head/bench-attention.json" "[x.pop(k, None) for x in r['rows'] for k in ('of_ceiling', 'ours_over_sdpa_best')]"
+    expect 1 "no measured time compared: the 162 head rows share no same-run ratio" -- \
+      --base "$d/base" --head "$d/head" --out-dir "$d/noratio"
+    cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
+    # A head that timed only some of the base's rows (bench attention --filter): exit 1.
+    edit "$d/head/bench-attention.json" "r['rows']=r['rows'][:1]"
+    expect 1 "161 of 162 base rows are missing from the head" -- --base "$d/base" --head "$d/head" --out-dir "$d/fewrows"
     cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
     # A launch-bound row (bench compact 1 MiB, about 10 us): 15 % slower passes (limit 1.25), 40 % fails.
     edit "$d/head/bench-compact.json" "x=r['rows'][0]; assert x['median_us'] < 20, x['median_us']; x['of_ceiling']/=1.15"
