@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "kc_git_info.h"
 
@@ -253,6 +254,16 @@ bool check_receipt(const json& r, Checker& c) {
       !c.field(r["device"], "device", "driver", Want::string, true))
     return false;
   if (!c.field(r, "", "gates", Want::array) || !c.field(r, "", "controls", Want::array)) return false;
+  // Names are keys (diff and merge match gates and controls by name): each appears once.
+  for (const char* list : {"gates", "controls"}) {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < r[list].size(); ++i) {
+      const json& x = r[list][i];
+      if (x.is_object() && x.contains("name") && x["name"].is_string() && !seen.insert(x["name"].get<std::string>()).second)
+        return c.fail(std::string(list) + "[" + std::to_string(i) + "].name",
+                      "'" + x["name"].get<std::string>() + "' appears twice");
+    }
+  }
   for (size_t i = 0; i < r["gates"].size(); ++i) {
     const json& g = r["gates"][i];
     const std::string at = "gates[" + std::to_string(i) + "]";

@@ -40,6 +40,13 @@ struct OpenCheckpoint {
 };
 
 Status read_text(const std::string& path, std::string* out) {
+  {  // a folder or a FIFO is refused by name (a FIFO would block the read)
+    std::error_code ec;
+    const auto t = std::filesystem::status(path, ec).type();
+    if (t == std::filesystem::file_type::directory) return Status::Error(path + ": (file): is a folder, not a file");
+    if (t != std::filesystem::file_type::regular && t != std::filesystem::file_type::not_found)
+      return Status::Error(path + ": (file): not a regular file");
+  }
   std::ifstream is(path, std::ios::binary);
   if (!is) return Status::Error(path + ": (file): cannot open: " + std::strerror(errno));
   std::ostringstream s;

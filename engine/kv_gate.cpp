@@ -989,28 +989,36 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                 planted_arm(sub, "fp8-scales-from-neighbouring-row", Format::fp8, KvPlant::scales_from_neighbour_row);
               });
   // The bar control plants on a clean baseline (every row's KL 0, i.e. an arm equal to
-  // bf16), so it shows the bar check catching one bad depth whatever the real arm measured.
-  const size_t bad_depth = fx.depths.size() - 1;
+  // bf16), so it shows the bar check catching a bad row whatever the real arm measured: one
+  // bad row at every depth, each at another row, so a check that skipped a depth or looked at
+  // one row only would miss some; each depth must fail once, naming that depth.
   run.control("bar-one-bad-depth",
-              "every depth's rows at KL 0 except one row of the deepest depth at twice the worst-token bar: the bar "
-              "must be checked at every depth and on every row, and name that depth only",
+              "every row at KL 0 except one row per depth (a different row at each) at twice the worst-token bar: "
+              "the bar must be checked at every depth and on every row, and fail each depth once, naming it",
               [&](Run& sub) {
                 std::vector<KvDepthStats> planted = stats;
-                for (KvDepthStats& s : planted) {
+                nlohmann::json notes = nlohmann::json::array();
+                for (size_t d = 0; d < planted.size(); ++d) {
+                  KvDepthStats& s = planted[d];
                   std::fill(s.kl.begin(), s.kl.end(), 0.0);
+                  if (!s.kl.empty()) s.kl[(d * 7 + s.kl.size() / 2) % s.kl.size()] = 2 * fx.bar.worst_token_kl;
                   kv_refresh_summary(&s);
+                  notes.push_back({{"depth", s.depth}, {"why", kv_bar_failure(s, fx.bar)}});
                 }
-                KvDepthStats& s = planted[bad_depth];
-                s.kl[s.kl.size() / 2] = 2 * fx.bar.worst_token_kl;
-                kv_refresh_summary(&s);
                 check_bar(sub, planted, fx.bar, cmd.format);
-                const std::string at = "depth=" + std::to_string(s.depth) + ":";
-                std::string other;
-                for (const GateStat& g : sub.gates())
-                  for (const std::string& x : g.failures)
-                    if (x.find(at) == std::string::npos && other.empty()) other = x;
-                if (!other.empty()) sub.error("bar-one-bad-depth", "the bar failed a depth with no plant: " + other);
-                control_notes["bar-one-bad-depth"] = {{"depth", s.depth}, {"why", kv_bar_failure(s, fx.bar)}};
+                for (const GateStat& g : sub.gates()) {
+                  if (g.name != "worst-token KL") continue;
+                  // One check per depth: every depth must have failed, and each failure (the
+                  // receipt keeps the first few) names its own depth, in order.
+                  if (g.failed != int64_t(planted.size()))
+                    sub.error("bar-one-bad-depth", "the worst-token bar failed " + std::to_string(g.failed) + " of " +
+                                                       std::to_string(planted.size()) + " depths, each with a bad row");
+                  for (size_t i = 0; i < g.failures.size() && i < planted.size(); ++i)
+                    if (g.failures[i].find("depth=" + std::to_string(planted[i].depth) + ":") == std::string::npos)
+                      sub.error("bar-one-bad-depth", "failure " + std::to_string(i) + " does not name depth " +
+                                                         std::to_string(planted[i].depth) + ": " + g.failures[i]);
+                }
+                control_notes["bar-one-bad-depth"] = notes;
               });
 
   // ---- verdict and receipt ----

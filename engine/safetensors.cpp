@@ -166,7 +166,9 @@ Status SafetensorsFile::open(const std::string& path, SafetensorsFile* out) {
   };
   SafetensorsFile f;
   f.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (or another special file) opens at once and is refused below, where a
+  // plain open would wait for a writer; on a regular file it changes nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fail("", "cannot open: " + sys_error());
   struct stat st {};
   if (fstat(fd, &st) != 0) {

@@ -116,6 +116,7 @@ bool parse_format(const std::string& s, Format* f) {
   if (s == "bf16") *f = Format::bf16;
   else if (s == "fp8") *f = Format::fp8;
   else if (s == "q4") *f = Format::q4;
+  else if (s == "mxfp4") *f = Format::mxfp4;
   else return false;
   return true;
 }
@@ -133,8 +134,11 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
     if (!st.ok) return bad(st.message);
   }
   Format fmt;
-  if (!parse_format(cmd.kv_cache, &fmt)) return bad("--kv-cache " + cmd.kv_cache + ": expected bf16, fp8 or q4");
-  if ((fmt == Format::q4) && c.head_dim % 32) return bad("--kv-cache q4: head_dim is not a multiple of 32");
+  if (!parse_format(cmd.kv_cache, &fmt)) return bad("--kv-cache " + cmd.kv_cache + ": expected bf16, fp8, q4 or mxfp4");
+  if ((fmt == Format::q4 || fmt == Format::mxfp4) && c.head_dim % 32)
+    return bad("--kv-cache " + cmd.kv_cache + ": head_dim is not a multiple of 32");
+  if (cmd.pool_pages < 0)
+    return bad("--pool-pages " + std::to_string(cmd.pool_pages) + ": must be at least 1 (leave it out for the default)");
   if (cmd.parallel < 1 || cmd.parallel > 64) return bad("--parallel " + std::to_string(cmd.parallel) + ": must be in 1..64");
   if (cmd.context < 2) return bad("--context " + std::to_string(cmd.context) + ": must be at least 2");
   if (cmd.page < 1 || cmd.page > 65536) return bad("--page " + std::to_string(cmd.page) + ": must be in 1..65536");

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <optional>
 #include <regex>
 #include <string>
@@ -145,7 +146,22 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
 
 }  // namespace
 
+int run_main(int argc, char** argv);
+
+// A size the input asks for that the host cannot allocate (a huge pool, cache or context) ends
+// in a message and exit 1, not an abort; every output is written atomically, so nothing is
+// left half-written.
 int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tf-cuda-test: error: out of host memory (std::bad_alloc): the run asked for more than this machine "
+                 "can allocate (a pool, cache or context size)\n";
+    return 1;
+  }
+}
+
+int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   CLI::App app{
       "tf-cuda-test: kernel contracts for paged attention kernels.\n"
@@ -364,7 +380,7 @@ int main(int argc, char** argv) {
   serve_memory->add_option("--parallel", sm.parallel, "Lanes (default 4)");
   serve_memory->add_option("--context", sm.context, "Positions a lane holds at most (default 32768)");
   serve_memory->add_option("--page", sm.page, "Page size in positions (default 256)");
-  serve_memory->add_option("--kv-cache", sm.kv_cache, "bf16 (default), fp8 or q4");
+  serve_memory->add_option("--kv-cache", sm.kv_cache, "bf16 (default), fp8, q4 or mxfp4");
   serve_memory->add_option("--prompts", sm.prompts,
                            "Prompt lengths in tokens, one request per lane (default 1201,2804,4413,6003: suite12's "
                            "filler logs)")
@@ -372,7 +388,8 @@ int main(int argc, char** argv) {
   serve_memory->add_option("--max-tokens", sm.max_tokens, "New tokens per request (default 96)");
   serve_memory->add_option("--draft-layers", sm.draft_layers, "Drafter: the target's first K layers (default 1)");
   serve_memory->add_option("--draft-tokens", sm.draft_tokens, "Draft tokens per round (default 4)");
-  serve_memory->add_option("--pool-pages", sm.pool_pages, "Pages of the pool (default parallel x ceil(context / page))");
+  serve_memory->add_option("--pool-pages", sm.pool_pages, "Pages of the pool (default parallel x ceil(context / page))")
+      ->check(CLI::PositiveNumber);
   serve_memory->add_option("--out", sm.out_file, "Write the receipt (kind serve-memory) here, atomically");
   // make-draft (issue 17): a draft checkpoint of its own from a target's first layers.
   std::string md_from, md_out;

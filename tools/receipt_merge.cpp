@@ -82,6 +82,7 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     KC_RETURN_IF_ERROR(same(first["seed"], r["seed"], "seed"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("requested", json()), r["cases"].value("requested", json()), "cases.requested"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("filter", json("")), r["cases"].value("filter", json("")), "cases.filter"));
+    KC_RETURN_IF_ERROR(same(first["cases"].value("case", json("")), r["cases"].value("case", json("")), "cases.case"));
   }
   std::string missing;
   for (int i = 1; i <= n; ++i)

@@ -3,6 +3,7 @@
 #include "engine/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <cmath>
@@ -350,6 +351,23 @@ TEST(Checkpoint, RefusesMissingAndMalformedFiles) {
     write_model(dir.str(), config_json(c), tensors_for(c));
     test::write_bytes(dir.file("config.json"), "{\"hidden_size\": 16,");
     expect_refused(dir.str(), dir.file("config.json") + ": (file): not JSON");
+  }
+  {
+    TempDir dir;  // config.json a folder: said so (it used to read as empty, "not JSON")
+    write_model(dir.str(), config_json(c), tensors_for(c));
+    std::filesystem::remove(dir.file("config.json"));
+    std::filesystem::create_directory(dir.file("config.json"));
+    expect_refused(dir.str(), dir.file("config.json") + ": (file): is a folder, not a file");
+  }
+  {
+    TempDir dir;  // FIFOs are refused at once (an open would wait for a writer forever)
+    write_model(dir.str(), config_json(c), tensors_for(c));
+    std::filesystem::remove(dir.file("model.safetensors"));
+    ASSERT_EQ(::mkfifo(dir.file("model.safetensors").c_str(), 0600), 0);
+    expect_refused(dir.str(), dir.file("model.safetensors") + ": not a regular file");
+    std::filesystem::remove(dir.file("config.json"));
+    ASSERT_EQ(::mkfifo(dir.file("config.json").c_str(), 0600), 0);
+    expect_refused(dir.str(), dir.file("config.json") + ": (file): not a regular file");
   }
 }
 

@@ -402,7 +402,10 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   // The planted arms are far above the bar, not just over it.
   EXPECT_GT(r1["controls"][0]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
   EXPECT_GT(r1["controls"][1]["seen"][0]["mean_kl"].get<double>(), 10 * 0.01);
-  EXPECT_EQ(r1["controls"][2]["seen"]["depth"], 48);
+  // The bar control: one bad row at each depth, each named once.
+  ASSERT_EQ(r1["controls"][2]["seen"].size(), 2u);
+  EXPECT_EQ(r1["controls"][2]["seen"][0]["depth"], 16);
+  EXPECT_EQ(r1["controls"][2]["seen"][1]["depth"], 48);
   ASSERT_EQ(r1["kv"]["depths"].size(), 2u);
   for (const auto& d : r1["kv"]["depths"]) {
     EXPECT_FALSE(d["beyond_training"].get<bool>());

@@ -250,7 +250,8 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
   test::TempDir dir;
   const std::vector<std::pair<std::function<void(ServeMemoryCommand&)>, std::string>> bad = {
       {[](ServeMemoryCommand& c) { c.preset = "nope"; }, "--preset: 'nope' is not a preset"},
-      {[](ServeMemoryCommand& c) { c.kv_cache = "mxfp4"; }, "--kv-cache mxfp4"},
+      {[](ServeMemoryCommand& c) { c.kv_cache = "fp16"; }, "--kv-cache fp16: expected bf16, fp8, q4 or mxfp4"},
+      {[](ServeMemoryCommand& c) { c.pool_pages = -5; }, "--pool-pages -5: must be at least 1"},
       {[](ServeMemoryCommand& c) { c.parallel = 0; }, "--parallel 0"},
       {[](ServeMemoryCommand& c) { c.page = 0; }, "--page 0"},
       {[](ServeMemoryCommand& c) { c.draft_layers = 2; }, "--draft-layers 2: must be in 1..1"},
@@ -267,6 +268,14 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
     EXPECT_EQ(serve_memory_command(cmd, o, e), 2) << want;
     EXPECT_NE(e.str().find(want), std::string::npos) << "want '" << want << "' in: " << e.str();
     EXPECT_FALSE(std::filesystem::exists(cmd.out_file)) << want;
+  }
+  // Every cache format the engine serves is planned, mxfp4 included.
+  for (const char* f : {"fp8", "q4", "mxfp4"}) {
+    ServeMemoryCommand cmd;
+    cmd.preset = "qwen35-27b-attn";
+    cmd.kv_cache = f;
+    std::ostringstream o, e;
+    EXPECT_EQ(serve_memory_command(cmd, o, e), 0) << f << ": " << e.str();
   }
 }
 
