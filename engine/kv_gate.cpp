@@ -988,6 +988,47 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
               [&](Run& sub) {
                 planted_arm(sub, "fp8-scales-from-neighbouring-row", Format::fp8, KvPlant::scales_from_neighbour_row);
               });
+  // The recall gate's control: the probe lane attends uniformly (a zero query), on the gate's
+  // own format, for one probe that both arms recall unplanted (the one forked earliest), so a
+  // loss is the plant's. Only where such a probe exists: without one the recall gate has
+  // nothing it checked and passed.
+  const KvProbe* rp = nullptr;
+  int rd = 0;
+  for (const KvProbe& p : fx.recall)
+    for (int d : p.depths) {
+      const std::string k = probe_key(p, d);
+      if (b16.arm.probes.at(k).recalled && qa.probes.at(k).recalled && (!rp || d < rd)) rp = &p, rd = d;
+    }
+  if (rp) {
+    run.control("recall-probe-attends-uniformly",
+                "the " + cmd.format + " arm's recall probe lane scores a zero query in every attention (each key "
+                "weighs the same), for probe " + probe_key(*rp, rd) + ", which both arms recall unplanted",
+                [&](Run& sub) {
+                  Model m;
+                  Status st = make(qf, &m);
+                  if (!st.ok) return sub.error("recall-probe-attends-uniformly", st.message);
+                  // The main stream up to the first depth whose scored rows reach the fork point.
+                  std::vector<int> ds;
+                  for (int d : fx.depths) {
+                    ds.push_back(d);
+                    if (int64_t(d) + fx.rows >= rd / 2) break;
+                  }
+                  const int steps = int64_t(ds.back()) + fx.rows >= rd / 2 ? 0 : fx.decode_steps;
+                  KvPlantBackend pb(*be, KvPlant::probe_query_zeroed);
+                  KvProbe one = *rp;
+                  one.depths = {rd};
+                  ArmOut a;
+                  st = run_arm(m, pb, fx, ds, steps, {one}, &a);
+                  if (!st.ok) return sub.error("recall-probe-attends-uniformly", st.message);
+                  if (pb.planted() == 0) return sub.error("recall-probe-attends-uniformly", "the plant never acted");
+                  const ProbeOut& r = a.probes.at(probe_key(one, rd));
+                  sub.check("recall", r.recalled, "probe=" + rp->name + " depth=" + std::to_string(rd),
+                            r.recalled ? "" : "first wrong byte " + std::to_string(r.first_miss) + " (got '" + r.got + "')");
+                  control_notes["recall-probe-attends-uniformly"] = {
+                      {"probe", rp->name}, {"depth", rd}, {"recalled", r.recalled}, {"first_miss", r.first_miss},
+                      {"got", r.got}};
+                });
+  }
   // The bar control plants on a clean baseline (every row's KL 0, i.e. an arm equal to
   // bf16), so it shows the bar check catching a bad row whatever the real arm measured: one
   // bad row at every depth, each at another row, so a check that skipped a depth or looked at

@@ -10,6 +10,9 @@
 //                             stored row (slot - 1) is overwritten with the stored row's own
 //                             scale, so every committed row is decoded with the scale of the
 //                             row after it (the last row stored keeps its own).
+//   probe_query_zeroed        attention rows of lane 1 (the recall probes' lane) score a zero
+//                             query: every key weighs the same, so the probe attends its
+//                             whole context uniformly and cannot pick the passphrase out.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -21,7 +24,7 @@
 
 namespace kc::engine {
 
-enum class KvPlant { none, q4_query_unrotated, scales_from_neighbour_row };
+enum class KvPlant { none, q4_query_unrotated, scales_from_neighbour_row, probe_query_zeroed };
 
 class KvPlantBackend final : public ForwardingBackend {
  public:
@@ -48,6 +51,18 @@ class KvPlantBackend final : public ForwardingBackend {
 
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
                    const float* q, float* out) override {
+    if (plant_ == KvPlant::probe_query_zeroed) {
+      const size_t per_row = size_t(p.q_heads) * c.lay.head_dim;
+      std::vector<float> qq(q, q + size_t(n) * per_row);
+      bool acted = false;
+      for (int i = 0; i < n; ++i)
+        if (rows[i].lane == 1) {
+          std::fill(qq.begin() + ptrdiff_t(i * per_row), qq.begin() + ptrdiff_t((i + 1) * per_row), 0.0f);
+          acted = true;
+        }
+      planted_ += acted;
+      return real_.attention(c, p, rows, n, tails, qq.data(), out);
+    }
     if (plant_ != KvPlant::q4_query_unrotated || c.lay.format != Format::q4)
       return real_.attention(c, p, rows, n, tails, q, out);
     const int d = c.lay.head_dim;

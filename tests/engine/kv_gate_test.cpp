@@ -479,6 +479,39 @@ namespace {
 
 // The gate runs each recall probe forked from the main lane at half its depth; the answer
 // rows' logits are the same bytes as a probe prefilled on its own lane.
+// The recall gate's control (the probe lane attends uniformly) is registered where a probe is
+// recalled by both arms unplanted, and goes red on the recall gate: the long-context fixture
+// model, probes of 224 tokens (two passphrases), on cpu.
+TEST(KvGate, RecallControlIsRedWhereBothArmsRecallAProbe) {
+  test::TempDir dir;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/kv/h200-long.json"));
+  j["model"] = kSrc + "/fixtures/models/stdlib-bytes-long";
+  j["tokens"]["file"] = kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt";
+  j["depths"] = {96};
+  j["control_depths"] = {96};
+  j["rows"] = 16;
+  j["decode_steps"] = 0;
+  nlohmann::json probe = j["recall"][0];
+  probe["passphrases"] = {probe["passphrases"][0], probe["passphrases"][1]};
+  probe["depths"] = {224};
+  j["recall"] = {probe};
+  const std::string fx = dir.file("fx.json");
+  std::ofstream(fx) << j.dump(2);
+  std::string out, err;
+  run_kv(fx, "fp8", dir.file("r.json"), dir.file("cache"), &out, &err);
+  const nlohmann::json r = nlohmann::json::parse(std::ifstream(dir.file("r.json")));
+  int both = 0;
+  for (const auto& x : r["kv"]["recall"]) both += x["bf16"]["recalled"].get<bool>() && x["quant"]["recalled"].get<bool>();
+  ASSERT_GT(both, 0) << "no probe recalled by both arms at 224: " << r["kv"]["recall"].dump();
+  const nlohmann::json* k = nullptr;
+  for (const auto& c : r["controls"])
+    if (c["name"] == "recall-probe-attends-uniformly") k = &c;
+  ASSERT_NE(k, nullptr) << r["controls"].dump();
+  EXPECT_TRUE((*k)["red"].get<bool>()) << k->dump();
+  EXPECT_EQ((*k)["caught_by"], nlohmann::json::array({"recall"}));
+  EXPECT_FALSE((*k)["seen"]["recalled"].get<bool>());
+}
+
 TEST(KvGate, AForkedProbeEqualsAFreshOneByteForByte) {
   Qwen3Weights w;
   ASSERT_TRUE(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &w).ok);
