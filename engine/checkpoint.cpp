@@ -39,28 +39,12 @@ struct OpenCheckpoint {
   std::string listing;  // the file that lists the tensors (model.safetensors or the index)
 };
 
-Status read_text(const std::string& path, std::string* out) {
-  {  // a folder or a FIFO is refused by name (a FIFO would block the read)
-    std::error_code ec;
-    const auto t = std::filesystem::status(path, ec).type();
-    if (t == std::filesystem::file_type::directory) return Status::Error(path + ": (file): is a folder, not a file");
-    if (t != std::filesystem::file_type::regular && t != std::filesystem::file_type::not_found)
-      return Status::Error(path + ": (file): not a regular file");
-  }
-  std::ifstream is(path, std::ios::binary);
-  if (!is) return Status::Error(path + ": (file): cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << is.rdbuf();
-  *out = s.str();
-  return Status::Ok();
-}
-
 Status open_sharded(const std::string& dir, const std::string& index_path, OpenCheckpoint* ck) {
   auto fail = [&](const std::string& field, const std::string& why) {
     return Status::Error(index_path + ": " + field + ": " + why);
   };
   std::string text;
-  KC_RETURN_IF_ERROR(read_text(index_path, &text));
+  KC_RETURN_IF_ERROR(read_model_text(index_path, &text));
   json j;
   try {
     j = json::parse(text);

@@ -249,7 +249,7 @@ Status parse_qwen3_config(std::string_view text, const std::string& file, Qwen3C
   return Status::Ok();
 }
 
-Status read_qwen3_config(const std::string& path, Qwen3Config* out) {
+Status read_model_text(const std::string& path, std::string* out) {
   {  // a folder or a FIFO is refused by name (a FIFO would block the read)
     std::error_code ec;
     const auto t = std::filesystem::status(path, ec).type();
@@ -262,7 +262,14 @@ Status read_qwen3_config(const std::string& path, Qwen3Config* out) {
   std::ostringstream s;
   s << is.rdbuf();
   if (is.bad()) return Status::Error(path + ": (file): read failed");
-  return parse_qwen3_config(s.str(), path, out);
+  *out = s.str();
+  return Status::Ok();
+}
+
+Status read_qwen3_config(const std::string& path, Qwen3Config* out) {
+  std::string text;
+  KC_RETURN_IF_ERROR(read_model_text(path, &text));
+  return parse_qwen3_config(text, path, out);
 }
 
 std::string qwen3_config_json(const Qwen3Config& c) {

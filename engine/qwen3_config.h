@@ -55,6 +55,9 @@ struct Qwen3Config {
 
 // Parses and validates the text of a config.json; `file` names it in messages.
 Status parse_qwen3_config(std::string_view text, const std::string& file, Qwen3Config* out);
+// The whole of a model folder's text file (config.json, the shard index): a folder or another
+// non-regular file (a FIFO would block) is refused naming `path`.
+Status read_model_text(const std::string& path, std::string* out);
 // Reads and parses `path`.
 Status read_qwen3_config(const std::string& path, Qwen3Config* out);
 // Validates an in-memory config (the same consistency rules as the parser); `file` names
