@@ -734,15 +734,6 @@ int run_main(int argc, char** argv) {
     }
   std::string serve_fixture;
   if (all->parsed()) {
-    for (auto& [c, s] : subs)
-      if (!output_writable((std::filesystem::path(o.out_dir) / (c->name + ".json")).string(), &why)) {
-        std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
-        return kUsage;
-      }
-    if (!output_writable((std::filesystem::path(o.out_dir) / "serve-gate.json").string(), &why)) {
-      std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
-      return kUsage;
-    }
     serve_fixture = find_serve_fixture(o.serve_fixture);
     if (serve_fixture.empty()) {
       std::cerr << "tf-cuda-test: error: kernel-contract: the serve fixture fixtures/serve/ci.json is neither in the "
@@ -754,6 +745,15 @@ int run_main(int argc, char** argv) {
     std::string text, fwhy;
     if (!kc::engine::read_serve_fixture(serve_fixture, &fx, &text, &fwhy)) {
       std::cerr << "tf-cuda-test: error: kernel-contract: --serve-fixture " << fwhy << "\n";
+      return kUsage;
+    }
+    for (auto& [c, s] : subs)
+      if (!output_writable((std::filesystem::path(o.out_dir) / (c->name + ".json")).string(), &why)) {
+        std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+        return kUsage;
+      }
+    if (!output_writable((std::filesystem::path(o.out_dir) / "serve-gate.json").string(), &why)) {
+      std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
       return kUsage;
     }
   }
