@@ -252,8 +252,14 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   // A shard that holds none of the selected cases ran only the case-independent gates: no
   // pass either (cases are dealt by the hash of their line, so a shard of many may get none).
   const bool empty_shard = opts.shards > 1 && run.cases_run == 0 && run.cases_matched > 0;
+  // A run of every case (the default count or more, no --filter, --case or shard) reaches every
+  // gate it declares; a gate that checked nothing there is a gate that cannot fail.
+  std::vector<std::string> never;
+  if (!sel.any() && opts.shards == 1 && cases >= c.default_cases && !opts.gates_only)
+    for (const GateStat& g : run.gates())
+      if (g.passed + g.failed + g.skipped == 0) never.push_back(g.name);
   const bool pass = !run.gates_failed() && all_red && !run.has_errors() && checks > 0 && !run.controls().empty() &&
-                    !selected_none && !empty_shard && run.controls_skipped() == 0;
+                    !selected_none && !empty_shard && run.controls_skipped() == 0 && never.empty();
   // Why a run fails, in words (the receipt's verdict_reasons; empty when it passes).
   std::vector<std::string> why = gate_failure_reasons(run.gates());
   for (std::string& w : control_and_error_reasons(run.controls(), run.errors().size())) why.push_back(std::move(w));
@@ -279,6 +285,9 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   } else if (empty_shard) {
     why.push_back(shard_none + ": only case-independent gates ran; use fewer shards");
   }
+  for (const std::string& g : never)
+    why.push_back("gate " + g + " checked nothing in a run of every case (" + std::to_string(cases) +
+                  "): a gate that checks nothing cannot fail");
   if (run.controls_skipped() > 0)
     why.push_back("controls skipped (--gates-only): " + std::to_string(run.controls_skipped()) +
                   " not run; a run without its controls never passes" +

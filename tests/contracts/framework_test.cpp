@@ -1,0 +1,62 @@
+// The contract runner's verdict rules on a toy contract (cpu backend): a declared gate that
+// checked nothing in a run of every case fails the run; a narrowed run may leave it unchecked.
+#include "contracts/framework.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/backend/backend.h"
+
+namespace kc {
+namespace {
+
+// Cases i = 0 .. cases - 1; gate "every" checks each, gate "rare" only case 7 (reached with
+// 8 cases or more), gate "never" nothing. One control, red on "every".
+ContractDef toy(bool declare_never) {
+  return {"toy", "a toy contract", 8, [declare_never](Run& run) {
+            run.declare("every", "checks every case");
+            run.declare("rare", "checks case 7 only");
+            if (declare_never) run.declare("never", "checks nothing");
+            for (int i = 0; i < run.cases; ++i) {
+              const std::string cv = "toy(i=" + std::to_string(i) + ")";
+              if (!run.selected(cv)) continue;
+              run.check("every", true, cv);
+              if (i == 7) run.check("rare", true, cv);
+            }
+            run.control("planted", "a failing check", [](Run& sub) { sub.check("every", false, "planted"); });
+          }};
+}
+
+RunResult run_toy(bool declare_never, int cases, const std::string& filter = "") {
+  Status st;
+  auto be = select_backend("cpu", &st);
+  RunOptions o;
+  o.cases = cases;
+  o.quiet = true;
+  o.filter = filter;
+  return run_contract(toy(declare_never), *be, o);
+}
+
+bool has_reason(const RunResult& r, const std::string& text) {
+  for (const auto& w : r.receipt["verdict_reasons"])
+    if (w.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Framework, AGateThatChecksNothingInAFullRunFailsIt) {
+  EXPECT_TRUE(run_toy(false, 8).pass);
+  const RunResult r = run_toy(true, 8);
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(has_reason(r, "gate never checked nothing in a run of every case (8)")) << r.receipt["verdict_reasons"];
+  EXPECT_FALSE(has_reason(r, "gate rare")) << r.receipt["verdict_reasons"];
+  EXPECT_FALSE(run_toy(true, 20).pass);  // more cases than the default: still every case
+}
+
+TEST(Framework, ANarrowedRunMayLeaveAGateUnchecked) {
+  EXPECT_TRUE(run_toy(false, 4).pass);                   // fewer cases: "rare" is not reached
+  EXPECT_TRUE(run_toy(false, 8, "i=[0-3]\\)").pass);  // a filter: likewise
+}
+
+}  // namespace
+}  // namespace kc
