@@ -889,6 +889,15 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
               gate_golden(sub, gf, golden_for(fx, gf, backend_name), res);
               note_misses("golden-last-token-changed", sub);
             });
+  control("drafted-arm-never-drafted",
+          "the solo arm (plain decoding, no draft verified) judged as a drafted arm: the drafted gates must refuse "
+          "an arm that compared no draft",
+          [&](Run& sub) {
+            Arm a = solo_of(cf);
+            a.name = "solo-as-drafted";
+            gate_drafted(sub, "drafted == plain", a);
+            note_misses("drafted-arm-never-drafted", sub);
+          });
   control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
               [&](Run& sub) {
                 ServeConfig c;
