@@ -12,6 +12,13 @@
 
 namespace kc {
 
+bool from_contract_run(const nlohmann::json& r) {
+  const nlohmann::json& a = r["argv"];
+  if (a.size() < 2) return false;
+  const std::string cmd = a[1].get<std::string>();
+  return cmd == r["name"].get<std::string>() || cmd == "kernel-contract" || cmd == "premerge";
+}
+
 std::string shell_quote(const std::string& w) {
   if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
                         std::string::npos)
@@ -480,11 +487,7 @@ bool check_receipt(const json& r, Checker& c) {
     // ran and a check that passed. Other tools' contract-kind receipts (tools/sanitize.py) judge
     // their own runs.
     const std::string kind = r["kind"].get<std::string>();
-    const json& argv = r["argv"];
-    const std::string cmd = argv.size() >= 2 ? argv[1].get<std::string>() : "";
-    const bool runner = kind == "serve-gate" || kind == "kv-gate" ||
-                        (kind == "contract" && (cmd == r["name"].get<std::string>() || cmd == "kernel-contract" ||
-                                                cmd == "premerge"));
+    const bool runner = kind == "serve-gate" || kind == "kv-gate" || (kind == "contract" && from_contract_run(r));
     if (runner) {
       if (r["controls"].empty()) return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
       bool checked = false;

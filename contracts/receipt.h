@@ -26,6 +26,10 @@ inline constexpr const char* kReceiptSchema = "kernel-contracts/receipt/1";
 // (an embedded ' as '\''), so a printed command line pastes back as the same argv.
 std::string shell_quote(const std::string& word);
 
+// A contract-kind receipt written by the contract runner (argv[1] is the contract, kernel-contract
+// or premerge), not by another tool that borrows the kind (tools/sanitize.py).
+bool from_contract_run(const nlohmann::json& r);
+
 // A gate's result in words (console, receipt, report, diff):
 //   ok       at least one check passed and none failed;
 //   FAIL     a check failed;

@@ -42,15 +42,6 @@ struct Folder {
 
 std::string file_of(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
-// A contract receipt written by a contract command (argv[1] is the contract, or
-// kernel-contract / premerge ran it), not by another tool that reuses the kind.
-bool from_contract_run(const json& r) {
-  const json& a = r["argv"];
-  if (a.size() < 2) return false;
-  const std::string cmd = a[1].get<std::string>();
-  return cmd == r["name"].get<std::string>() || cmd == "kernel-contract" || cmd == "premerge";
-}
-
 Status read_folder(const std::string& dir, const std::string& role, Folder* f) {
   f->dir = dir;
   std::error_code ec;
