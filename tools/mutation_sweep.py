@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Mutation sweep: unplanted single-site mutants against the suite, one at a time.
+
+The planted bugs (KC_PLANT_*, CMake's kc_add_mutant) prove that the contracts catch the bugs
+someone thought of. This sweep asks the other question: for small edits nobody planted (an
+off-by-one, a rounding mode, a dropped barrier), does some test go red? Each mutant is one
+exact-text replacement in one source file:
+
+  {"id": "q4-scale-rz", "file": "kernels/codecs/q4.h", "old": "...", "new": "...",
+   "why": "...", "expect": ["q4-rows", "gtest:kc_q4_tests:*"]}
+
+For each mutant the sweep checks that `old` occurs exactly once, writes the edit, rebuilds
+the binaries its checks need (ninja in --build), runs the checks in order until one is red,
+and restores the file (also on error or Ctrl-C). A mutant is
+
+  caught       a check went red (a contract's gate failed or the backend erred; a test
+               binary or command exited nonzero, a crash included);
+  survived     every check ran green;
+  build-error  the edit does not compile (not a result: fix the mutant);
+  not-applied  `old` is not in the file exactly once.
+
+Checks (the mutant's "expect" first, then --then, each run once):
+  NAME                 a contract (fp8-rows, q4-rows, ...): tf-cuda-test NAME --backend B
+                       --gates-only --quiet, for each backend of --backends; red when it exits 1
+                       naming a failed gate or errors (what CTest's cpu mutant tests accept)
+  contracts            every contract, as above
+  serve-gate           tf-cuda-test serve-gate fixtures/serve/ci.json --backend B: red on exit != 0
+  gtest:BIN[:FILTER]   tests/BIN --gtest_filter=FILTER: red on exit != 0
+  ctest:REGEX          ctest -R REGEX in --build: red on exit != 0
+The receipt (--out) lists every mutant with its status, the check that caught it and each
+check's exit code and seconds. Exit 0 when no mutant survived, 1 when one did, 2 on bad input.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+CONTRACTS = ["fp8-rows", "q4-rows", "mxfp4-rows", "scale-planes", "rows-invariant", "arena-offsets", "qwen-pages"]
+GTESTS = ["kc_unit_tests", "kc_q4_tests", "kc_mxfp4_tests", "kc_pack_tests", "kc_engine_tests", "kc_contract_tests",
+          "kc_device_tests", "kc_receipt_view_tests", "kc_review_tools_tests"]
+
+
+def fail(msg):
+    print(f"mutation_sweep: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load_mutants(path, root):
+    try:
+        with open(path) as f:
+            ms = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path}: {e}")
+    if not isinstance(ms, list):
+        fail(f"{path}: the top level is not a list")
+    seen = set()
+    for i, m in enumerate(ms):
+        for k in ("id", "file", "old", "new"):
+            if not isinstance(m.get(k), str) or not m[k]:
+                fail(f"{path}: mutant {i}: field '{k}' missing or not a non-empty string")
+        if m["id"] in seen:
+            fail(f"{path}: mutant {i}: id '{m['id']}' repeated")
+        seen.add(m["id"])
+        if m["old"] == m["new"]:
+            fail(f"{path}: mutant '{m['id']}': 'new' equals 'old'")
+        if not os.path.isfile(os.path.join(root, m["file"])):
+            fail(f"{path}: mutant '{m['id']}': file '{m['file']}' does not exist")
+        exp = m.get("expect", [])
+        if not isinstance(exp, list) or not all(isinstance(x, str) for x in exp):
+            fail(f"{path}: mutant '{m['id']}': 'expect' is not a list of strings")
+    return ms
+
+
+def expand(check):
+    """One check name -> the concrete checks it stands for (contracts -> every contract)."""
+    if check == "contracts":
+        return list(CONTRACTS)
+    return [check]
+
+
+def needed_targets(checks):
+    t = {"tools/tf-cuda-test"}
+    for c in checks:
+        if c.startswith("gtest:"):
+            t.add("tests/" + c.split(":")[1])
+        elif c.startswith("ctest:"):
+            t.add("all")
+    return ["all"] if "all" in t else sorted(t)
+
+
+class Sweep:
+    def __init__(self, a):
+        self.a = a
+        self.root = os.path.abspath(a.root)
+        self.build = os.path.abspath(a.build)
+        self.tool = os.path.join(self.build, "tools", "tf-cuda-test")
+        self.tmp = os.path.abspath(a.work)
+        os.makedirs(self.tmp, exist_ok=True)
+        self.built = {"tools/tf-cuda-test"}
+
+    def run(self, cmd, timeout, cwd=None):
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, cwd=cwd or self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=timeout, text=True, errors="replace")
+            return p.returncode, p.stdout, time.time() - t0
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            return 124, out, time.time() - t0
+
+    def check(self, name, mid):
+        """-> list of (label, red, rc, seconds, tail)."""
+        res = []
+        if name in CONTRACTS:
+            for b in self.a.backends.split(","):
+                out = os.path.join(self.tmp, f"{mid}.{name}.{b}.json")
+                rc, text, s = self.run([self.tool, name, "--backend", b, "--gates-only", "--quiet", "--out", out],
+                                       self.a.timeout)
+                red = (rc == 1 and ("because gate " in text or "errors (listed in the receipt)" in text)) or rc < 0 \
+                    or rc >= 128
+                res.append((f"{name}/{b}", red, rc, s, text[-400:]))
+                if red:
+                    break
+        elif name == "serve-gate":
+            for b in self.a.backends.split(","):
+                out = os.path.join(self.tmp, f"{mid}.serve.{b}.json")
+                rc, text, s = self.run([self.tool, "serve-gate", "fixtures/serve/ci.json", "--backend", b, "--out", out],
+                                       self.a.timeout)
+                res.append((f"serve-gate/{b}", rc != 0, rc, s, text[-400:]))
+                if rc != 0:
+                    break
+        elif name.startswith("gtest:"):
+            parts = name.split(":", 2)
+            if parts[1] not in GTESTS:
+                return [(name, False, -1, 0.0, "unknown test binary")]
+            cmd = [os.path.join(self.build, "tests", parts[1]), "--gtest_brief=1"]
+            if len(parts) > 2 and parts[2]:
+                cmd.append("--gtest_filter=" + parts[2])
+            rc, text, s = self.run(cmd, self.a.timeout)
+            res.append((name, rc != 0, rc, s, text[-400:]))
+        elif name.startswith("ctest:"):
+            rc, text, s = self.run(["ctest", "-R", name[6:], "-j", str(self.a.jobs), "--output-on-failure"],
+                                   self.a.timeout * 4, cwd=self.build)
+            res.append((name, rc != 0, rc, s, text[-400:]))
+        else:
+            res.append((name, False, -1, 0.0, "unknown check"))
+        return res
+
+    def one(self, m):
+        path = os.path.join(self.root, m["file"])
+        with open(path, encoding="utf-8") as f:
+            orig = f.read()
+        rec = {"id": m["id"], "file": m["file"], "why": m.get("why", ""), "expect": m.get("expect", []), "checks": []}
+        if orig.count(m["old"]) != 1:
+            rec["status"] = "not-applied"
+            rec["detail"] = f"'old' occurs {orig.count(m['old'])} times"
+            return rec
+        plan = []
+        for c in m.get("expect", []) + self.a.then.split(","):
+            for x in expand(c.strip()):
+                if x and x not in plan:
+                    plan.append(x)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(orig.replace(m["old"], m["new"]))
+            t0 = time.time()
+            targets = needed_targets(plan)
+            self.built.update(targets)
+            rc, text, s = self.run(["ninja", "-C", self.build] + targets, self.a.build_timeout)
+            rec["build_s"] = round(s, 1)
+            if rc != 0:
+                rec["status"] = "build-error"
+                errs = [l for l in text.splitlines() if "error" in l]
+                rec["detail"] = "\n".join(errs[:6])[-800:] or text[-800:]
+                return rec
+            for c in plan:
+                for label, red, crc, cs, tail in self.check(c, m["id"]):
+                    rec["checks"].append({"check": label, "red": red, "rc": crc, "seconds": round(cs, 1)})
+                    if red:
+                        rec["status"] = "caught"
+                        rec["caught_by"] = label
+                        rec["tail"] = tail
+                        return rec
+            rec["status"] = "survived"
+            return rec
+        finally:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(orig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("mutants", nargs="+", help="JSON file(s) of mutants")
+    ap.add_argument("--root", default=".", help="repository root (default .)")
+    ap.add_argument("--build", required=True, help="configured build folder (ninja)")
+    ap.add_argument("--backends", default="cpu", help="contract backends, comma-separated (cpu, cuda)")
+    ap.add_argument("--then", default="", help="checks after each mutant's own, comma-separated")
+    ap.add_argument("--only", default="", help="regex on mutant ids")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per check (default 300)")
+    ap.add_argument("--build-timeout", type=int, default=900, help="seconds per build (default 900)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--work", default="/tmp/kc-mutation-sweep", help="folder for the checks' receipts")
+    ap.add_argument("--out", required=True, help="the sweep's receipt (JSON)")
+    a = ap.parse_args()
+    for b in a.backends.split(","):
+        if b not in ("cpu", "cuda"):
+            fail(f"--backends: '{b}' is not cpu or cuda")
+    ms = []
+    for p in a.mutants:
+        ms += load_mutants(p, a.root)
+    if a.only:
+        try:
+            rx = re.compile(a.only)
+        except re.error as e:
+            fail(f"--only: {e}")
+        ms = [m for m in ms if rx.search(m["id"])]
+    if not ms:
+        fail("no mutant selected")
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    sw = Sweep(a)
+    out = {"schema": "kc-mutation-sweep/1", "backends": a.backends, "then": a.then, "mutants": []}
+    t0 = time.time()
+    try:
+        for i, m in enumerate(ms):
+            r = sw.one(m)
+            out["mutants"].append(r)
+            print(f"[{i + 1}/{len(ms)}] {r['status']:<11} {r['id']:<40} {r.get('caught_by', r.get('detail', ''))[:60]}",
+                  flush=True)
+            with open(a.out + ".part", "w") as f:
+                json.dump(out, f, indent=1)
+    except KeyboardInterrupt:
+        print("mutation_sweep: interrupted; the file being mutated was restored", file=sys.stderr)
+    # The last mutant's objects are still in the build: rebuild from the restored sources so
+    # that nothing mutated is left behind in --build.
+    rc, text, _ = sw.run(["ninja", "-C", sw.build] + sorted(sw.built), a.build_timeout)
+    out["restored_build"] = rc == 0
+    if rc != 0:
+        print("mutation_sweep: the final rebuild from the restored sources failed:\n" + text[-2000:], file=sys.stderr)
+    out["seconds"] = round(time.time() - t0, 1)
+    st = {}
+    for r in out["mutants"]:
+        st[r["status"]] = st.get(r["status"], 0) + 1
+    out["summary"] = st
+    with open(a.out + ".part", "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(a.out + ".part", a.out)
+    print("summary:", ", ".join(f"{k} {v}" for k, v in sorted(st.items())))
+    for r in out["mutants"]:
+        if r["status"] == "survived":
+            print(f"  survived: {r['id']} ({r['file']}): {r['why']}")
+    if not out["restored_build"]:
+        return 2
+    return 1 if st.get("survived") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
