@@ -9,6 +9,10 @@
 // (lane 1), C (lane 1, a shorter prefix), D (no keys) and E (lane 0's tail alone, no
 // committed keys) in one launch; the tail list holds both lanes' tails at two offsets.
 // Finally one keep call moves both lanes' tails (lane 0's overlapping) into place.
+// Once per run, six long keeps (run_keep_long: four lanes, two without moves, a compaction
+// from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
+// reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
+// third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -34,6 +38,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -1209,6 +1214,90 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
     }
 }
 
+// Long keeps, once per run for each of six (shape, format, page size): one keep call over four
+// lanes, lane 0 and lane 3 without moves (so the lanes with moves are not the first lanes of
+// the call), lane 1 compacted from position 0 (j <- 2j + 1 for j < 520: a destination 0, and
+// more moves than three of the kernel's batches of at most 128), lane 2 a sparse keep (300
+// random ascending sources moved down to a random start); lane 2's moves come first in the
+// list. Every field of every position holds its own random bytes first (the caches come
+// poisoned, and equal rows would hide a wrong move). Gates: keep==reference (sequential
+// in-order moves on logical rows), paged==window, guards. The tails of the generated cases
+// keep a few rows; these reach the batch pipeline of the cuda keep kernel, its no-table path
+// (d 32 rows of 16 and 20 bytes) and page sizes 5 to 256.
+struct KeepLongCase {
+  int shape;
+  Format fmt;
+  int ptok;
+  std::string vars() const {
+    return std::string("qwen-pages-keep-long(shape=") + kShapes[shape].name + ",fmt=" + format_name(fmt) +
+           ",ptok=" + std::to_string(ptok) + ",moves=520+300)";
+  }
+};
+const KeepLongCase kKeepLong[] = {{1, Format::bf16, 16}, {0, Format::fp8, 48},  {2, Format::q4, 7},
+                                  {6, Format::q4, 16},   {6, Format::mxfp4, 5}, {3, Format::mxfp4, 256}};
+
+void run_keep_long(Run& run, Backend& be, const KeepLongCase& kl, bool reverse) {
+  const std::string cv = kl.vars();
+  const Shape& S = kShapes[kl.shape];
+  const KvLayout lay(2, S.kv_heads, S.head_dim, kl.fmt);
+  constexpr int kCompact = 520, kSparse = 300, kLen = 2 * kCompact + 2;
+  const std::vector<int> lens = {kLen, kLen, kLen, 40};
+  std::mt19937_64 g(0x6b656570ull + uint64_t(kl.shape) * 31 + uint64_t(int(kl.fmt)) * 7 + uint64_t(kl.ptok));
+  std::vector<KeepMove> moves;
+  const int start = 1 + int(g() % 64);
+  std::vector<int> src(size_t(kLen - start - 1));
+  std::iota(src.begin(), src.end(), start + 1);
+  std::shuffle(src.begin(), src.end(), g);
+  src.resize(kSparse);
+  std::sort(src.begin(), src.end());
+  for (int j = 0; j < kSparse; ++j) moves.push_back({2, src[size_t(j)], start + j});  // src[j] > start + j
+  for (int j = 0; j < kCompact; ++j) moves.push_back({1, 2 * j + 1, j});
+  Setup su{make_paged_cache(lay, kl.ptok, lens, 2, g()), make_window_cache(lay, lens, 2, g())};
+  std::vector<std::vector<uint8_t>> logical[4];
+  for (int lane = 0; lane < 4; ++lane)
+    for (int p = 0; p < lens[size_t(lane)]; ++p) {
+      for (int f = 0; f < lay.field_count(); ++f) {
+        uint8_t* a = kv_field_row(su.paged.view(lane), f, p);
+        uint8_t* b = kv_field_row(su.window.view(lane), f, p);
+        for (int64_t i = 0; i < lay.field(f).bytes_per_pos; ++i) a[i] = b[i] = uint8_t(g());
+      }
+      logical[lane].push_back(pos_bytes(su.window, lane, p));
+    }
+  for (const KeepMove& m : moves) logical[m.lane][size_t(m.dst)] = logical[m.lane][size_t(m.src)];
+  const Cache before_p = su.paged, before_w = su.window;
+  for (Cache* cc : {&su.paged, &su.window}) {
+    const Status st = reverse ? Status::Ok() : be.keep(*cc, moves.data(), int(moves.size()));
+    if (!st.ok) return run.error(cv, st.message);
+    for (int i = int(moves.size()) - 1; reverse && i >= 0; --i) {  // the control: last to first
+      const Status sr = be.keep(*cc, &moves[size_t(i)], 1);
+      if (!sr.ok) return run.error(cv, sr.message);
+    }
+  }
+  int64_t bad_ref = 0, bad_pw = 0;
+  std::string first;
+  for (int lane = 0; lane < 4; ++lane)
+    for (int p = 0; p < lens[size_t(lane)]; ++p) {
+      const bool r = pos_bytes(su.window, lane, p) != logical[lane][size_t(p)];
+      bad_ref += r;
+      bad_pw += pos_bytes(su.paged, lane, p) != pos_bytes(su.window, lane, p);
+      if (r && first.empty()) first = "; first: lane " + std::to_string(lane) + " position " + std::to_string(p);
+    }
+  run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after the long keep" + first);
+  run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after the long keep");
+  std::vector<RowRef> dst;
+  for (const KeepMove& m : moves)
+    for (int l = 0; l < 2; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < S.kv_heads; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
+  std::vector<uint8_t> mp, mw;
+  mark_rows(su.paged, dst, mp);
+  mark_rows(su.window, dst, mw);
+  std::string where;
+  const int64_t bad = guard_violations(su.paged, before_p.mem, mp, &where) + guard_violations(su.window, before_w.mem, mw, &where);
+  run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows (long keep); " + where);
+  if (!run.in_control) run.cover_value("keep_long", std::string(format_name(kl.fmt)) + "/d" + std::to_string(S.head_dim));
+}
+
 void declare_gates(Run& run) {
   run.declare("paged==window", "rotated queries, stored rows, attention rows and kept rows equal between pages and windows, bytes");
   run.declare("rows==solo", "an attention row alone equals the same row in the mixed five-row launch");
@@ -1243,6 +1332,7 @@ void qwen_pages_body(Run& run) {
     run_case(r, r.be, control_case(3, Format::bf16, 16, 30, 20, 4, 105), Plant::reverse_moves);
     run_case(r, r.be, control_case(5, Format::fp8, 3, 64, 10, 3, 106), Plant::reverse_moves);
     run_case(r, r.be, control_case(6, Format::q4, 5, 40, 25, 2, 112), Plant::reverse_moves);
+    run_keep_long(r, r.be, kKeepLong[2], true);
   });
   run.control("dropped-key", "row B attends without its last key (its own); only the bound can see it", [](Run& r) {
     run_case(r, r.be, control_case(3, Format::bf16, 16, 30, 300, 1, 107), Plant::dropped_key);
@@ -1286,6 +1376,8 @@ void qwen_pages_body(Run& run) {
       const NonFiniteCase nc{shape, f};
       if (run.selected(nc.vars())) run_nonfinite(run, run.be, nc);
     }
+  for (const KeepLongCase& kl : kKeepLong)
+    if (run.selected(kl.vars())) run_keep_long(run, run.be, kl, false);
   for (int i = 0; i < run.cases; ++i) {
     const QwenCase c = draw_case(run.seed, i);
     if (!run.selected(c.vars())) continue;

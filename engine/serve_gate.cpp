@@ -898,6 +898,21 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
             gate_drafted(sub, "drafted == plain", a);
             note_misses("drafted-arm-never-drafted", sub);
           });
+  control("arm-one-token-short",
+          "a copy of the solo arm of " + cf + " with the last token of its longest answer dropped, judged as a "
+          "concurrent arm: an answer that ends early with an equal prefix must not compare equal",
+          [&](Run& sub) {
+            Arm a = solo_of(cf);
+            a.name = "solo-one-token-short";
+            size_t at = 0;
+            for (size_t i = 1; i < a.res.size(); ++i)
+              if (a.res[i].tokens.size() > a.res[at].tokens.size()) at = i;
+            if (a.res[at].tokens.empty()) return sub.error("engine", "the solo arm of " + cf + " gave no tokens");
+            a.res[at].tokens.pop_back();
+            if (a.res[at].digests.size() > a.res[at].tokens.size()) a.res[at].digests.pop_back();
+            gate_pairs(sub, "concurrent == solo", solo_of(cf), a, true);
+            note_misses("arm-one-token-short", sub);
+          });
   control("run-one-part-short", "each lane's run is sized one part (the drafter's cache) short",
               [&](Run& sub) {
                 ServeConfig c;

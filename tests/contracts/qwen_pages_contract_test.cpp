@@ -43,6 +43,9 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   EXPECT_EQ(cov["scores"]["near +200"], 1);
   for (const char* k : {"bf16/d64", "bf16/d128", "fp8/d64", "fp8/d128", "q4/d64", "q4/d128", "mxfp4/d64", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 6) << k;  // NaN and +Inf in q, K and V
+  // The six long keeps ran (once per run, whatever the case count).
+  for (const char* k : {"bf16/d128", "fp8/d256", "q4/d128", "q4/d32", "mxfp4/d32", "mxfp4/d64"})
+    EXPECT_EQ(cov["keep_long"][k], 1) << k;
   bool found = false;
   for (const auto& g : r.receipt["gates"])
     if (g["name"] == "non-finite") {

@@ -373,15 +373,19 @@ TEST(Checkpoint, RefusesMissingAndMalformedFiles) {
 
 TEST(Checkpoint, RefusesNonFiniteWeights) {
   const Qwen3Config c = small_config(true);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
-    TempDir dir;
-    auto ts = tensors_for(c);
-    find(ts, "model.layers.1.self_attn.v_proj.weight")->values[37] = bad;
-    write_model(dir.str(), config_json(c), ts);
-    EXPECT_TRUE(check_qwen3_checkpoint(dir.str()).ok) << "headers alone are fine";
-    expect_refused(dir.str(), dir.file("model.safetensors") + ": model.layers.1.self_attn.v_proj.weight: element 37 is " +
-                                  (std::isnan(bad) ? "NaN" : "infinite") + " (weights must be finite)");
-  }
+  auto shapes = tensors_for(c);
+  const size_t last = find(shapes, "model.layers.1.self_attn.v_proj.weight")->values.size() - 1;
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()})
+    for (size_t at : {size_t(0), size_t(37), last}) {  // the tensor's first, an inner and its last element
+      TempDir dir;
+      auto ts = tensors_for(c);
+      find(ts, "model.layers.1.self_attn.v_proj.weight")->values[at] = bad;
+      write_model(dir.str(), config_json(c), ts);
+      EXPECT_TRUE(check_qwen3_checkpoint(dir.str()).ok) << "headers alone are fine";
+      expect_refused(dir.str(), dir.file("model.safetensors") + ": model.layers.1.self_attn.v_proj.weight: element " +
+                                    std::to_string(at) + " is " + (std::isnan(bad) ? "NaN" : "infinite") +
+                                    " (weights must be finite)");
+    }
 }
 
 TEST(Checkpoint, RefusesBadShardIndexes) {

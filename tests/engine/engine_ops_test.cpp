@@ -75,6 +75,58 @@ TEST(EngineOps, MatmulIsBatchInvariantAndTheSplitByBatchControlIsNot) {
   }
 }
 
+// The order of kernels/engine/rows.h, transcribed from its text alone (no shared code):
+// octet b (elements 8b .. min(8b + 8, K) - 1) goes to partial b mod 128, its elements in
+// ascending k, one fused multiply-add each; then s_p += s_{p+h} for h = 64 .. 1; the
+// result is s_0. The device kernel is held to the twin's bytes (rows-invariant's
+// device==host-twin, cuda only); this holds the twin to the documented order on every
+// machine, so an edit of the twin's order cannot pass as long as no GPU runs.
+float documented_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
+  float s[128] = {};
+  for (int64_t b = 0; 8 * b < k; ++b)
+    for (int64_t i = 8 * b; i < std::min<int64_t>(k, 8 * b + 8); ++i) s[b % 128] = std::fmaf(bf16_to_f32(w[i]), x[i], s[b % 128]);
+  for (int h = 64; h >= 1; h /= 2)
+    for (int p = 0; p < h; ++p) s[p] = s[p] + s[p + h];
+  return s[0];
+}
+
+// RMSNorm's sum of squares: a_j takes the elements k = j (mod 8) in ascending k (fused
+// multiply-adds), then ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+float documented_dot_f32(const float* p, const float* q, int64_t k) {
+  float a[8] = {};
+  for (int64_t i = 0; i < k; ++i) a[i % 8] = std::fmaf(p[i], q[i], a[i % 8]);
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+// Inputs whose sums depend on the order: magnitudes spread over 2^-12 .. 2^12, both signs.
+std::vector<float> wide_values(int64_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = std::ldexp(float(int(g() % 2001) - 1000) / 1000.0f, int(g() % 25) - 12);
+  return v;
+}
+
+TEST(EngineOps, DotsFollowTheDocumentedOrderBitForBit) {
+  int order_sensitive = 0;  // lengths where a plain left-to-right sum gives other bits
+  for (int64_t k : {1, 7, 8, 9, 63, 1023, 1024, 1025, 1031, 2056, 4097, 9000, 17411}) {
+    const std::vector<float> xs = wide_values(k, 100 + k), ws = wide_values(k, 200 + k);
+    std::vector<uint16_t> w(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) w[size_t(i)] = f32_to_bf16(ws[size_t(i)]);
+    const float got = dot_bf16(w.data(), xs.data(), k), want = documented_dot_bf16(w.data(), xs.data(), k);
+    EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << "dot_bf16, K = " << k << ": " << got << " against " << want;
+    const float got32 = dot_f32(xs.data(), ws.data(), k), want32 = documented_dot_f32(xs.data(), ws.data(), k);
+    EXPECT_EQ(std::memcmp(&got32, &want32, 4), 0) << "dot_f32, K = " << k << ": " << got32 << " against " << want32;
+    float seq = 0, seq32 = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      seq = std::fmaf(bf16_to_f32(w[size_t(i)]), xs[size_t(i)], seq);
+      seq32 = std::fmaf(xs[size_t(i)], ws[size_t(i)], seq32);
+    }
+    order_sensitive += (seq != want) + (seq32 != want32);
+  }
+  // The control: the inputs tell orders apart (else the comparison above could not fail).
+  EXPECT_GE(order_sensitive, 10);
+}
+
 TEST(EngineOps, MatmulWithinItsFloat64Bound) {
   // gamma_{min(K, 8 ceil(K/1024)) + 7} of sum |w x| (engine/ops.h: 128 fma partials over
   // octets, then a 7-level tree); K = 771 (one octet per partial, the last short) and
