@@ -175,6 +175,25 @@ std::vector<uint8_t> pos_bytes(const Cache& c, int lane, int pos) {
   return out;
 }
 
+// The rows a keep writes: every layer, K and V and kv head at each move's destination.
+std::vector<RowRef> moved_rows(const std::vector<KeepMove>& moves, int hkv) {
+  std::vector<RowRef> dst;
+  for (const KeepMove& m : moves)
+    for (int l = 0; l < 2; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < hkv; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
+  return dst;
+}
+
+// Bytes outside `rows` that differ from p0 (paged) and w0 (window); the first one in *where.
+int64_t setup_guard_violations(const Setup& su, const Cache& p0, const Cache& w0, const std::vector<RowRef>& rows,
+                               std::string* where) {
+  std::vector<uint8_t> mp, mw;
+  mark_rows(su.paged, rows, mp);
+  mark_rows(su.window, rows, mw);
+  return guard_violations(su.paged, p0.mem, mp, where) + guard_violations(su.window, w0.mem, mw, where);
+}
+
 const char* arith_name(AttnArith a) { return a == AttnArith::mma_split ? "mma_split" : "fma_chain"; }
 
 // Dequantised row (as the kernel reads it) through the reference's own decoders.
@@ -516,11 +535,8 @@ class QwenCaseRun {
           for (const RopeRow& r : hist) written.push_back({r.lane, layer, kv, h, r.slot});
           for (const RopeRow& r : round) written.push_back({r.lane, layer, kv, h, r.slot});
         }
-    std::vector<uint8_t> mp, mw;
-    mark_rows(su.paged, written, mp);
-    mark_rows(su.window, written, mw);
     std::string where;
-    const int64_t bad = guard_violations(su.paged, paged0.mem, mp, &where) + guard_violations(su.window, window0.mem, mw, &where);
+    const int64_t bad = setup_guard_violations(su, paged0, window0, written, &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes; " + where);
   }
 
@@ -960,17 +976,8 @@ class QwenCaseRun {
       }
     run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after keep");
     run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after keep");
-    std::vector<RowRef> dst;
-    for (const KeepMove& m : moves)
-      for (int l = 0; l < 2; ++l)
-        for (int kv = 0; kv < 2; ++kv)
-          for (int h = 0; h < hkv; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
-    std::vector<uint8_t> mp, mw;
-    mark_rows(su.paged, dst, mp);
-    mark_rows(su.window, dst, mw);
     std::string where;
-    const int64_t bad = guard_violations(su.paged, before_keep_p.mem, mp, &where) +
-                        guard_violations(su.window, before_keep_w.mem, mw, &where);
+    const int64_t bad = setup_guard_violations(su, before_keep_p, before_keep_w, moved_rows(moves, hkv), &where);
     run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows; " + where);
     return true;
   }
@@ -1284,16 +1291,8 @@ void run_keep_long(Run& run, Backend& be, const KeepLongCase& kl, bool reverse) 
     }
   run.check("keep==reference", bad_ref == 0, cv, std::to_string(bad_ref) + " positions differ after the long keep" + first);
   run.check("paged==window", bad_pw == 0, cv, std::to_string(bad_pw) + " positions differ after the long keep");
-  std::vector<RowRef> dst;
-  for (const KeepMove& m : moves)
-    for (int l = 0; l < 2; ++l)
-      for (int kv = 0; kv < 2; ++kv)
-        for (int h = 0; h < S.kv_heads; ++h) dst.push_back({m.lane, l, kv, h, m.dst});
-  std::vector<uint8_t> mp, mw;
-  mark_rows(su.paged, dst, mp);
-  mark_rows(su.window, dst, mw);
   std::string where;
-  const int64_t bad = guard_violations(su.paged, before_p.mem, mp, &where) + guard_violations(su.window, before_w.mem, mw, &where);
+  const int64_t bad = setup_guard_violations(su, before_p, before_w, moved_rows(moves, S.kv_heads), &where);
   run.check("guards", bad == 0, cv, std::to_string(bad) + " bytes changed outside the moved rows (long keep); " + where);
   if (!run.in_control) run.cover_value("keep_long", std::string(format_name(kl.fmt)) + "/d" + std::to_string(S.head_dim));
 }

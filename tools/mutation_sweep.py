@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 
+LOCK = ".mutation-sweep-active"  # in --root while a file there is mutated
 CONTRACTS = ["fp8-rows", "q4-rows", "mxfp4-rows", "scale-planes", "rows-invariant", "arena-offsets", "qwen-pages"]
 GTESTS = ["kc_unit_tests", "kc_q4_tests", "kc_mxfp4_tests", "kc_pack_tests", "kc_engine_tests", "kc_contract_tests",
           "kc_device_tests", "kc_receipt_view_tests", "kc_review_tools_tests"]
@@ -164,7 +165,12 @@ class Sweep:
             for x in expand(c.strip()):
                 if x and x not in plan:
                     plan.append(x)
+        lock = os.path.join(self.root, LOCK)
         try:
+            # The marker names the mutated file while it differs from its source: a copy of
+            # the tree taken now (the GPU machine's) carries it, and run.sh refuses such a copy.
+            with open(lock, "w") as f:
+                f.write(f"{m['id']} {m['file']}\n")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(orig.replace(m["old"], m["new"]))
             t0 = time.time()
@@ -190,6 +196,7 @@ class Sweep:
         finally:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(orig)
+            os.remove(lock)
 
 
 def main():
@@ -210,6 +217,11 @@ def main():
     for b in a.backends.split(","):
         if b not in ("cpu", "cuda"):
             fail(f"--backends: '{b}' is not cpu or cuda")
+    if os.path.exists(os.path.join(a.root, LOCK)):
+        with open(os.path.join(a.root, LOCK)) as f:
+            held = f.read().strip()
+        fail(f"{os.path.join(a.root, LOCK)} exists ({held}): another sweep is mutating this tree, or one was killed "
+             "before it restored its file (check `git status`, then remove the marker)")
     ms = []
     for p in a.mutants:
         ms += load_mutants(p, a.root)
