@@ -208,6 +208,9 @@ def main():
     ap.add_argument("--backends", default="cpu", help="contract backends, comma-separated (cpu, cuda)")
     ap.add_argument("--then", default="", help="checks after each mutant's own, comma-separated")
     ap.add_argument("--only", default="", help="regex on mutant ids")
+    ap.add_argument("--files", default="", help="regex on the mutated files (e.g. '\\.h$')")
+    ap.add_argument("--shard", default="", help="i/n: every n-th selected mutant from the i-th (0-based)")
+    ap.add_argument("--list", action="store_true", help="print the selected mutants and exit")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per check (default 300)")
     ap.add_argument("--build-timeout", type=int, default=900, help="seconds per build (default 900)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
@@ -231,8 +234,23 @@ def main():
         except re.error as e:
             fail(f"--only: {e}")
         ms = [m for m in ms if rx.search(m["id"])]
+    if a.files:
+        try:
+            fx = re.compile(a.files)
+        except re.error as e:
+            fail(f"--files: {e}")
+        ms = [m for m in ms if fx.search(m["file"])]
+    if a.shard:
+        mm = re.fullmatch(r"(\d+)/(\d+)", a.shard)
+        if not mm or int(mm.group(2)) < 1 or int(mm.group(1)) >= int(mm.group(2)):
+            fail(f"--shard: '{a.shard}' is not i/n with 0 <= i < n")
+        ms = ms[int(mm.group(1))::int(mm.group(2))]
     if not ms:
         fail("no mutant selected")
+    if a.list:
+        for m in ms:
+            print(f"{m['id']:<40} {m['file']}")
+        return 0
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     sw = Sweep(a)
     out = {"schema": "kc-mutation-sweep/1", "backends": a.backends, "then": a.then, "mutants": []}

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Mutation sweep on the H200 (tools/mutation_sweep.py): four sweeps at once, each in its own
 # copy of the working tree (no .git: its receipts read commit unknown) and its own build folder. Shards 0-2: the device-code mutants
-# (reports/mutation-sweep/dev-{0,1,2}.json) against the contracts on cuda; shard 3: the
-# host-header mutants (dev-3.json) on cpu, then cuda. ONLY=regex limits every shard (a second
+# (reports/mutation-sweep/mutants-device.json, --shard i/3) against the contracts on cuda;
+# shard 3: the host-header mutants (mutants-host.json, --files '\.h$') on cpu, then cuda. ONLY=regex limits every shard (a second
 # call takes what the first left); TOTAL bounds the call in seconds; SHARDS picks the shards.
 # On the H200 (session 24) the three builds side by side took 185 s.
 T0=$(date +%s)
@@ -31,11 +31,11 @@ echo "builds done at $(( $(date +%s) - T0 ))s" | tee $W/steps.txt
 LIMIT=$(( ${TOTAL:-560} - ($(date +%s) - T0) )); [ $LIMIT -gt ${MAXLIMIT:-500} ] && LIMIT=${MAXLIMIT:-500}
 ( while sleep 60; do pack; done ) & PACKER=$!
 for i in $SHARDS; do [ $i = 3 ] && continue
-  (cd /tmp/s$i && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/dev-$i.json --build /tmp/b$i \
+  (cd /tmp/s$i && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-device.json --shard $i/3 --build /tmp/b$i \
      --backends cuda --then contracts,gtest:kc_device_tests --only "$ONLY" --timeout 150 --work /tmp/w$i \
      --out $W/sweep-dev-$i.json > $W/sweep-dev-$i.log 2>&1) & PIDS="$PIDS $!"
 done
-[[ " $SHARDS " == *" 3 "* ]] && (cd /tmp/s3 && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/dev-3.json --build /tmp/b3 \
+[[ " $SHARDS " == *" 3 "* ]] && (cd /tmp/s3 && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-host.json --files '\.h$' --build /tmp/b3 \
    --backends cpu,cuda --then gtest:kc_unit_tests,gtest:kc_q4_tests,gtest:kc_mxfp4_tests,gtest:kc_pack_tests,contracts \
    --only "$ONLY" --timeout 150 --work /tmp/w3 --out $W/sweep-dev-3.json > $W/sweep-dev-3.log 2>&1) & PIDS="$PIDS $!"
 wait $PIDS  # not the packer
