@@ -139,12 +139,27 @@ void run_case(Run& run, const OffsetCase& oc, bool lose_far_page) {
   owned.push_back({wv.base_off, wv.base_off + far.lay.kv_bytes(uint64_t(wv.ptok))});
   std::sort(owned.begin(), owned.end());
   uint64_t at = 0, stray = 0, first_stray = 0;
+  // 4 KiB at a time: a block whose 8-byte words are all zero is skipped, any other is counted
+  // byte by byte (a byte loop over the 4.3 GB took about 4 s a case on cpu; this about 0.5 s).
+  const uint8_t* mem = far.mem.data();
   auto scan = [&](uint64_t a, uint64_t b) {
-    for (uint64_t i = a; i < b; ++i)
-      if (far.mem[i] != 0) {
-        if (!stray) first_stray = i;
-        ++stray;
+    for (uint64_t i = a; i < b;) {
+      const uint64_t e = std::min(b, (i / 4096 + 1) * 4096);
+      uint64_t any = 0, j = i;
+      for (; j + 8 <= e; j += 8) {
+        uint64_t w;
+        std::memcpy(&w, mem + j, 8);
+        any |= w;
       }
+      for (; j < e; ++j) any |= mem[j];
+      if (any)
+        for (uint64_t t = i; t < e; ++t)
+          if (mem[t] != 0) {
+            if (!stray) first_stray = t;
+            ++stray;
+          }
+      i = e;
+    }
   };
   for (const auto& [a, b] : owned) {
     scan(at, a);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention/rows.h"
+#include "kernels/layout/host_fma.h"
 
 namespace kc {
 
@@ -51,7 +52,7 @@ void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* rows, int
 // order (attention/rows.h): dot in element order with fmaf, l over lanes then the
 // butterfly, p.v per key group with fmaf then the halving tree.
 template <class C>
-static void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
+KC_HOST_FMA static void attention_partial_host(const KvView& view, const AttnParams& p, const AttnRow& row, const int32_t* tail,
                                    const float* q, int kvh, int chunk, float* m_out, float* l_out, float* o) {
   const int d = view.lay.head_dim;
   const int32_t total = row.len + row.tail_len;

@@ -5,10 +5,11 @@
 #include <cmath>
 
 #include "kernels/engine/rows.h"
+#include "kernels/layout/host_fma.h"
 
 namespace kc {
 
-float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
+KC_HOST_FMA float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
   // The product's order (rows.h): 128 partials, partial p takes the octets b = p (mod 128)
   // in ascending b, then the halving tree.
   float s[eng::kDotParts] = {};
@@ -23,7 +24,7 @@ float engine_dot_bf16(const uint16_t* w, const float* x, int64_t k) {
   return s[0];
 }
 
-float engine_dot_f32(const float* p, const float* q, int64_t k) {
+KC_HOST_FMA float engine_dot_f32(const float* p, const float* q, int64_t k) {
   float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= k; i += 8)
