@@ -79,6 +79,35 @@ const Shape kShapes[] = {
 };
 constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 
+// Probes: inputs shaped so that every run reaches what the drawn cases reach only by chance
+// (found by the device mutation sweep, reports/h200/mutation-sweep/). Each probe is a whole
+// case (every gate) run once per run (kProbes).
+//   peaked      scores set along the lowest-frequency rotary dim: a key in 61 between 0 and
+//               3, the rest near -12, over small noise: a few keys carry p with arbitrary
+//               mantissas while the scores' rounding (|q||k| small) stays far below the
+//               p.v's, so an error in p' (the fp16 parts of p times the V scale) shows
+//   far-max     scores in [-2, 2] but one key at +100 in chunk 20 of 32 keys each: the
+//               merge's maximum must see every chunk (exp(m - M) overflows past 88)
+//   v-binade    V rows at key 230 and 250 of every 256 are 16x: a chunk's largest V scale
+//               sits in the last warp's keys, in a higher binade than the others
+//   magnitudes  each K and V row scaled by 2^u, u in [-4, 4]: a key that takes another
+//               key's row scale is far off (fp8 chunks of 1024 over 3,000 keys take the
+//               regular tensor-core kernel, past its first 256 keys)
+//   v-ties      fp8 V rows of E4M3 midpoints times a row scale whose 448x is the row's
+//               amax: every code is a tie the encoder must break to even (x / scale, not
+//               x * (1 / scale))
+enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties };
+const char* probe_name(Probe p) {
+  switch (p) {
+    case Probe::peaked: return "peaked";
+    case Probe::far_max: return "far-max";
+    case Probe::v_binade: return "v-binade";
+    case Probe::magnitudes: return "magnitudes";
+    case Probe::v_ties: return "v-ties";
+    default: return "none";
+  }
+}
+
 struct QwenCase {
   const int shape;
   const Format fmt;
@@ -97,6 +126,7 @@ struct QwenCase {
   // output stays an ordinary weighting of V.
   const int logits;
   const uint64_t seed;
+  const Probe probe = Probe::none;
   float scale(int d) const {
     return scale_kind == 2 ? 1.0f : scale_kind == 1 ? float(1.0 / d) : float(1.0 / std::sqrt(double(d)));
   }
@@ -105,7 +135,8 @@ struct QwenCase {
     o << "qwen-pages(shape=" << kShapes[shape].name << ",fmt=" << format_name(fmt) << ",ptok=" << ptok
       << ",chunk=" << chunk << ",len=" << len0 << "+" << len1 << ",tail=" << tail << ",pos0=" << pos_base
       << ",scale=" << (scale_kind == 2 ? "1" : scale_kind == 1 ? "1/d" : "1/sqrt(d)")
-      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "") << ",seed=" << seed << ")";
+      << (logits ? (logits < 0 ? ",logits=-200" : ",logits=+200") : "")
+      << (probe != Probe::none ? std::string(",probe=") + probe_name(probe) : std::string()) << ",seed=" << seed << ")";
     return o.str();
   }
 };
@@ -458,6 +489,7 @@ class QwenCaseRun {
                     {"chunk", std::to_string(c.chunk)},
                     {"scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)"},
                     {"scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn"},
+                    {"probe", probe_name(c.probe)},
                     {"lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) +
                                      " + lane1 " + std::to_string(tail1) + " at 0; keep lanes 0+1 in one call"}});
   }
@@ -490,6 +522,74 @@ class QwenCaseRun {
       for (size_t i = 0; i < hk1.size(); i += d) hk1[i + e] += A;
       for (size_t i = 0; i < rk.size(); i += d) rk[i + e] += A;
       for (size_t i = 0; i < rq.size(); i += d) rq[i + e] += float(c.logits) * A;
+    }
+    shape_probe();
+  }
+
+  // The probe's inputs (QwenCase::probe): layer 1's keys and values (the layer attention
+  // reads) and the queries, by each row's logical position.
+  void shape_probe() {
+    if (c.probe == Probe::none) return;
+    std::vector<int> hpos(nh), rpos(nr);
+    for (int i = 0; i < nh; ++i) hpos[i] = hist[i].pos - c.pos_base;
+    for (int i = 0; i < nr; ++i) rpos[i] = round[i].pos - c.pos_base;
+    std::uniform_real_distribution<double> U(0.0, 1.0);
+    if (c.probe == Probe::peaked || c.probe == Probe::far_max) {
+      // q = A e + noise, k = a e + noise with A a scale = the key's target score (the pair of
+      // e turns < 0.04 rad between any two positions here), noise 0.05 per element.
+      const int e = S.rot_dims / 2 - 1;
+      const double A = 1.0 / std::sqrt(double(c.scale(d)));
+      auto target = [&](int pos) {
+        if (c.probe == Probe::far_max) return pos % 1024 == 20 * 32 + 5 ? 100.0 : -2.0 + 4.0 * U(g);
+        return pos % 61 == 7 ? 3.0 * U(g) : -14.0 + 4.0 * U(g);
+      };
+      auto keys = [&](std::vector<float>& k, const std::vector<int>& pos) {
+        for (size_t r = 0; r < pos.size(); ++r)
+          for (int h = 0; h < hkv; ++h) {
+            float* row = &k[(r * hkv + h) * d];
+            for (int j = 0; j < d; ++j) row[j] *= 0.05f;
+            row[e] += float(target(pos[r]) / (A * c.scale(d)));
+          }
+      };
+      keys(hk1, hpos);
+      keys(rk, rpos);
+      for (size_t i = 0; i < rq.size(); i += d) {
+        for (int j = 0; j < d; ++j) rq[i + j] *= 0.05f;
+        rq[i + e] += float(A);
+      }
+    }
+    if (c.probe == Probe::v_binade) {
+      auto scale_rows = [&](std::vector<float>& v, const std::vector<int>& pos) {
+        for (size_t r = 0; r < pos.size(); ++r)
+          if (pos[r] % 256 == 230 || pos[r] % 256 == 250)
+            for (int j = 0; j < hkv * d; ++j) v[r * hkv * d + j] *= 16.0f;
+      };
+      scale_rows(hv1, hpos);
+      scale_rows(rv, rpos);
+    }
+    if (c.probe == Probe::magnitudes) {
+      auto scale_rows = [&](std::vector<float>& v) {
+        for (size_t i = 0; i < v.size(); i += d) {
+          const float f = std::ldexp(1.0f, int(g() % 9) - 4);
+          for (int j = 0; j < d; ++j) v[i + j] *= f;
+        }
+      };
+      scale_rows(hk1), scale_rows(hv1), scale_rows(rk), scale_rows(rv);
+    }
+    if (c.probe == Probe::v_ties) {
+      // s = 2^t (1 + m / 4096); elements +-2^x (1 + (2f + 1) / 16) s, x in [-6, 7] (E4M3
+      // normals' midpoints, exact in fp32), one element +-448 s (the amax, so scale = s).
+      auto ties = [&](std::vector<float>& v) {
+        for (size_t i = 0; i < v.size(); i += d) {
+          const float sc = std::ldexp(1.0f + float(g() % 4096) / 4096.0f, int(g() % 7) - 3);
+          for (int j = 0; j < d; ++j) {
+            const float mid = std::ldexp(1.0f + float(2 * int(g() % 8) + 1) / 16.0f, int(g() % 14) - 6);
+            v[i + j] = (g() & 1 ? -mid : mid) * sc;
+          }
+          v[i + g() % d] = (g() & 1 ? -448.0f : 448.0f) * sc;
+        }
+      };
+      ties(hv1), ties(rv), ties(hv0);
     }
   }
 
@@ -1316,6 +1416,27 @@ QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tai
   return QwenCase{shape, f, ptok, 64, len0, len1, tail, 100, 0, 0, seed};
 }
 
+// The probes, once per run: shape, format, page size, chunk, lengths, tail, probe.
+QwenCase probe_case(int shape, Format f, int ptok, int chunk, int len0, int len1, Probe p, uint64_t seed) {
+  return QwenCase{shape, f, ptok, chunk, len0, len1, 2, 500, 0, 0, seed, p};
+}
+const QwenCase kProbes[] = {
+    probe_case(1, Format::q4, 16, 256, 400, 300, Probe::peaked, 101),     // q4 d128 group 4: the packed kernel
+    probe_case(0, Format::q4, 48, 1024, 300, 200, Probe::peaked, 102),    // q4 d256
+    probe_case(2, Format::fp8, 16, 256, 400, 300, Probe::peaked, 103),    // fp8 d128 group 6
+    probe_case(4, Format::bf16, 128, 256, 300, 200, Probe::peaked, 104),  // bf16 d256
+    probe_case(3, Format::bf16, 16, 32, 700, 660, Probe::far_max, 105),   // 32 chunks, the max in chunk 20
+    probe_case(1, Format::fp8, 48, 32, 680, 700, Probe::far_max, 106),
+    probe_case(1, Format::q4, 16, 256, 300, 260, Probe::v_binade, 107),   // keys 230 and 250 of 256
+    probe_case(0, Format::q4, 256, 1024, 300, 260, Probe::v_binade, 108),
+    // fp8 d128, two chunks of 1024 for 8 kv heads and 6 rows: too many blocks for the short path
+    probe_case(1, Format::fp8, 128, 1024, 1100, 1030, Probe::magnitudes, 109),
+    probe_case(1, Format::q4, 48, 1024, 600, 300, Probe::magnitudes, 110),
+    probe_case(1, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 111),    // the ring kernel's fast encode
+    probe_case(7, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 112),    // rot_dims 20: the block-per-row store
+    probe_case(4, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 113),
+};
+
 void qwen_pages_body(Run& run) {
   run.control("swapped-page-table", "each lane's first two page-table entries swapped before attention", [](Run& r) {
     run_case(r, r.be, control_case(3, Format::bf16, 16, 70, 50, 2, 101), Plant::swap_page_table);
@@ -1368,10 +1489,11 @@ void qwen_pages_body(Run& run) {
       arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
-  // Non-finite inputs: every format, a head_dim on the fma chain (64) and one the cuda
-  // backend runs on the tensor cores (128, a GQA group of 6).
+  // Non-finite inputs: every format, a head_dim on the fma chain (64), one the cuda backend
+  // runs on the tensor cores (128, a GQA group of 6), and rotary dims of 20 (not a multiple
+  // of 8: fp8 and q4 store through the block-per-row kernel, whose amax must keep a NaN).
   for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})
-    for (int shape : {3, 2}) {
+    for (int shape : {3, 2, 7}) {
       const NonFiniteCase nc{shape, f};
       if (run.selected(nc.vars())) run_nonfinite(run, run.be, nc);
     }
@@ -1383,6 +1505,12 @@ void qwen_pages_body(Run& run) {
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + c.vars());
     run_case(run, run.be, c, Plant::none);
   }
+  // The probes after the drawn cases: a planted bug those catch stops a --gates-only run first.
+  for (const QwenCase& pc : kProbes)
+    if (run.selected(pc.vars())) {
+      run.progress("probe " + pc.vars());
+      run_case(run, run.be, pc, Plant::none);
+    }
   refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep},
                {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
 }

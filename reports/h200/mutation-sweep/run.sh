@@ -27,17 +27,24 @@ for i in $SHARDS; do [ $i = 3 ] || ninja -C /tmp/b$i $T tests/kc_device_tests te
 [[ " $SHARDS " == *" 3 "* ]] && ninja -C /tmp/b3 $T tests/kc_unit_tests tests/kc_q4_tests tests/kc_mxfp4_tests tests/kc_pack_tests > $W/build3.log 2>&1 &
 wait
 echo "builds done at $(( $(date +%s) - T0 ))s" | tee $W/steps.txt
+# The unmutated build, beside the sweeps: qwen-pages in full on cuda (probes and controls
+# included; BASELINE=0 skips it), so that a survivor is never a baseline that fails anyway.
+if [ "${BASELINE:-1}" = 1 ] && [ -x /tmp/b${SHARDS%% *}/tools/tf-cuda-test ]; then
+  cp /tmp/b${SHARDS%% *}/tools/tf-cuda-test /tmp/tf-base
+  (cd /tmp && timeout 300 /tmp/tf-base qwen-pages --backend cuda --out $W/baseline-qwen-pages-cuda.json > $W/baseline.log 2>&1;
+   echo "baseline qwen-pages/cuda exit $? at $(( $(date +%s) - T0 ))s" >> $W/steps.txt) &
+fi
 # The sweeps end by TOTAL seconds after the start (the device's call limit less a margin).
 LIMIT=$(( ${TOTAL:-560} - ($(date +%s) - T0) )); [ $LIMIT -gt ${MAXLIMIT:-500} ] && LIMIT=${MAXLIMIT:-500}
 ( while sleep 60; do pack; done ) & PACKER=$!
 for i in $SHARDS; do [ $i = 3 ] && continue
-  (cd /tmp/s$i && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-device.json --shard $i/3 --build /tmp/b$i \
-     --backends cuda --then contracts,gtest:kc_device_tests --only "$ONLY" --timeout 150 --work /tmp/w$i \
+  (cd /tmp/s$i && timeout -k 20 $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-device.json --shard $i/3 --build /tmp/b$i \
+     --backends cuda --then contracts,gtest:kc_device_tests --only "$ONLY" --timeout 150 --no-final-build --work /tmp/w$i \
      --out $W/sweep-dev-$i.json > $W/sweep-dev-$i.log 2>&1) & PIDS="$PIDS $!"
 done
-[[ " $SHARDS " == *" 3 "* ]] && (cd /tmp/s3 && timeout $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-host.json --files '\.h$' --build /tmp/b3 \
+[[ " $SHARDS " == *" 3 "* ]] && (cd /tmp/s3 && timeout -k 20 $LIMIT python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-host.json --files '\.h$' --build /tmp/b3 \
    --backends cpu,cuda --then gtest:kc_unit_tests,gtest:kc_q4_tests,gtest:kc_mxfp4_tests,gtest:kc_pack_tests,contracts \
-   --only "$ONLY" --timeout 150 --work /tmp/w3 --out $W/sweep-dev-3.json > $W/sweep-dev-3.log 2>&1) & PIDS="$PIDS $!"
+   --only "$ONLY" --timeout 150 --no-final-build --work /tmp/w3 --out $W/sweep-dev-3.json > $W/sweep-dev-3.log 2>&1) & PIDS="$PIDS $!"
 wait $PIDS  # not the packer
 kill $PACKER 2>/dev/null
 echo "sweeps done at $(( $(date +%s) - T0 ))s" | tee -a $W/steps.txt
