@@ -13,6 +13,9 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
+// After the drawn cases, 13 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
+// 2^-4 .. 2^4, fp8 V rows of E4M3 ties) for paths and numerics the drawn data reach by chance.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -1489,6 +1492,10 @@ void qwen_pages_body(Run& run) {
       arith[std::string(format_name(f)) + "/d" + std::to_string(sh.head_dim)] = arith_name(run.be.attention_arith(f, sh.head_dim));
   run.numbers["attention_arithmetic"] = arith;
   run.numbers["attention_mma_step_depth"] = kMmaStepDepth;
+  // The refusals first: they take milliseconds, and a --gates-only run (a mutant test) stops
+  // at its first failing gate.
+  refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep},
+               {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
   // Non-finite inputs: every format, a head_dim on the fma chain (64), one the cuda backend
   // runs on the tensor cores (128, a GQA group of 6), and rotary dims of 20 (not a multiple
   // of 8: fp8 and q4 store through the block-per-row kernel, whose amax must keep a NaN).
@@ -1511,8 +1518,6 @@ void qwen_pages_body(Run& run) {
       run.progress("probe " + pc.vars());
       run_case(run, run.be, pc, Plant::none);
     }
-  refusal_gate(run, {RefusalOp::rope_store, RefusalOp::attention, RefusalOp::keep},
-               {Format::bf16, Format::fp8, Format::q4, Format::mxfp4});
 }
 
 }  // namespace
