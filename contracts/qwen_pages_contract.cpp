@@ -486,13 +486,16 @@ class QwenCaseRun {
   // scale, score regime and lane mix, so a reviewer sees what ran.
   void cover() {
     if (plant != Plant::none || run.in_control) return;
+    if (c.probe != Probe::none) {  // once per run, apart from the drawn cases' counts
+      run.cover_value("probe", std::string(probe_name(c.probe)) + "/" + format_name(c.fmt) + "/d" + std::to_string(d));
+      return;
+    }
     run.cover_case({{"format", format_name(c.fmt)},
                     {"shape", S.name},
                     {"page_tokens", std::to_string(c.ptok)},
                     {"chunk", std::to_string(c.chunk)},
                     {"scale", c.scale_kind == 2 ? "1" : c.scale_kind == 1 ? "1/d" : "1/sqrt(d)"},
                     {"scores", c.logits < 0 ? "near -200" : c.logits > 0 ? "near +200" : "as drawn"},
-                    {"probe", probe_name(c.probe)},
                     {"lane_mix", "attention tails lane0 " + std::to_string(tail) + " at " + std::to_string(tail1) +
                                      " + lane1 " + std::to_string(tail1) + " at 0; keep lanes 0+1 in one call"}});
   }

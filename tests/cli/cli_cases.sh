@@ -192,7 +192,7 @@ case "$case_name" in
   qwen-rope-rows-path)  # cases 7 and 8 (q4, fp8) keep the shape whose rotary dims are not a
     # multiple of 8 (the rope store's block-per-row path for fp8 / q4 on cuda), for any seed
     "$bin" qwen-pages --backend cpu --cases 9 --seed 7 --gates-only --quiet --out "$tmp/r20.json" \
-      --filter 'shape=gqa2-4q2kv-d128-r20,fmt=(q4|fp8),' >/dev/null 2>&1
+      --filter '^qwen-pages\(shape=gqa2-4q2kv-d128-r20,fmt=(q4|fp8),(?!.*probe=)' >/dev/null 2>&1  # drawn cases only
     [ $? -eq 1 ] || fail "a --gates-only run exits 1"
     grep -q '"run": 2' "$tmp/r20.json" || fail "not 2 cases on the r20 shape with q4 / fp8 among the first 9"
     grep -A3 '"format": {' "$tmp/r20.json" | grep -q '"fp8": 1' || fail "no fp8 case on the r20 shape"
