@@ -13,9 +13,10 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 13 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 17 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
-// 2^-4 .. 2^4, fp8 V rows of E4M3 ties) for paths and numerics the drawn data reach by chance.
+// 2^-4 .. 2^4, fp8 V rows of E4M3 ties, zero scale groups) for paths and numerics the drawn
+// data reach by chance.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -99,7 +100,9 @@ constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 //   v-ties      fp8 V rows of E4M3 midpoints times a row scale whose 448x is the row's
 //               amax: every code is a tie the encoder must break to even (x / scale, not
 //               x * (1 / scale))
-enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties };
+//   zero-groups V rows with zero scale groups (q4, mxfp4: every third group of 32; bf16,
+//               fp8: every fifth row): a zero group's codes are code 0 (q4 bytes 0x88), scale 0
+enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups };
 const char* probe_name(Probe p) {
   switch (p) {
     case Probe::peaked: return "peaked";
@@ -107,6 +110,7 @@ const char* probe_name(Probe p) {
     case Probe::v_binade: return "v-binade";
     case Probe::magnitudes: return "magnitudes";
     case Probe::v_ties: return "v-ties";
+    case Probe::zero_groups: return "zero-groups";
     default: return "none";
   }
 }
@@ -596,6 +600,15 @@ class QwenCaseRun {
         }
       };
       ties(hv1), ties(rv), ties(hv0);
+    }
+    if (c.probe == Probe::zero_groups) {
+      const bool grouped = c.fmt == Format::q4 || c.fmt == Format::mxfp4;
+      auto zero = [&](std::vector<float>& v) {
+        for (size_t i = 0, row = 0; i < v.size(); i += d, ++row)
+          for (int g0 = 0; g0 < d / 32; ++g0)
+            if (grouped ? (row + g0) % 3 == 0 : row % 5 == 0) std::fill_n(&v[i + 32 * g0], 32, 0.0f);
+      };
+      zero(hv1), zero(rv), zero(hv0);
     }
   }
 
@@ -1441,6 +1454,10 @@ const QwenCase kProbes[] = {
     probe_case(1, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 111),    // the ring kernel's fast encode
     probe_case(7, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 112),    // rot_dims 20: the block-per-row store
     probe_case(4, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 113),
+    probe_case(7, Format::q4, 16, 256, 120, 100, Probe::zero_groups, 114),  // the block-per-row store
+    probe_case(1, Format::q4, 48, 256, 120, 100, Probe::zero_groups, 115),  // the ring kernel
+    probe_case(7, Format::mxfp4, 16, 256, 120, 100, Probe::zero_groups, 116),
+    probe_case(7, Format::fp8, 16, 256, 120, 100, Probe::zero_groups, 117),
 };
 
 void qwen_pages_body(Run& run) {
