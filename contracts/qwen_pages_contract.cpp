@@ -95,8 +95,8 @@ constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 //   v-binade    V rows at key 230 and 250 of every 256 are 16x: a chunk's largest V scale
 //               sits in the last warp's keys, in a higher binade than the others
 //   magnitudes  each K and V row scaled by 2^u, u in [-4, 4]: a key that takes another
-//               key's row scale is far off (fp8 chunks of 1024 over 3,000 keys take the
-//               regular tensor-core kernel, past its first 256 keys)
+//               key's row scale is far off (fp8 d128, two chunks of 1024 over 8 kv heads:
+//               the regular tensor-core kernel, past its first 256 keys of a chunk)
 //   v-ties      fp8 V rows of E4M3 midpoints times a row scale whose 448x is the row's
 //               amax: every code is a tie the encoder must break to even (x / scale, not
 //               x * (1 / scale))
