@@ -86,20 +86,10 @@ function(kc_add_contract name)
   endif()
 endfunction()
 
-# The tool's sources compiled once for every mutant (tf-cuda-test itself is defined in tools/).
-function(kc_mutant_tool_objects)
-  if(TARGET kc_mutant_tool_obj)
-    return()
-  endif()
-  add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
-  target_link_libraries(kc_mutant_tool_obj PRIVATE kc_contracts kc_receipt_views CLI11::CLI11)
-  target_compile_options(kc_mutant_tool_obj PRIVATE -Wall -Wextra)
-endfunction()
-
 # kc_add_mutant(name DEFINE contract SOURCES file... [CUDA]): a planted bug, declared in
 # the folder of the files its plant touches (SOURCES, relative to that folder). Those files
 # are compiled again with DEFINE; every other object comes unplanted from kc_kernels_obj /
-# kc_contracts_obj (and the tool's from kc_mutant_tool_obj, compiled once for all mutants).
+# kc_contracts_obj (and the tool's from kc_tool_obj, the objects tf-cuda-test links too).
 # The contract run on the mutant must exit 1. On the cpu backend it runs --gates-only (no
 # control: the contract's own test proves them) and must name a failed gate or errors.
 # CUDA: a device-side plant, built with the cuda backend only and run with --backend cuda
@@ -151,12 +141,6 @@ macro(kc_defer_mutant name define contract cuda)
 endmacro()
 
 function(kc_define_mutant name define contract cuda)
-  if(NOT TARGET kc_mutant_tool_obj)
-    add_library(kc_mutant_tool_obj OBJECT ${KC_TOOL_SOURCES})
-    target_link_libraries(kc_mutant_tool_obj PRIVATE kc_engine_run kc_contracts kc_receipt_views kc_engine CLI11::CLI11)
-    target_compile_options(kc_mutant_tool_obj PRIVATE -Wall -Wextra)
-    add_dependencies(kc_mutant_tool_obj kc_git_info)
-  endif()
   set(planted "")
   set(kernel_objs $<TARGET_OBJECTS:kc_kernels_obj>)
   set(contract_objs $<TARGET_OBJECTS:kc_contracts_obj>)
@@ -178,7 +162,7 @@ function(kc_define_mutant name define contract cuda)
   target_link_libraries(${exe}-planted PRIVATE kc_reference nlohmann_json::nlohmann_json rapidcheck)
   add_dependencies(${exe}-planted kc_git_info)
   add_executable(${exe} $<TARGET_OBJECTS:${exe}-planted> ${kernel_objs} ${contract_objs}
-                 $<TARGET_OBJECTS:kc_mutant_tool_obj>)
+                 $<TARGET_OBJECTS:kc_tool_obj>)
   kc_kernel_settings(${exe})
   target_link_libraries(${exe} PRIVATE kc_engine_run kc_reference kc_receipt_views kc_engine nlohmann_json::nlohmann_json rapidcheck
                         CLI11::CLI11 Threads::Threads)
