@@ -231,18 +231,13 @@ def main():
     ms = []
     for p in a.mutants:
         ms += load_mutants(p, a.root)
-    if a.only:
-        try:
-            rx = re.compile(a.only)
-        except re.error as e:
-            fail(f"--only: {e}")
-        ms = [m for m in ms if rx.search(m["id"])]
-    if a.files:
-        try:
-            fx = re.compile(a.files)
-        except re.error as e:
-            fail(f"--files: {e}")
-        ms = [m for m in ms if fx.search(m["file"])]
+    for flag, pattern, field in (("--only", a.only, "id"), ("--files", a.files, "file")):
+        if pattern:
+            try:
+                rx = re.compile(pattern)
+            except re.error as e:
+                fail(f"{flag}: {e}")
+            ms = [m for m in ms if rx.search(m[field])]
     if a.shard:
         mm = re.fullmatch(r"(\d+)/(\d+)", a.shard)
         if not mm or int(mm.group(2)) < 1 or int(mm.group(1)) >= int(mm.group(2)):
