@@ -6,7 +6,7 @@
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH for the dependencies, e.g. $PWD/.deps/usr),
 # KC_PREBUILT=1 (use the build/tools/tf-cuda-test that is there, e.g. built on a machine whose
 # git checkout is the real one and carried: its receipts then name the right commit),
-# KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (tools/sanitize.py: four tools over every contract,
+# KC_SKIP_BENCH=1 (contracts only), KC_SANITIZE=1 (tools/sanitize.py: four tools over every contract, KC_SANITIZE_JOBS runs at once, default 6,
 # sanitize.json), KC_ORACLE=1 (export + tools/oracle_torch.py: oracle.json), KC_MUTANTS=1 (the
 # cuda-labelled mutant tests; needs a build of the mutant targets, so not with KC_PREBUILT).
 # Exit 1 when any contract or bench failed; the table printed last says which.
@@ -37,7 +37,8 @@ fi
 if [ "${KC_SANITIZE:-0}" = 1 ]; then  # every contract under the four tools, and their controls (docs/verification.md)
   [ "${KC_PREBUILT:-0}" = 1 ] || cmake --build build --target tf-cuda-test-plant-merge-no-barrier \
     tf-cuda-test-plant-merge-read-past-end >> "$logs/build.log" 2>&1
-  step sanitize python3 tools/sanitize.py --bin "$bin" --plant-bin build --out "$out/sanitize.json" --logs "$logs/sanitize"
+  step sanitize python3 tools/sanitize.py --bin "$bin" --plant-bin build --jobs "${KC_SANITIZE_JOBS:-6}" \
+    --out "$out/sanitize.json" --logs "$logs/sanitize"
 fi
 if [ "${KC_ORACLE:-0}" = 1 ]; then  # our rope store and attention against PyTorch and transformers
   rm -rf /tmp/kc-export

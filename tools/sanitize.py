@@ -3,7 +3,7 @@
 
     tools/sanitize.py [--bin build/tools/tf-cuda-test] [--out reports/h200/sanitize.json]
                       [--logs DIR] [--tools memcheck,racecheck,...] [--contracts a,b]
-                      [--plant-bin DIR] [--seed S] [--dry-run]
+                      [--plant-bin DIR] [--seed S] [--jobs N] [--dry-run]
 
 Run on the GPU machine from the repository root, on a build with the cuda backend. Each
 (tool, run) pair is one gate of the receipt: it is ok only when the sanitizer printed its
@@ -23,6 +23,7 @@ Exit codes: 0 all clean and every control red, 1 a finding, a failed contract or
 control, 2 bad arguments or no binary.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -30,19 +31,25 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
 # (run label, contract, extra arguments). The mma run selects the cases that take the
 # tensor-core partials (d 128 and 256, bf16, fp8 and q4), where shared memory is busiest.
+# qwen-pages' 17 probes (fixed cases with shaped inputs, `probe=` in their case line) run in
+# every qwen-pages run whatever --cases says; they have a run of their own, and the other
+# qwen-pages runs and the controls leave them out (under racecheck they doubled a run's time).
+NO_PROBES = r"^(?!.*probe=)"
 RUNS = [
     ("fp8-rows", "fp8-rows", ["--cases", "4"]),
     ("q4-rows", "q4-rows", ["--cases", "4"]),
     ("mxfp4-rows", "mxfp4-rows", ["--cases", "4"]),
     ("scale-planes", "scale-planes", ["--cases", "4"]),
-    ("qwen-pages", "qwen-pages", ["--cases", "8"]),
-    ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", r"d(128|256)(-r64)?,fmt=(bf16|fp8|q4)"]),
+    ("qwen-pages", "qwen-pages", ["--cases", "8", "--filter", NO_PROBES]),
+    ("qwen-pages-mma", "qwen-pages", ["--cases", "24", "--filter", NO_PROBES + r".*d(128|256)(-r64)?,fmt=(bf16|fp8|q4)"]),
+    ("qwen-pages-probes", "qwen-pages", ["--cases", "1", "--filter", r"probe="]),
     ("rows-invariant", "rows-invariant", ["--cases", "4"]),
     ("arena-offsets", "arena-offsets", ["--cases", "1"]),
 ]
@@ -52,10 +59,10 @@ NOT_BY_DEFAULT = {"arena-offsets"}
 
 # (control name, plant target, tool, contract arguments, description)
 CONTROLS = [
-    ("merge-barrier-dropped", "merge-no-barrier", "racecheck", ["qwen-pages", "--cases", "4"],
+    ("merge-barrier-dropped", "merge-no-barrier", "racecheck", ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
      "the merge kernel's barrier after staging a tile of chunk maxima and sums in shared memory is removed "
      "(a read-after-write hazard on shared memory)"),
-    ("merge-reads-past-end", "merge-read-past-end", "memcheck", ["qwen-pages", "--cases", "4"],
+    ("merge-reads-past-end", "merge-read-past-end", "memcheck", ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
      "the merge kernel also reads the first partial sum of the next (row, head), past the buffer's end on the "
      "last one"),
 ]
@@ -104,6 +111,9 @@ def main():
     ap.add_argument("--plant-bin", default=None)
     ap.add_argument("--sanitizer", default="compute-sanitizer")
     ap.add_argument("--seed", default="1")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="sanitizer runs at once (default 1); the GPU and the host's cores take several, and the "
+                         "receipt lists the runs in the same order whatever order they end in")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing, write nothing")
     ap.add_argument("--skip-controls", action="store_true",
                     help="run no control (for a second receipt of extra runs; the controls are in the main one)")
@@ -116,6 +126,9 @@ def main():
         return 2
     if not a.seed.isdigit() or int(a.seed) >= 2**64:
         print(f"sanitize: --seed: {a.seed!r} is not an integer 0..2^64-1", file=sys.stderr)
+        return 2
+    if a.jobs < 1 or a.jobs > 64:
+        print(f"sanitize: --jobs: {a.jobs} is not in 1..64", file=sys.stderr)
         return 2
     if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
         print(f"sanitize: {a.bin}: no such executable (build tf-cuda-test with the cuda backend first)", file=sys.stderr)
@@ -136,21 +149,27 @@ def main():
     sub_receipts = tempfile.mkdtemp(prefix="kc-sanitize-")
 
     t_start = time.monotonic()
-    gates, controls, reasons, errors = [], [], [], []
-    device, git = {"name": "unknown"}, {"commit": "unknown", "dirty": True}
+    reasons, errors = [], []
+    found = {"device": {"name": "unknown"}, "git": {"commit": "unknown", "dirty": True}}
+    # Results by task index: the receipt lists gates and controls in task order, whatever the
+    # order the runs end in (--jobs).
+    gate_at, control_at, reason_at = {}, {}, {}
+    lock = threading.Lock()
 
     def write_receipt(final):
-        why = list(reasons)
+        why = list(reasons) + [reason_at[k] for k in sorted(reason_at)]
         if not final:
             why.append("incomplete: written after each run; the script had not finished every run and control")
+        gates = [gate_at[k] for k in sorted(gate_at)]
+        controls = [control_at[k] for k in sorted(control_at)]
         receipt = {
             "schema": "kernel-contracts/receipt/1", "kind": "contract", "name": "sanitize",
             "verdict": "fail" if why or errors else "pass", "verdict_reasons": why,
-            "backend": "cuda", "device": device, "git": git, "seed": int(a.seed), "argv": sys.argv,
+            "backend": "cuda", "device": found["device"], "git": found["git"], "seed": int(a.seed), "argv": sys.argv,
             "gates": gates, "controls": controls, "errors": errors,
             "numbers": {"findings": sum(g.get("findings") or 0 for g in gates),
                         "runs": sum(1 for g in gates if g.get("status") in ("ok", "FAIL"))},
-            "timings": {"total_s": time.monotonic() - t_start},
+            "timings": {"total_s": time.monotonic() - t_start, "jobs": a.jobs},
         }
         tmp = a.out + ".tmp"
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -159,89 +178,106 @@ def main():
             f.write("\n")
         os.replace(tmp, a.out)
         return receipt
-    for tool in tools:
-        for label, contract, extra in runs:
-            name = f"{tool}:{label}"
-            gate = {"name": name, "description": f"compute-sanitizer --tool {tool} over {contract} " + " ".join(extra),
-                    "ok": False, "passed": 0, "failed": 0, "skipped": 0, "total": 1}
-            if not a.dry_run and not re.search(r"^\s+" + re.escape(contract) + r"\b", helptext, re.M):
-                gate.update(skipped=1, status="skipped", ok=True,
-                            skip_reason=f"this build has no contract {contract}")
-                gates.append(gate)
-                continue
-            rec = os.path.join(sub_receipts, f"{tool}.{label}.json")
-            cmd = [a.sanitizer, "--tool", tool, "--error-exitcode", "99"]
-            cmd += [a.bin, contract, "--backend", "cuda", "--seed", a.seed, "--quiet", "--out", rec] + extra
-            rc, text, secs = run_one(cmd, os.path.join(logs, f"{tool}.{label}.log"), a.dry_run)
-            gate["command"] = " ".join(shlex.quote(c) for c in cmd[:-len(extra) - 2]) + " " + " ".join(
-                shlex.quote(c) for c in extra)
-            gate["time_s"] = secs
-            if a.dry_run:
-                continue
-            findings = parse_findings(tool, text)
-            verdict = None
-            try:
-                with open(rec) as f:
-                    sub = json.load(f)
-                verdict = sub.get("verdict")
-                device = sub.get("device", device)
-                git = sub.get("git", git)
-                gate["cases"] = sub.get("cases", {}).get("run")
-            except (OSError, ValueError):
-                pass
-            gate["findings"] = findings
-            gate["exit_code"] = rc
-            gate["contract_verdict"] = verdict
-            why = None
-            if findings is None:
-                why = f"{name}: no {tool} summary in the output (exit {rc}); see {tool}.{label}.log"
-            elif findings > 0:
-                why = f"{name}: {findings} finding(s); see {tool}.{label}.log"
-            elif verdict != "pass":
-                why = f"{name}: the contract's verdict under the sanitizer is {verdict} (exit {rc})"
-            elif rc != 0:
-                why = f"{name}: exit {rc} with no finding counted"
+
+    def run_gate(idx, tool, label, contract, extra):
+        name = f"{tool}:{label}"
+        gate = {"name": name, "description": f"compute-sanitizer --tool {tool} over {contract} " + " ".join(extra),
+                "ok": False, "passed": 0, "failed": 0, "skipped": 0, "total": 1}
+        if not a.dry_run and not re.search(r"^\s+" + re.escape(contract) + r"\b", helptext, re.M):
+            gate.update(skipped=1, status="skipped", ok=True, skip_reason=f"this build has no contract {contract}")
+            with lock:
+                gate_at[idx] = gate
+            return
+        rec = os.path.join(sub_receipts, f"{tool}.{label}.json")
+        cmd = [a.sanitizer, "--tool", tool, "--error-exitcode", "99"]
+        cmd += [a.bin, contract, "--backend", "cuda", "--seed", a.seed, "--quiet", "--out", rec] + extra
+        rc, text, secs = run_one(cmd, os.path.join(logs, f"{tool}.{label}.log"), a.dry_run)
+        gate["command"] = " ".join(shlex.quote(c) for c in cmd[:-len(extra) - 2]) + " " + " ".join(
+            shlex.quote(c) for c in extra)
+        gate["time_s"] = secs
+        if a.dry_run:
+            return
+        findings = parse_findings(tool, text)
+        verdict, sub = None, None
+        try:
+            with open(rec) as f:
+                sub = json.load(f)
+            verdict = sub.get("verdict")
+            gate["cases"] = sub.get("cases", {}).get("run")
+        except (OSError, ValueError):
+            pass
+        gate["findings"] = findings
+        gate["exit_code"] = rc
+        gate["contract_verdict"] = verdict
+        why = None
+        if findings is None:
+            why = f"{name}: no {tool} summary in the output (exit {rc}); see {tool}.{label}.log"
+        elif findings > 0:
+            why = f"{name}: {findings} finding(s); see {tool}.{label}.log"
+        elif verdict != "pass":
+            why = f"{name}: the contract's verdict under the sanitizer is {verdict} (exit {rc})"
+        elif rc != 0:
+            why = f"{name}: exit {rc} with no finding counted"
+        if why:
+            gate.update(failed=1, status="FAIL", failures=[why])
+        else:
+            gate.update(passed=1, ok=True, status="ok")
+        with lock:
+            if sub is not None:
+                found["device"] = sub.get("device", found["device"])
+                found["git"] = sub.get("git", found["git"])
+            gate_at[idx] = gate
             if why:
-                gate.update(failed=1, status="FAIL", failures=[why])
-                reasons.append(why)
-            else:
-                gate.update(passed=1, ok=True, status="ok")
-            gates.append(gate)
+                reason_at[idx] = why
             write_receipt(False)
             print(f"{name:34s} {gate.get('status', '?'):7s} findings={findings} contract={verdict} {secs:6.1f}s",
                   flush=True)
 
-    for cname, plant, tool, args, desc in ([] if a.skip_controls else CONTROLS):
-        if tool not in tools:
-            continue
+    def run_control(idx, cname, plant, tool, args, desc):
         exe = os.path.join(plant_bin, f"tf-cuda-test-plant-{plant}")
         ctl = {"name": cname, "description": f"{desc}; must be found by {tool}", "red": False, "caught_by": []}
         if not a.dry_run and not os.path.isfile(exe):
             why = f"control {cname}: {exe} not built (target tf-cuda-test-plant-{plant})"
             ctl["errors"] = [why]
-            reasons.append(why)
-            controls.append(ctl)
-            continue
+            with lock:
+                reason_at[idx] = why
+                control_at[idx] = ctl
+            return
         cmd = [a.sanitizer, "--tool", tool, "--error-exitcode", "99", exe] + args[:1] + [
             "--backend", "cuda", "--seed", a.seed, "--quiet"] + args[1:]
         rc, text, secs = run_one(cmd, os.path.join(logs, f"control.{cname}.log"), a.dry_run)
         if a.dry_run:
-            continue
+            return
         findings = parse_findings(tool, text)
         ctl.update(time_s=secs, findings=findings, exit_code=rc)
+        why = None
         if findings and findings > 0:
             ctl.update(red=True, caught_by=[tool])
         else:
             why = f"control {cname}: {tool} reported {findings} findings on a planted defect (green: the gate is blind)"
-            reasons.append(why)
-        controls.append(ctl)
-        print(f"control {cname:26s} {'red' if ctl['red'] else 'GREEN'} findings={findings} {secs:6.1f}s", flush=True)
+        with lock:
+            if why:
+                reason_at[idx] = why
+            control_at[idx] = ctl
+            print(f"control {cname:26s} {'red' if ctl['red'] else 'GREEN'} findings={findings} {secs:6.1f}s",
+                  flush=True)
+
+    # Tasks in receipt order: every (tool, run), then the controls. A dry run prints in this order.
+    tasks = [(run_gate, (tool,) + r) for tool in tools for r in runs]
+    tasks += [(run_control, c) for c in ([] if a.skip_controls else CONTROLS) if c[2] in tools]
+    if a.dry_run or a.jobs == 1:
+        for i, (fn, args) in enumerate(tasks):
+            fn(i, *args)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for fut in [pool.submit(fn, i, *args) for i, (fn, args) in enumerate(tasks)]:
+                fut.result()  # an exception in a task is the script's bug: let it surface
 
     if a.dry_run:
         return 0
     receipt = write_receipt(True)
-    print(f"sanitize: {receipt['verdict']}: {len(gates)} runs, {receipt['numbers']['findings']} findings, "
-          f"{sum(c['red'] for c in controls)}/{len(controls)} controls red -> {a.out}")
+    print(f"sanitize: {receipt['verdict']}: {len(receipt['gates'])} runs, {receipt['numbers']['findings']} findings, "
+          f"{sum(c['red'] for c in receipt['controls'])}/{len(receipt['controls'])} controls red -> {a.out}")
     return 0 if receipt["verdict"] == "pass" else 1
 
 

@@ -27,11 +27,12 @@ chmod +x "$t/fake-sanitizer"
 mkdir "$t/plants"
 ln -s "$(realpath "$bin")" "$t/plants/tf-cuda-test-plant-merge-no-barrier"
 ln -s "$(realpath "$bin")" "$t/plants/tf-cuda-test-plant-merge-read-past-end"
-run() {  # run NAME [ENV=V...]: the script on two cheap runs and both tools that have controls
-  name=$1; shift
+run() {  # run NAME [--jobs N] [ENV=V...]: the script on three cheap runs and both tools that have controls
+  name=$1; shift; jobs=1
+  [ "${1:-}" = --jobs ] && { jobs=$2; shift 2; }
   env "$@" python3 "$src/tools/sanitize.py" --bin "$bin" --sanitizer "$t/fake-sanitizer" --plant-bin "$t/plants" \
-    --runs fp8-rows,scale-planes,rows-invariant --tools memcheck,racecheck --out "$t/$name.json" --logs "$t/logs-$name" \
-    > "$t/$name.out" 2>&1
+    --runs fp8-rows,scale-planes,rows-invariant --tools memcheck,racecheck --jobs "$jobs" --out "$t/$name.json" \
+    --logs "$t/logs-$name" > "$t/$name.out" 2>&1
   echo $?
 }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -56,6 +57,15 @@ rc=$(run greencontrol FAKE_PLANT_FINDINGS=0)
 [ "$rc" = 1 ] || fail "a plant with no findings (green control): exit $rc, expected 1"
 [ "$(field "$t/greencontrol.json" "[c['red'] for c in d['controls']]")" = "[False, False]" ] || fail "green controls not recorded"
 
+# --jobs: the runs at once, the receipt in the same order with the same results as one at a time.
+rc=$(run jobs3 --jobs 3); [ "$rc" = 0 ] || { cat "$t/jobs3.out"; fail "--jobs 3 clean run: exit $rc, expected 0"; }
+order="[(g['name'], g['status'], g['cases']) for g in d['gates']] + [(c['name'], c['red']) for c in d['controls']]"
+[ "$(field "$t/jobs3.json" "$order")" = "$(field "$t/clean.json" "$order")" ] || fail "--jobs 3: gates or controls differ from --jobs 1"
+rc=$(run jobs3find --jobs 3 FAKE_FIND_TOOL=racecheck FAKE_FIND_CONTRACT=fp8-rows)
+[ "$rc" = 1 ] || fail "--jobs 3 with a racecheck finding: exit $rc, expected 1"
+field "$t/jobs3find.json" "d['verdict_reasons'][0]" | grep -q '^racecheck:fp8-rows: 2 finding' || fail "--jobs 3: finding not named"
+python3 "$src/tools/sanitize.py" --bin "$bin" --jobs 0 > /dev/null 2>&1; [ $? = 2 ] || fail "--jobs 0: exit not 2"
+
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1, bad arguments 2: ok"
