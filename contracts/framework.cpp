@@ -105,9 +105,14 @@ bool Run::selected(const std::string& case_vars) {
   bool in = !stop && (selection_.case_line ? case_vars == *selection_.case_line
                                            : !filter_ || std::regex_search(case_vars, *filter_));
   if (in) ++cases_matched;
-  if (in && selection_.shards > 1 &&
-      fnv1a(case_vars.data(), case_vars.size()) % uint64_t(selection_.shards) != uint64_t(selection_.shard - 1))
-    in = false;  // another shard's case
+  last_out_by_shard_ = false;
+  // Shards take the selected cases in turn: the k-th (from 0) is shard k mod n's, so shard i
+  // holds a case whenever the selection has at least i (cases are drawn in one order for a seed).
+  if (in && selection_.shards > 1 && (cases_matched - 1) % selection_.shards != selection_.shard - 1) {
+    ++cases_other_shard;  // another shard's case
+    last_out_by_shard_ = true;
+    return false;
+  }
   if (!in) {
     ++cases_filtered;
     return false;
@@ -250,7 +255,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   // never come back green on the strength of the case-independent gates.
   const bool selected_none = sel.any() && run.cases_matched == 0;
   // A shard that holds none of the selected cases ran only the case-independent gates: no
-  // pass either (cases are dealt by the hash of their line, so a shard of many may get none).
+  // pass either (cases are dealt in turn, so that is a shard i of more than the cases selected).
   const bool empty_shard = opts.shards > 1 && run.cases_run == 0 && run.cases_matched > 0;
   // A run of every case (the default count or more, no --filter, --case or shard) reaches every
   // gate it declares; a gate that checked nothing there is a gate that cannot fail.
@@ -269,12 +274,9 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   if (empty_shard) {
     shard_none = "shard " + shard_text + " holds none of the " + std::to_string(run.cases_matched) +
                  (sel.any() ? " cases " + sel.describe() + " selected" : " cases") +
-                 " (cases are dealt to shards by the hash of their line";
-    if (opts.case_line)
-      shard_none += "; that case is shard " +
-                    std::to_string(fnv1a(opts.case_line->data(), opts.case_line->size()) % uint64_t(opts.shards) + 1) +
-                    "/" + std::to_string(opts.shards) + "'s";
-    shard_none += ")";
+                 " (the selected cases are dealt to shards in turn, the k-th to shard k mod n + 1, so only shards 1 to " +
+                 std::to_string(std::min<int64_t>(run.cases_matched, opts.shards)) + " of " +
+                 std::to_string(opts.shards) + " hold one)";
   }
   if (checks == 0) {
     std::string w = "no gate check passed";
@@ -303,9 +305,15 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r["host"] = host;
-  r.set_cases(cases, run.cases_run, run.cases_filtered, opts.filter);
+  r.set_cases(cases, run.cases_run, run.cases_filtered + run.cases_other_shard, opts.filter);
   if (opts.case_line) r["cases"]["case"] = *opts.case_line;
-  if (opts.shards > 1) r["cases"]["shard"] = shard_text;
+  if (opts.shards > 1) {
+    // What report's merge needs to rebuild the whole run's counts and rules from the shards.
+    r["cases"]["shard"] = shard_text;
+    r["cases"]["matched"] = run.cases_matched;         // selected, in any shard
+    r["cases"]["other_shards"] = run.cases_other_shard;  // of filtered_out: the other shards' cases
+    r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
+  }
   // A ready-to-run command for each failing case (the first few), and for the run.
   const std::string base_cmd = "tf-cuda-test " + c.name + " --backend " + be.name() + " --seed " +
                                std::to_string(seed) + " --cases " + std::to_string(cases);
@@ -421,12 +429,25 @@ Status prepare_output(const std::string& path, std::string* target) {
   if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
     return Status::Error(path + ": expected a file name, not a folder");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  fs::create_directories(dir, ec);  // missing folders are created, as mkdir -p would
-  if (!fs::is_directory(dir, ec))
-    return Status::Error(path + via + ": folder " + dir.string() + " does not exist and cannot be created" +
-                         (ec ? " (" + ec.message() + ")" : std::string()));
-  if (::access(dir.c_str(), W_OK) != 0)
-    return Status::Error(path + via + ": folder " + dir.string() + " is not writable");
+  // Missing folders are created when the file is written (write_text_atomic, as mkdir -p would),
+  // not here: a check that refuses leaves nothing behind. The nearest folder that exists must be
+  // a writable folder.
+  fs::path have = dir;
+  for (;;) {
+    const fs::file_status hs = fs::status(have, ec);
+    if (hs.type() != fs::file_type::not_found) {
+      if (hs.type() != fs::file_type::directory)
+        return Status::Error(path + via + ": folder " + dir.string() + " does not exist and cannot be created (" +
+                             have.string() + " is not a folder)");
+      break;
+    }
+    const fs::path up = have.has_parent_path() ? have.parent_path() : fs::path(".");
+    if (up == have) break;
+    have = up;
+  }
+  if (::access(have.c_str(), W_OK | X_OK) != 0)
+    return Status::Error(path + via + ": folder " + have.string() +
+                         (have == dir ? " is not writable" : " is not writable, so " + dir.string() + " cannot be created"));
   *target = p.string();
   return Status::Ok();
 }
@@ -436,6 +457,11 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   std::string target;
   KC_RETURN_IF_ERROR(prepare_output(path, &target));
   std::error_code ec;
+  const fs::path dir = fs::path(target).has_parent_path() ? fs::path(target).parent_path() : fs::path(".");
+  fs::create_directories(dir, ec);  // the missing folders prepare_output checked
+  if (!fs::is_directory(dir, ec))
+    return Status::Error(path + ": folder " + dir.string() + " cannot be created" +
+                         (ec ? " (" + ec.message() + ")" : std::string()));
   const fs::path tmp = target + ".tmp." + std::to_string(getpid());
   {
     std::ofstream f(tmp, std::ios::binary);
@@ -456,8 +482,59 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+std::string utf8_escaped(const std::string& s) {
+  // The length of the well-formed UTF-8 sequence at i (Unicode Table 3-7), 0 when there is none.
+  const auto seq = [&](size_t i) -> size_t {
+    const auto at = [&](size_t k) { return k < s.size() ? uint8_t(s[k]) : uint8_t(0); };
+    const uint8_t b = at(i);
+    const auto cont = [&](size_t k, uint8_t lo, uint8_t hi) { return at(k) >= lo && at(k) <= hi; };
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) return cont(i + 1, 0x80, 0xBF) ? 2 : 0;
+    if (b >= 0xE0 && b <= 0xEF) {
+      const uint8_t lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+      return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
+    }
+    if (b >= 0xF0 && b <= 0xF4) {
+      const uint8_t lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+      return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
+    }
+    return 0;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = seq(i);
+    if (n) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      const uint8_t b = uint8_t(s[i++]);
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 15];
+    }
+  }
+  return out;
+}
+
+nlohmann::json utf8_escaped(const nlohmann::json& j) {
+  if (j.is_string()) return utf8_escaped(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : j) a.push_back(utf8_escaped(v));
+    return a;
+  }
+  if (j.is_object()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) o[utf8_escaped(it.key())] = utf8_escaped(it.value());
+    return o;
+  }
+  return j;
+}
+
 Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
-  return write_text_atomic(path, j.dump(2) + "\n");
+  return write_text_atomic(path, utf8_escaped(j).dump(2) + "\n");
 }
 
 }  // namespace kc

@@ -103,6 +103,9 @@ class Run {
   int64_t cases_run = 0;
   int64_t cases_filtered = 0;
   int64_t cases_matched = 0;  // cases the --filter / --case selected, in any shard
+  int64_t cases_other_shard = 0;  // selected cases of another shard (--shard)
+  // Whether the last selected() that returned false left the case to another shard.
+  bool last_out_by_shard() const { return last_out_by_shard_; }
 
   const std::vector<GateStat>& gates() const { return gates_; }
   const std::vector<ControlStat>& controls() const { return controls_; }
@@ -122,6 +125,7 @@ class Run {
   std::chrono::steady_clock::time_point last_check_;
   bool quiet_;
   bool gates_only_ = false;
+  bool last_out_by_shard_ = false;
   int controls_skipped_ = 0;
   int64_t cases_stopped_ = 0;
 };
@@ -173,15 +177,23 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
 std::string summary_table(const Receipt& receipt);
 // "fp8-rows: pass - 10 gates ok, 2 skipped; 7 of 7 controls red; 48 cases; 9.2 s"
 std::string summary_line(const Receipt& receipt);
-// Where a receipt may be written: missing parent folders are created (mkdir -p); a path
-// that exists and is not a regular file (a folder, a device node, a FIFO, a socket) is
-// refused; a symlink is followed, so the file it points to is replaced and the link
-// stays. Returns the path that will be replaced in *target. Nothing else is written.
+// Where a receipt may be written: missing parent folders may be missing (write_text_atomic
+// creates them, mkdir -p) when the nearest folder that exists is writable; a path that exists
+// and is not a regular file (a folder, a device node, a FIFO, a socket) is refused; a symlink
+// is followed, so the file it points to is replaced and the link stays. Returns the path that
+// will be replaced in *target. Nothing is written or created: a refused command leaves nothing.
 Status prepare_output(const std::string& path, std::string* target);
 // Writes text atomically through prepare_output: a temp file beside the target, then
 // rename over it (receipts, Markdown, JUnit XML).
 Status write_text_atomic(const std::string& path, const std::string& text);
-// JSON, indented by 2, through write_text_atomic.
+// Text as valid UTF-8: every byte that is not part of a well-formed UTF-8 sequence becomes the
+// four characters \xNN (hex, upper case). argv, file names and prompts hold raw bytes, and a
+// JSON string must be UTF-8 (nlohmann::json's dump throws on an invalid byte).
+std::string utf8_escaped(const std::string& s);
+// A JSON value with every string and object key through utf8_escaped.
+nlohmann::json utf8_escaped(const nlohmann::json& j);
+// JSON, indented by 2, through write_text_atomic; strings through utf8_escaped, so any bytes
+// given on the command line reach the file (never an exception after a run).
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
 inline Status write_json_atomic(const std::string& path, const Receipt& r) { return write_json_atomic(path, r.doc()); }
 // The end of a command that writes a receipt (serve-gate, serve-memory, kv-gate): the

@@ -249,6 +249,12 @@ bool check_receipt(const json& r, Checker& c) {
       if (slash == std::string::npos || !whole(t.substr(0, slash)) || !whole(t.substr(slash + 1)))
         return c.fail("cases.shard", "expected a string i/n, got " + sh.dump());
     }
+    for (const char* k : {"matched", "other_shards"}) {  // a shard's account of the selection
+      if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
+      if (r["cases"].contains(k) && r["cases"][k].get<int64_t>() < 0)
+        return c.fail(std::string("cases.") + k, "negative count " + r["cases"][k].dump());
+    }
+    if (!c.field(r["cases"], "cases", "every_case", Want::boolean, true)) return false;
     if (!c.field(r["cases"], "cases", "merged_shards", Want::integer, true)) return false;
     if (r["cases"].contains("merged_shards") && r["cases"]["merged_shards"].get<int64_t>() < 1)
       return c.fail("cases.merged_shards", "expected at least 1, got " + r["cases"]["merged_shards"].dump());

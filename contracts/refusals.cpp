@@ -357,7 +357,11 @@ void run_probes(Run& run, Backend& be, const std::vector<RefusalOp>& ops, const 
         const std::string cv = std::string("refusals(op=") + op_name(op) + ",fmt=" + format_name(f) + ",arg=" + pr.arg +
                                ",value=" + pr.value + (pr.valid ? ",valid" : "") + ")";
         if (!run.selected(cv)) {
-          --run.cases_filtered;  // a probe left out by a selection is not a generated case either
+          // A probe left out by a selection (or left to another shard) is not a generated case either.
+          if (run.last_out_by_shard())
+            --run.cases_other_shard;
+          else
+            --run.cases_filtered;
           continue;
         }
         // A probe is a case of this gate (its line replays with --case), but only counts as a

@@ -193,8 +193,10 @@ int run_main(int argc, char** argv) {
                   "Also write a JUnit XML file here (one testcase per gate, control and target; a green control is a "
                   "failure), atomically");
     s->add_option("--shard", o.shard,
-                  "Run shard i of n: only the generated cases whose line hashes to i-1 modulo n (controls and checks "
-                  "outside the generated cases run in every shard); report merges the shards' receipts")
+                  "Run shard i of n: every n-th selected case from the i-th (the cases are dealt in turn; refusal "
+                  "probes and fixed cases are cases too); controls and checks outside the cases run in every shard; a "
+                  "shard that holds no case fails, so use at most as many shards as cases (kernel-contract refuses more "
+                  "than its smallest contract's count); report merges the shards' receipts")
         ->type_name("i/n");
   };
   std::vector<std::pair<const kc::ContractDef*, CLI::App*>> subs;
@@ -722,6 +724,19 @@ int run_main(int argc, char** argv) {
     std::cerr << "tf-cuda-test: error: " << why << "\n";
     return kUsage;
   }
+  // kernel-contract runs each contract's default count of cases: a shard count above the
+  // smallest would leave that contract's last shards without a case (they fail), on any code.
+  if (all->parsed() && !o.shard.empty()) {
+    const kc::ContractDef* least = nullptr;
+    for (auto& [c, s] : subs)
+      if (!least || c->default_cases < least->default_cases) least = c;
+    if (least && o.shard_n > least->default_cases) {
+      std::cerr << "tf-cuda-test: error: --shard '" << o.shard << "': kernel-contract splits every contract's cases, and "
+                << least->name << " has " << least->default_cases << ": use at most " << least->default_cases
+                << " shards\n";
+      return kUsage;
+    }
+  }
   // Outputs are checked before the backend is asked for and before a long run.
   if (!o.junit.empty() && !kc::junit_writable(o.junit, &why)) {
     std::cerr << "tf-cuda-test: error: " << why << "\n";
@@ -732,6 +747,27 @@ int run_main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";
       return kUsage;
     }
+  // --junit naming a receipt's file: the XML would replace the receipt after the run.
+  const auto same_file = [](const std::string& a, const std::string& b) {
+    std::string ta, tb;
+    if (!kc::prepare_output(a, &ta).ok || !kc::prepare_output(b, &tb).ok) return false;
+    std::error_code e1, e2;
+    return std::filesystem::weakly_canonical(ta, e1) == std::filesystem::weakly_canonical(tb, e2);
+  };
+  if (!o.junit.empty()) {
+    std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
+    for (auto& [c, s] : subs) {
+      if (s->parsed() && !o.out.empty()) outs.push_back({"--out", o.out});
+      if (all->parsed()) outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / (c->name + ".json")).string()});
+    }
+    if (all->parsed()) outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / "serve-gate.json").string()});
+    for (const auto& [opt, path] : outs)
+      if (same_file(path, o.junit)) {
+        std::cerr << "tf-cuda-test: error: --junit " << o.junit << " and " << opt << " name the same file (" << path
+                  << "): the JUnit XML would replace the receipt\n";
+        return kUsage;
+      }
+  }
   std::string serve_fixture;
   if (all->parsed()) {
     serve_fixture = find_serve_fixture(o.serve_fixture);

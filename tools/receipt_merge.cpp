@@ -182,6 +182,34 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
       }
     }
   }
+  // The shards' own account of the selection (cases.matched, cases.other_shards, every_case;
+  // receipts from before these fields merge by the older arithmetic below).
+  const bool counted = std::all_of(shards.begin(), shards.end(), [](const json& r) {
+    const json& c = r["cases"];
+    return c.contains("matched") && c["matched"].is_number_integer() && c.contains("other_shards") &&
+           c["other_shards"].is_number_integer() && c.contains("every_case") && c["every_case"].is_boolean();
+  });
+  int64_t matched = -1, by_selection = -1;
+  bool every_case = counted;
+  if (counted) {
+    for (size_t s = 0; s < shards.size(); ++s) {
+      const json& c = shards[s]["cases"];
+      const int64_t ms = c["matched"].get<int64_t>(), fs = c.value("filtered_out", int64_t(0)) - c["other_shards"].get<int64_t>();
+      if (s == 0) matched = ms, by_selection = fs;
+      if (ms != matched || fs != by_selection)
+        return Status::Error(paths[s] + ": cases.matched " + std::to_string(ms) + " and cases left out by the selection " +
+                             std::to_string(fs) + " differ from " + paths[0] + "'s " + std::to_string(matched) + " and " +
+                             std::to_string(by_selection) + ": only shards of one run merge");
+      every_case = every_case && c["every_case"].get<bool>();
+    }
+    // The shards together ran every selected case exactly once (a shard stopped by --gates-only
+    // after a failure runs fewer; it fails anyway).
+    if (run != matched) {
+      m["verdict_reasons"].push_back("the shards ran " + std::to_string(run) + " cases, but " + std::to_string(matched) +
+                                     " were selected: the merge is not the run of every selected case");
+      pass = false;
+    }
+  }
   // A shard that lacked a gate (none of its cases reached it) leaves the others' counts.
   for (const auto& name : gate_order) {
     json& g = gates[name];
@@ -189,6 +217,14 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     g["ok"] = f == 0;
     g["status"] = gate_status(p, f, sk);
     if (g["failures"].empty()) g.erase("failures");
+    // The shards of a run of every case (default count or more, no selection) are that run: a
+    // gate none of them checked is a gate that cannot fail, as in the unsharded run.
+    if (every_case && p + f + sk == 0) {
+      m["verdict_reasons"].push_back("gate " + name + " checked nothing in a run of every case (" +
+                                     std::to_string(first["cases"].value("requested", int64_t(0))) +
+                                     ", merged from " + std::to_string(n) + " shards): a gate that checks nothing cannot fail");
+      pass = false;
+    }
     m["gates"].push_back(g);
   }
   for (const auto& name : control_order) {
@@ -210,7 +246,8 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
   m["verdict"] = pass ? "pass" : "fail";
   m["cases"].erase("shard");
   m["cases"]["run"] = run;
-  m["cases"]["filtered_out"] = (filtered - int64_t(n - 1) * run) / n;
+  m["cases"]["filtered_out"] = counted ? by_selection : (filtered - int64_t(n - 1) * run) / n;
+  for (const char* k : {"matched", "other_shards", "every_case"}) m["cases"].erase(k);
   m["cases"]["merged_shards"] = n;
   m["timings"]["total_s"] = longest;
   m["timings"]["shards_total_s"] = sum;
@@ -259,6 +296,9 @@ int report_main(const std::vector<std::string>& files, const std::string& format
     json m;
     const Status st = merge_shards(part, part_paths, &m);
     if (!st.ok) return fail(st.message);
+    // The merged receipt obeys the rules every reader applies (report, diff, premerge).
+    const Status ck = Receipt::check(m, "the merge of " + name + "'s shards");
+    if (!ck.ok) return fail(ck.message);
     shown.push_back(m);
     std::string label = "merged from";
     for (const auto& p : part_paths) label += " " + p;

@@ -1,5 +1,5 @@
-// Shards: `kernel-contract --shard i/n` runs the generated cases whose line hashes to i-1
-// modulo n (controls and checks outside the generated cases run in every shard). `report`
+// Shards: `kernel-contract --shard i/n` runs every n-th selected case, from the i-th
+// (controls and checks outside the generated cases run in every shard). `report`
 // merges the shard receipts of one contract into one receipt (and --merge-out DIR writes
 // it as DIR/<contract>.json, which diff and premerge read like any receipt).
 #pragma once

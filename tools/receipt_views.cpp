@@ -582,7 +582,13 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
     else if (sb == "FAIL" && sh != "FAIL") change = "fixed", improve.push_back("gate " + name + " FAIL -> " + sh);
     else if (sb == "ok" && sh == "not run" && !head_narrowed)  // a gate that stopped checking anything
       change = "REGRESSED", regress.push_back("gate " + name + " ok -> not run (no check in the head's full run)");
-    else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped (a device gate on cpu): said, not a regression
+    else if (sb == "ok" && sh == "skipped" && base_receipt.device_line() == head_receipt.device_line())
+      // The same backend and device: a gate that checked and now skips has stopped checking.
+      change = "REGRESSED", regress.push_back("gate " + name + " ok -> skipped on the same backend and device" +
+                                              (h->contains("skip_reason") && (*h)["skip_reason"].is_string()
+                                                   ? ": " + (*h)["skip_reason"].get<std::string>()
+                                                   : std::string()));
+    else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped across backends (a device gate on cpu): said, not a regression
     const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
     gates.rows.push_back({name, sb, sh, pt(b) == pt(h) ? pt(h) : pt(b) + " -> " + pt(h), ratio, change});

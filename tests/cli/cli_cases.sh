@@ -292,6 +292,38 @@ json.dump(r, open(sys.argv[2], 'w'))
     ed "r['cases']['shard']=2"; expect 2 "cases.shard: expected a string i/n" "$bin" report "$tmp/e.json"
     ed "r['controls']=[]"; expect 2 "'pass' with no control" "$bin" report "$tmp/e.json"
     ed "r['controls'][0]['errors']=['boom']"; expect 2 "true, but the control had errors" "$bin" report "$tmp/e.json" ;;
+  # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
+  # threw and the process aborted after the run).
+  argv-not-utf8)
+    f=$(printf '(\377\376)?')
+    "$bin" fp8-rows --backend cpu --cases 1 --quiet --filter "$f" --out "$tmp/r.json" >"$tmp/log" 2>&1 ||
+      fail "exit $? with a non-UTF-8 --filter: $(tail -3 "$tmp/log")"
+    grep -q '"(\\\\xFF\\\\xFE)?"' "$tmp/r.json" || fail "argv not written as \\xFF\\xFE: $(grep -A8 argv "$tmp/r.json")"
+    "$bin" report "$tmp/r.json" >/dev/null 2>&1 || fail "report refuses the receipt" ;;
+  # 11. --junit and --out naming one file: refused before the run (the XML replaced the receipt).
+  out-junit-same)
+    expect 2 "name the same file" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/same.json" --junit "$tmp/same.json"
+    expect 2 "name the same file" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/same.json" --junit "$tmp/./same.json"
+    expect 2 "name the same file" "$bin" kernel-contract --backend cpu --quiet --out-dir "$tmp/d" --junit "$tmp/d/q4-rows.json"
+    [ ! -e "$tmp/same.json" ] && [ ! -e "$tmp/d" ] || fail "a refused run wrote or created something" ;;
+  # 12. A refused command leaves no folder behind (the output checks created the missing ones).
+  refused-no-folders)
+    expect 2 "is a folder" "$bin" fp8-rows --backend cpu --cases 1 --quiet --junit "$tmp/nd2/deep/j.xml" --out "$tmp"
+    [ ! -e "$tmp/nd2" ] || fail "the refused run left $tmp/nd2"
+    if ! "$bin" list 2>/dev/null | grep -q .; then fail "list"; fi
+    if nvidia-smi >/dev/null 2>&1; then exit 0; fi  # no refusal for a missing device on a GPU machine
+    expect 2 "" "$bin" fp8-rows --backend cuda --quiet --out "$tmp/nd1/sub/x.json"
+    expect 2 "" "$bin" kernel-contract --backend cuda --quiet --out-dir "$tmp/nd3/receipts"
+    [ ! -e "$tmp/nd1" ] && [ ! -e "$tmp/nd3" ] || fail "a refused run left its --out / --out-dir folders" ;;
+  # 13. diff: a gate that checked and now skips, on the same backend and device, is a regression.
+  skipped-diff-same-device)
+    cpu_receipt fp8-rows || fail "setup"
+    python3 -c "
+import json,sys
+r=json.load(open(sys.argv[1])); g=r['gates'][0]
+g.update(skipped=g['passed'], passed=0, status='skipped', skip_reason='planted for the test'); g.pop('worst', None)
+json.dump(r, open(sys.argv[2],'w'))" "$tmp/fp8-rows.json" "$tmp/skip.json"
+    expect 1 "ok -> skipped on the same backend and device: planted for the test" "$bin" diff "$tmp/fp8-rows.json" "$tmp/skip.json" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

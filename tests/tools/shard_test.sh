@@ -49,18 +49,55 @@ expect2 "shard 1/2 given twice" "$tool" report "$out/s1/rows-invariant.json" "$o
 expect2 "--shard '3/2': expected i/n with 1 <= i <= n" "$tool" kernel-contract --backend cpu --shard 3/2 --out-dir "$out/no"
 expect2 "--shard 'x': expected i/n" "$tool" q4-rows --backend cpu --shard x
 expect2 "--shard '1/1025': expected i/n with 1 <= i <= n <= 1024" "$tool" q4-rows --backend cpu --shard 1/1025
-# One case, two shards: the shard without it ran only the case-independent gates, and fails so.
-empty=0
-for s in 1 2; do
-  if "$tool" rows-invariant --backend cpu --quiet --cases 1 --shard $s/2 --out "$out/one$s.json" >"$out/log" 2>&1; then
-    [ "$(cases "$out/one$s.json" run)" -eq 1 ] || fail "shard $s/2 of one case passed with $(cases "$out/one$s.json" run) cases"
-  else
-    grep -q "holds none of the 1 cases" "$out/one$s.json" || fail "shard $s/2 failed for another reason: $(tail -3 "$out/log")"
-    empty=$((empty + 1))
-  fi
-done
-[ $empty -eq 1 ] || fail "one case in two shards: $empty empty shards failed, expected 1"
+# One case, two shards: the cases are dealt in turn, so shard 1 holds it; shard 2 ran only the
+# case-independent gates, and fails so.
+"$tool" rows-invariant --backend cpu --quiet --cases 1 --shard 1/2 --out "$out/one1.json" >"$out/log" 2>&1 ||
+  fail "shard 1/2 of one case: $(tail -3 "$out/log")"
+[ "$(cases "$out/one1.json" run)" -eq 1 ] || fail "shard 1/2 of one case passed with $(cases "$out/one1.json" run) cases"
+if "$tool" rows-invariant --backend cpu --quiet --cases 1 --shard 2/2 --out "$out/one2.json" >"$out/log" 2>&1; then
+  fail "shard 2/2 of one case passed"
+fi
+grep -q "holds none of the 1 cases" "$out/one2.json" || fail "shard 2/2 failed for another reason: $(tail -3 "$out/log")"
 rm -f "$out"/one?.json
 echo "an empty shard fails: holds none of the cases"
+# Three cases in three shards: each holds one (a hash of the lines left shards empty; with
+# arena-offsets' 3 cases, kernel-contract --shard i/4 could not pass on correct code).
+for s in 1 2 3; do
+  "$tool" rows-invariant --backend cpu --quiet --cases 3 --shard $s/3 --out "$out/three$s.json" >"$out/log" 2>&1 ||
+    fail "shard $s/3 of three cases: $(tail -3 "$out/log")"
+done
+echo "three cases in three shards: every shard passes"
+expect2 "arena-offsets has 3: use at most 3 shards" "$tool" kernel-contract --backend cpu --shard 1/4 --out-dir "$out/no"
+# A filter that picks refusal probes: the merged filtered_out is the unsharded run's (the old
+# arithmetic gave a negative count, which report then refused), and the merge checks itself.
+"$tool" fp8-rows --backend cpu --quiet --cases 1 --filter refusals --out "$out/rf/full.json" >"$out/log" 2>&1 || fail "fp8-rows refusals: $(tail -3 "$out/log")"
+for s in 1 2; do
+  "$tool" fp8-rows --backend cpu --quiet --cases 1 --filter refusals --shard $s/2 --out "$out/rf/s$s.json" >"$out/log" 2>&1 ||
+    fail "fp8-rows refusals shard $s/2: $(tail -3 "$out/log")"
+done
+"$tool" report "$out/rf/s1.json" "$out/rf/s2.json" --merge-out "$out/rf/m" >"$out/log" 2>&1 || fail "merge of the refusal shards: $(tail -3 "$out/log")"
+for k in run filtered_out; do
+  [ "$(cases "$out/rf/m/fp8-rows.json" $k)" -eq "$(cases "$out/rf/full.json" $k)" ] ||
+    fail "merged cases.$k $(cases "$out/rf/m/fp8-rows.json" $k), the unsharded run's $(cases "$out/rf/full.json" $k)"
+done
+"$tool" report "$out/rf/m/fp8-rows.json" >/dev/null 2>&1 || fail "report refuses the merged refusal shards"
+echo "merged refusal shards: run and filtered_out equal the unsharded run's"
+# Shards of a run of every case in which no shard checked a gate: the merge fails, as the
+# unsharded run would (edited copies of the two shards of rows-invariant).
+mkdir -p "$out/nr"
+for s in 1 2; do
+  python3 - "$out/s$s/rows-invariant.json" "$out/nr/s$s.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = r["gates"][0]
+g.update(passed=0, failed=0, skipped=0, total=0, status="not run", ok=True)
+g.pop("worst", None)
+json.dump(r, open(sys.argv[2], "w"), indent=1)
+PY
+done
+gname=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gates'][0]['name'])" "$out/nr/s1.json")
+if "$tool" report "$out/nr/s1.json" "$out/nr/s2.json" --merge-out "$out/nr/m" >"$out/log" 2>&1; then fail "a gate no shard checked: the merge passed"; fi
+grep -q "gate $gname checked nothing in a run of every case" "$out/nr/m/rows-invariant.json" || fail "the merge did not name gate $gname"
+echo "a gate no shard of a full run checked: the merge fails"
 [ ! -e "$out/m2" ] && [ ! -e "$out/no" ] || fail "a refused command wrote its output"
-rm -rf "$out/t1" "$out/again"
+rm -rf "$out/t1" "$out/again" "$out/rf" "$out/nr" "$out"/three?.json
