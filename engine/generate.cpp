@@ -45,9 +45,11 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
     if (r.page < 0) return Status::Error(who + "page size must be positive");
     for (int32_t t : r.prompt)
       if (t < 0 || t >= c.vocab_size) return Status::Error(who + "token " + std::to_string(t) + " out of the vocabulary");
-    const int64_t total = int64_t(r.prompt.size()) + r.max_tokens;
+    // Positions fed: the prompt and every generated token but the last (it is never fed back).
+    const int64_t total = int64_t(r.prompt.size()) + r.max_tokens - 1;
     if (total > c.max_position_embeddings)
-      return Status::Error(who + "prompt + max_tokens = " + std::to_string(total) + " exceeds max_position_embeddings " +
+      return Status::Error(who + "prompt + max_tokens - 1 = " + std::to_string(total) +
+                           " positions (the last token is not fed) exceeds max_position_embeddings " +
                            std::to_string(c.max_position_embeddings));
     specs[l] = {int32_t(total), r.page};
   }

@@ -241,12 +241,16 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
                               " tokens (depth + rows + decode_steps, decode_steps counted as at least 1: the last "
                               "scored row's target); " +
                               f.tokens_file + " gives " + std::to_string(f.tokens.size()));
+  // The main lane holds positions 0 .. depth + rows + decode_steps - 1 (run_arm): a probe forks
+  // from it at half its depth, which must be a position the lane has fed (at most its end).
+  const int64_t lane_end = int64_t(f.depths.back()) + f.rows + f.decode_steps;
   for (size_t i = 0; i < f.recall.size(); ++i)
     for (size_t k = 0; k < f.recall[i].depths.size(); ++k) {
-      if (f.recall[i].depths[k] / 2 > need)
+      if (f.recall[i].depths[k] / 2 > lane_end)
         return fail("recall[" + std::to_string(f.recall[i].source) + "].depths[" + std::to_string(k) + "]",
-                    "at most twice the main stream's end (" + std::to_string(need) +
-                        "): the probe is forked from the main lane at half its depth");
+                    "at most twice the main stream's end (" + std::to_string(lane_end) +
+                        " = the deepest depth + rows + decode_steps): the probe is forked from the main lane at "
+                        "half its depth");
       if (f.recall[i].depths[k] > int64_t(f.tokens.size()))
         return fail("recall[" + std::to_string(f.recall[i].source) + "].depths[" + std::to_string(k) + "]",
                     "deeper than the token file (" + std::to_string(f.tokens.size()) + " tokens)");

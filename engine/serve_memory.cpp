@@ -140,10 +140,16 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
   if (cmd.pool_pages < 0)
     return bad("--pool-pages " + std::to_string(cmd.pool_pages) + ": must be at least 1 (leave it out for the default)");
   if (cmd.parallel < 1 || cmd.parallel > 64) return bad("--parallel " + std::to_string(cmd.parallel) + ": must be in 1..64");
-  if (cmd.context < 2) return bad("--context " + std::to_string(cmd.context) + ": must be at least 2");
+  // The serve fixture's bounds: a lane of at most 2^20 positions, a pool of at most 64 such lanes.
+  if (cmd.context < 2 || cmd.context > (1 << 20))
+    return bad("--context " + std::to_string(cmd.context) + ": must be in 2..1048576 (2^20, the serve fixture's bound)");
+  if (cmd.pool_pages > (1 << 26))
+    return bad("--pool-pages " + std::to_string(cmd.pool_pages) + ": must be at most 67108864 (64 lanes of 2^20 pages)");
   if (cmd.page < 1 || cmd.page > 65536) return bad("--page " + std::to_string(cmd.page) + ": must be in 1..65536");
   if (cmd.max_tokens < 1) return bad("--max-tokens: must be at least 1");
   if (cmd.draft_tokens < 1 || cmd.draft_tokens > 64) return bad("--draft-tokens: must be in 1..64");
+  if (c.num_hidden_layers < 2)
+    return bad("--layers 1: the pool-with-runs arm needs a drafter of fewer layers than the target, so at least 2");
   if (cmd.draft_layers < 1 || cmd.draft_layers >= c.num_hidden_layers)
     return bad("--draft-layers " + std::to_string(cmd.draft_layers) + ": must be in 1.." +
                std::to_string(c.num_hidden_layers - 1) + " (below the model's " + std::to_string(c.num_hidden_layers) +
@@ -164,7 +170,8 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
                  std::to_string(cmd.max_tokens) + " + a draft window of " + std::to_string(cmd.draft_tokens + 1) +
                  " = " + std::to_string(need) + " positions, more than --context " + std::to_string(cmd.context));
   }
-  const int pool_pages = cmd.pool_pages > 0 ? cmd.pool_pages : cmd.parallel * ((cmd.context + cmd.page - 1) / cmd.page);
+  const int pool_pages =
+      cmd.pool_pages > 0 ? cmd.pool_pages : int(int64_t(cmd.parallel) * ((int64_t(cmd.context) + cmd.page - 1) / cmd.page));
   std::string target;
   if (!cmd.out_file.empty()) {
     const Status st = prepare_output(cmd.out_file, &target);

@@ -378,9 +378,11 @@ int run_main(int argc, char** argv) {
       "bytes. Gates admitted and run planning; controls run-one-part-short, pool-one-page-short. No forward runs. "
       "Exit 2 for bad options with nothing written");
   serve_memory->add_option("--preset", sm.preset, "tiny or qwen35-27b-attn")->required();
-  serve_memory->add_option("--layers", sm.layers, "Layers (default: the preset's, 2)")->check(CLI::Range(1, 64));
+  serve_memory->add_option("--layers", sm.layers,
+                           "Layers (default: the preset's, 2; at least 2: the drafter takes fewer)")
+      ->check(CLI::Range(2, 64));
   serve_memory->add_option("--parallel", sm.parallel, "Lanes (default 4)");
-  serve_memory->add_option("--context", sm.context, "Positions a lane holds at most (default 32768)");
+  serve_memory->add_option("--context", sm.context, "Positions a lane holds at most, 2..2^20 (default 32768)");
   serve_memory->add_option("--page", sm.page, "Page size in positions (default 256)");
   serve_memory->add_option("--kv-cache", sm.kv_cache, "bf16 (default), fp8, q4 or mxfp4");
   serve_memory->add_option("--prompts", sm.prompts,
@@ -390,7 +392,8 @@ int run_main(int argc, char** argv) {
   serve_memory->add_option("--max-tokens", sm.max_tokens, "New tokens per request (default 96)");
   serve_memory->add_option("--draft-layers", sm.draft_layers, "Drafter: the target's first K layers (default 1)");
   serve_memory->add_option("--draft-tokens", sm.draft_tokens, "Draft tokens per round (default 4)");
-  serve_memory->add_option("--pool-pages", sm.pool_pages, "Pages of the pool (default parallel x ceil(context / page))")
+  serve_memory->add_option("--pool-pages", sm.pool_pages,
+                           "Pages of the pool, at most 2^26 (default parallel x ceil(context / page))")
       ->check(CLI::PositiveNumber);
   serve_memory->add_option("--out", sm.out_file, "Write the receipt (kind serve-memory) here, atomically");
   // make-draft (issue 17): a draft checkpoint of its own from a target's first layers.

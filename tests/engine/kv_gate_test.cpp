@@ -207,6 +207,14 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
        [](nlohmann::json& j) { j["recall"][0]["plant"] = "nothing here"; }},
       {"field recall[0].depths[0]: must be at least", [](nlohmann::json& j) { j["recall"][0]["depths"][0] = 10; }},
       {"field recall[0].ask: missing", [](nlohmann::json& j) { j["recall"][0].erase("ask"); }},
+      // decode_steps 0: the main lane ends at the deepest depth + rows; a probe forked one past
+      // it passed the parser and the bf16 arm died ("position outside the lane", exit 1).
+      {"field recall[0].depths[0]: at most twice the main stream's end",
+       [](nlohmann::json& j) {
+         j["decode_steps"] = 0;
+         const int64_t end = j["depths"].back().get<int64_t>() + j["rows"].get<int64_t>();
+         j["recall"][0]["depths"] = {2 * (end + 1)};
+       }},
       {"field control_depths[0]: must be one of depths", [](nlohmann::json& j) { j["control_depths"] = {7}; }},
       // passphrase lists (the long-context fixture's probes)
       {"field recall[0].passphrase: give either passphrase or passphrases",

@@ -258,6 +258,12 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
       {[](ServeMemoryCommand& c) { c.prompts = {10, 10, 10, 10, 10}; }, "--prompts: give 1..4 prompt lengths"},
       {[](ServeMemoryCommand& c) { c.prompts = {40000}; }, "--prompts[0]: prompt 40000"},
       {[](ServeMemoryCommand& c) { c.prompts = {1}; }, "--prompts[0]: a prompt holds at least 2 tokens"},
+      // Past the bounds: the default pool's page count overflowed an int, a context of 2^30
+      // on pages of 1 ran out of host memory (exit 1), --layers 1 refused every --draft-layers.
+      {[](ServeMemoryCommand& c) { c.context = 2147418113, c.page = 65536; }, "--context 2147418113: must be in 2..1048576"},
+      {[](ServeMemoryCommand& c) { c.context = (1 << 20) + 1; }, "--context 1048577: must be in 2..1048576"},
+      {[](ServeMemoryCommand& c) { c.pool_pages = (1 << 26) + 1; }, "--pool-pages 67108865: must be at most 67108864"},
+      {[](ServeMemoryCommand& c) { c.layers = 1; }, "--layers 1: the pool-with-runs arm needs a drafter"},
   };
   for (const auto& [edit, want] : bad) {
     ServeMemoryCommand cmd;
