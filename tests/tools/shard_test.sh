@@ -45,6 +45,7 @@ expect2() {  # pattern, command...
 expect2 "rows-invariant: shard 2/2 missing (1 of 2 given)" "$tool" report "$out/s1/rows-invariant.json" --merge-out "$out/m2"
 run --shard 1/3 --out "$out/t1/rows-invariant.json"
 expect2 "cases.shard: 1/3, but $out/s1/rows-invariant.json is a shard of 2" "$tool" report "$out/s1/rows-invariant.json" "$out/t1/rows-invariant.json"
+expect2 "and --merge-out name the same file" "$tool" report "$out/s1/rows-invariant.json" "$out/s2/rows-invariant.json" --merge-out "$out/mj" --junit "$out/mj/rows-invariant.json"
 expect2 "shard 1/2 given twice" "$tool" report "$out/s1/rows-invariant.json" "$out/again/rows-invariant.json"
 expect2 "--shard '3/2': expected i/n with 1 <= i <= n" "$tool" kernel-contract --backend cpu --shard 3/2 --out-dir "$out/no"
 expect2 "--shard 'x': expected i/n" "$tool" q4-rows --backend cpu --shard x
@@ -99,5 +100,5 @@ gname=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gates']
 if "$tool" report "$out/nr/s1.json" "$out/nr/s2.json" --merge-out "$out/nr/m" >"$out/log" 2>&1; then fail "a gate no shard checked: the merge passed"; fi
 grep -q "gate $gname checked nothing in a run of every case" "$out/nr/m/rows-invariant.json" || fail "the merge did not name gate $gname"
 echo "a gate no shard of a full run checked: the merge fails"
-[ ! -e "$out/m2" ] && [ ! -e "$out/no" ] || fail "a refused command wrote its output"
+[ ! -e "$out/m2" ] && [ ! -e "$out/no" ] && [ ! -e "$out/mj" ] || fail "a refused command wrote its output"
 rm -rf "$out/t1" "$out/again" "$out/rf" "$out/nr" "$out"/three?.json
