@@ -259,6 +259,7 @@ def main():
             if why:
                 reason_at[idx] = why
             control_at[idx] = ctl
+            write_receipt(False)
             print(f"control {cname:26s} {'red' if ctl['red'] else 'GREEN'} findings={findings} {secs:6.1f}s",
                   flush=True)
 
