@@ -178,6 +178,9 @@ TEST(EngineGenerate, BadInputExits2NamingIt) {
       {test::fixture_dir(), dir.file("notes.txt"), "bf16", true, 4, 0, "exactly one of --prompt"},
       {test::fixture_dir(), "", "bf16", true, 4, -1, "--pages"},
       {test::fixture_dir(), "", "bf16", true, 5000, 0, "max_position_embeddings"},
+      // The positions fed: the prompt (<|eos|> x: 2 tokens) and every generated token but the
+      // last, so 4096 new tokens need 4097 of the model's 4096 (4095 fit).
+      {test::fixture_dir(), "", "bf16", true, 4096, 0, "prompt + max_tokens - 1 = 4097 positions"},
   };
   for (const Bad& b : cases) {
     GenerateCommand cmd;
