@@ -341,10 +341,13 @@ bool check_receipt(const json& r, Checker& c) {
         if (!(it->get<double>() >= 0)) return c.fail(at + "." + k, "a time below 0 (" + num_text(it->get<double>()) + ")");
       }
     }
+    std::set<std::string> target_names;  // keys too (diff and premerge match targets by name)
     for (size_t i = 0; i < r["targets"].size(); ++i) {
       const json& t = r["targets"][i];
       const std::string at = "targets[" + std::to_string(i) + "]";
       if (!t.is_object()) return c.fail(at, "expected an object, got " + json_type_name(t));
+      if (t.contains("name") && t["name"].is_string() && !target_names.insert(t["name"].get<std::string>()).second)
+        return c.fail(at + ".name", "'" + t["name"].get<std::string>() + "' appears twice");
       if (!c.field(t, at, "name", Want::string) || !c.field(t, at, "value", Want::number) ||
           !c.field(t, at, "limit", Want::number) || !c.field(t, at, "met", Want::boolean) ||
           !c.field(t, at, "measured", Want::boolean) || !c.field(t, at, "at_least", Want::boolean))
@@ -493,18 +496,33 @@ bool check_receipt(const json& r, Checker& c) {
     // ran and a check that passed. Other tools' contract-kind receipts (tools/sanitize.py) judge
     // their own runs.
     const std::string kind = r["kind"].get<std::string>();
-    const bool runner = kind == "serve-gate" || kind == "kv-gate" || (kind == "contract" && from_contract_run(r));
+    const bool runner = kind == "serve-gate" || kind == "kv-gate" || kind == "serve-memory" ||
+                        (kind == "contract" && from_contract_run(r));
     if (runner) {
       if (r["controls"].empty()) return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
       bool checked = false;
       for (const json& g : r["gates"]) checked = checked || g["passed"].get<int64_t>() > 0;
       if (!checked) return c.fail("verdict", "'pass' with no gate check passed (nothing was checked)");
     }
-    if (is_bench_doc(r))
+    if (is_bench_doc(r)) {
       for (size_t i = 0; i < r["targets"].size(); ++i)
         if (!r["targets"][i]["met"].get<bool>())
           return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +
                                        r["targets"][i]["name"].get<std::string>() + ") not met");
+      // A row whose output was not verified (or that did not run) fails its bench.
+      if (r.contains("rows") && r["rows"].is_array())
+        for (size_t i = 0; i < r["rows"].size(); ++i) {
+          const json& row = r["rows"][i];
+          if (row.is_object() && (row.contains("error") || (row.contains("verified") && row["verified"] == false)))
+            return c.fail("verdict", "'pass' contradicts rows[" + std::to_string(i) + "] " +
+                                         (row.contains("error") ? "(an error)" : "(not verified)"));
+        }
+    }
+    if (kind == "kv-gate" && r.contains("kv") && r["kv"].contains("depths") && r["kv"]["depths"].is_array())
+      for (size_t i = 0; i < r["kv"]["depths"].size(); ++i)
+        if (r["kv"]["depths"][i].value("verdict", std::string("pass")) != "pass")
+          return c.fail("verdict", "'pass' contradicts kv.depths[" + std::to_string(i) + "].verdict " +
+                                       r["kv"]["depths"][i]["verdict"].dump());
   }
   return true;
 }

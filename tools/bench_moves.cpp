@@ -132,7 +132,7 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
           const bool met = res.verified && v >= kTarget;
           all = all && met;
           targets.push_back({{"name", cfg + ": achieved / ceiling"}, {"value", v}, {"limit", kTarget},
-                             {"at_least", true}, {"met", met}, {"measured", true}});
+                             {"at_least", true}, {"met", met}, {"measured", res.verified}});  // unverified: the rate does not stand
         }
       }
   if (measured == 0) {

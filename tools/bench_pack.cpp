@@ -76,7 +76,7 @@ int bench_pack_main(const BenchOptions& o, Receipt* receipt) {
             const bool met = res.verified && v >= kTarget;
             all = all && met;
             targets.push_back({{"name", cfg + " " + op + ": achieved / ceiling"}, {"value", v}, {"limit", kTarget},
-                               {"at_least", true}, {"met", met}, {"measured", true}});
+                               {"at_least", true}, {"met", met}, {"measured", res.verified}});  // unverified: the rate does not stand
           }
       }
   r["rows"] = rows;

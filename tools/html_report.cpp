@@ -55,6 +55,9 @@ std::string px(double v) {
 std::vector<double> nice_ticks(double lo, double hi) {
   if (!(hi > lo)) hi = lo + 1;
   const double raw = (hi - lo) / 5;
+  // Extreme values (a span past the largest double, or a step below the values' precision):
+  // the two ends only, never an empty list or an endless loop.
+  if (!std::isfinite(raw) || !(raw > 0) || !std::isfinite(lo) || !std::isfinite(hi)) return {lo, hi};
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 5.0, 10.0})
@@ -63,7 +66,11 @@ std::vector<double> nice_ticks(double lo, double hi) {
       break;
     }
   std::vector<double> t;
-  for (double v = std::floor(lo / step) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  for (double v = std::floor(lo / step) * step; v <= hi + step * 1e-9 && t.size() < 64; v += step) {
+    if (!t.empty() && !(v > t.back())) break;  // the step no longer moves v
+    t.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  }
+  if (t.size() < 2) return {lo, hi};
   return t;
 }
 

@@ -49,6 +49,12 @@ size_t utf8_len(const std::string& s, size_t i) {
   for (size_t k = 1; k < n; ++k)
     if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
   if (n == 2 && b < 0xC2) return 0;  // overlong
+  if (n >= 3) {  // the code point: XML 1.0 allows #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF
+    uint32_t cp = n == 3 ? (b & 0x0Fu) : (b & 0x07u);
+    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+    if (n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)) return 0;
+    if (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+  }
   return n;
 }
 

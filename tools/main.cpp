@@ -316,11 +316,12 @@ int run_main(int argc, char** argv) {
   std::string diff_base, diff_head;
   auto* diff = app.add_subcommand(
       "diff",
-      "What changed from BASE to HEAD, two receipts of the same contract or bench: verdict, gates (results, "
-      "counts, worst ratios), controls, bench targets and the largest timing changes, measured numbers. "
-      "Regressions (a gate ok -> FAIL or removed, a control red -> GREEN or removed, verdict pass -> fail, a "
-      "target met -> not met) are listed first and make the exit code 1; 2 for unreadable or incomparable "
-      "receipts");
+      "What changed from BASE to HEAD, two receipts of the same contract, bench, serve-gate, kv-gate or "
+      "serve-memory run: verdict, gates (results, counts, worst ratios), controls, bench targets and rows and the "
+      "largest timing changes, measured numbers. Regressions (a gate ok -> FAIL, not run, or removed, ok -> skipped "
+      "on the same device, a failing gate failing more checks, a control red -> GREEN or removed, verdict pass -> "
+      "fail, a target met -> not met or not measured, a verified bench row removed or no longer verified) are "
+      "listed first and make the exit code 1; 2 for unreadable or incomparable receipts");
   diff->add_option("base", diff_base, "The earlier receipt")->required();
   diff->add_option("head", diff_head, "The later receipt")->required();
   std::string mm_preset, mm_out, mm_seed = "0";

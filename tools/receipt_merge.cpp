@@ -335,7 +335,18 @@ int report_main(const std::vector<std::string>& files, const std::string& format
       for (size_t i = 0; i < shown.size(); ++i) text += (i ? "\n" : "") + render_receipt(Receipt(shown[i]), shown_paths[i], f);
     }
   } catch (const json::exception& e) {
-    return fail("unreadable field (" + std::string(e.what()) + ")");
+    // Name the file: the first receipt that does not render alone.
+    std::string which = "a receipt";
+    for (size_t i = 0; i < shown.size(); ++i) {
+      try {
+        (void)render_receipt(Receipt(shown[i]), shown_paths[i], ViewFormat::text);
+        if (format == "html") (void)render_html_page({shown[i]}, {shown_paths[i]});
+      } catch (const json::exception&) {
+        which = shown_paths[i];
+        break;
+      }
+    }
+    return fail(which + ": unreadable field (" + std::string(e.what()) + ")");
   }
   for (const auto& [name, m] : merged_out)
     if (!merge_out.empty()) {

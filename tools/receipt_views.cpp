@@ -580,6 +580,11 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
     else if (!h) change = "removed", regress.push_back("gate " + name + " removed");
     else if (sb != "FAIL" && sh == "FAIL") change = "REGRESSED", regress.push_back("gate " + name + " " + sb + " -> FAIL");
     else if (sb == "FAIL" && sh != "FAIL") change = "fixed", improve.push_back("gate " + name + " FAIL -> " + sh);
+    else if (sb == "FAIL" && sh == "FAIL" && (*h)["failed"].is_number_integer() && (*b)["failed"].is_number_integer() &&
+             (*h)["failed"].get<int64_t>() > (*b)["failed"].get<int64_t>())
+      // Failing already, and failing more checks (a depth or a probe more): still a regression.
+      change = "REGRESSED", regress.push_back("gate " + name + " fails more: " + scalar((*b)["failed"]) + " -> " +
+                                              scalar((*h)["failed"]) + " failed checks");
     else if (sb == "ok" && sh == "not run" && !head_narrowed)  // a gate that stopped checking anything
       change = "REGRESSED", regress.push_back("gate " + name + " ok -> not run (no check in the head's full run)");
     else if (sb == "ok" && sh == "skipped" && base_receipt.device_line() == head_receipt.device_line())
@@ -656,7 +661,21 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       }
     }
     for (const auto& [k, r] : brows)
-      if (!head_keys.count(k)) ++only_one;
+      if (!head_keys.count(k)) {
+        ++only_one;
+        // A row the base measured and verified, gone from the head: its check went with it.
+        if (r.value("verified", true) && !r.contains("error")) regress.push_back("row " + k + " removed");
+      }
+    // A row that was verified and is no longer (its output differs, or it failed to run).
+    for (const auto& r : head["rows"]) {
+      const std::string k = row_key(r);
+      if (!brows.count(k)) continue;
+      const json& b = brows[k];
+      const bool was = b.value("verified", true) && !b.contains("error");  // rows without the field: ok unless an error
+      const bool is = r.value("verified", true) && !r.contains("error");
+      if (was && !is)
+        regress.push_back("row " + k + (r.contains("error") ? " failed to run: " + scalar(r["error"]) : " verified -> not verified"));
+    }
     std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
       return std::fabs(std::log(a.ratio)) > std::fabs(std::log(b.ratio));
     });

@@ -324,6 +324,41 @@ r=json.load(open(sys.argv[1])); g=r['gates'][0]
 g.update(skipped=g['passed'], passed=0, status='skipped', skip_reason='planted for the test'); g.pop('worst', None)
 json.dump(r, open(sys.argv[2],'w'))" "$tmp/fp8-rows.json" "$tmp/skip.json"
     expect 1 "ok -> skipped on the same backend and device: planted for the test" "$bin" diff "$tmp/fp8-rows.json" "$tmp/skip.json" ;;
+  # 14. diff on bench rows: a verified row removed, or no longer verified, is a regression.
+  diff-bench-rows)
+    ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $1; json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-rope-store.json" "$tmp/e.json"; }
+    ed "r['rows'].pop(0)"; expect 1 "removed" "$bin" diff "$h200/bench-rope-store.json" "$tmp/e.json"
+    ed "r['rows'][0]['verified']=False"; expect 1 "verified -> not verified" "$bin" diff "$h200/bench-rope-store.json" "$tmp/e.json" ;;
+  # 15. diff: a gate that fails already and fails more checks (a depth more) is a regression.
+  diff-gate-fails-more)
+    python3 -c "
+import json,sys
+r=json.load(open(sys.argv[1])); g=r['gates'][0]; g['failed']=g['failed']+1; g['total']=g['total']+1
+json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
+    expect 1 "fails more: 4 -> 5 failed checks" "$bin" diff "$h200/kv-gate-q4.json" "$tmp/more.json" ;;
+  # 16. Receipts that contradict themselves are refused by every reader (exit 2).
+  report-more-contradictions)
+    ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2; json.dump(r, open(sys.argv[3],'w'))" "$1" "$2" "$tmp/e.json"; }
+    ed "$h200/kv-gate-fp8.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [g.update(passed=g['passed']+g['failed'], failed=0, ok=True, status='ok') for g in r['gates'] if g['failed'] > 0]; r['kv']['depths'][0]['verdict']='fail'"
+    expect 2 "'pass' contradicts kv.depths[0].verdict" "$bin" report "$tmp/e.json"
+    ed "$h200/bench-pack.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [t.update(met=True, value=max(t['value'], t['limit'] + 1) if t['at_least'] else t['value'], measured=True) for t in r['targets']]; r['rows'][0]['verified']=False"
+    expect 2 "'pass' contradicts rows[0] (not verified)" "$bin" report "$tmp/e.json"
+    ed "$h200/bench-rope-store.json" "r['targets'].append(dict(r['targets'][0]))"
+    expect 2 "appears twice" "$bin" report "$tmp/e.json" ;;
+  # 17. The html report on extreme values: no crash (an empty tick list segfaulted).
+  html-extreme-values)
+    python3 -c "
+import json,sys
+r=json.load(open(sys.argv[1]))
+for i,row in enumerate(r['rows']): row['of_ceiling'] = 1e308 if i % 2 else -1e308
+json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-attention.json" "$tmp/huge.json"
+    "$bin" report --format html "$tmp/huge.json" > "$tmp/h.html" 2>&1; rc=$?
+    [ $rc -le 2 ] || fail "report --format html on extreme values: exit $rc" ;;
+  # 18. JUnit XML of a run whose argv holds U+FFFF (not an XML character): still well-formed.
+  junit-xml-nonchars)
+    f=$(printf 'x\357\277\277|')
+    "$bin" fp8-rows --backend cpu --cases 1 --quiet --filter "$f" --out "$tmp/u.json" --junit "$tmp/u.xml" >/dev/null 2>&1
+    python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$tmp/u.xml" || fail "malformed JUnit XML" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0
