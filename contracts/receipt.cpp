@@ -178,15 +178,15 @@ struct Checker {
     if (!is(o[key], w)) return fail(f, std::string("expected ") + want_name(w) + ", got " + json_type_name(o[key]));
     return true;
   }
-  bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed) {
-    if (!field(o, "", key, Want::string)) return false;
+  bool one_of(const json& o, const char* key, std::initializer_list<const char*> allowed, const std::string& at = "") {
+    if (!field(o, at, key, Want::string)) return false;
     const std::string v = o[key].get<std::string>();
     std::string list;
     for (const char* a : allowed) {
       if (v == a) return true;
       list += (list.empty() ? "" : ", ") + std::string(a);
     }
-    return fail(key, "'" + v + "' is not one of " + list);
+    return fail(at.empty() ? key : at + "." + key, "'" + v + "' is not one of " + list);
   }
   bool strings(const json& o, const std::string& at, const char* key, bool optional = false) {
     if (!field(o, at, key, Want::array, optional)) return false;
@@ -376,7 +376,7 @@ bool check_receipt(const json& r, Checker& c) {
         if (!c.field(d, at, k, Want::number)) return false;
       if (!c.field(d, at, "beyond_training", Want::boolean) || !c.field(d, at, "kl_percentiles", Want::object) ||
           !c.field(d, at, "perplexity", Want::object) || !c.field(d, at, "decode_tok_s", Want::object) ||
-          !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}) ||
+          !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}, at) ||
           !c.field(d, at, "why", Want::string))
         return false;
       for (const char* k : {"p99.9", "p99", "p95", "p90", "p50"})

@@ -631,7 +631,16 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       else if (sb != "met" && sh == "met") change = "now met", improve.push_back("target " + n + ": " + sb + " -> met");
       targets.rows.push_back({n, val(b), val(h), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
     });
-    // Rows by identity; their own timings compared (compared_time), the largest changes listed.
+    // Rows by identity; their own timings compared (compared_time), the largest changes listed,
+    // only where both were timed under one rule (the L2 policy, warm where the field is absent,
+    // and the timing mode, events where absent): rows of two rules are not compared.
+    const std::string lb = base.value("l2_policy", std::string("warm")), lh = head.value("l2_policy", std::string("warm"));
+    const std::string tb = base.value("timing", std::string("events")), th = head.value("timing", std::string("events"));
+    const bool compare_times = lb == lh && tb == th;
+    if (!compare_times)
+      notes.push_back("the rows were timed under different rules (" +
+                      (lb != lh ? "l2_policy " + lb + " -> " + lh : "timing " + tb + " -> " + th) +
+                      "): their times are not compared");
     std::map<std::string, json> brows;
     for (const auto& r : base["rows"]) brows[row_key(r)] = r;
     struct Change { double ratio; std::vector<std::string> cells; };
@@ -645,7 +654,7 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
         continue;
       }
       const json& b = brows[k];
-      for (auto it = r.begin(); it != r.end(); ++it) {
+      for (auto it = r.begin(); compare_times && it != r.end(); ++it) {
         const std::string& fld = it.key();
         if (!compared_time(fld) || !it.value().is_number()) continue;
         if (!b.contains(fld) || !b[fld].is_number()) continue;

@@ -344,7 +344,18 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
     ed "$h200/bench-pack.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [t.update(met=True, value=max(t['value'], t['limit'] + 1) if t['at_least'] else t['value'], measured=True) for t in r['targets']]; r['rows'][0]['verified']=False"
     expect 2 "'pass' contradicts rows[0] (not verified)" "$bin" report "$tmp/e.json"
     ed "$h200/bench-rope-store.json" "r['targets'].append(dict(r['targets'][0]))"
-    expect 2 "appears twice" "$bin" report "$tmp/e.json" ;;
+    expect 2 "appears twice" "$bin" report "$tmp/e.json"
+    ed "$h200/kv-gate-fp8.json" "r['kv']['depths'][0]['verdict']='maybe'"
+    expect 2 "kv.depths[0].verdict: 'maybe' is not one of pass, fail" "$bin" report "$tmp/e.json" ;;
+  # 19. diff: rows timed under two L2 rules (flush, warm) are not compared, and it says so.
+  diff-bench-policies)
+    python3 -c "
+import json,sys
+r=json.load(open(sys.argv[1])); r['l2_policy']='warm'
+for row in r['rows']: row['median_us'] = row['median_us'] * 0.5
+json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-rope-store.json" "$tmp/warm.json"
+    out=$("$bin" diff "$h200/bench-rope-store.json" "$tmp/warm.json" 2>&1)
+    case "$out" in *"timed under different rules (l2_policy flush -> warm)"*"Rows: 0 faster, 0 slower"*) ;; *) fail "rows of two L2 rules compared: $out";; esac ;;
   # 17. The html report on extreme values: no crash (an empty tick list segfaulted).
   html-extreme-values)
     python3 -c "
