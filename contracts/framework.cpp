@@ -482,28 +482,36 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+bool same_output(const std::string& a, const std::string& b) {
+  std::string ta, tb;
+  if (!prepare_output(a, &ta).ok || !prepare_output(b, &tb).ok) return false;
+  std::error_code e1, e2;
+  return std::filesystem::weakly_canonical(ta, e1) == std::filesystem::weakly_canonical(tb, e2);
+}
+
+size_t utf8_length_at(const std::string& s, size_t i) {
+  const auto at = [&](size_t k) { return k < s.size() ? uint8_t(s[k]) : uint8_t(0); };
+  const auto cont = [&](size_t k, uint8_t lo, uint8_t hi) { return at(k) >= lo && at(k) <= hi; };
+  const uint8_t b = at(i);
+  if (i >= s.size()) return 0;
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) return cont(i + 1, 0x80, 0xBF) ? 2 : 0;
+  if (b >= 0xE0 && b <= 0xEF) {
+    const uint8_t lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    const uint8_t lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
+  }
+  return 0;
+}
+
 std::string utf8_escaped(const std::string& s) {
-  // The length of the well-formed UTF-8 sequence at i (Unicode Table 3-7), 0 when there is none.
-  const auto seq = [&](size_t i) -> size_t {
-    const auto at = [&](size_t k) { return k < s.size() ? uint8_t(s[k]) : uint8_t(0); };
-    const uint8_t b = at(i);
-    const auto cont = [&](size_t k, uint8_t lo, uint8_t hi) { return at(k) >= lo && at(k) <= hi; };
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return cont(i + 1, 0x80, 0xBF) ? 2 : 0;
-    if (b >= 0xE0 && b <= 0xEF) {
-      const uint8_t lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-      return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
-    }
-    if (b >= 0xF0 && b <= 0xF4) {
-      const uint8_t lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-      return cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
-    }
-    return 0;
-  };
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const size_t n = seq(i);
+    const size_t n = utf8_length_at(s, i);
     if (n) {
       out.append(s, i, n);
       i += n;

@@ -183,9 +183,15 @@ std::string summary_line(const Receipt& receipt);
 // is followed, so the file it points to is replaced and the link stays. Returns the path that
 // will be replaced in *target. Nothing is written or created: a refused command leaves nothing.
 Status prepare_output(const std::string& path, std::string* target);
+// Whether two output paths name one file (after prepare_output's symlinks, compared
+// canonically): a second write would replace the first (--out and --junit, say).
+bool same_output(const std::string& a, const std::string& b);
 // Writes text atomically through prepare_output: a temp file beside the target, then
 // rename over it (receipts, Markdown, JUnit XML).
 Status write_text_atomic(const std::string& path, const std::string& text);
+// The length of the well-formed UTF-8 sequence at s[i] (Unicode's Table 3-7: no overlong form,
+// no surrogate, nothing past U+10FFFF), 0 where there is none.
+size_t utf8_length_at(const std::string& s, size_t i);
 // Text as valid UTF-8: every byte that is not part of a well-formed UTF-8 sequence becomes the
 // four characters \xNN (hex, upper case). argv, file names and prompts hold raw bytes, and a
 // JSON string must be UTF-8 (nlohmann::json's dump throws on an invalid byte).

@@ -41,20 +41,11 @@ std::string seconds(double s) {
   return o.str();
 }
 
-// Length of the valid UTF-8 sequence at s[i], 0 when invalid.
+// Length of the UTF-8 sequence at s[i] of a character XML 1.0 allows, 0 otherwise: well-formed
+// (utf8_length_at) and not U+FFFE or U+FFFF (EF BF BE, EF BF BF). Control bytes are the caller's.
 size_t utf8_len(const std::string& s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  if (n == 2 && b < 0xC2) return 0;  // overlong
-  if (n >= 3) {  // the code point: XML 1.0 allows #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF
-    uint32_t cp = n == 3 ? (b & 0x0Fu) : (b & 0x07u);
-    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
-    if (n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)) return 0;
-    if (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
-  }
+  const size_t n = utf8_length_at(s, i);
+  if (n == 3 && uint8_t(s[i]) == 0xEF && uint8_t(s[i + 1]) == 0xBF && uint8_t(s[i + 2]) >= 0xBE) return 0;
   return n;
 }
 

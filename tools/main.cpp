@@ -752,12 +752,6 @@ int run_main(int argc, char** argv) {
       return kUsage;
     }
   // --junit naming a receipt's file: the XML would replace the receipt after the run.
-  const auto same_file = [](const std::string& a, const std::string& b) {
-    std::string ta, tb;
-    if (!kc::prepare_output(a, &ta).ok || !kc::prepare_output(b, &tb).ok) return false;
-    std::error_code e1, e2;
-    return std::filesystem::weakly_canonical(ta, e1) == std::filesystem::weakly_canonical(tb, e2);
-  };
   if (!o.junit.empty()) {
     std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
     for (auto& [c, s] : subs) {
@@ -766,7 +760,7 @@ int run_main(int argc, char** argv) {
     }
     if (all->parsed()) outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / "serve-gate.json").string()});
     for (const auto& [opt, path] : outs)
-      if (same_file(path, o.junit)) {
+      if (kc::same_output(path, o.junit)) {
         std::cerr << "tf-cuda-test: error: --junit " << o.junit << " and " << opt << " name the same file (" << path
                   << "): the JUnit XML would replace the receipt\n";
         return kUsage;

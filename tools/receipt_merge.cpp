@@ -317,11 +317,9 @@ int report_main(const std::vector<std::string>& files, const std::string& format
     std::string why;
     if (!junit_writable(junit, &why)) return fail(why);
     // --junit naming a merged receipt's file: the XML would replace the receipt.
-    std::error_code e1, e2;
     for (const auto& [name, m] : merged_out) {
       const std::string path = (std::filesystem::path(merge_out) / (name + ".json")).string();
-      if (!merge_out.empty() &&
-          std::filesystem::weakly_canonical(path, e1) == std::filesystem::weakly_canonical(junit, e2))
+      if (!merge_out.empty() && same_output(path, junit))
         return fail("--junit " + junit + " and --merge-out name the same file (" + path +
                     "): the JUnit XML would replace the merged receipt");
     }
