@@ -643,6 +643,8 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                       "): their times are not compared");
     std::map<std::string, json> brows;
     for (const auto& r : base["rows"]) brows[row_key(r)] = r;
+    // A row that ran and was verified (rows without the field: unless an error).
+    auto row_ok = [](const json& r) { return !r.contains("error") && !(r.contains("verified") && r["verified"] == false); };
     struct Change { double ratio; std::vector<std::string> cells; };
     std::vector<Change> changes;
     std::set<std::string> head_keys;
@@ -654,6 +656,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
         continue;
       }
       const json& b = brows[k];
+      // A row that was verified and is no longer (its output differs, or it failed to run).
+      if (row_ok(b) && !row_ok(r))
+        regress.push_back("row " + k + (r.contains("error") ? " failed to run: " + scalar(r["error"]) : " verified -> not verified"));
       for (auto it = r.begin(); compare_times && it != r.end(); ++it) {
         const std::string& fld = it.key();
         if (!compared_time(fld) || !it.value().is_number()) continue;
@@ -673,18 +678,8 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       if (!head_keys.count(k)) {
         ++only_one;
         // A row the base measured and verified, gone from the head: its check went with it.
-        if (r.value("verified", true) && !r.contains("error")) regress.push_back("row " + k + " removed");
+        if (row_ok(r)) regress.push_back("row " + k + " removed");
       }
-    // A row that was verified and is no longer (its output differs, or it failed to run).
-    for (const auto& r : head["rows"]) {
-      const std::string k = row_key(r);
-      if (!brows.count(k)) continue;
-      const json& b = brows[k];
-      const bool was = b.value("verified", true) && !b.contains("error");  // rows without the field: ok unless an error
-      const bool is = r.value("verified", true) && !r.contains("error");
-      if (was && !is)
-        regress.push_back("row " + k + (r.contains("error") ? " failed to run: " + scalar(r["error"]) : " verified -> not verified"));
-    }
     std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
       return std::fabs(std::log(a.ratio)) > std::fabs(std::log(b.ratio));
     });
