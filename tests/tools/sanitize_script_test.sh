@@ -13,11 +13,14 @@ cat > "$t/fake-sanitizer" <<'FAKE'
 tool=$2; code=$4; shift 4; exe=$1; shift
 args=""; for a in "$@"; do [ "$a" = cuda ] && a=cpu; args="$args '$a'"; done
 n=0; rc=0
+# FAKE_SPANS: one line per run, "tool start end" in nanoseconds (what ran beside what).
+t_begin=$(date +%s%N)
 case "$exe" in
   *plant*) n=${FAKE_PLANT_FINDINGS:-3};;  # a plant binary is not run: only its summary matters
   *) eval "\"$exe\" $args"; rc=$?;;
 esac
 case " $* " in *" ${FAKE_FIND_CONTRACT:-none} "*) [ "$tool" = "${FAKE_FIND_TOOL:-none}" ] && n=2;; esac
+[ -n "${FAKE_SPANS:-}" ] && echo "$tool $t_begin $(date +%s%N)" >> "$FAKE_SPANS"
 [ "${FAKE_NO_SUMMARY:-}" = "$tool" ] && exit 139
 if [ "$tool" = racecheck ]; then echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
 else echo "========= ERROR SUMMARY: $n errors"; fi
@@ -61,6 +64,20 @@ rc=$(run greencontrol FAKE_PLANT_FINDINGS=0)
 rc=$(run jobs3 --jobs 3); [ "$rc" = 0 ] || { cat "$t/jobs3.out"; fail "--jobs 3 clean run: exit $rc, expected 0"; }
 order="[(g['name'], g['status'], g['cases']) for g in d['gates']] + [(c['name'], c['red']) for c in d['controls']]"
 [ "$(field "$t/jobs3.json" "$order")" = "$(field "$t/clean.json" "$order")" ] || fail "--jobs 3: gates or controls differ from --jobs 1"
+# racecheck's runs and controls go alone: no other run's span overlaps one of theirs, while the
+# other runs did overlap (or --jobs ran nothing at once and the check above proves little).
+rc=$(run jobs3spans --jobs 3 FAKE_SPANS="$t/spans")
+[ "$rc" = 0 ] || { cat "$t/jobs3spans.out"; fail "--jobs 3 with spans: exit $rc, expected 0"; }
+python3 - "$t/spans" <<'PY' || fail "--jobs 3: racecheck ran beside another run, or nothing ran at once"
+import sys
+spans = [(l.split()[0], int(l.split()[1]), int(l.split()[2])) for l in open(sys.argv[1])]
+over = lambda a, b: a[1] < b[2] and b[1] < a[2]
+pairs = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if over(a, b)]
+race = [p for p in pairs if "racecheck" in (p[0][0], p[1][0])]
+n_race = sum(s[0] == "racecheck" for s in spans)
+print(f"{len(spans)} spans ({n_race} racecheck), {len(pairs)} overlapping pairs, {len(race)} with racecheck")
+sys.exit(1 if race or not pairs or n_race != 4 else 0)
+PY
 rc=$(run jobs3find --jobs 3 FAKE_FIND_TOOL=racecheck FAKE_FIND_CONTRACT=fp8-rows)
 [ "$rc" = 1 ] || fail "--jobs 3 with a racecheck finding: exit $rc, expected 1"
 field "$t/jobs3find.json" "d['verdict_reasons'][0]" | grep -q '^racecheck:fp8-rows: 2 finding' || fail "--jobs 3: finding not named"
@@ -68,4 +85,4 @@ python3 "$src/tools/sanitize.py" --bin "$bin" --jobs 0 > /dev/null 2>&1; [ $? = 
 
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, bad arguments 2: ok"
