@@ -3,7 +3,7 @@
 
     tools/sanitize.py [--bin build/tools/tf-cuda-test] [--out reports/h200/sanitize.json]
                       [--logs DIR] [--tools memcheck,racecheck,...] [--contracts a,b]
-                      [--plant-bin DIR] [--seed S] [--jobs N] [--dry-run]
+                      [--plant-bin DIR] [--seed S] [--jobs N] [--resume RECEIPT] [--dry-run]
 
 Run on the GPU machine from the repository root, on a build with the cuda backend. Each
 (tool, run) pair is one gate of the receipt: it is ok only when the sanitizer printed its
@@ -116,6 +116,11 @@ def main():
                          "receipt lists the runs in the same order whatever order they end in. racecheck's runs and "
                          "control go one at a time after the others, with nothing beside them (racecheck slows "
                          "several times beside other runs)")
+    ap.add_argument("--resume", default=None, metavar="RECEIPT",
+                    help="a receipt this script wrote (often one cut short, its verdict naming 'incomplete'): its "
+                         "ended runs and controls are kept as they are and only the others run. Its seed must be "
+                         "--seed, and the binary must report the commit and device it names (the receipt fails "
+                         "otherwise); timings.total_s adds its time")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing, write nothing")
     ap.add_argument("--skip-controls", action="store_true",
                     help="run no control (for a second receipt of extra runs; the controls are in the main one)")
@@ -132,6 +137,19 @@ def main():
     if a.jobs < 1 or a.jobs > 64:
         print(f"sanitize: --jobs: {a.jobs} is not in 1..64", file=sys.stderr)
         return 2
+    resumed = None
+    if a.resume:
+        try:
+            with open(a.resume) as f:
+                resumed = json.load(f)
+            if not isinstance(resumed, dict) or resumed.get("name") != "sanitize" or not isinstance(
+                    resumed.get("gates"), list) or not isinstance(resumed.get("controls"), list):
+                raise ValueError("not a receipt of tools/sanitize.py (name sanitize, gates and controls)")
+            if str(resumed.get("seed")) != a.seed:
+                raise ValueError(f"its seed is {resumed.get('seed')}, --seed is {a.seed}")
+        except (OSError, ValueError) as e:
+            print(f"sanitize: --resume: {a.resume}: {e}", file=sys.stderr)
+            return 2
     if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
         print(f"sanitize: {a.bin}: no such executable (build tf-cuda-test with the cuda backend first)", file=sys.stderr)
         return 2
@@ -159,6 +177,12 @@ def main():
     lock = threading.Lock()
 
     def write_receipt(final):
+        if resumed is not None and found["git"].get("commit") != "unknown":
+            for key in ("git", "device"):  # kept runs and new ones must be of one binary on one device
+                if found[key] != resumed.get(key):
+                    why = f"--resume: {a.resume} names {key} {resumed.get(key)}, this run's binary {found[key]}"
+                    if why not in errors:
+                        errors.append(why)
         why = list(reasons) + [reason_at[k] for k in sorted(reason_at)]
         if not final:
             why.append("incomplete: written after each run; the script had not finished every run and control")
@@ -171,8 +195,11 @@ def main():
             "gates": gates, "controls": controls, "errors": errors,
             "numbers": {"findings": sum(g.get("findings") or 0 for g in gates),
                         "runs": sum(1 for g in gates if g.get("status") in ("ok", "FAIL"))},
-            "timings": {"total_s": time.monotonic() - t_start, "jobs": a.jobs},
+            "timings": {"total_s": time.monotonic() - t_start + prior_s, "jobs": a.jobs},
         }
+        if resumed is not None:
+            receipt["resumed_from"] = {"path": a.resume, "gates_kept": kept[0], "controls_kept": kept[1],
+                                       "total_s": prior_s}
         tmp = a.out + ".tmp"
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(tmp, "w") as f:
@@ -268,16 +295,54 @@ def main():
     # Tasks in receipt order: every (tool, run), then the controls. A dry run prints in this order.
     tasks = [(run_gate, (tool,) + r) for tool in tools for r in runs]
     tasks += [(run_control, c) for c in ([] if a.skip_controls else CONTROLS) if c[2] in tools]
-    if a.dry_run or a.jobs == 1:
+    # --resume: the ended gates and controls of the receipt keep their place and result; the
+    # rest run. An ended gate has status ok or FAIL (skipped ones run again: the binary may now
+    # have the contract); an ended control has its time.
+    prior_s, kept = 0.0, [0, 0]
+    if resumed is not None:
+        old_gates = {g.get("name"): g for g in resumed["gates"] if g.get("status") in ("ok", "FAIL")}
+        old_ctls = {c.get("name"): c for c in resumed["controls"] if "time_s" in c}
+        prior_s = float((resumed.get("timings") or {}).get("total_s") or 0.0)
+        found["device"], found["git"] = resumed.get("device", found["device"]), resumed.get("git", found["git"])
+        todo = []
         for i, (fn, args) in enumerate(tasks):
+            if fn is run_gate and f"{args[0]}:{args[1]}" in old_gates:
+                g = old_gates[f"{args[0]}:{args[1]}"]
+                gate_at[i] = g
+                if g["status"] == "FAIL":
+                    reason_at[i] = (g.get("failures") or [f"{g['name']}: failed in {a.resume}"])[0]
+                kept[0] += 1
+            elif fn is run_control and args[0] in old_ctls:
+                c = old_ctls[args[0]]
+                control_at[i] = c
+                if not c.get("red"):
+                    reason_at[i] = f"control {c['name']}: green in {a.resume}"
+                kept[1] += 1
+            else:
+                todo.append(i)
+        found["git"] = {"commit": "unknown", "dirty": True}  # set again by the first new run
+        found["device"] = {"name": "unknown"}
+        print(f"sanitize: --resume {a.resume}: {kept[0]} runs and {kept[1]} controls kept, {len(todo)} to run",
+              flush=True)
+    else:
+        todo = list(range(len(tasks)))
+    if resumed is not None and not todo:  # nothing left to run: the receipt is the resumed one's, complete
+        found["git"], found["device"] = resumed.get("git", found["git"]), resumed.get("device", found["device"])
+    tasks = [(fn, args) if i in todo else None for i, (fn, args) in enumerate(tasks)]
+    if a.dry_run or a.jobs == 1:
+        for i, t in enumerate(tasks):
+            if t is None:
+                continue
+            fn, args = t
             fn(i, *args)
     else:
         # racecheck runs alone, after the others: beside other runs it slowed by 4x (fp8-rows: 135 s
         # among 8 jobs, 33 s alone on the H200), where memcheck, synccheck and initcheck lost little.
         def tool_of(fn, args):
             return args[0] if fn is run_gate else args[2]
-        shared = [(i, fn, args) for i, (fn, args) in enumerate(tasks) if tool_of(fn, args) != "racecheck"]
-        alone = [(i, fn, args) for i, (fn, args) in enumerate(tasks) if tool_of(fn, args) == "racecheck"]
+        live = [(i, t[0], t[1]) for i, t in enumerate(tasks) if t is not None]
+        shared = [(i, fn, args) for i, fn, args in live if tool_of(fn, args) != "racecheck"]
+        alone = [(i, fn, args) for i, fn, args in live if tool_of(fn, args) == "racecheck"]
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
             for fut in [pool.submit(fn, i, *args) for i, fn, args in shared]:
                 fut.result()  # an exception in a task is the script's bug: let it surface

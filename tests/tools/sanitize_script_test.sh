@@ -83,6 +83,32 @@ rc=$(run jobs3find --jobs 3 FAKE_FIND_TOOL=racecheck FAKE_FIND_CONTRACT=fp8-rows
 field "$t/jobs3find.json" "d['verdict_reasons'][0]" | grep -q '^racecheck:fp8-rows: 2 finding' || fail "--jobs 3: finding not named"
 python3 "$src/tools/sanitize.py" --bin "$bin" --jobs 0 > /dev/null 2>&1; [ $? = 2 ] || fail "--jobs 0: exit not 2"
 
+# --resume: a receipt of memcheck alone, then the rest; only racecheck runs, and the receipt is
+# the one-go run's. A kept FAIL stays a failure; another commit, seed or file is refused.
+san() { python3 "$src/tools/sanitize.py" --bin "$bin" --sanitizer "$t/fake-sanitizer" --plant-bin "$t/plants" \
+  --runs fp8-rows,scale-planes,rows-invariant "$@"; }
+san --tools memcheck --out "$t/part.json" --logs "$t/logs-part" > "$t/part.out" 2>&1 || fail "memcheck-only run: exit $?"
+rm -f "$t/spans"
+FAKE_SPANS="$t/spans" san --tools memcheck,racecheck --resume "$t/part.json" --jobs 3 --out "$t/resumed.json" \
+  --logs "$t/logs-resumed" > "$t/resumed.out" 2>&1 || { cat "$t/resumed.out"; fail "resumed run: exit $?"; }
+[ "$(cut -d' ' -f1 "$t/spans" | sort | uniq -c | tr -s ' ')" = " 4 racecheck" ] || fail "--resume ran $(cut -d' ' -f1 "$t/spans" | sort | uniq -c | tr '\n' ' '), not racecheck's 4 alone"
+[ "$(field "$t/resumed.json" "$order")" = "$(field "$t/clean.json" "$order")" ] || fail "--resume: gates or controls differ from one go"
+[ "$(field "$t/resumed.json" "(d['verdict'], d['resumed_from']['gates_kept'], d['resumed_from']['controls_kept'])")" = "('pass', 3, 1)" ] ||
+  fail "--resume: verdict or kept counts wrong"
+FAKE_FIND_TOOL=memcheck FAKE_FIND_CONTRACT=scale-planes san --tools memcheck --out "$t/partfail.json" --logs "$t/l1" > /dev/null 2>&1
+san --resume "$t/partfail.json" --out "$t/resfail.json" --logs "$t/l2" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume of a receipt with a memcheck finding: exit $rc, expected 1"
+field "$t/resfail.json" "d['verdict_reasons'][0]" | grep -q '^memcheck:scale-planes: 2 finding' || fail "--resume: kept finding not named"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['git']['commit']='0'*40; json.dump(d, open(sys.argv[2], 'w'))" \
+  "$t/part.json" "$t/partother.json"
+san --resume "$t/partother.json" --out "$t/resother.json" --logs "$t/l3" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume of another commit's receipt: exit $rc, expected 1"
+field "$t/resother.json" "d['errors'][0]" | grep -q "names git" || fail "--resume: another commit not named"
+san --resume "$t/part.json" --seed 2 --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume with another seed: exit not 2"
+san --resume "$t/nothing.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a missing file: exit not 2"
+san --resume "$src/reports/h200/scale-planes.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a contract receipt: exit not 2"
+[ -e "$t/x.json" ] && fail "a refused --resume wrote a receipt"
+
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, bad arguments 2: ok"
