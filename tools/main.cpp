@@ -6,7 +6,7 @@
 //   tf-cuda-test bench {attention|pack|engine|rope-store|compact} [--quick] [--reps N] [--out FILE]   (cuda only)
 //   tf-cuda-test report RECEIPT... [--format md|text|html] [--merge-out DIR]
 //   tf-cuda-test diff BASE HEAD
-//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--max-slowdown-short X] [--short-row-us T] [--junit FILE] [--base-bin PATH]
+//   tf-cuda-test premerge --base DIR [--head DIR] [--backend ...] [--out-dir DIR] [--max-slowdown X] [--max-slowdown-short X] [--short-row-us T] [--junit FILE] [--base-bin PATH] [--skip-gates]
 //   tf-cuda-test generate --model DIR --prompt TEXT|--prompt-file F --max-tokens N [--kv-cache F] [--pages P]
 //   tf-cuda-test serve-gate FIXTURE [--backend cpu|cuda|auto] [--kv-cache F[,F]] [--out FILE]
 //   tf-cuda-test serve-memory --preset P [--parallel L] [--context C] [--page P] [--prompts N,...] [--out FILE]
@@ -456,14 +456,16 @@ int run_main(int argc, char** argv) {
       "premerge",
       "The pre-merge gate: run every contract for the head (with the base receipts' seeds and case counts; on the "
       "cuda backend also bench attention and pack, and rope-store and compact where the base has them, each in the "
-      "mode of the base's receipt, a bench run twice when rows are slower), or read the head's receipts from --head, "
+      "mode of the base's receipt, a bench run twice when rows are slower, and the command of each serve-gate and "
+      "kv-gate receipt in the base), or read the head's receipts from --head, "
       "diff each against the base folder's receipt, write premerge.md (verdict, regressions, tables: the comment a "
       "reviewer pastes) and the diffs in --out-dir. Exit 1 on any regression (a gate ok -> FAIL, a control red -> "
       "green, a target met -> not met, a bench row's time slower than --max-slowdown by every same-run ratio), each named; "
       "2 for a base of another backend or contract set (the mismatch named) or unreadable receipts");
   premerge->add_option("--base", pm.base_dir,
                        "Folder of the merge base's receipts (<contract>.json as kernel-contract --out-dir writes them, "
-                       "bench-<name>.json), e.g. reports/cpu or a CI artifact")
+                       "bench-<name>.json, serve-gate and kv-gate receipts under any name), e.g. reports/cpu or a CI "
+                       "artifact")
       ->required();
   premerge->add_option("--head", pm.head_dir, "Folder of the head's receipts: compare them instead of running the head");
   auto* pm_backend = premerge->add_option("--backend", pm.backend, "auto (cuda when a device is present), cpu or cuda")
@@ -491,6 +493,11 @@ int run_main(int argc, char** argv) {
                        "timed again in a same-call A/B, two rounds of the base build's bench and then the head's over "
                        "those rows alone, and a time stays a regression only when the head is past its limit in every "
                        "round (receipts in head/ab/). Cuda runs only; not with --head");
+  premerge->add_flag("--skip-gates", pm.skip_gates,
+                     "Do not replay the base's serve-gate and kv-gate receipts (listed as not replayed). Without it "
+                     "each runs its own command again with this build (--out in head/, a fresh --bf16-cache there), "
+                     "from the current folder, so run premerge where the base's commands ran (the repository root); "
+                     "a replay that fails to run or write its receipt is a regression");
   premerge->add_option("--script-dir", pm.script_dir, "Folder of bench_sdpa.py (default tools)");
   premerge->add_flag("--quiet", pm.quiet, "No progress lines on stderr");
   const auto is_command = [&](const std::string& a) {

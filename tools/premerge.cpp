@@ -1,5 +1,6 @@
 #include "tools/premerge.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,7 @@ struct Folder {
   std::map<std::string, json> contracts;  // contract name -> receipt (<name>.json)
   std::map<std::string, json> benches;    // bench name -> receipt (bench-<name>.json)
   std::map<std::string, json> reruns;     // bench name -> premerge's second run (bench-<name>-rerun.json)
+  std::map<std::string, json> gates;      // file stem -> a serve-gate or kv-gate receipt (<stem>.json)
   std::vector<std::string> ignored;       // "file: why"
 };
 
@@ -76,12 +78,14 @@ Status read_folder(const std::string& dir, const std::string& role, Folder* f) {
       f->benches[name] = std::move(r);
     } else if (kind == "bench" && stem == "bench-" + name + "-rerun") {
       f->reruns[name] = std::move(r);
+    } else if (kind == "serve-gate" || kind == "kv-gate") {
+      f->gates[stem] = std::move(r);
     } else {
       f->ignored.push_back(base + ": " + kind + " '" + name + "'" +
                            (kind == "contract" && stem == name ? ", not written by a contract run" : "") +
                            (kind == "contract" && stem != name ? ", not named <contract>.json" : "") +
                            (kind == "bench" && stem != "bench-" + name ? ", not named bench-<name>.json" : "") +
-                           (kind != "contract" && kind != "bench" ? " (premerge compares contracts and benches)" : ""));
+                           (kind != "contract" && kind != "bench" ? " (premerge compares contracts, benches, serve-gate and kv-gate receipts)" : ""));
     }
   }
   return Status::Ok();
@@ -362,6 +366,60 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
   return Status::Ok();
 }
 
+// The replay of a base serve-gate / kv-gate receipt by the head: the receipt's own command
+// (argv after the program), with --out the head's file, no --junit, and --bf16-cache a folder
+// of this premerge run (so the kv-gate's bf16 arm is this build's, shared by its formats).
+// Empty, with *why, when argv is not such a command.
+std::vector<std::string> replay_args(const json& r, const std::string& out_file, const std::string& cache,
+                                     std::string* why) {
+  const std::string kind = r["kind"].get<std::string>();
+  const json& argv = r.contains("argv") ? r["argv"] : json();
+  bool strings = argv.is_array() && argv.size() >= 2;
+  for (const auto& a : strings ? argv : json::array()) strings = strings && a.is_string();
+  if (!strings || argv[1] != kind) {
+    *why = "its argv is not a " + kind + " command (argv[1] must be " + kind + ")";
+    return {};
+  }
+  std::vector<std::string> out;
+  bool has_cache = false;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string a = argv[i].get<std::string>();
+    bool dropped = false;
+    for (const char* opt : {"--out", "--junit", "--bf16-cache"}) {
+      const std::string o = opt;
+      if (a == o || a.rfind(o + "=", 0) == 0) {
+        if (a == o) ++i;  // its value
+        if (o == "--bf16-cache") has_cache = true;
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  out.push_back("--out");
+  out.push_back(out_file);
+  if (kind == "kv-gate" || has_cache) {
+    out.push_back("--bf16-cache");
+    out.push_back(cache);
+  }
+  return out;
+}
+
+// This process's executable (the head's tf-cuda-test), for the gates' replays.
+std::string self_exe(const PremergeOptions& o) {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && !p.empty()) return p.string();
+  return o.argv.empty() ? "tf-cuda-test" : o.argv[0];
+}
+
+std::string last_line_of(const std::string& path) {
+  std::ifstream f(path);
+  std::string line, last;
+  while (std::getline(f, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
 }  // namespace
 
 int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err) {
@@ -409,6 +467,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     if (auto w = check_backend(r, file_of(o.base_dir, n + ".json")); !w.empty()) return refuse(w);
   for (const auto& [n, r] : base.benches)
     if (auto w = check_backend(r, file_of(o.base_dir, "bench-" + n + ".json")); !w.empty()) return refuse(w);
+  for (const auto& [n, r] : base.gates)
+    if (auto w = check_backend(r, file_of(o.base_dir, n + ".json")); !w.empty()) return refuse(w);
 
   // The head: a folder of receipts, or the contracts run here.
   std::set<std::string> registered;
@@ -506,6 +566,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   // Run the head.
   std::vector<json> head_receipts;  // in order, for JUnit
   std::map<std::string, json> head_contracts, head_benches, head_confirm, head_ab;
+  std::map<std::string, json> head_gates;             // file stem -> the head's serve-gate / kv-gate receipt
+  std::map<std::string, std::string> gate_replay_why;  // file stem -> why the head has none
   std::vector<std::string> run_notes;
   const std::string head_out = file_of(o.out_dir, "head");
   if (o.head_dir.empty()) {
@@ -607,6 +669,42 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     } else {
       run_notes.push_back("benches not run: they need the cuda backend (the head ran on " + head_backend + ")");
     }
+    // The base's serve-gate and kv-gate receipts: each command again, by this build.
+    if (!o.skip_gates && !base.gates.empty()) {
+      const std::string exe = self_exe(o), cache = file_of(head_out, "kv-bf16-cache");
+      size_t i = 0;
+      for (const auto& [stem, b] : base.gates) {
+        ++i;
+        const std::string hfile = file_of(head_out, stem + ".json"), log = file_of(head_out, stem + ".log");
+        std::string why;
+        const std::vector<std::string> args = replay_args(b, hfile, cache, &why);
+        if (args.empty()) {
+          gate_replay_why[stem] = "cannot replay " + file_of(o.base_dir, stem + ".json") + ": " + why;
+          continue;
+        }
+        std::string cmd = shell_quote(exe);
+        for (const auto& a : args) cmd += " " + shell_quote(a);
+        if (!o.quiet) err << "premerge: " << b["kind"].get<std::string>() << " " << stem << " [" << i << "/" << base.gates.size() << "]: " << cmd << "\n";
+        std::error_code ec;
+        fs::create_directories(head_out, ec);
+        fs::remove(hfile, ec);
+        const int status = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
+        const int rc = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        json h;
+        if (rc == 0 || rc == 1) {
+          Status ls = Receipt::load(hfile, &h);
+          if (!ls.ok) h = json(), why = ls.message;
+        }
+        if (h.is_object()) {
+          head_gates[stem] = h;
+          head_receipts.push_back(h);
+        } else {
+          gate_replay_why[stem] = "the head's replay (" + log + ") " +
+                                  (rc == 0 || rc == 1 ? "wrote no readable receipt: " + why
+                                                      : "exited " + std::to_string(rc) + ": " + last_line_of(log));
+        }
+      }
+    }
   } else {
     for (const auto& n : head_set) {
       head_contracts[n] = head.contracts[n];
@@ -614,6 +712,10 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
     for (const auto& [n, r] : head.benches) {
       head_benches[n] = r;
+      head_receipts.push_back(r);
+    }
+    for (const auto& [n, r] : head.gates) {
+      head_gates[n] = r;
       head_receipts.push_back(r);
     }
     // A head folder that premerge wrote holds its second runs too, and its same-call A/B
@@ -719,6 +821,36 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       c.notes.push_back("no base receipt: not compared");
       all.push_back(c);
     }
+
+  // serve-gate and kv-gate receipts: what diff calls a regression (a gate ok -> FAIL, a control
+  // red -> GREEN, a failing gate failing more checks, ...), as for contracts.
+  for (const auto& [stem, b] : base.gates) {
+    Compared c;
+    c.label = b["kind"].get<std::string>() + " " + stem;
+    c.base_file = file_of(o.base_dir, stem + ".json");
+    c.base_verdict = b["verdict"].get<std::string>();
+    if (o.skip_gates) {
+      c.notes.push_back("not replayed (--skip-gates)");
+      all.push_back(c);
+      continue;
+    }
+    if (!head_gates.count(stem)) {
+      c.regressions.push_back(gate_replay_why.count(stem) ? gate_replay_why[stem]
+                                                          : "the head folder " + o.head_dir + " has no " + stem + ".json");
+      all.push_back(c);
+      continue;
+    }
+    const json& h = head_gates[stem];
+    c.head_file = o.head_dir.empty() ? file_of(head_out, stem + ".json") : file_of(o.head_dir, stem + ".json");
+    c.head_verdict = h["verdict"].get<std::string>();
+    ReceiptDiff d;
+    if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
+    c.regressions = d.regression_list;
+    c.improvements = d.improvements;
+    c.detail = d.text;
+    if (c.head_verdict != "pass" && c.base_verdict != "pass") c.notes.push_back("the base failed too");
+    all.push_back(c);
+  }
 
   // premerge.md: the verdict, the regressions, then the tables.
   std::vector<std::string> regressions;

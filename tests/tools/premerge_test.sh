@@ -18,6 +18,10 @@
 #              of another L2 policy than its base (l2_policy) is refused, exit 2; a row whose output
 #              hash (out_fnv1a, out_hash) changed is still compared and listed; a head none of whose rows has a
 #              base row's name compared nothing: exit 1
+#   gates      a base's serve-gate / kv-gate receipts: replayed by the head and diffed (cpu, kv-gate on
+#              fixtures/kv/ci.json); with --head a control gone green or a missing receipt is a regression,
+#              --skip-gates lists them; a replay refused (fixture gone) or a command not the gate's is a
+#              regression; a gate receipt of another backend is refused (exit 2)
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -184,6 +188,44 @@ case "$case_" in
     # The limit is a flag: 1.2 lets the 10 % row pass (the target still fails).
     expect 1 "FAIL - 1 regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/slow" --max-slowdown 1.2
     grep -A3 '^### Regressions' "$d/slow/premerge.md" | grep -q 'target 32K x b8 window' || fail "the regression is not listed first"
+    ;;
+  gates)
+    # The base's serve-gate / kv-gate receipts are replayed by the head (their commands, run from
+    # the repository root as the base's were) and diffed; a replay that cannot run is a regression.
+    cd "$src" || fail "cd $src"
+    mkdir "$d/base" && cp reports/cpu/rows-invariant.json "$d/base/"
+    "$tool" kv-gate fixtures/kv/ci.json --format q4 --backend cpu --bf16-cache "$d/kvc" --out "$d/base/kv-ci-q4.json" \
+      > "$d/kv.log" 2>&1
+    [ -f "$d/base/kv-ci-q4.json" ] || fail "kv-gate wrote no base receipt: $(tail -3 "$d/kv.log")"
+    expect 0 "PASS - no regression" -- --base "$d/base" --backend cpu --contracts rows-invariant --out-dir "$d/out"
+    grep -q '^| kv-gate kv-ci-q4 | fail -> fail | 0 | 0 | the base failed too |$' "$d/out/premerge.md" ||
+      fail "premerge.md does not list the replayed kv-gate: $(grep kv-gate "$d/out/premerge.md")"
+    [ -f "$d/out/head/kv-ci-q4.json" ] && [ -d "$d/out/head/kv-bf16-cache" ] || fail "no head kv-gate receipt or bf16 cache in head/"
+    # The head's folder: the same receipts pass; a control gone green, or the receipt missing, is a regression.
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/out/head" --contracts rows-invariant --out-dir "$d/out2"
+    mkdir "$d/hgreen" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hgreen/"
+    edit "$d/hgreen/kv-ci-q4.json" "c=r['controls'][0]; c['red']=False; c['caught_by']=[]"
+    expect 1 "kv-gate kv-ci-q4: control" -- --base "$d/base" --head "$d/hgreen" --contracts rows-invariant --out-dir "$d/out3"
+    mkdir "$d/hnone" && cp "$d/out/head/rows-invariant.json" "$d/hnone/"
+    expect 1 "kv-gate kv-ci-q4: the head folder $d/hnone has no kv-ci-q4.json" -- --base "$d/base" --head "$d/hnone" \
+      --contracts rows-invariant --out-dir "$d/out4"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hnone" --contracts rows-invariant --skip-gates --out-dir "$d/out5"
+    grep -q 'not replayed (--skip-gates)' "$d/out5/premerge.md" || fail "--skip-gates: not listed as not replayed"
+    # A replay that cannot run: a fixture gone (the command exits 2), a command that is not the gate's.
+    cp -r "$d/base" "$d/gone"
+    cp "$d/base/kv-ci-q4.json" "$d/gone/kv-gone.json"
+    edit "$d/gone/kv-gone.json" "r['argv'][2]='fixtures/kv/gone.json'"
+    expect 1 "kv-gate kv-gone: the head's replay ($d/out6/head/kv-gone.log) exited 2:" -- --base "$d/gone" --backend cpu \
+      --contracts rows-invariant --out-dir "$d/out6"
+    cp "$d/base/kv-ci-q4.json" "$d/gone/kv-other.json"
+    edit "$d/gone/kv-other.json" "r['argv'][1]='serve-gate'"
+    expect 1 "kv-gate kv-other: cannot replay $d/gone/kv-other.json: its argv is not a kv-gate command" -- --base "$d/gone" \
+      --backend cpu --contracts rows-invariant --out-dir "$d/out7"
+    # A gate receipt of another backend than the base's contracts: refused before anything runs.
+    mkdir "$d/mixed" && cp "$d/base/"*.json "$d/mixed/"
+    edit "$d/mixed/kv-ci-q4.json" "r['backend']='cuda'"
+    expect 2 "backend mismatch inside the base" -- --base "$d/mixed" --backend cpu --contracts rows-invariant --out-dir "$d/out8"
+    [ -e "$d/out8" ] && fail "a refused premerge wrote $d/out8"
     ;;
   main-head)
     rm -rf "$arg2"
