@@ -7,13 +7,15 @@
 #    the commit that reports/h200's receipts name, in $TMPDIR/kc-base-build;
 # 2. premerge --base reports/h200 --backend cuda --base-bin <the base build>: every contract,
 #    the benches in the base receipts' modes, a re-run of slower benches, and a same-call A/B
-#    against the base build of the rows slower in both runs (docs/design.md, premerge);
+#    against the base build of the rows slower in both runs, and the replay of every serve-gate
+#    and kv-gate receipt in reports/h200 (about five minutes; KC_SKIP_GATES=1 passes --skip-gates)
+#    (docs/design.md, premerge);
 # 3. the cuda-labelled mutant tests (every device plant must turn its contract red);
 # 4. qwen-pages on the tensor-core shapes (deep: --cases 120), then memcheck, synccheck and
 #    racecheck over a part of those cases.
 # 5. with KC_AB_CONTROL=1, the control of premerge's same-call A/B (below): it must go red.
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
-# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_AB_CONTROL=1.
+# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_SKIP_GATES=1, KC_AB_CONTROL=1.
 # Every step's output is in OUT_DIR/<step>.log, premerge's folder is OUT_DIR/pm. The table
 # printed last gives each step's exit code and time; exit 1 when any step failed (premerge's
 # regressions included), 2 when a build failed.
@@ -73,7 +75,7 @@ if [ "$head_rc" != 0 ] || [ "$base_rc" != 0 ]; then
 fi
 bin=build/tools/tf-cuda-test
 step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
-  --out-dir "$out/pm" --junit "$out/pm/junit.xml"
+  --out-dir "$out/pm" --junit "$out/pm/junit.xml" ${KC_SKIP_GATES:+--skip-gates}
 if [ "$mutants" = ON ]; then
   step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi
