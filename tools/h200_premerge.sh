@@ -75,7 +75,7 @@ if [ "$head_rc" != 0 ] || [ "$base_rc" != 0 ]; then
 fi
 bin=build/tools/tf-cuda-test
 step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
-  --out-dir "$out/pm" --junit "$out/pm/junit.xml" ${KC_SKIP_GATES:+--skip-gates}
+  --out-dir "$out/pm" --junit "$out/pm/junit.xml" $([ "${KC_SKIP_GATES:-0}" = 1 ] && echo --skip-gates)
 if [ "$mutants" = ON ]; then
   step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi
