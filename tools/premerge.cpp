@@ -852,6 +852,16 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     all.push_back(c);
   }
 
+  for (const auto& [stem, h] : head_gates)
+    if (!base.gates.count(stem)) {  // a --head folder's gate receipt the base has none of
+      Compared c;
+      c.label = h["kind"].get<std::string>() + " " + stem;
+      c.head_file = file_of(o.head_dir, stem + ".json");
+      c.head_verdict = h["verdict"].get<std::string>();
+      c.notes.push_back("no base receipt: not compared");
+      all.push_back(c);
+    }
+
   // premerge.md: the verdict, the regressions, then the tables.
   std::vector<std::string> regressions;
   for (const auto& c : all)

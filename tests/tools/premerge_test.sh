@@ -225,7 +225,7 @@ case "$case_" in
     mkdir "$d/mixed" && cp "$d/base/"*.json "$d/mixed/"
     edit "$d/mixed/kv-ci-q4.json" "r['backend']='cuda'"
     expect 2 "backend mismatch inside the base" -- --base "$d/mixed" --backend cpu --contracts rows-invariant --out-dir "$d/out8"
-    [ -e "$d/out8" ] && fail "a refused premerge wrote $d/out8"
+    if [ -e "$d/out8" ]; then fail "a refused premerge wrote $d/out8"; fi
     ;;
   main-head)
     rm -rf "$arg2"
