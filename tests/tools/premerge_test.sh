@@ -203,6 +203,11 @@ case "$case_" in
     [ -f "$d/out/head/kv-ci-q4.json" ] && [ -d "$d/out/head/kv-bf16-cache" ] || fail "no head kv-gate receipt or bf16 cache in head/"
     # The head's folder: the same receipts pass; a control gone green, or the receipt missing, is a regression.
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/out/head" --contracts rows-invariant --out-dir "$d/out2"
+    mkdir "$d/hextra" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hextra/"
+    cp "$d/out/head/kv-ci-q4.json" "$d/hextra/kv-extra.json"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hextra" --contracts rows-invariant --out-dir "$d/out2x"
+    grep -q '^| kv-gate kv-extra | - -> fail | 0 | 0 | no base receipt: not compared |$' "$d/out2x/premerge.md" ||
+      fail "a head gate receipt without a base one is not listed"
     mkdir "$d/hgreen" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hgreen/"
     edit "$d/hgreen/kv-ci-q4.json" "c=r['controls'][0]; c['red']=False; c['caught_by']=[]"
     expect 1 "kv-gate kv-ci-q4: control" -- --base "$d/base" --head "$d/hgreen" --contracts rows-invariant --out-dir "$d/out3"
