@@ -13,7 +13,7 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 17 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 21 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4, fp8 V rows of E4M3 ties, zero scale groups) for paths and numerics the drawn
 // data reach by chance.
@@ -102,7 +102,10 @@ constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 //               x * (1 / scale))
 //   zero-groups V rows with zero scale groups (q4, mxfp4: every third group of 32; bf16,
 //               fp8: every fifth row): a zero group's codes are code 0 (q4 bytes 0x88), scale 0
-enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups };
+//   tiny        K and V rows scaled by 2^u, u in [-140, -118] (every format): fp32
+//               subnormals, bf16 subnormals (the store bound's absolute 2^-134), scales that
+//               underflow
+enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny };
 const char* probe_name(Probe p) {
   switch (p) {
     case Probe::peaked: return "peaked";
@@ -111,6 +114,7 @@ const char* probe_name(Probe p) {
     case Probe::magnitudes: return "magnitudes";
     case Probe::v_ties: return "v-ties";
     case Probe::zero_groups: return "zero-groups";
+    case Probe::tiny: return "tiny";
     default: return "none";
   }
 }
@@ -601,6 +605,17 @@ class QwenCaseRun {
       };
       ties(hv1), ties(rv), ties(hv0);
     }
+    if (c.probe == Probe::tiny) {
+      // Each K and V row scaled by 2^u, u in [-140, -118]: fp32 subnormals and the smallest
+      // normals, where bf16 is subnormal and the formats' scales underflow.
+      auto scale_rows = [&](std::vector<float>& v) {
+        for (size_t i = 0; i < v.size(); i += d) {
+          const int u = int(g() % 23) - 140;
+          for (int j = 0; j < d; ++j) v[i + j] = float(std::ldexp(double(v[i + j]), u));
+        }
+      };
+      scale_rows(hk1), scale_rows(hv1), scale_rows(rk), scale_rows(rv);
+    }
     if (c.probe == Probe::zero_groups) {
       const bool grouped = c.fmt == Format::q4 || c.fmt == Format::mxfp4;
       auto zero = [&](std::vector<float>& v) {
@@ -717,7 +732,9 @@ class QwenCaseRun {
         for (int j = 0; j < d; ++j) {
           const double rb = kv == 0 ? ref::rope_bound(x.data(), d, S.rot_dims, S.base, pos, j) : 0.0;
           double qb;
-          if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8);
+          // bf16: half an ulp relative (2^-8 (|y| + rb)), and below 2^-126, where bf16 is
+          // subnormal (spacing 2^-133), half the spacing, 2^-134 (the probe tiny).
+          if (c.fmt == Format::bf16) qb = std::ldexp(std::fabs(y[j]) + rb, -8) + std::ldexp(1.0, -134);
           else if (c.fmt == Format::q4) qb = q4b[j];
           else if (c.fmt == Format::mxfp4) {
             // mxfp4 store bound (derived): the kernel encodes its fp32 row y32 (|y32 - y| <=
@@ -1458,6 +1475,10 @@ const QwenCase kProbes[] = {
     probe_case(1, Format::q4, 48, 256, 120, 100, Probe::zero_groups, 115),  // the ring kernel
     probe_case(7, Format::mxfp4, 16, 256, 120, 100, Probe::zero_groups, 116),
     probe_case(7, Format::fp8, 16, 256, 120, 100, Probe::zero_groups, 117),
+    probe_case(4, Format::bf16, 16, 256, 120, 100, Probe::tiny, 118),
+    probe_case(1, Format::fp8, 48, 256, 120, 100, Probe::tiny, 119),
+    probe_case(1, Format::q4, 16, 256, 120, 100, Probe::tiny, 120),
+    probe_case(7, Format::mxfp4, 16, 256, 120, 100, Probe::tiny, 121),
 };
 
 void qwen_pages_body(Run& run) {

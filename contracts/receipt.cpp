@@ -379,6 +379,18 @@ bool check_receipt(const json& r, Checker& c) {
           !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}, at) ||
           !c.field(d, at, "why", Want::string))
         return false;
+      // A depth's verdict is its bar's: mean and worst-token KL at or under it (kv_bar_failure).
+      if (kv.contains("bar") && kv["bar"].is_object() && kv["bar"].contains("mean_kl") &&
+          kv["bar"]["mean_kl"].is_number() && kv["bar"].contains("worst_token_kl") &&
+          kv["bar"]["worst_token_kl"].is_number()) {
+        const double bm = kv["bar"]["mean_kl"].get<double>(), bw = kv["bar"]["worst_token_kl"].get<double>();
+        const double m = d["mean_kl"].get<double>(), w = d["worst_kl"].get<double>();
+        const bool holds = m <= bm && w <= bw;
+        if ((d["verdict"] == "pass") != holds)
+          return c.fail(at + ".verdict", "'" + d["verdict"].get<std::string>() + "' contradicts mean_kl " + num_text(m) +
+                                             (m <= bm ? " <= " : " > ") + num_text(bm) + " and worst_kl " + num_text(w) +
+                                             (w <= bw ? " <= " : " > ") + num_text(bw) + " (kv.bar)");
+      }
       for (const char* k : {"p99.9", "p99", "p95", "p90", "p50"})
         if (!c.field(d["kl_percentiles"], at + ".kl_percentiles", k, Want::number)) return false;
       for (const char* k : {"bf16", "quant"})

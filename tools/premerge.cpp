@@ -366,38 +366,17 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
   return Status::Ok();
 }
 
-// The replay of a base serve-gate / kv-gate receipt by the head: the receipt's own command
-// (argv after the program), with --out the head's file, no --junit, and --bf16-cache a folder
-// of this premerge run (so the kv-gate's bf16 arm is this build's, shared by its formats).
-// Empty, with *why, when argv is not such a command.
+// The replay of a base serve-gate / kv-gate receipt by the head: the command it stands for
+// (gate_command), with --out the head's file and, for a kv-gate, --bf16-cache a folder of this
+// premerge run, emptied first (so the kv-gate's bf16 arm is this build's, shared by its
+// formats). Empty, with *why, when the receipt stands for no such command.
 std::vector<std::string> replay_args(const json& r, const std::string& out_file, const std::string& cache,
                                      std::string* why) {
-  const std::string kind = r["kind"].get<std::string>();
-  const json& argv = r.contains("argv") ? r["argv"] : json();
-  bool strings = argv.is_array() && argv.size() >= 2;
-  for (const auto& a : strings ? argv : json::array()) strings = strings && a.is_string();
-  if (!strings || argv[1] != kind) {
-    *why = "its argv is not a " + kind + " command (argv[1] must be " + kind + ")";
-    return {};
-  }
-  std::vector<std::string> out;
-  bool has_cache = false;
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string a = argv[i].get<std::string>();
-    bool dropped = false;
-    for (const char* opt : {"--out", "--junit", "--bf16-cache"}) {
-      const std::string o = opt;
-      if (a == o || a.rfind(o + "=", 0) == 0) {
-        if (a == o) ++i;  // its value
-        if (o == "--bf16-cache") has_cache = true;
-        dropped = true;
-      }
-    }
-    if (!dropped) out.push_back(a);
-  }
+  std::vector<std::string> out = gate_command(r, why);
+  if (out.empty()) return out;
   out.push_back("--out");
   out.push_back(out_file);
-  if (kind == "kv-gate" || has_cache) {
+  if (r["kind"] == "kv-gate") {
     out.push_back("--bf16-cache");
     out.push_back(cache);
   }
@@ -672,6 +651,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     // The base's serve-gate and kv-gate receipts: each command again, by this build.
     if (!o.skip_gates && !base.gates.empty()) {
       const std::string exe = self_exe(o), cache = file_of(head_out, "kv-bf16-cache");
+      std::error_code rm_ec;
+      fs::remove_all(cache, rm_ec);  // a reused --out-dir must not lend an earlier build's bf16 arm
       size_t i = 0;
       for (const auto& [stem, b] : base.gates) {
         ++i;
@@ -693,14 +674,19 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         json h;
         if (rc == 0 || rc == 1) {
           Status ls = Receipt::load(hfile, &h);
-          if (!ls.ok) h = json(), why = ls.message;
+          if (!ls.ok) {
+            h = json(), why = "wrote no readable receipt: " + ls.message;
+          } else if (Receipt(h).what() != Receipt(b).what()) {  // a fixture renamed, say: no comparison
+            why = "wrote " + Receipt(h).what() + ", not the base's " + Receipt(b).what();
+            h = json();
+          }
         }
         if (h.is_object()) {
           head_gates[stem] = h;
           head_receipts.push_back(h);
         } else {
           gate_replay_why[stem] = "the head's replay (" + log + ") " +
-                                  (rc == 0 || rc == 1 ? "wrote no readable receipt: " + why
+                                  (rc == 0 || rc == 1 ? why
                                                       : "exited " + std::to_string(rc) + ": " + last_line_of(log));
         }
       }
@@ -715,6 +701,9 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       head_receipts.push_back(r);
     }
     for (const auto& [n, r] : head.gates) {
+      if (r["backend"].get<std::string>() != head_backend)
+        return refuse("backend mismatch inside the head: " + file_of(o.head_dir, n + ".json") + " ran on " +
+                      r["backend"].get<std::string>() + ", the head's contract receipts on " + head_backend);
       head_gates[n] = r;
       head_receipts.push_back(r);
     }
@@ -757,6 +746,16 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       return Status::Error(c.base_file + ", " + c.head_file + ": unreadable field (" + e.what() + ")");
     }
   };
+  // compare_into: a contract's or gate's diff, its regressions and improvements into *c.
+  auto compare_into = [&diff_of](const json& b, const json& h, Compared* c) {
+    ReceiptDiff d;
+    KC_RETURN_IF_ERROR(diff_of(b, h, *c, &d));
+    c->regressions = d.regression_list;
+    c->improvements = d.improvements;
+    c->detail = d.text;
+    if (c->head_verdict != "pass" && c->base_verdict != "pass") c->notes.push_back("the base failed too");
+    return Status::Ok();
+  };
   std::vector<Compared> all;
   std::vector<RowChange> row_changes;
   for (const std::string& name : head_set) {
@@ -774,13 +773,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     const json& b = base.contracts[name];
     c.base_file = file_of(o.base_dir, name + ".json");
     c.base_verdict = b["verdict"].get<std::string>();
-    ReceiptDiff d;
-    if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
-    c.regressions = d.regression_list;
-    c.improvements = d.improvements;
-    c.detail = d.text;
+    if (st = compare_into(b, h, &c); !st.ok) return refuse(st.message);
     if (b["seed"] != h["seed"]) c.notes.push_back("seeds differ");
-    if (c.head_verdict != "pass" && c.base_verdict != "pass") c.notes.push_back("the base failed too");
     all.push_back(c);
   }
   for (const auto& n : base_only) {
@@ -843,12 +837,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     const json& h = head_gates[stem];
     c.head_file = o.head_dir.empty() ? file_of(head_out, stem + ".json") : file_of(o.head_dir, stem + ".json");
     c.head_verdict = h["verdict"].get<std::string>();
-    ReceiptDiff d;
-    if (st = diff_of(b, h, c, &d); !st.ok) return refuse(st.message);
-    c.regressions = d.regression_list;
-    c.improvements = d.improvements;
-    c.detail = d.text;
-    if (c.head_verdict != "pass" && c.base_verdict != "pass") c.notes.push_back("the base failed too");
+    if (st = compare_into(b, h, &c); !st.ok) return refuse(st.message);
     all.push_back(c);
   }
 
@@ -859,6 +848,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       c.head_file = file_of(o.head_dir, stem + ".json");
       c.head_verdict = h["verdict"].get<std::string>();
       c.notes.push_back("no base receipt: not compared");
+      if (c.head_verdict != "pass") c.regressions.push_back("new " + c.label + ": verdict fail, with no base receipt");
       all.push_back(c);
     }
 

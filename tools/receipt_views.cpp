@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace kc {
 namespace {
@@ -544,6 +545,108 @@ std::string render_receipt(const Receipt& receipt, const std::string& path, View
   return o.str();
 }
 
+std::vector<std::string> gate_command(const json& r, std::string* why) {
+  const std::string kind = r.value("kind", std::string());
+  const json& argv = r.contains("argv") ? r["argv"] : json();
+  bool strings = argv.is_array() && argv.size() >= 2;
+  for (const auto& a : strings ? argv : json::array()) strings = strings && a.is_string();
+  if (kind == "serve-gate" && strings && argv[1] == "kernel-contract") {
+    if (!r.contains("fixture") || !r["fixture"].is_string() || !r.contains("backend") || !r["backend"].is_string()) {
+      *why = "a serve-gate written by kernel-contract without its fixture or backend";
+      return {};
+    }
+    std::string fx = r["fixture"].get<std::string>();
+    if (const size_t at = fx.rfind("/fixtures/"); !fx.empty() && fx[0] == '/' && at != std::string::npos)
+      fx = fx.substr(at + 1);
+    return {"serve-gate", fx, "--backend", r["backend"].get<std::string>()};
+  }
+  if (!strings || argv[1] != kind) {
+    *why = "its argv is not a " + kind + " command (argv[1] must be " + kind + ", or kernel-contract for a serve-gate)";
+    return {};
+  }
+  std::vector<std::string> out;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string a = argv[i].get<std::string>();
+    bool dropped = false;
+    for (const std::string o : {"--out", "--junit", "--bf16-cache"})
+      if (a == o || a.rfind(o + "=", 0) == 0) {
+        if (a == o) ++i;  // its value
+        dropped = true;
+      }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (cmd[i] == "--backend") {
+      ++i;
+      continue;
+    }
+    if (cmd[i].rfind("--backend=", 0) == 0) continue;
+    out.push_back(cmd[i]);
+  }
+  return out;
+}
+
+namespace {
+// kv-gate: depths matched by depth, recall probes by (probe, depth). A depth or probe's numbers
+// are compared whatever the gates say: a depth that failed its bar can fail it by far more.
+void diff_kv(const json& b, const json& h, std::vector<std::string>* regress, std::vector<std::string>* improve) {
+  const json bar = b.value("bar", json::object());
+  const double bar_mean = bar.value("mean_kl", 0.0), bar_worst = bar.value("worst_token_kl", 0.0);
+  std::map<int64_t, json> hd;  // copies: value() returns a temporary
+  for (const auto& d : h.value("depths", json::array()))
+    if (d.contains("depth") && d["depth"].is_number_integer()) hd[d["depth"].get<int64_t>()] = d;
+  auto number = [](const json& d, const char* k) {
+    return d.contains(k) && d[k].is_number() ? d[k].get<double>() : std::nan("");
+  };
+  for (const auto& bd : b.value("depths", json::array())) {
+    if (!bd.contains("depth") || !bd["depth"].is_number_integer()) continue;
+    const int64_t depth = bd["depth"].get<int64_t>();
+    const std::string at = "kv depth " + std::to_string(depth);
+    if (!hd.count(depth)) {
+      regress->push_back(at + " removed");
+      continue;
+    }
+    const json& hx = hd[depth];
+    for (const auto& [key, bar_v, label] : {std::tuple<const char*, double, const char*>{"mean_kl", bar_mean, "mean KL"},
+                                           {"worst_kl", bar_worst, "worst-token KL"}}) {
+      const double vb = number(bd, key), vh = number(hx, key);
+      if (std::isnan(vb) || std::isnan(vh)) continue;
+      if (vh > std::max(1.25 * vb, vb + 0.1 * bar_v))
+        regress->push_back(at + ": " + label + " " + num(vb) + " -> " + num(vh) + " (more than max(1.25 x, + 0.1 bar))");
+      else if (vb > std::max(1.25 * vh, vh + 0.1 * bar_v))
+        improve->push_back(at + ": " + label + " " + num(vb) + " -> " + num(vh));
+    }
+    const double tb = number(bd, "top1_agreement"), th = number(hx, "top1_agreement"), rows = number(bd, "rows");
+    const double slack = std::max(0.02, rows > 0 ? 2.0 / rows : 0.02);
+    if (!std::isnan(tb) && !std::isnan(th) && th < tb - slack)
+      regress->push_back(at + ": top-1 agreement " + num(tb) + " -> " + num(th) + " (down by more than " + num(slack) + ")");
+  }
+  std::map<std::string, std::string> ho;
+  auto probe_key = [](const json& p) {
+    return p.value("probe", std::string("?")) + "@" + (p.contains("depth") ? p["depth"].dump() : std::string("?"));
+  };
+  for (const auto& p : h.value("recall", json::array())) ho[probe_key(p)] = p.value("outcome", std::string("?"));
+  for (const auto& p : b.value("recall", json::array())) {
+    const std::string k = probe_key(p), ob = p.value("outcome", std::string("?"));
+    if (!ho.count(k)) {
+      if (ob == "recalled" || ob == "lost") regress->push_back("recall probe " + k + " removed (" + ob + " in the base)");
+      continue;
+    }
+    const std::string& oh = ho[k];
+    if (ob == "recalled" && oh != "recalled")
+      regress->push_back("recall probe " + k + ": recalled -> " + oh +
+                         (oh == "uninformative" ? " (the bf16 arm no longer recalls it)" : ""));
+    else if (ob == "lost" && oh == "recalled")
+      improve->push_back("recall probe " + k + ": lost -> recalled");
+  }
+}
+}  // namespace
+
 Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, const Receipt& head_receipt,
                      const std::string& head_path, ReceiptDiff* out) {
   const json& base = base_receipt.doc();
@@ -560,6 +663,24 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (base_receipt.device_line() != head_receipt.device_line()) notes.push_back("the two ran on different backends or devices");
   if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
+  const bool gate_kind = head["kind"] == "serve-gate" || head["kind"] == "kv-gate";
+  const bool same_device = base_receipt.device_line() == head_receipt.device_line();
+  if (gate_kind) {
+    std::string wb, wh;
+    const auto cb = gate_command(base, &wb), ch = gate_command(head, &wh);
+    auto words = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& w : v) s += (s.empty() ? "" : " ") + w;
+      return s;
+    };
+    if (!cb.empty() && !ch.empty() && gate_command_sans_backend(cb) != gate_command_sans_backend(ch))
+      regress.push_back("another command: the base ran `" + words(cb) + "`, the head `" + words(ch) + "`");
+    const std::string fb = base.value("fixture_sha256", std::string()), fh = head.value("fixture_sha256", std::string());
+    if (fb != fh)
+      notes.push_back("the fixture changed (sha256 " + (fb.empty() ? "-" : fb.substr(0, 12)) + " -> " +
+                      (fh.empty() ? "-" : fh.substr(0, 12)) + "): the two measure different fixtures");
+    if (head["kind"] == "kv-gate" && base.contains("kv") && head.contains("kv")) diff_kv(base["kv"], head["kv"], &regress, &improve);
+  }
   const std::string bv = base["verdict"].get<std::string>(), hv = head["verdict"].get<std::string>();
   if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
   if (bv == "fail" && hv == "pass") improve.push_back("verdict fail -> pass");
@@ -593,6 +714,11 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                                               (h->contains("skip_reason") && (*h)["skip_reason"].is_string()
                                                    ? ": " + (*h)["skip_reason"].get<std::string>()
                                                    : std::string()));
+    else if (gate_kind && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
+             (*b)["total"].is_number_integer() && (*h)["total"].get<int64_t>() < (*b)["total"].get<int64_t>())
+      // A serve or KV gate runs its fixture's checks, all of them every time: fewer is a check gone.
+      change = "REGRESSED", regress.push_back("gate " + name + " checks fewer: " + scalar((*b)["total"]) + " -> " +
+                                              scalar((*h)["total"]));
     else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped across backends (a device gate on cpu): said, not a regression
     const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);

@@ -32,7 +32,21 @@ struct ReceiptDiff {
   int improvements = 0;
   std::vector<std::string> regression_list;  // each regression in words, as listed in text
 };
-// BASE and HEAD must be the same kind and name (else an error naming both).
+// The command a serve-gate or kv-gate receipt stands for, as words after the program: its argv
+// without --out, --junit and --bf16-cache (and their values). A serve-gate that kernel-contract
+// wrote (argv[1] kernel-contract) stands for `serve-gate FIXTURE --backend B`, its fixture taken
+// from the folder fixtures/ on when the recorded path holds one (so the command reads the same on
+// every machine, relative to the repository root). Empty, with *why, when it is neither.
+std::vector<std::string> gate_command(const nlohmann::json& r, std::string* why);
+// A gate_command without its --backend option: what two runs of one gate on two backends share.
+std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd);
+
+// BASE and HEAD must be the same kind and name (else an error naming both). For serve-gate and
+// kv-gate receipts the diff also counts as regressions: another command (gate_command, the
+// backend aside), an ok gate that checks fewer on the same device, and for kv-gate a depth
+// removed or worse (mean or worst-token KL above max(1.25 base, base + 0.1 bar), top-1
+// agreement down by more than max(0.02, 2 / rows)) and a recall probe recalled -> lost,
+// uninformative or removed. A changed fixture_sha256 is a note.
 Status diff_receipts(const Receipt& base, const std::string& base_path, const Receipt& head,
                      const std::string& head_path, ReceiptDiff* out);
 

@@ -38,7 +38,7 @@ TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
 # (run label, contract, extra arguments). The mma run selects the cases that take the
 # tensor-core partials (d 128 and 256, bf16, fp8 and q4), where shared memory is busiest.
-# qwen-pages' 17 probes (fixed cases with shaped inputs, `probe=` in their case line) run in
+# qwen-pages' 21 probes (fixed cases with shaped inputs, `probe=` in their case line) run in
 # every qwen-pages run whatever --cases says; they have a run of their own, and the other
 # qwen-pages runs and the controls leave them out (under racecheck they doubled a run's time).
 NO_PROBES = r"^(?!.*probe=)"
@@ -177,7 +177,7 @@ def main():
     lock = threading.Lock()
 
     def write_receipt(final):
-        if resumed is not None and found["git"].get("commit") != "unknown":
+        if resumed is not None and found.get("new"):
             for key in ("git", "device"):  # kept runs and new ones must be of one binary on one device
                 if found[key] != resumed.get(key):
                     why = f"--resume: {a.resume} names {key} {resumed.get(key)}, this run's binary {found[key]}"
@@ -255,6 +255,7 @@ def main():
             if sub is not None:
                 found["device"] = sub.get("device", found["device"])
                 found["git"] = sub.get("git", found["git"])
+                found["new"] = True  # this run's binary named its commit and device
             gate_at[idx] = gate
             if why:
                 reason_at[idx] = why
@@ -320,14 +321,26 @@ def main():
                 kept[1] += 1
             else:
                 todo.append(i)
-        found["git"] = {"commit": "unknown", "dirty": True}  # set again by the first new run
-        found["device"] = {"name": "unknown"}
+        # The resumed receipt's failures stand: a kept run of another commit stays an error.
+        errors.extend(e for e in resumed.get("errors", []) if isinstance(e, str) and e not in errors)
         print(f"sanitize: --resume {a.resume}: {kept[0]} runs and {kept[1]} controls kept, {len(todo)} to run",
               flush=True)
     else:
         todo = list(range(len(tasks)))
-    if resumed is not None and not todo:  # nothing left to run: the receipt is the resumed one's, complete
-        found["git"], found["device"] = resumed.get("git", found["git"]), resumed.get("device", found["device"])
+    if resumed is not None and not a.dry_run and not any(tasks[i][0] is run_gate for i in todo):
+        # No gate runs, so no run names the binary's commit: a one-case cpu run of the smallest
+        # contract does (the controls' plants are built with it). The device stays unchecked.
+        probe = os.path.join(sub_receipts, "commit-probe.json")
+        subprocess.run([a.bin, "rows-invariant", "--backend", "cpu", "--cases", "1", "--gates-only", "--quiet",
+                        "--out", probe], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        try:
+            with open(probe) as f:
+                git = json.load(f).get("git")
+        except (OSError, ValueError):
+            git = None
+        if git != resumed.get("git"):
+            errors.append(f"--resume: {a.resume} names git {resumed.get('git')}, this binary {git}"
+                          if git else f"--resume: {a.bin} wrote no receipt naming its commit (rows-invariant on cpu)")
     tasks = [(fn, args) if i in todo else None for i, (fn, args) in enumerate(tasks)]
     if a.dry_run or a.jobs == 1:
         for i, t in enumerate(tasks):

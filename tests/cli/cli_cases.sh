@@ -345,6 +345,8 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
     expect 2 "'pass' contradicts rows[0] (not verified)" "$bin" report "$tmp/e.json"
     ed "$h200/bench-rope-store.json" "r['targets'].append(dict(r['targets'][0]))"
     expect 2 "appears twice" "$bin" report "$tmp/e.json"
+    ed "$h200/kv-gate-long-fp8.json" "d=[d for d in r['kv']['depths'] if d['verdict']=='pass'][0]; d['mean_kl']=5.0"
+    expect 2 "].verdict: 'pass' contradicts mean_kl 5 > " "$bin" report "$tmp/e.json"
     ed "$h200/kv-gate-fp8.json" "r['kv']['depths'][0]['verdict']='maybe'"
     expect 2 "kv.depths[0].verdict: 'maybe' is not one of pass, fail" "$bin" report "$tmp/e.json" ;;
   # 19. diff: rows timed under two L2 rules (flush, warm) are not compared, and it says so.

@@ -205,9 +205,24 @@ case "$case_" in
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/out/head" --contracts rows-invariant --out-dir "$d/out2"
     mkdir "$d/hextra" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hextra/"
     cp "$d/out/head/kv-ci-q4.json" "$d/hextra/kv-extra.json"
-    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hextra" --contracts rows-invariant --out-dir "$d/out2x"
-    grep -q '^| kv-gate kv-extra | - -> fail | 0 | 0 | no base receipt: not compared |$' "$d/out2x/premerge.md" ||
+    expect 1 "kv-gate kv-extra: new kv-gate kv-extra: verdict fail, with no base receipt" -- --base "$d/base" \
+      --head "$d/hextra" --contracts rows-invariant --out-dir "$d/out2x"
+    grep -q '^| kv-gate kv-extra | - -> fail | 1 | 0 | no base receipt: not compared |$' "$d/out2x/premerge.md" ||
       fail "a head gate receipt without a base one is not listed"
+    # A depth that failed its bar and fails it by far more; another command under the same name;
+    # a head gate receipt of another backend (refused).
+    mkdir "$d/hworse" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hworse/"
+    edit "$d/hworse/kv-ci-q4.json" "d=r['kv']['depths'][1]; d['mean_kl']*=150"
+    expect 1 "kv-gate kv-ci-q4: kv depth 160: mean KL" -- --base "$d/base" --head "$d/hworse" --contracts rows-invariant \
+      --out-dir "$d/out2w"
+    mkdir "$d/hcmd" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hcmd/"
+    edit "$d/hcmd/kv-ci-q4.json" "r['argv'][2]='fixtures/kv/other.json'"
+    expect 1 "kv-gate kv-ci-q4: another command: the base ran \`kv-gate fixtures/kv/ci.json" -- --base "$d/base" \
+      --head "$d/hcmd" --contracts rows-invariant --out-dir "$d/out2c"
+    mkdir "$d/hback" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hback/"
+    edit "$d/hback/kv-ci-q4.json" "r['backend']='cuda'"
+    expect 2 "backend mismatch inside the head: $d/hback/kv-ci-q4.json ran on cuda" -- --base "$d/base" --head "$d/hback" \
+      --contracts rows-invariant --out-dir "$d/out2b"
     mkdir "$d/hgreen" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hgreen/"
     edit "$d/hgreen/kv-ci-q4.json" "c=r['controls'][0]; c['red']=False; c['caught_by']=[]"
     expect 1 "kv-gate kv-ci-q4: control" -- --base "$d/base" --head "$d/hgreen" --contracts rows-invariant --out-dir "$d/out3"
@@ -226,6 +241,26 @@ case "$case_" in
     edit "$d/gone/kv-other.json" "r['argv'][1]='serve-gate'"
     expect 1 "kv-gate kv-other: cannot replay $d/gone/kv-other.json: its argv is not a kv-gate command" -- --base "$d/gone" \
       --backend cpu --contracts rows-invariant --out-dir "$d/out7"
+    # A replay that writes a receipt of another name (a fixture renamed): a regression, not a refusal.
+    mkdir "$d/renamed" && cp "$d/base/"*.json "$d/renamed/"
+    edit "$d/renamed/kv-ci-q4.json" "r['name']='kv-ci-old/q4'"
+    expect 1 "kv-gate kv-ci-q4: the head's replay ($d/out9/head/kv-ci-q4.log) wrote kv-gate 'kv-ci/q4', not the base's kv-gate 'kv-ci-old/q4'" \
+      -- --base "$d/renamed" --backend cpu --contracts rows-invariant --out-dir "$d/out9"
+    # diff of gate receipts: a recall probe recalled -> lost (the failed count unchanged: another
+    # probe recovered), a serve-gate written by kernel-contract stands for its fixture's command.
+    k=$src/reports/h200/kv-gate-long-q4.json
+    cp "$k" "$d/klost.json"
+    edit "$d/klost.json" "rs=r['kv']['recall']; i=[j for j,p in enumerate(rs) if p['outcome']=='lost'][0]; k=[j for j,p in enumerate(rs) if p['outcome']=='recalled'][0]; rs[i]['outcome']='recalled'; rs[i]['quant']=dict(rs[k]['quant']); rs[k]['outcome']='lost'"
+    out=$("$tool" diff "$k" "$d/klost.json" 2>&1); rc=$?
+    [ "$rc" = 1 ] || fail "diff of a kv-gate with a probe recalled -> lost: exit $rc, expected 1"
+    case "$out" in *"recall probe "*": recalled -> lost"*) ;; *) fail "diff does not name the lost probe: $(echo "$out" | head -20)";; esac
+    s=$src/reports/h200/serve-ci.json
+    cp "$s" "$d/kc-serve.json"
+    edit "$d/kc-serve.json" "r['argv']=['/x/tf-cuda-test','kernel-contract','--backend','cuda','--out-dir','/x/r']; r['fixture']='/elsewhere/repo/fixtures/serve/ci.json'"
+    "$tool" diff "$s" "$d/kc-serve.json" > "$d/kc-diff.md" 2>&1 || fail "diff of a serve-gate and its kernel-contract twin: exit $?, expected 0: $(grep -A3 Regress "$d/kc-diff.md")"
+    out=$("$tool" diff "$src/reports/h200/serve-ci-q4.json" "$d/kc-serve.json" 2>&1)
+    case "$out" in *"another command: the base ran \`serve-gate fixtures/serve/ci.json --backend cuda --kv-cache q4\`, the head \`serve-gate fixtures/serve/ci.json --backend cuda\`"*) ;;
+      *) fail "diff of two serve-gate commands under one name: $(echo "$out" | grep -A3 Regress)";; esac
     # A gate receipt of another backend than the base's contracts: refused before anything runs.
     mkdir "$d/mixed" && cp "$d/base/"*.json "$d/mixed/"
     edit "$d/mixed/kv-ci-q4.json" "r['backend']='cuda'"

@@ -104,6 +104,20 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['git']['commit']=
 san --resume "$t/partother.json" --out "$t/resother.json" --logs "$t/l3" > /dev/null 2>&1; rc=$?
 [ "$rc" = 1 ] || fail "--resume of another commit's receipt: exit $rc, expected 1"
 field "$t/resother.json" "d['errors'][0]" | grep -q "names git" || fail "--resume: another commit not named"
+# Resumed again with nothing left to run, a receipt with errors stays failed (its errors kept).
+san --resume "$t/resother.json" --out "$t/resother2.json" --logs "$t/l4" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume of a failed receipt with nothing left to run: exit $rc, expected 1"
+field "$t/resother2.json" "d['errors'][0]" | grep -q "names git" || fail "--resume dropped the resumed receipt's errors"
+# Only a control left: no gate names the binary's commit, so a cpu run of rows-invariant does.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['controls']=d['controls'][:1]; d['git']['commit']='0'*40; json.dump(d, open(sys.argv[2], 'w'))" \
+  "$t/clean.json" "$t/ctlonly.json"
+san --tools memcheck,racecheck --resume "$t/ctlonly.json" --out "$t/resctl.json" --logs "$t/l5" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume with only a control left, of another commit: exit $rc, expected 1"
+field "$t/resctl.json" "d['errors'][0]" | grep -q "names git" || fail "--resume with only a control left: commit not checked"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['controls']=d['controls'][:1]; json.dump(d, open(sys.argv[2], 'w'))" \
+  "$t/clean.json" "$t/ctlonly2.json"
+san --tools memcheck,racecheck --resume "$t/ctlonly2.json" --out "$t/resctl2.json" --logs "$t/l6" > /dev/null 2>&1 ||
+  fail "--resume with only a control left, same commit: exit $?, expected 0"
 san --resume "$t/part.json" --seed 2 --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume with another seed: exit not 2"
 san --resume "$t/nothing.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a missing file: exit not 2"
 san --resume "$src/reports/h200/scale-planes.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a contract receipt: exit not 2"
