@@ -9,7 +9,7 @@
 //            knows this one).
 // Defined edge rules:
 //   - amax = 0 (all zeros, either sign): scale 0, every code 0x00; decodes to +0.
-//   - scale underflows to 0 for amax < 448 * 2^-150 (~6e-43): same as amax = 0; the
+//   - scale underflows to 0 for amax <= 448 * 2^-150 (~6e-43; at equality RN ties to 0): same as amax = 0; the
 //     decoded row is 0 (error |x_i|, inside the bound's saturation term).
 //   - amax NaN or Inf (any non-finite input): the row is poisoned on purpose: scale NaN
 //     and every code 0x7F (E4M3 NaN), so every decoded value is NaN. A non-finite

@@ -31,7 +31,7 @@
 //          written for a finite group); element 2i in the low nibble of byte i of the
 //          group's 16 bytes, element 2i+1 in the high nibble.
 // Defined edge rules:
-//   - s == 0 (amax = 0, or amax / 7 below 2^-25, the fp16 rounding to zero): every code
+//   - s == 0 (amax = 0, or amax / 7 at or below 2^-25, the fp16 rounding to zero): every code
 //     0 (bytes 0x88), scale 0; decodes to +0.
 //   - fp16-subnormal scales (amax / 7 < 2^-14) are kept; their coarse rounding can make
 //     |y| / s exceed 7.5, and those codes clamp to +-7 (the bound has a clip term).
@@ -119,7 +119,7 @@ KC_HD void q4_unrotate_out(float* o, int d) {
 
 // ---- fp16 scale ----
 
-// fp32 -> fp16 bits, round to nearest even (IEEE: overflow gives Inf, NaN gives 0x7E00).
+// fp32 -> fp16 bits, round to nearest even (IEEE: overflow gives Inf, NaN gives 0x7E00 with the sign kept: 0xFE00 for a negative NaN).
 // Software on both sides so host and device bits cannot differ.
 KC_HD uint16_t fp16_from_float(float x) {
   const uint32_t u = float_bits(x);
