@@ -45,11 +45,12 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
     EXPECT_EQ(cov["non_finite"][k], 6) << k;  // NaN and +Inf in q, K and V
   for (const char* k : {"bf16/d128", "fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
-  // The 17 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 21 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 17);
-  for (const char* k : {"peaked/q4/d128", "far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256"})
+  EXPECT_EQ(probes, 21);
+  for (const char* k : {"peaked/q4/d128", "far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256",
+                        "tiny/bf16/d256", "tiny/fp8/d128", "tiny/q4/d128", "tiny/mxfp4/d128"})
     EXPECT_EQ(cov["probe"][k], 1) << k;
   EXPECT_EQ(cov["probe"]["v-ties/fp8/d128"], 2);  // rotary dims 128 and 20
   EXPECT_EQ(cov["probe"]["zero-groups/q4/d128"], 2);
