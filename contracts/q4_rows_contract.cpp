@@ -11,8 +11,10 @@
 //                       NaN by predicate for poisoned groups)
 //   roundtrip-bound     |decode(encode(x)) - x| <= the derived per-element bound, worst
 //                       ratio recorded
-//   qk-bound            q4_rotate_query(q) . dequantized rotated key == q . decoded key
-//                       within the derived rotation-rounding bound, worst ratio recorded
+//   qk-bound            the rotated-space decode (what attention reads) equals the
+//                       reference's code x scale exactly, and q4_rotate_query(q) .
+//                       dequantized rotated key == q . decoded key within the derived
+//                       rotation-rounding bound, worst ratio recorded
 //   repeats, rows==solo, guards, inputs, device==host-twin: contracts/codec_harness.h
 // Once per run: every fp16 scale pattern (65,536) with every nibble decodes to the
 // reference's value.
@@ -193,12 +195,27 @@ class Q4Checks final : public CodecChecks {
     std::string worst_at;
     int64_t rows_checked = 0;
     std::vector<float> qrot(d), z(d);
+    int64_t bad_z = 0;
+    std::string first_z;
     for (int i = 0; i < cr.n() && !std::isnan(worst); ++i) {
       const RowRef& r = cr.rows[i];
       const KvView v = cr.paged.view(r.lane);
       q4_decode_row_rotated(kv_row(v, r.layer, r.kv, r.head, r.pos), kv_scale(v, r.layer, r.kv, r.head, r.pos), d,
                             z.data());
       if (!std::all_of(z.begin(), z.end(), [](float f) { return std::isfinite(f); })) continue;
+      // The rotated-space decode attention reads is the reference's code x scale, exactly
+      // (both sides of q4_dot below are built from z, so a wrong z would move them together).
+      for (int j = 0; j < d; ++j) {
+        const double want = want_[i][j / 32].deq[j % 32];
+        if (!want_[i][j / 32].poisoned && double(z[j]) != want) {
+          ++bad_z;
+          if (first_z.empty()) {
+            std::ostringstream o;
+            o << row_name(r) << " element " << j << ": " << z[j] << ", the reference's code x scale " << want;
+            first_z = o.str();
+          }
+        }
+      }
       const float* q = qs.data() + size_t(i % 4) * d;
       std::copy(q, q + d, qrot.begin());
       if (plant_ != Plant::query_unrotated) q4_rotate_query(qrot.data(), d);
@@ -212,8 +229,13 @@ class Q4Checks final : public CodecChecks {
         worst_at = o.str();
       }
     }
-    if (rows_checked) run.check_ratio("qk-bound", worst, cr.cv, worst_at);
-    else run.skip("qk-bound", "every row has a poisoned group");
+    if (rows_checked) {
+      run.check("qk-bound", bad_z == 0, cr.cv,
+                std::to_string(bad_z) + " rotated-space values differ from the reference's, first " + first_z);
+      run.check_ratio("qk-bound", worst, cr.cv, worst_at);
+    } else {
+      run.skip("qk-bound", "every row has a poisoned group");
+    }
   }
 
   const Plant plant_;
@@ -291,7 +313,8 @@ void q4_rows_body(Run& run) {
            {"scales==reference", "every group's fp16 scale equals the reference's exact prediction"},
            {"decode==reference", "decoded fp32 values equal the reference's exact values (NaN by predicate)"},
            {"roundtrip-bound", "|decode(encode(x)) - x| <= derived per-element bound (reference/q4_ref.cpp)"},
-           {"qk-bound", "rotated query . dequantized rotated key == q . decoded key within the derived bound"}},
+           {"qk-bound", "rotated-space decode == reference code x scale; rotated query . dequantized rotated key == q . "
+                        "decoded key within the derived bound"}},
       .guards_description = "no byte outside the rows' codes and scales changed; output canaries intact",
       .planted_row_description = "one code byte of one row flipped in the paged cache only",
       .own_controls = {{"scale-from-neighbour-group", "every group decoded with the scale of the next group of its row",
