@@ -4,11 +4,17 @@
 // on the device. Timed with CUDA events around single launches (warm-up, then the median
 // of `reps`): gather A -> D1 (pack), scatter D1 -> B (unpack), and the ceiling: a
 // grid-stride copy D1 -> D2 with 16-byte loads and stores over the same byte count.
-// Verification (untimed): gather B -> D2 must equal D1 (device compare), so the timed
-// kernels did move every byte of every field.
+// Verification (untimed), against paths the kernels do not share: D1 (the timed pack's output)
+// must hold, field by field and position by position, the bytes a host walk of A reads through
+// kv_field_row (the host twin's addressing, pack_copies' order); B after the timed unpack must
+// hold A's bytes in every field row of every position (B started as other random bytes); and
+// gather B -> D2 (D2 poisoned first) must equal D1. So a kernel that moved nothing, skipped a
+// field, or gathered and scattered through the same wrong address is not "verified".
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -67,11 +73,42 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
   KC_RETURN_IF_ERROR(bench_time(warmup, reps, [&] {
     return launch_pack_rows(vb, 0, count, dcopies.get(), nc, d1.get(), true, cudaStream_t(0));
   }, &r->unpack_us));
-  // Verification: B now holds A's rows; gathering B must give D1 again.
-  KC_RETURN_IF_ERROR(launch_pack_rows(vb, 0, count, dcopies.get(), nc, d2.get(), false, cudaStream_t(0)));
-  unsigned long long diff = 1;
-  KC_RETURN_IF_ERROR(bench_count_diff(d1.get(), d2.get(), plan.data_bytes(), &diff));
-  r->verified = diff == 0;
+  // Verification: D1 against a host walk of A, B's field rows against A's, then gather B -> D2
+  // (poisoned) against D1.
+  KC_CUDA_TRY(cudaDeviceSynchronize());
+  {
+    std::vector<uint8_t> ha(mem_bytes), hb(mem_bytes), hd(plan.data_bytes());
+    KC_CUDA_TRY(cudaMemcpy(ha.data(), mem_a.get(), mem_bytes, cudaMemcpyDeviceToHost));
+    KC_CUDA_TRY(cudaMemcpy(hb.data(), mem_b.get(), mem_bytes, cudaMemcpyDeviceToHost));
+    KC_CUDA_TRY(cudaMemcpy(hd.data(), d1.get(), plan.data_bytes(), cudaMemcpyDeviceToHost));
+    KvView ha_v = va, hb_v = vb;
+    ha_v.base = ha.data();
+    hb_v.base = hb.data();
+    ha_v.pt = hb_v.pt = paged ? perm.data() : nullptr;
+    uint64_t blob_bad = 0, arena_bad = 0;
+    std::string first;
+    for (const PackCopy& cp : copies)
+      for (int64_t i = 0; i < count; ++i) {
+        const uint8_t* want = kv_field_row(ha_v, cp.cache_field, i);
+        const bool blob_ok = std::memcmp(hd.data() + cp.data_off + uint64_t(i) * cp.bytes_per_pos, want, cp.bytes_per_pos) == 0;
+        const bool arena_ok = std::memcmp(kv_field_row(hb_v, cp.cache_field, i), want, cp.bytes_per_pos) == 0;
+        blob_bad += !blob_ok;
+        arena_bad += !arena_ok;
+        if ((!blob_ok || !arena_ok) && first.empty())
+          first = "first at field " + pack_field_name(lay.field(cp.cache_field)) + ", position " + std::to_string(i) +
+                  (blob_ok ? " (B after unpack)" : " (the packed data)");
+      }
+    KC_CUDA_TRY(cudaMemset(d2.get(), 0xA5, dbytes));
+    KC_RETURN_IF_ERROR(launch_pack_rows(vb, 0, count, dcopies.get(), nc, d2.get(), false, cudaStream_t(0)));
+    unsigned long long diff = 1;
+    KC_RETURN_IF_ERROR(bench_count_diff(d1.get(), d2.get(), plan.data_bytes(), &diff));
+    r->verified = blob_bad == 0 && arena_bad == 0 && diff == 0;
+    r->verify_detail = std::to_string(copies.size()) + " fields x " + std::to_string(count) +
+                       " positions: packed rows unlike A's (host walk) " + std::to_string(blob_bad) +
+                       ", B's rows unlike A's after unpack " + std::to_string(arena_bad) +
+                       ", bytes of gather(B) unlike the packed data " + std::to_string(diff) +
+                       (first.empty() ? std::string() : "; " + first);
+  }
 
   int sms = 0;
   KC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

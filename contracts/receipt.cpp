@@ -517,6 +517,8 @@ bool check_receipt(const json& r, Checker& c) {
       if (!checked) return c.fail("verdict", "'pass' with no gate check passed (nothing was checked)");
     }
     if (is_bench_doc(r)) {
+      if (r["targets"].empty())
+        return c.fail("verdict", "'pass' with no target measured (a bench passes on its targets, never on none)");
       for (size_t i = 0; i < r["targets"].size(); ++i)
         if (!r["targets"][i]["met"].get<bool>())
           return c.fail("verdict", "'pass' contradicts targets[" + std::to_string(i) + "] (" +

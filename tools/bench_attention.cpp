@@ -50,6 +50,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   };
   Receipt r(Receipt::Head{"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
   if (!o.filter.empty()) r["filter"] = o.filter;
+  r["quick"] = o.quick;  // the mode premerge times a head in (argv may be premerge's own)
   r["chunk"] = o.chunk;
   r["timing"] = o.timing;
   const std::string timed = o.timing == "events"  ? "CUDA events around partial+merge"
@@ -58,7 +59,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
                             : o.timing == "graph" ? "CUDA events around a CUDA graph of partial+merge"
                                                   : "CUDA events around the partial alone, gated (device time)";
   r["method"] = timed + ", warm-up 3, median of " + std::to_string(o.reps) +
-                " runs, caches rotated through >= 512 MB; ceiling: read-only int4 (16-byte) __ldcs kernel over 4 GiB";
+                " runs, caches rotated through min(16, 512 MiB / cache bytes) copies, at least one (more than the L2 for every row); ceiling: read-only int4 (16-byte) __ldcs kernel over 4 GiB";
   double ceiling = 0;
   Status st = bench_read_ceiling(size_t(4) << 30, 10, &ceiling);
   if (!st.ok) {
@@ -86,19 +87,49 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
       for (int b : batches)
         for (int ctx : ctxs)
           if (wanted(key(s, b, ctx))) cfgs.push_back({{"q_heads", s.hq}, {"kv_heads", s.hkv}, {"head_dim", s.d}, {"batch", b}, {"ctx", ctx}});
-    const std::string in = "/tmp/kc_sdpa_in.json", out = "/tmp/kc_sdpa_out.json";
-    std::ofstream(in) << cfgs.dump();
-    std::filesystem::remove(out);
+    // The configurations and SDPA's times go through a folder of this process's own (two runs
+    // at once do not share files), removed afterwards; a failed write, run or parse leaves SDPA
+    // "not measured" with the reason, never an abort.
+    namespace fs = std::filesystem;
+    const fs::path tmp = fs::temp_directory_path() / ("kc-bench-sdpa-" + std::to_string(::getpid()));
+    struct Cleanup {
+      fs::path p;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(p, ec);
+      }
+    } cleanup{tmp};
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    const std::string in = (tmp / "in.json").string(), out = (tmp / "out.json").string();
     const std::string cmd = "python3 " + o.script_dir + "/bench_sdpa.py " + in + " " + out;
-    const int rc = std::system(cmd.c_str());
-    if (rc == 0 && std::filesystem::exists(out)) {
-      nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
-      r["sdpa"] = {{"torch", j["torch"]}, {"device", j["device"]}};
-      for (auto& row : j["rows"])
-        sdpa[key({row["q_heads"], row["kv_heads"], row["head_dim"]}, row["batch"], row["ctx"])] = row;
-    } else {
-      r["sdpa"] = {{"error", "python3 tools/bench_sdpa.py failed (rc " + std::to_string(rc) + ")"}};
+    std::string err;
+    {
+      std::ofstream f(in);
+      f << cfgs.dump();
+      f.close();
+      if (ec || !f) err = "could not write " + in;
     }
+    int rc = 0;
+    if (err.empty()) {
+      rc = std::system(cmd.c_str());
+      if (rc != 0 || !fs::exists(out)) err = "`" + cmd + "` failed (rc " + std::to_string(rc) + ")";
+    }
+    if (err.empty()) {
+      try {
+        nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
+        std::map<std::string, nlohmann::json> got;
+        for (auto& row : j.at("rows"))
+          got[key({row.at("q_heads").get<int>(), row.at("kv_heads").get<int>(), row.at("head_dim").get<int>()},
+                  row.at("batch").get<int>(), row.at("ctx").get<int>())] = row;
+        r["sdpa"] = {{"torch", j.at("torch")}, {"device", j.at("device")}};
+        sdpa = std::move(got);
+      } catch (const nlohmann::json::exception& e) {
+        err = "`" + cmd + "` wrote an unreadable result (" + e.what() + ")";
+      }
+    }
+    if (!err.empty()) r["sdpa"] = {{"error", err}};
   }
 
   nlohmann::json rows = nlohmann::json::array();

@@ -682,6 +682,19 @@ int run_main(int argc, char** argv) {
         return kUsage;
       }
     }
+    // The python a bench runs beside it (SDPA, transformers) must be there before anything is timed:
+    // a wrong --script-dir (or a run outside the repository root with the default) is bad input.
+    if (bench_what == "attention" || (bench_what == "engine" && bo.transformers != "none")) {
+      const std::string script =
+          bo.script_dir + (bench_what == "attention" ? "/bench_sdpa.py" : "/transformers_decode_bench.py");
+      std::error_code sec;
+      if (!std::filesystem::is_regular_file(script, sec)) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": --script-dir " << bo.script_dir << ": no "
+                  << script << " (run from the repository root, or give --script-dir the folder of "
+                  << script.substr(bo.script_dir.size() + 1) << ")\n";
+        return kUsage;
+      }
+    }
     std::string why;
     if (!bench_out.empty() && !output_writable(bench_out, &why)) {
       std::cerr << "tf-cuda-test: error: --out " << why << "\n";

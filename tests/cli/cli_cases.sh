@@ -109,13 +109,14 @@ case "$case_name" in
       *) fail "does not say what is missing: $out";; esac
     case "$out" in *"insufficient for CUDA runtime"*) fail "the runtime's misleading message: $out";; esac ;;
   bench-missing-device)
-    out=$("$bin" bench attention --reps 1 2>&1); rc=$?
+    out=$("$bin" bench attention --reps 1 --script-dir "$src/tools" 2>&1); rc=$?
     case "$out" in *"bench attention needs a CUDA device"*) ;; *) exit 77;; esac
     [ "$rc" -eq 2 ] || fail "exit $rc"
     case "$out" in *"--backend"*) fail "bench has no --backend: $out";; esac ;;
   # bench rope-store / compact: bad arguments are refused before a device is asked for
   # (exit 2, the option named); without a device each says so (exit 2); with one, a tiny
-  # row runs, is verified and meets no target (none below 64 MiB): exit 0.
+  # row runs and is verified, and the target is not measured (no row of 64 MiB or more):
+  # exit 1, never "met" on no row.
   bench-moves-bad-args)
     for b in rope-store compact; do
       expect 2 "--reps" "$bin" bench $b --reps 0
@@ -129,13 +130,22 @@ case "$case_name" in
     expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench pack --filter x
     expect 2 "--filter applies to bench attention, rope-store and compact only" "$bin" bench engine --filter x
     expect 2 "--chunk applies to bench attention only" "$bin" bench engine --chunk 64 ;;
+  # The python a bench runs beside it must be there before anything runs (exit 2, the path named).
+  bench-script-dir)
+    expect 2 "bench attention: --script-dir $tmp: no $tmp/bench_sdpa.py" "$bin" bench attention --reps 1 --script-dir "$tmp"
+    expect 2 "bench engine: --script-dir $tmp: no $tmp/transformers_decode_bench.py" "$bin" bench engine --script-dir "$tmp"
+    (cd "$tmp" && expect 2 "no tools/bench_sdpa.py (run from the repository root" "$bin" bench attention --reps 1)
+    # --transformers none runs no script: the folder is not asked for (the device is, next)
+    out=$("$bin" bench engine --script-dir "$tmp" --transformers none --reps 1 2>&1)
+    case "$out" in *"transformers_decode_bench.py"*) fail "--transformers none still asks for the script: $out";; esac ;;
   bench-moves-device)
     for b in rope-store compact; do
       out=$("$bin" bench $b --reps 1 --quick --filter '^4MiB/bf16/window$' 2>&1); rc=$?
       case "$out" in
         *"bench $b needs a CUDA device"*) [ "$rc" -eq 2 ] || fail "exit $rc without a device: $out" ;;
-        *) [ "$rc" -eq 0 ] || fail "bench $b on a device: exit $rc: $out"
-           case "$out" in *"4MiB/bf16/window"*yes*) ;; *) fail "bench $b: the row was not verified: $out";; esac ;;
+        *) [ "$rc" -eq 1 ] || fail "bench $b on a device, no target row: exit $rc: $out"
+           case "$out" in *"4MiB/bf16/window"*yes*) ;; *) fail "bench $b: the row was not verified: $out";; esac
+           case "$out" in *"NOT measured (0 of 0 rows meet it)"*) ;; *) fail "bench $b: the target reads measured: $out";; esac ;;
       esac
     done ;;
   # 7. Receipts that contradict themselves or hold nonsense are refused.

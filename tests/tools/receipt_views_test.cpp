@@ -156,6 +156,16 @@ TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   st = load_text("rows.json", bad.dump(), &r);
   EXPECT_NE(st.message.find("rows: missing"), std::string::npos) << st.message;
 
+  // A bench passes on its targets, never on none (a --filter that left out every target row).
+  bad = bench_receipt();
+  bad["targets"] = json::array();
+  st = load_text("no-target.json", bad.dump(), &r);
+  EXPECT_NE(st.message.find("no-target.json: verdict: 'pass' with no target measured"), std::string::npos)
+      << st.message;
+  bad["verdict"] = "fail";
+  bad["verdict_reasons"] = {"no row of 64 MiB or more selected"};
+  EXPECT_TRUE(load_text("no-target-fail.json", bad.dump(), &r).ok);
+
   // A row's time that diff / premerge could not compare is refused, not skipped.
   bad = bench_receipt();
   bad["rows"][0]["median_us"] = "fast";

@@ -220,6 +220,32 @@ TEST(Premerge, L2PolicyOfABenchReceipt) {
   EXPECT_EQ(bench_l2_policy(json()), "warm");
 }
 
+TEST(Premerge, QuickModeOfABenchReceipt) {
+  // the field first; then --quick in the bench's own command line
+  EXPECT_TRUE(bench_quick_mode(json{{"quick", true}, {"argv", {"tf-cuda-test", "premerge"}}}, "attention"));
+  EXPECT_FALSE(bench_quick_mode(json{{"quick", false}, {"argv", {"tf-cuda-test", "bench", "pack", "--quick"}}}, "pack"));
+  EXPECT_TRUE(bench_quick_mode(json{{"argv", {"tf-cuda-test", "bench", "compact", "--quick"}}}, "compact"));
+  EXPECT_FALSE(bench_quick_mode(json{{"argv", {"tf-cuda-test", "bench", "compact"}}, {"rows", json::array()}}, "compact"));
+  // written by premerge before the field: its rows tell (a quick run has none of the full run's extra rows)
+  const json pm = {"tf-cuda-test", "premerge", "--base", "reports/h200"};
+  auto rows = [](std::initializer_list<const char*> names) {
+    json a = json::array();
+    for (const char* n : names) a.push_back({{"config", n}});
+    return a;
+  };
+  EXPECT_TRUE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"4MiB/q4/p16", "64MiB/q4/p16", "256MiB/q4/p16"})}}, "compact"));
+  EXPECT_FALSE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"1MiB/q4/p16", "1024MiB/q4/p16"})}}, "rope-store"));
+  EXPECT_TRUE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"16MiB/fp8/p16", "1024MiB/fp8/p16"})}}, "rope-store"));
+  EXPECT_FALSE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"16MiB/bf16/p16", "256MiB/bf16/p16"})}}, "pack"));
+  EXPECT_TRUE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"16MiB/bf16/p16", "64MiB/bf16/p16"})}}, "pack"));
+  EXPECT_FALSE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"24q/4kv/d256/b32/ctx4096"})}}, "attention"));
+  EXPECT_TRUE(bench_quick_mode(json{{"argv", pm}, {"rows", rows({"24q/4kv/d256/b8/ctx4096"})}}, "attention"));
+  // the committed H200 receipts, written by premerge in full mode
+  EXPECT_FALSE(bench_quick_mode(receipt("reports/h200/bench-attention.json"), "attention"));
+  EXPECT_FALSE(bench_quick_mode(receipt("reports/h200/bench-compact.json"), "compact"));
+  EXPECT_FALSE(bench_quick_mode(receipt("reports/h200/bench-pack.json"), "pack"));
+}
+
 TEST(Premerge, RatioGroupsAreTheMeasuredTimes) {
   EXPECT_EQ(ratio_group("of_ceiling"), std::string());
   EXPECT_EQ(ratio_group("ours_over_sdpa_best"), std::string());
