@@ -197,7 +197,10 @@ case "$case_" in
     "$tool" kv-gate fixtures/kv/ci.json --format q4 --backend cpu --bf16-cache "$d/kvc" --out "$d/base/kv-ci-q4.json" \
       > "$d/kv.log" 2>&1
     [ -f "$d/base/kv-ci-q4.json" ] || fail "kv-gate wrote no base receipt: $(tail -3 "$d/kv.log")"
+    # A reused --out-dir: its kv-bf16-cache is emptied before the first replay (the bf16 arm is this build's).
+    mkdir -p "$d/out/head/kv-bf16-cache" && echo stale > "$d/out/head/kv-bf16-cache/stale"
     expect 0 "PASS - no regression" -- --base "$d/base" --backend cpu --contracts rows-invariant --out-dir "$d/out"
+    [ ! -e "$d/out/head/kv-bf16-cache/stale" ] || fail "a reused --out-dir lent its kv-bf16-cache to the replay"
     grep -q '^| kv-gate kv-ci-q4 | fail -> fail | 0 | 0 | the base failed too |$' "$d/out/premerge.md" ||
       fail "premerge.md does not list the replayed kv-gate: $(grep kv-gate "$d/out/premerge.md")"
     [ -f "$d/out/head/kv-ci-q4.json" ] && [ -d "$d/out/head/kv-bf16-cache" ] || fail "no head kv-gate receipt or bf16 cache in head/"

@@ -372,5 +372,163 @@ TEST(ReceiptViews, AWrittenReceiptReadsBackAndAContradictionIsRefused) {
             std::string::npos);
 }
 
+
+json committed(const std::string& rel) {
+  std::ifstream f(std::string(KC_SOURCE_DIR) + "/" + rel);
+  return json::parse(f);
+}
+
+ReceiptDiff gate_diff(const json& b, const json& h) {
+  ReceiptDiff d;
+  const Status st = diff_receipts(Receipt(b), "base.json", Receipt(h), "head.json", &d);
+  EXPECT_TRUE(st.ok) << st.message;
+  return d;
+}
+
+bool says(const ReceiptDiff& d, const std::string& s) { return d.text.find(s) != std::string::npos; }
+
+// kv-gate, per depth: mean and worst-token KL regress above max(1.25 x the base's, the base's
+// + 0.1 of the bar), each limit tried on both sides (docs/design.md, "What counts").
+TEST(ReceiptViews, GateDiffKlLimitIsTheLargerOfRatioAndBarFloor) {
+  const json base = committed("reports/h200/kv-gate-ci-q4-cuda.json");  // bar: mean 0.01, worst-token 0.1
+  ASSERT_EQ(gate_diff(base, base).regressions, 0);
+  struct Edge { const char* key; const char* label; double bar; };
+  for (const Edge e : {Edge{"mean_kl", "mean KL", 0.01}, Edge{"worst_kl", "worst-token KL", 0.1}}) {
+    SCOPED_TRACE(e.key);
+    auto with = [&](double vb, double vh) {
+      json b = base, h = base;
+      b["kv"]["depths"][0][e.key] = vb;
+      h["kv"]["depths"][0][e.key] = vh;
+      return gate_diff(b, h);
+    };
+    const std::string at = std::string("kv depth 32: ") + e.label + " ";
+    // The ratio decides (vb = 1: 1.25 x is above vb + 0.1 bar).
+    ReceiptDiff d = with(1.0, 1.24);
+    EXPECT_EQ(d.regressions, 0) << d.text;
+    d = with(1.0, 1.26);
+    EXPECT_EQ(d.regressions, 1) << d.text;
+    EXPECT_TRUE(says(d, at + "1 -> 1.26")) << d.text;
+    // The bar floor decides (vb = 0.01 bar: 1.25 x is below vb + 0.1 bar): 5x the base is noise.
+    const double vb = 0.01 * e.bar;
+    d = with(vb, 5 * vb);
+    EXPECT_EQ(d.regressions, 0) << d.text;
+    d = with(vb, vb + 0.11 * e.bar);
+    EXPECT_EQ(d.regressions, 1) << d.text;
+    EXPECT_TRUE(says(d, at)) << d.text;
+  }
+}
+
+// Top-1 agreement regresses when down by more than max(0.02, 2 / rows).
+TEST(ReceiptViews, GateDiffTop1SlackIsTheLargerOf2PercentAnd2Rows) {
+  auto with = [](json r, double drop) {
+    json h = r;
+    h["kv"]["depths"][0]["top1_agreement"] = r["kv"]["depths"][0]["top1_agreement"].get<double>() - drop;
+    return gate_diff(r, h);
+  };
+  const json ci = committed("reports/h200/kv-gate-ci-q4-cuda.json");  // 32 rows: 2 / rows = 0.0625
+  ASSERT_EQ(ci["kv"]["depths"][0]["rows"], 32);
+  EXPECT_EQ(with(ci, 0.06).regressions, 0);
+  ReceiptDiff d = with(ci, 0.07);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "kv depth 32: top-1 agreement")) << d.text;
+  const json lg = committed("reports/h200/kv-gate-long-q4.json");  // 256 rows: 0.02 wins over 2 / rows
+  ASSERT_EQ(lg["kv"]["depths"][0]["rows"], 256);
+  EXPECT_EQ(with(lg, 0.019).regressions, 0);
+  EXPECT_EQ(with(lg, 0.021).regressions, 1);
+}
+
+// A depth removed; a recall probe recalled -> uninformative, or removed.
+TEST(ReceiptViews, GateDiffDepthAndProbeRemovedAndRecallLost) {
+  const json ci = committed("reports/h200/kv-gate-ci-q4-cuda.json");
+  json h = ci;
+  h["kv"]["depths"].erase(1);
+  ReceiptDiff d = gate_diff(ci, h);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "kv depth 160 removed")) << d.text;
+
+  const json lg = committed("reports/h200/kv-gate-long-q4.json");
+  ASSERT_EQ(lg["kv"]["recall"][0]["outcome"], "recalled");
+  h = lg;
+  h["kv"]["recall"][0]["outcome"] = "uninformative";
+  h["kv"]["recall"][0]["bf16"]["recalled"] = false;
+  h["kv"]["recall"][0]["quant"]["recalled"] = false;
+  d = gate_diff(lg, h);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "recall probe passphrase#0@1024: recalled -> uninformative")) << d.text;
+  h = lg;
+  h["kv"]["recall"].erase(0);
+  d = gate_diff(lg, h);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "recall probe passphrase#0@1024 removed (recalled in the base)")) << d.text;
+  // Base and head are not interchangeable: lost -> recalled is an improvement, not a regression.
+  d = gate_diff(h, lg);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+}
+
+// The backend is set aside when commands are compared; "checks fewer" counts on the same
+// device only; a fixture's sha256 change is a note.
+TEST(ReceiptViews, GateDiffCommandsChecksAndFixture) {
+  const json cuda = committed("reports/h200/serve-ci.json");  // serve-gate fixtures/serve/ci.json --backend cuda
+  json cpu = cuda;
+  cpu["backend"] = "cpu";
+  cpu["device"] = {{"name", "test cpu"}};
+  cpu["argv"] = {"build-cpu/tools/tf-cuda-test", "serve-gate", "fixtures/serve/ci.json", "--backend", "cpu", "--out", "/tmp/s.json"};
+  ReceiptDiff d = gate_diff(cuda, cpu);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_FALSE(says(d, "another command")) << d.text;
+  // ... but another flag is another command.
+  json q4 = cpu;
+  q4["argv"].push_back("--kv-cache");
+  q4["argv"].push_back("q4");
+  d = gate_diff(cpu, q4);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "another command")) << d.text;
+
+  // An ok gate that checks fewer: a regression on the same device, said but not counted across backends.
+  json fewer = cuda;
+  fewer["gates"][0]["passed"] = 20;
+  fewer["gates"][0]["total"] = 20;
+  d = gate_diff(cuda, fewer);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "gate concurrent == solo checks fewer: 30 -> 20")) << d.text;
+  d = gate_diff(fewer, cuda);  // more checks: not a regression
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  json fewer_cpu = cpu;
+  fewer_cpu["gates"][0]["passed"] = 20;
+  fewer_cpu["gates"][0]["total"] = 20;
+  d = gate_diff(cuda, fewer_cpu);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+
+  json other = cuda;
+  other["fixture_sha256"] = std::string(64, '0');
+  d = gate_diff(cuda, other);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
+}
+
+// Receipt::check: a kv depth's verdict is its bar's, mean and worst-token KL at or under it.
+TEST(ReceiptViews, KvDepthVerdictIsTheBars) {
+  // reports/h200/kv-gate-long-fp8.json: depths 1024 and 8192 pass; 32768 fails on worst-token KL
+  // alone (mean 0.007 <= 0.01, worst 0.144 > 0.1).
+  const json r = committed("reports/h200/kv-gate-long-fp8.json");
+  ASSERT_EQ(r["kv"]["depths"][2]["verdict"], "fail");
+  ASSERT_LE(r["kv"]["depths"][2]["mean_kl"].get<double>(), 0.01);
+  EXPECT_TRUE(Receipt::check(r, "k.json").ok) << Receipt::check(r, "k.json").message;
+  json bad = r;
+  bad["kv"]["depths"][0]["verdict"] = "fail";
+  Status st = Receipt::check(bad, "k.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("kv.depths[0].verdict: 'fail' contradicts mean_kl"), std::string::npos) << st.message;
+  bad = r;
+  bad["kv"]["depths"][2]["verdict"] = "pass";
+  EXPECT_FALSE(Receipt::check(bad, "k.json").ok);
+  // At the bar is under it.
+  json at = r;
+  at["kv"]["depths"][0]["mean_kl"] = 0.01;
+  at["kv"]["depths"][0]["worst_kl"] = 0.1;
+  st = Receipt::check(at, "k.json");
+  EXPECT_TRUE(st.ok) << st.message;
+}
+
 }  // namespace
 }  // namespace kc
