@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "bench/attention.h"
+#include "tools/scratch_dir.h"
 #include "contracts/framework.h"
 
 namespace kc {
@@ -91,17 +92,8 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
     // at once do not share files), removed afterwards; a failed write, run or parse leaves SDPA
     // "not measured" with the reason, never an abort.
     namespace fs = std::filesystem;
-    const fs::path tmp = fs::temp_directory_path() / ("kc-bench-sdpa-" + std::to_string(::getpid()));
-    struct Cleanup {
-      fs::path p;
-      ~Cleanup() {
-        std::error_code ec;
-        fs::remove_all(p, ec);
-      }
-    } cleanup{tmp};
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    fs::create_directories(tmp, ec);
+    const ScratchDir scratch("kc-bench-sdpa");
+    const fs::path& tmp = scratch.path();
     const std::string in = (tmp / "in.json").string(), out = (tmp / "out.json").string();
     const std::string cmd = "python3 " + o.script_dir + "/bench_sdpa.py " + in + " " + out;
     std::string err;
@@ -109,7 +101,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
       std::ofstream f(in);
       f << cfgs.dump();
       f.close();
-      if (ec || !f) err = "could not write " + in;
+      if (!scratch.ok() || !f) err = "could not write " + in;
     }
     int rc = 0;
     if (err.empty()) {

@@ -30,6 +30,7 @@
 #include "engine/kv_gate.h"
 #include "engine/make_model.h"
 #include "engine/model.h"
+#include "tools/scratch_dir.h"
 #include "engine/ops.h"
 #include "kernels/backend/backend.h"
 #include "kernels/engine/engine_backend.h"
@@ -288,14 +289,8 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
     const Status st = engine::load_qwen3_checkpoint(o.engine_model, &models[0].w);
     if (!st.ok) return fail("--engine-model " + st.message);
   }
-  const fs::path tmp = fs::temp_directory_path() / ("kc-bench-engine-" + std::to_string(::getpid()));
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{tmp};
+  const ScratchDir scratch("kc-bench-engine");
+  const fs::path& tmp = scratch.path();
   {
     engine::Qwen3Config c;
     Status st = engine::qwen3_preset("qwen35-27b-attn", o.engine_layers, &c);
