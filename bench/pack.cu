@@ -7,16 +7,16 @@
 // Verification (untimed), against paths the kernels do not share: D1 (the timed pack's output)
 // must hold, field by field and position by position, the bytes a host walk of A reads through
 // kv_field_row (the host twin's addressing, pack_copies' order); B after the timed unpack must
-// hold A's bytes in every field row of every position (B started as other random bytes); and
-// gather B -> D2 (D2 poisoned first) must equal D1 over the fields. So a kernel that moved nothing, skipped a
-// field, or gathered and scattered through the same wrong address is not "verified".
+// hold A's bytes in every field row of every position (B started as other random bytes). So a
+// kernel that moved nothing, skipped a field, or gathered and scattered through the same wrong
+// address is not "verified".
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/pack.h"
@@ -73,8 +73,7 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
   KC_RETURN_IF_ERROR(bench_time(warmup, reps, [&] {
     return launch_pack_rows(vb, 0, count, dcopies.get(), nc, d1.get(), true, cudaStream_t(0));
   }, &r->unpack_us));
-  // Verification: D1 against a host walk of A, B's field rows against A's, then gather B -> D2
-  // (poisoned) against D1.
+  // Verification: D1 against a host walk of A, B's field rows against A's.
   KC_CUDA_TRY(cudaDeviceSynchronize());
   {
     std::vector<uint8_t> ha(mem_bytes), hb(mem_bytes), hd(plan.data_bytes());
@@ -98,23 +97,10 @@ Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBen
           first = "first at field " + pack_field_name(lay.field(cp.cache_field)) + ", position " + std::to_string(i) +
                   (blob_ok ? " (B after unpack)" : " (the packed data)");
       }
-    // gather(B) into a poisoned D2, compared with D1 over the fields' rows (the zero padding
-    // between fields is no kernel's to write)
-    KC_CUDA_TRY(cudaMemset(d2.get(), 0xA5, dbytes));
-    KC_RETURN_IF_ERROR(launch_pack_rows(vb, 0, count, dcopies.get(), nc, d2.get(), false, cudaStream_t(0)));
-    std::vector<uint8_t> hd2(plan.data_bytes());
-    KC_CUDA_TRY(cudaMemcpy(hd2.data(), d2.get(), plan.data_bytes(), cudaMemcpyDeviceToHost));
-    uint64_t diff = 0;
-    for (const PackCopy& cp : copies) {
-      const uint64_t n = uint64_t(count) * cp.bytes_per_pos;
-      for (uint64_t k = 0; k < n; ++k) diff += hd2[cp.data_off + k] != hd[cp.data_off + k];
-    }
-    r->verified = blob_bad == 0 && arena_bad == 0 && diff == 0;
+    r->verified = blob_bad == 0 && arena_bad == 0;
     r->verify_detail = std::to_string(copies.size()) + " fields x " + std::to_string(count) +
                        " positions: packed rows unlike A's (host walk) " + std::to_string(blob_bad) +
-                       ", B's rows unlike A's after unpack " + std::to_string(arena_bad) +
-                       ", bytes of gather(B) unlike the packed data " + std::to_string(diff) +
-                       (first.empty() ? std::string() : "; " + first);
+                       ", B's rows unlike A's after unpack " + std::to_string(arena_bad) + (first.empty() ? std::string() : "; " + first);
   }
 
   int sms = 0;

@@ -24,8 +24,8 @@ struct PackBenchResult {
   double unpack_us = 0;    // median
   double copy_bytes = 0;   // bytes the ceiling copies (the blob's data region, 16-byte padded)
   double copy_us = 0;      // median of the copy ceiling over copy_bytes
-  bool verified = false;   // the blob data is A's field rows, B's field rows are A's, and
-                           // pack -> unpack -> pack gave the same data (see bench/pack.cu)
+  bool verified = false;   // the blob data is A's field rows (a host walk), and B's field
+                           // rows are A's after unpack (see bench/pack.cu)
   std::string verify_detail;  // what was compared, and the first difference when one was found
 };
 Status bench_pack_config(const PackBenchConfig& c, int warmup, int reps, PackBenchResult* r);

@@ -16,8 +16,8 @@
 #include <sstream>
 
 #include "bench/attention.h"
-#include "tools/scratch_dir.h"
 #include "contracts/framework.h"
+#include "tools/scratch_dir.h"
 
 namespace kc {
 

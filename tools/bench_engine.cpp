@@ -30,10 +30,10 @@
 #include "engine/kv_gate.h"
 #include "engine/make_model.h"
 #include "engine/model.h"
-#include "tools/scratch_dir.h"
 #include "engine/ops.h"
 #include "kernels/backend/backend.h"
 #include "kernels/engine/engine_backend.h"
+#include "tools/scratch_dir.h"
 
 namespace kc {
 

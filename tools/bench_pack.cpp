@@ -35,8 +35,8 @@ int bench_pack_main(const BenchOptions& o, Receipt* receipt) {
                 "region, unpack = scatter back into another cache; ceiling = grid-stride int4 (16-byte) load/store copy "
                 "kernel over the blob's data bytes, same run; all rates are (bytes read + bytes written) / time; each "
                 "row verified untimed: the packed data equals a host walk of the source cache (field by field, position by "
-                "position, through kv_field_row), the other cache after unpack holds the source's bytes in every field "
-                "row, and a gather of it into a poisoned buffer equals the packed data";
+                "position, through kv_field_row), and the other cache after unpack holds the source's bytes in every "
+                "field row";
   nlohmann::json rows = nlohmann::json::array(), targets = nlohmann::json::array();
   bool all = true;
   std::cout << std::left << std::setw(8) << "blob" << std::setw(6) << "fmt" << std::setw(8) << "addr" << std::setw(11)

@@ -590,7 +590,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       for (const std::string& what : whats) {
         BenchOptions bo;
         bo.quick = true;
-        if (base.benches.count(what)) bo.quick = bench_quick_mode(base.benches[what], what);
+        if (base.benches.count(what)) bo.quick = bench_quick_mode(base.benches[what]);
         if (what == "rope-store" || what == "compact") {  // the base's L2 rule; flush without a base
           bo.l2 = base.benches.count(what) ? bench_l2_policy(base.benches[what]) : "flush";
           if (bo.l2 != "flush")

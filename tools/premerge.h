@@ -96,12 +96,10 @@ struct TimeSlowdown {
 // field ran back to back). Rows of two policies are not comparable: premerge runs a head's
 // bench in its base receipt's policy, and refuses a --head folder whose policy differs.
 std::string bench_l2_policy(const nlohmann::json& receipt);
-// Whether a bench receipt (bench `what`: attention, pack, rope-store, compact) timed the --quick
-// set of rows: its `quick` field; for a receipt without one, `--quick` in its argv, unless the
-// argv is premerge's (premerge wrote the receipt and its mode is not in the command line): then
-// its rows tell, a quick run having none of the full run's extra rows (b32 for attention,
-// 1 MiB for rope-store and compact, 256 MiB for pack).
-bool bench_quick_mode(const nlohmann::json& receipt, const std::string& what);
+// Whether a bench receipt timed the --quick set of rows: its `quick` field; for a receipt
+// written before the field, `--quick` in its argv (one premerge wrote reads as full: the
+// committed ones were).
+bool bench_quick_mode(const nlohmann::json& receipt);
 
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,

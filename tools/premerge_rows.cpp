@@ -34,21 +34,11 @@ std::string bench_l2_policy(const json& receipt) {
   return "warm";
 }
 
-bool bench_quick_mode(const json& receipt, const std::string& what) {
+bool bench_quick_mode(const json& receipt) {
   if (!receipt.is_object()) return false;
   if (receipt.contains("quick") && receipt["quick"].is_boolean()) return receipt["quick"].get<bool>();
   const json argv = receipt.contains("argv") && receipt["argv"].is_array() ? receipt["argv"] : json::array();
-  if (std::find(argv.begin(), argv.end(), json("--quick")) != argv.end()) return true;
-  if (std::find(argv.begin(), argv.end(), json("premerge")) == argv.end()) return false;
-  const std::string full_only = what == "attention" ? "/b32/" : what == "pack" ? "256MiB/" : "1MiB/";
-  if (!receipt.contains("rows") || !receipt["rows"].is_array()) return false;
-  for (const json& row : receipt["rows"]) {
-    if (!row.is_object() || !row.contains("config") || !row["config"].is_string()) continue;
-    const std::string c = row["config"].get<std::string>();
-    // a row name starts with its size (rope-store / compact, pack) or holds the batch (attention)
-    if (full_only == "1MiB/" ? c.rfind(full_only, 0) == 0 : c.find(full_only) != std::string::npos) return false;
-  }
-  return true;
+  return std::find(argv.begin(), argv.end(), json("--quick")) != argv.end();
 }
 
 std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_row, const json* rerun_row,
