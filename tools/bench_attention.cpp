@@ -136,12 +136,17 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
             if (!std::regex_search(row_name(key(s, b, ctx), f, a), filter)) continue;
             AttnBenchResult res;
             st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk, o.timing}, 3, o.reps, &res);
-            if (!st.ok) {
-              std::cerr << "tf-cuda-test: error: " << st.message << "\n";
-              return 1;
-            }
             const std::string k = key(s, b, ctx);
             const std::string addr = a ? "p" + std::to_string(a) : "window";
+            if (!st.ok) {
+              // As the other benches: nothing timed yet is a device that cannot run the bench
+              // (exit 2, no receipt); later, the row is kept with its error, the verdict fails
+              // naming it, and the rows timed before it still reach the receipt.
+              std::cerr << "tf-cuda-test: error: bench attention " << row_name(k, f, a) << ": " << st.message << "\n";
+              if (rows.empty()) return 2;
+              rows.push_back({{"config", k}, {"format", format_name(f)}, {"addressing", addr}, {"error", st.message}});
+              continue;
+            }
             t[k + "/" + format_name(f) + "/" + addr] = res.median_us;
             nlohmann::json row = {{"config", k}, {"format", format_name(f)}, {"addressing", addr},
                                   {"median_us", res.median_us}, {"bytes", res.bytes},
@@ -184,7 +189,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   // bf16 window achieved / ceiling of one configuration (0 when it was not timed).
   auto bf16_of_ceiling = [&](const std::string& k) {
     for (const auto& row : rows)
-      if (row["config"] == k && row["format"] == "bf16" && row["addressing"] == "window")
+      if (row["config"] == k && row["format"] == "bf16" && row["addressing"] == "window" && !row.contains("error"))
         return row["of_ceiling"].get<double>();
     return 0.0;
   };
@@ -245,6 +250,12 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
       why.push_back(w.str());
     }
   }
+  for (const auto& row : rows)  // rows that erred carry no time; the verdict names them
+    if (row.contains("error")) {
+      all = false;
+      why.push_back("row " + row["config"].get<std::string>() + "/" + row["format"].get<std::string>() + "/" +
+                    row["addressing"].get<std::string>() + ": " + row["error"].get<std::string>());
+    }
   std::cout << "reported (no target): 32K x b8 window q4 / bf16 " << std::setprecision(3) << q4r
             << ", 32K x b1 window q4 / bf16 " << q4r1 << "\n";
   for (const auto& [name, v] : issue20)

@@ -366,23 +366,6 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
   return Status::Ok();
 }
 
-// The replay of a base serve-gate / kv-gate receipt by the head: the command it stands for
-// (gate_command), with --out the head's file and, for a kv-gate, --bf16-cache a folder of this
-// premerge run, emptied first (so the kv-gate's bf16 arm is this build's, shared by its
-// formats). Empty, with *why, when the receipt stands for no such command.
-std::vector<std::string> replay_args(const json& r, const std::string& out_file, const std::string& cache,
-                                     std::string* why) {
-  std::vector<std::string> out = gate_command(r, why);
-  if (out.empty()) return out;
-  out.push_back("--out");
-  out.push_back(out_file);
-  if (r["kind"] == "kv-gate") {
-    out.push_back("--bf16-cache");
-    out.push_back(cache);
-  }
-  return out;
-}
-
 // This process's executable (the head's tf-cuda-test), for the gates' replays.
 std::string self_exe(const PremergeOptions& o) {
   std::error_code ec;

@@ -591,6 +591,19 @@ std::vector<std::string> gate_command_sans_backend(const std::vector<std::string
   return out;
 }
 
+std::vector<std::string> replay_args(const json& r, const std::string& out_file, const std::string& cache,
+                                     std::string* why) {
+  std::vector<std::string> out = gate_command(r, why);
+  if (out.empty()) return out;
+  out.push_back("--out");
+  out.push_back(out_file);
+  if (r["kind"] == "kv-gate") {
+    out.push_back("--bf16-cache");
+    out.push_back(cache);
+  }
+  return out;
+}
+
 namespace {
 // kv-gate: depths matched by depth, recall probes by (probe, depth). A depth or probe's numbers
 // are compared whatever the gates say: a depth that failed its bar can fail it by far more.

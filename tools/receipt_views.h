@@ -40,6 +40,12 @@ struct ReceiptDiff {
 std::vector<std::string> gate_command(const nlohmann::json& r, std::string* why);
 // A gate_command without its --backend option: what two runs of one gate on two backends share.
 std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd);
+// The replay of a base serve-gate / kv-gate receipt by premerge: gate_command with --out
+// OUT_FILE and, for a kv-gate, --bf16-cache CACHE (a folder of the premerge run, emptied first,
+// so the kv-gate's bf16 arm is this build's, shared by its formats). Empty, with *why, when the
+// receipt stands for no such command.
+std::vector<std::string> replay_args(const nlohmann::json& r, const std::string& out_file, const std::string& cache,
+                                     std::string* why);
 
 // BASE and HEAD must be the same kind and name (else an error naming both). For serve-gate and
 // kv-gate receipts the diff also counts as regressions: another command (gate_command, the

@@ -530,5 +530,39 @@ TEST(ReceiptViews, KvDepthVerdictIsTheBars) {
   EXPECT_TRUE(st.ok) << st.message;
 }
 
+// The command premerge replays for a gate receipt: its argv less the files it wrote (--out,
+// --junit, --bf16-cache, spelled "--x v" or "--x=v"); a serve-gate that kernel-contract wrote
+// stands for `serve-gate FIXTURE --backend B`, the fixture relative to the repository.
+TEST(ReceiptViews, GateCommandDropsWrittenFilesAndMapsKernelContract) {
+  using V = std::vector<std::string>;
+  std::string why;
+  json kv = {{"kind", "kv-gate"},
+             {"argv", {"build/tools/tf-cuda-test", "kv-gate", "fixtures/kv/ci.json", "--junit", "j.xml", "--backend",
+                       "cuda", "--out=r.json", "--bf16-cache", "c", "--junit=k.xml", "--depths", "64"}}};
+  EXPECT_EQ(gate_command(kv, &why), (V{"kv-gate", "fixtures/kv/ci.json", "--backend", "cuda", "--depths", "64"})) << why;
+  EXPECT_EQ(gate_command_sans_backend(gate_command(kv, &why)), (V{"kv-gate", "fixtures/kv/ci.json", "--depths", "64"}));
+  // What premerge runs: the replay writes its own receipt, and a kv-gate its own bf16 arm.
+  EXPECT_EQ(replay_args(kv, "h/kv.json", "h/cache", &why),
+            (V{"kv-gate", "fixtures/kv/ci.json", "--backend", "cuda", "--depths", "64", "--out", "h/kv.json",
+               "--bf16-cache", "h/cache"}))
+      << why;
+  json sg = {{"kind", "serve-gate"},
+             {"argv", {"tf-cuda-test", "kernel-contract", "--out-dir", "r", "--junit", "j.xml"}},
+             {"fixture", "/home/ci/kc/fixtures/serve/ci.json"},
+             {"backend", "cpu"}};
+  EXPECT_EQ(gate_command(sg, &why), (V{"serve-gate", "fixtures/serve/ci.json", "--backend", "cpu"})) << why;
+  EXPECT_EQ(replay_args(sg, "h/serve-gate.json", "h/cache", &why),
+            (V{"serve-gate", "fixtures/serve/ci.json", "--backend", "cpu", "--out", "h/serve-gate.json"}));
+  sg.erase("fixture");
+  why.clear();
+  EXPECT_TRUE(gate_command(sg, &why).empty());
+  EXPECT_NE(why.find("without its fixture"), std::string::npos) << why;
+  // Another command under a gate's kind is no gate command.
+  json other = {{"kind", "kv-gate"}, {"argv", {"tf-cuda-test", "serve-gate", "fixtures/serve/ci.json"}}};
+  why.clear();
+  EXPECT_TRUE(gate_command(other, &why).empty());
+  EXPECT_NE(why.find("argv[1] must be kv-gate"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace kc
