@@ -11,7 +11,13 @@
 
 namespace kc {
 
+// The error is reported once, through the Status: the runtime's last error (which a failed
+// API call such as cudaMalloc also sets) is cleared here, or the next KC_LAUNCH_CHECK would
+// report it again against a launch that did nothing wrong (seen: bench attention's row after an
+// out-of-memory row failed "in launch fill_kernel"). A sticky error (a kernel's fault) stays,
+// as the runtime keeps it.
 inline Status cuda_error(const char* stmt, const char* file, int line, cudaError_t e) {
+  (void)cudaGetLastError();
   int dev = -1;
   cudaGetDevice(&dev);
   return Status::Error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +

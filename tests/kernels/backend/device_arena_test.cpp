@@ -15,6 +15,7 @@
 #ifdef KC_HAVE_CUDA
 #include "kernels/attention/launch.h"
 #include "kernels/backend/cuda_backend.h"
+#include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_arena.h"
 #endif
 
@@ -125,6 +126,23 @@ TEST(DeviceArena, BackendOnACallersStream) {
   on.reset();
   EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);  // still the caller's: not destroyed by the backend
   cudaStreamDestroy(s);
+#endif
+}
+
+
+// A failed CUDA call is reported once: the Status names it, and the runtime's last error is
+// clear again, so the next launch check does not blame an innocent launch for it.
+TEST(DeviceArena, AFailedAllocationLeavesNoStaleError) {
+  skip_without_device();
+  if (::testing::Test::IsSkipped()) return;
+#ifdef KC_HAVE_CUDA
+  DevBuf<uint8_t> huge;
+  const Status st = huge.alloc(size_t(1) << 50);  // 1 PiB: no device has it
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("cudaMalloc"), std::string::npos) << st.message;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  DevBuf<uint8_t> small;  // and the device goes on working
+  EXPECT_TRUE(small.alloc(1024).ok);
 #endif
 }
 
