@@ -268,6 +268,26 @@ assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
     [ $rc -eq 2 ] || fail "a bad serve fixture: exit $rc: $out"
     case "$out" in *"field new_tokens: must be in 3..4096"*) ;; *) fail "the bad field is not named: $out";; esac
     [ ! -e "$tmp/k" ] || fail "--out-dir made before the fixture was refused: $(ls -A "$tmp/k")" ;;
+  # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
+  # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
+  # exit 1, the serve gate's line FAIL.
+  kc-serve-gate-fails)
+    python3 - "$src" "$tmp/sg.json" <<'PY' || fail "could not write the fixture"
+import json, sys
+src, out = sys.argv[1], sys.argv[2]
+f = json.load(open(src + "/fixtures/serve/ci.json"))
+f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
+f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]
+f["golden"] = {"bf16": f["golden"]["bf16"][:3]}
+json.dump(f, open(out, "w"))
+PY
+    out=$("$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/k" 2>&1); rc=$?
+    for c in fp8-rows qwen-pages q4-rows scale-planes mxfp4-rows arena-offsets rows-invariant; do
+      case "$out" in *"  $c: pass"*) ;; *) fail "contract $c did not pass, so the exit code says nothing of the serve gate: $out";; esac
+    done
+    case "$out" in *"serve-gate (sg.json): FAIL"*) ;; *) fail "the serve gate did not fail: $out";; esac
+    [ $rc -eq 1 ] || fail "kernel-contract exit $rc with the serve gate failing (expected 1)" ;;
   # report's command row pastes back as the same argv (every shell metacharacter quoted).
   report-command-quoted)
     "$bin" fp8-rows --backend cpu --cases 2 --quiet --filter 'ptok;?' --out "$tmp/q.json" >/dev/null 2>&1

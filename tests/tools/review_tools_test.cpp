@@ -2,6 +2,7 @@
 // the committed receipts (reports/cpu, reports/h200) and edited copies of them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -112,6 +113,15 @@ TEST(Junit, EscapesWhatXmlCannotCarry) {
   EXPECT_EQ(xml_escape("a\nb", true), "a&#10;b");                  // attribute
   EXPECT_EQ(xml_escape("a\nb", false), "a\nb");                    // text
   EXPECT_EQ(xml_escape(std::string("\xc0\xaf", 2)), "??");         // overlong encoding refused
+  // XML 1.0's characters end at U+FFFD below U+10000: the two noncharacters above it are
+  // refused (each byte a '?'), their neighbours and the other planes' characters kept.
+  EXPECT_EQ(xml_escape("a\xef\xbf\xbe" "b"), "a???b");                // U+FFFE
+  EXPECT_EQ(xml_escape("a\xef\xbf\xbf" "b"), "a???b");                // U+FFFF
+  EXPECT_EQ(xml_escape("\xef\xbf\xbd"), "\xef\xbf\xbd");             // U+FFFD
+  EXPECT_EQ(xml_escape("\xee\x80\x80"), "\xee\x80\x80");             // U+E000
+  EXPECT_EQ(xml_escape("\xed\x9f\xbf"), "\xed\x9f\xbf");             // U+D7FF
+  EXPECT_EQ(xml_escape("\xf0\x90\x80\x80"), "\xf0\x90\x80\x80");     // U+10000
+  EXPECT_EQ(xml_escape("\xed\xa0\x80"), "???");                      // a surrogate (U+D800)
 }
 
 // Two shard receipts made from one whole receipt: each keeps part of the cases.
@@ -190,6 +200,21 @@ TEST(Merge, RefusesIncompleteOrMixedShards) {
   t = s;
   t[1]["git"]["commit"] = "0000";
   EXPECT_FALSE(merge_shards(t, {"a", "b"}, &m).ok);
+  // Every field the shards must share, each changed alone in the second shard.
+  for (const auto& [path, v] : std::vector<std::pair<std::string, json>>{{"/name", "q4-rows"},
+                                                                       {"/backend", "cuda"},
+                                                                       {"/git/commit", "0000"},
+                                                                       {"/cases/requested", 7},
+                                                                       {"/cases/filter", "ptok"},
+                                                                       {"/cases/case", "x"}}) {
+    t = s;
+    t[1][json::json_pointer(path)] = v;
+    st = merge_shards(t, {"a", "b"}, &m);
+    EXPECT_FALSE(st.ok) << path;
+    std::string field = path.substr(1);
+    std::replace(field.begin(), field.end(), '/', '.');
+    EXPECT_NE(st.message.find("b: " + field + " "), std::string::npos) << path << ": " << st.message;
+  }
   st = merge_shards({whole}, {"w"}, &m);
   EXPECT_NE(st.message.find("w: cases.shard: missing"), std::string::npos) << st.message;
 }
