@@ -235,6 +235,8 @@ void run_codec_contract(Run& run, const RowCodec& codec) {
               faulty(Fault::encode_launch_dependent, 72));
   run.control("nondeterministic-decode", "every second decode differs in the last bit of one value",
               faulty(Fault::decode_nondeterministic, 73));
+  run.control("decode-writes-the-cache", "a row decode flips a cache byte that no row owns (the values stay right)",
+              faulty(Fault::decode_cache_write, 74));
 
   run.declare("paged==window", "rows written through a page table equal rows written to a window, bytes; decoded rows too");
   for (const auto& [gate, description] : codec.reference_gates) run.declare(gate, description);

@@ -23,6 +23,8 @@ enum class Fault {
   encode_input_write,       // a row encode writes into its input rows        -> inputs
   encode_launch_dependent,  // a batched encode alters the first row's codes  -> rows==solo
   decode_nondeterministic,  // every second row decode differs in one bit     -> repeats
+  decode_cache_write,       // a row decode flips a cache byte no row owns     -> inputs
+  keep_skips_layer0,        // keep leaves layer 0 of lane 0's last move unwritten -> keep==reference
 };
 
 class FaultyBackend final : public ForwardingBackend {
@@ -40,6 +42,26 @@ class FaultyBackend final : public ForwardingBackend {
     std::vector<RopeRow> shifted(rows, rows + n);
     for (RopeRow& r : shifted) r.pos += 1;
     return real_.rope_store(c, p, shifted.data(), n, q, k, v, q_out);
+  }
+
+  Status keep(Cache& c, const KeepMove* moves, int n) override {
+    if (fault_ != Fault::keep_skips_layer0) return real_.keep(c, moves, n);
+    const Cache before = c;
+    KC_RETURN_IF_ERROR(real_.keep(c, moves, n));
+    // Lane 0's last move: layer 0's rows (K and V, every head) keep their old bytes. The
+    // attention of qwen-pages reads layer 1 only, so only keep==reference can see it.
+    for (int i = n - 1; i >= 0; --i) {
+      if (moves[i].lane != 0) continue;
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < c.lay.kv_heads; ++h) {
+          const int pos = moves[i].dst;
+          std::memcpy(kv_row(c.view(0), 0, kv, h, pos), kv_row(before.view(0), 0, kv, h, pos), c.lay.code_bytes);
+          if (c.lay.scale_bytes)
+            std::memcpy(kv_scale(c.view(0), 0, kv, h, pos), kv_scale(before.view(0), 0, kv, h, pos), c.lay.scale_bytes);
+        }
+      break;
+    }
+    return Status::Ok();
   }
 
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
@@ -81,6 +103,9 @@ class FaultyBackend final : public ForwardingBackend {
   Status after_decode(Status st, const Cache& c, int n, float* o) {
     if (!st.ok || n == 0) return st;
     if (fault_ == Fault::decode_nondeterministic && calls_++ % 2 == 1) flip(o[size_t(n) * c.lay.head_dim - 1]);
+    // The arena's first byte (the leading guard band): no row reads it, so the decoded
+    // values stay right and only the cache's hash changes.
+    if (fault_ == Fault::decode_cache_write) const_cast<Cache&>(c).mem[0] ^= 0x01;
     return st;
   }
   static void flip(float& x) {

@@ -1523,6 +1523,8 @@ void qwen_pages_body(Run& run) {
               faulty(Fault::rope_position, 2, Format::bf16));
   run.control("empty-row-nan", "a row with no keys comes out NaN (an unguarded 0 / 0 in the merge)",
               faulty(Fault::empty_row_nan, 4, Format::fp8));
+  run.control("keep-skips-a-layer", "keep leaves layer 0 of lane 0's last moved row unwritten (attention reads layer 1)",
+              faulty(Fault::keep_skips_layer0, 6, Format::q4));
   declare_gates(run);
   run.numbers["attention_bound_safety_factor"] = 2.0;
   // Which order each (format, head_dim) ran in, so a reviewer knows which depths the

@@ -222,6 +222,7 @@ std::vector<Probe> keep_probes() {
   std::vector<Probe> p;
   p.push_back({"moves", "edges", true, "", call({{1, kPagedCap - 1, 0}, {0, kWindowCap - 1, kWindowCap - 2}}, 2)});
   p.push_back({"n", "0", true, "", call({{1, 1, 0}}, 0)});
+  p.push_back({"moves", "ascending-in-a-lane", true, "", call({{1, 5, 2}, {1, 6, 3}}, 2)});
   p.push_back({"lane", "-1", false, "lane", call({{-1, 1, 0}}, 1)});
   p.push_back({"lane", "2", false, "lane", call({{2, 1, 0}}, 1)});
   p.push_back({"src", "paged-cap", false, "src", call({{1, kPagedCap, 0}}, 1)});
@@ -229,6 +230,10 @@ std::vector<Probe> keep_probes() {
   p.push_back({"dst", "-1", false, "dst", call({{1, 1, -1}}, 1)});
   p.push_back({"dst", "src", false, "dst", call({{1, 4, 4}}, 1)});
   p.push_back({"n", "-1", false, "count", call({{1, 1, 0}}, -1)});
+  // Two moves of one lane must ascend strictly in src and in dst (an equal one leaves the
+  // device kernel's order undefined).
+  p.push_back({"moves", "equal-src", false, "ascend", call({{1, 5, 2}, {1, 5, 3}}, 2)});
+  p.push_back({"moves", "equal-dst", false, "ascend", call({{1, 5, 2}, {1, 6, 2}}, 2)});
   return p;
 }
 
@@ -303,30 +308,41 @@ bool names_any(const std::string& message, const std::string& names) {
 
 // The controls' backend: forwards to the real one and misbehaves on calls the real one
 // refuses (it asks the real backend first, on a copy of the cache).
-enum class RefusalFault { accepts_invalid, unnamed, writes_then_refuses };
+enum class RefusalFault { accepts_invalid, unnamed, writes_then_refuses, writes_output_then_refuses, paged_edge_accepted };
 
 class RefusalFaultBackend final : public ForwardingBackend {
  public:
   RefusalFaultBackend(Backend& real, RefusalFault f) : ForwardingBackend(real), fault_(f) {}
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    return apply(c, [&](Cache& cc) { return real_.encode_rows(f, cc, x, r, n); });
+    const Status st = apply(c, [&](Cache& cc) { return real_.encode_rows(f, cc, x, r, n); });
+    if (st.ok || !off_by_one_at_paged_cap(c, r, n)) return st;
+    Cache scratch = c;
+    const std::vector<RowRef> back = one_back(c, r, n);
+    return real_.encode_rows(f, scratch, x, back.data(), n).ok ? Status::Ok() : st;
   }
   Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
     Cache cc = c;
-    return apply(cc, [&](Cache& x) { return real_.decode_rows(f, x, r, n, o); });
+    const Status st =
+        apply(cc, [&](Cache& x) { return real_.decode_rows(f, x, r, n, o); }, [&] { o[0] = 1.0f; });
+    if (st.ok || !off_by_one_at_paged_cap(c, r, n)) return st;
+    std::vector<float> scratch(size_t(n) * c.lay.head_dim);
+    const std::vector<RowRef> back = one_back(c, r, n);
+    return real_.decode_rows(f, c, back.data(), n, scratch.data()).ok ? Status::Ok() : st;
   }
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
                     const float* v, float* q_out) override {
-    return apply(c, [&](Cache& cc) { return real_.rope_store(cc, p, rows, n, q, k, v, q_out); });
+    return apply(
+        c, [&](Cache& cc) { return real_.rope_store(cc, p, rows, n, q, k, v, q_out); },
+        [&] { if (q_out) q_out[0] = 1.0f; });
   }
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& t,
                    const float* q, float* out) override {
     Cache cc = c;
-    return apply(cc, [&](Cache& x) { return real_.attention(x, p, rows, n, t, q, out); });
+    return apply(cc, [&](Cache& x) { return real_.attention(x, p, rows, n, t, q, out); }, [&] { out[0] = 1.0f; });
   }
   Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
     Cache cc = c;
-    return apply(cc, [&](Cache& x) { return real_.pack(x, lane, p0, n, b); });
+    return apply(cc, [&](Cache& x) { return real_.pack(x, lane, p0, n, b); }, [&] { b->push_back(0); });
   }
   Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
     return apply(c, [&](Cache& cc) { return real_.unpack(cc, lane, p0, b); });
@@ -336,15 +352,37 @@ class RefusalFaultBackend final : public ForwardingBackend {
   }
 
  private:
-  Status apply(Cache& c, const std::function<Status(Cache&)>& call) {
+  // write_output: what writes_output_then_refuses writes (the call's output, not the cache).
+  Status apply(Cache& c, const std::function<Status(Cache&)>& call, const std::function<void()>& write_output = {}) {
     Status st = call(c);
     if (st.ok) return st;
     switch (fault_) {
       case RefusalFault::accepts_invalid: return Status::Ok();
       case RefusalFault::unnamed: return Status::Error("refused");
       case RefusalFault::writes_then_refuses: c.mem[c.mem.size() / 2] ^= 1; return st;
+      case RefusalFault::writes_output_then_refuses:
+        if (write_output) write_output();
+        return st;
+      case RefusalFault::paged_edge_accepted: return st;  // the row calls above
     }
     return st;
+  }
+  // paged_edge_accepted: a row at a paged lane's capacity, as a range check of pos > capacity
+  // would let through (the call is accepted when it is valid with those rows one back).
+  bool off_by_one_at_paged_cap(const Cache& c, const RowRef* r, int n) const {
+    if (fault_ != RefusalFault::paged_edge_accepted) return false;
+    for (int i = 0; i < n; ++i)
+      if (at_paged_cap(c, r[i])) return true;
+    return false;
+  }
+  static bool at_paged_cap(const Cache& c, const RowRef& r) {
+    return r.lane >= 0 && r.lane < int(c.views.size()) && c.views[r.lane].paged() && r.pos == c.views[r.lane].capacity();
+  }
+  static std::vector<RowRef> one_back(const Cache& c, const RowRef* r, int n) {
+    std::vector<RowRef> b(r, r + n);
+    for (RowRef& x : b)
+      if (at_paged_cap(c, x)) --x.pos;
+    return b;
   }
   RefusalFault fault_;
 };
@@ -414,6 +452,29 @@ void refusal_gate(Run& run, const std::vector<RefusalOp>& ops, const std::vector
     RefusalFaultBackend fb(sub.be, RefusalFault::writes_then_refuses);
     run_probes(sub, fb, first, one);
   });
+  // The first of the operations that write an output besides the cache (decode's floats,
+  // rope's rotated queries, attention's rows, pack's blob).
+  const auto with_output = std::find_if(ops.begin(), ops.end(), [](RefusalOp op) {
+    return op == RefusalOp::decode_rows || op == RefusalOp::rope_store || op == RefusalOp::attention ||
+           op == RefusalOp::pack;
+  });
+  if (with_output != ops.end())
+    run.control("refusal-writes-output-first", "the backend writes its output (not the cache) before it refuses",
+                [&](Run& sub) {
+                  RefusalFaultBackend fb(sub.be, RefusalFault::writes_output_then_refuses);
+                  run_probes(sub, fb, {*with_output}, one);
+                });
+  // A paged lane's position check off by one (pos > capacity): only the probe at the
+  // capacity itself can see it (the window lane's probe is another edge).
+  const auto row_op = std::find_if(ops.begin(), ops.end(), [](RefusalOp op) {
+    return op == RefusalOp::encode_rows || op == RefusalOp::decode_rows;
+  });
+  if (row_op != ops.end())
+    run.control("refusal-paged-edge-accepted", "the backend accepts a row at a paged lane's capacity (pos > capacity)",
+                [&](Run& sub) {
+                  RefusalFaultBackend fb(sub.be, RefusalFault::paged_edge_accepted);
+                  run_probes(sub, fb, {*row_op}, one);
+                });
 }
 
 }  // namespace kc

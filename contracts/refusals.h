@@ -6,12 +6,16 @@
 // state before the call.
 //
 // A contract calls refusal_gate with the operations it covers and the cache formats it
-// runs. The gate's three controls wrap the backend so that it fails in one of the three
-// ways, and each must turn the gate red:
+// runs. The gate's controls wrap the backend so that it fails in one of these ways, and
+// each must turn the gate red:
 //   accepts-one-past  a call whose arguments validation refuses returns Ok anyway
 //                     (a missing or off-by-one range check);
 //   unnamed-refusal   the refusal's message names no argument;
-//   writes-then-refuses  one cache byte changes before the refusal.
+//   writes-then-refuses  one cache byte changes before the refusal;
+//   writes-output-first  the call's output (floats or blob, not the cache) changes before
+//                     the refusal (contracts with decode, rope store, attention or pack);
+//   paged-edge-accepted  a row at a paged lane's capacity is accepted, as a check of
+//                     pos > capacity would (the row-codec contracts).
 #pragma once
 #include <vector>
 

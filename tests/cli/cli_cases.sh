@@ -194,7 +194,7 @@ case "$case_name" in
     cpu_receipt fp8-rows || fail "setup"
     grep -q '"description": ""' "$tmp/fp8-rows.json" && fail "a gate or control without a description" || true ;;
   summary-line)
-    expect 0 "fp8-rows: pass - 11 gates ok, 3 skipped; 10 of 10 controls red; 2 cases;" \
+    expect 0 "fp8-rows: pass - 11 gates ok, 3 skipped; 13 of 13 controls red; 2 cases;" \
       "$bin" fp8-rows --backend cpu --cases 2 --quiet ;;
   gate-timings)
     cpu_receipt fp8-rows || fail "setup"

@@ -58,5 +58,31 @@ TEST(Framework, ANarrowedRunMayLeaveAGateUnchecked) {
   EXPECT_TRUE(run_toy(false, 8, "i=[0-3]\\)").pass);  // a filter: likewise
 }
 
+// A control whose body erred is not red even when one of its gates also failed: an error
+// is not a catch (the run fails, naming the control).
+ContractDef toy_erred_control() {
+  return {"toy-erred", "a control that fails a gate, then errs", 2, [](Run& run) {
+            run.declare("every", "checks every case");
+            for (int i = 0; i < run.cases; ++i) run.check("every", true, "toy(i=" + std::to_string(i) + ")");
+            run.control("fails-then-errs", "a failing check, then a backend error", [](Run& sub) {
+              sub.check("every", false, "planted");
+              sub.error("planted", "the backend refused");
+            });
+          }};
+}
+
+TEST(Framework, AControlThatErredIsNotRedEvenIfAGateFailed) {
+  Status st;
+  auto be = select_backend("cpu", &st);
+  RunOptions o;
+  o.quiet = true;
+  const RunResult r = run_contract(toy_erred_control(), *be, o);
+  ASSERT_EQ(r.receipt["controls"].size(), 1u);
+  EXPECT_FALSE(r.receipt["controls"][0]["red"].get<bool>()) << r.receipt["controls"][0];
+  EXPECT_EQ(r.receipt["controls"][0]["caught_by"], nlohmann::json::array({"every"}));
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(has_reason(r, "control fails-then-errs stayed green")) << r.receipt["verdict_reasons"];
+}
+
 }  // namespace
 }  // namespace kc

@@ -14,7 +14,7 @@ TEST(Q4RowsContract, CpuPassesWithEveryControlRed) {
   expect_pass(r);
   EXPECT_EQ(r.receipt["backend"], "cpu");
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
-  EXPECT_EQ(r.receipt["controls"].size(), 11u);  // 5 planted setups + 3 backend-boundary faults + 3 refusals
+  EXPECT_EQ(r.receipt["controls"].size(), 14u);  // 5 planted setups + 4 backend-boundary faults + 5 refusals
 }
 
 TEST(Q4RowsContract, CudaPassesWithEveryControlRed) {

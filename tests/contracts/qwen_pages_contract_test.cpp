@@ -23,7 +23,7 @@ RunResult run_qwen(const std::string& backend, int cases) { return test::run_con
 TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   const RunResult r = run_qwen("cpu", 3);
   test::expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 13u);  // 4 planted setups + 6 backend-boundary faults + 3 refusals
+  EXPECT_EQ(r.receipt["controls"].size(), 15u);  // 4 planted setups + 7 backend-boundary faults + 4 refusals
 
   const auto& a = r.receipt["numbers"]["attention_arithmetic"];
   ASSERT_TRUE(a.is_object()) << r.receipt["numbers"].dump();

@@ -14,7 +14,7 @@ using test::expect_pass;
 TEST(ScalePlanesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 8u);  // 5 packer and unpacker faults + 3 refusals
+  EXPECT_EQ(r.receipt["controls"].size(), 9u);  // 5 packer and unpacker faults + 4 refusals
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
   // Every byte gate ran on every case (none silently skipped).
   for (const auto& g : r.receipt["gates"]) {

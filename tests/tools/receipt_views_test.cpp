@@ -108,6 +108,33 @@ TEST(ReceiptViews, LoadsAValidReceipt) {
   ASSERT_TRUE(load_text("bench.json", bench_receipt().dump(), &r).ok);
 }
 
+// Receipt::check on an otherwise valid receipt with one contradiction planted: a gate's
+// total that is not passed + failed + skipped (over or under), and a pass with one error.
+// (Through text, as a file is read: the seed then parses as an unsigned integer.)
+Status check_as_read(const json& r, const std::string& file) { return Receipt::check(json::parse(r.dump()), file); }
+
+TEST(ReceiptViews, CheckRefusesAWrongTotalAndAPassWithOneError) {
+  ASSERT_TRUE(check_as_read(contract_receipt(), "ok.json").ok) << check_as_read(contract_receipt(), "ok.json").message;
+  for (int total : {5, 3}) {
+    json bad = contract_receipt();
+    bad["gates"][1]["total"] = total;  // passed 4, failed 0, skipped 0
+    const Status st = check_as_read(bad, "t.json");
+    EXPECT_FALSE(st.ok) << total;
+    EXPECT_NE(st.message.find("t.json: gates[1].total: " + std::to_string(total) + " is not passed + failed + skipped (4)"),
+              std::string::npos)
+        << st.message;
+  }
+  json bad = contract_receipt();
+  bad["errors"] = {"qwen-pages(x=1): the backend refused"};
+  Status st = check_as_read(bad, "e.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("e.json: verdict: 'pass' contradicts 1 errors"), std::string::npos) << st.message;
+  bad["verdict"] = "fail";  // the same error under a failing verdict is consistent
+  bad["verdict_reasons"] = {"1 errors (listed in the receipt)"};
+  st = check_as_read(bad, "e.json");
+  EXPECT_TRUE(st.ok) << st.message;
+}
+
 TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   Receipt r;
   Status st = Receipt::load("/nonexistent/r.json", &r);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/backend/backend.h"
 #include "kernels/codecs/fp8.h"
 #include "reference/e4m3_ref.h"
 
@@ -41,6 +42,23 @@ TEST(E4M3, DecodeMatchesReferenceOnAllCodes) {
 RC_GTEST_PROP(E4M3, SoftEncoderEqualsReferenceOnAnyBits, (uint32_t bits)) {
   const float x = bits_float(bits);
   RC_ASSERT(int(e4m3_encode_soft(x)) == int(ref::e4m3_from_double(x)));
+}
+
+// The cpu backend's e4m3_encode_bits (the exhaustive check's host side): a range that
+// ends exactly at 2^32 is valid, one past it is refused.
+TEST(E4M3, CpuEncodeBitsRangeEndsAt2To32) {
+  const auto be = make_cpu_backend();
+  const uint64_t end = uint64_t(1) << 32;
+  uint8_t out[5] = {0, 0, 0, 0, 0x5A};
+  const Status st = be->e4m3_encode_bits(end - 4, 4, out);
+  ASSERT_TRUE(st.ok) << st.message;
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(int(out[i]), int(e4m3_encode(bits_float(uint32_t(end - 4 + i))))) << i;  // -NaN: 0xFF
+  EXPECT_EQ(out[4], 0x5A);
+  EXPECT_TRUE(be->e4m3_encode_bits(0, 3, out).ok);
+  const Status past = be->e4m3_encode_bits(end - 3, 4, out);
+  EXPECT_FALSE(past.ok);
+  EXPECT_NE(past.message.find("range past 2^32"), std::string::npos) << past.message;
 }
 
 TEST(Fp8Row, DefinedEdgeRules) {

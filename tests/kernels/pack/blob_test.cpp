@@ -126,6 +126,11 @@ TEST(PackBlob, RefusalsNameTheReasonAndWriteNothing) {
     b[64 + 48 * 9 + 32] ^= 1;  // field 9's width
     bad.push_back({"field table: field 9", reseal(b)});
   }
+  {
+    auto b = blob;
+    b[64 + 48 * 9 + 36] ^= 1;  // field 9's kind alone (codes <-> scales)
+    bad.push_back({"field table: field 9", reseal(b)});
+  }
   bad.push_back({"truncated", std::vector<uint8_t>(blob.begin(), blob.end() - 1)});
   bad.push_back({"truncated", std::vector<uint8_t>(blob.begin(), blob.begin() + 63)});
   {
