@@ -648,7 +648,22 @@ void check_bar(Run& run, const std::vector<KvDepthStats>& stats, const KvBar& ba
   }
 }
 
-nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train_ctx, double ref_tok_s, double q_tok_s) {
+// The recall gate's check of one probe at one depth (the run's, and the control
+// recall-probe-attends-uniformly's on its planted arm, so that the control turns this
+// check red): a probe the bf16 arm (rb) does not recall is uninformative (no check);
+// otherwise the quantized arm (rq) must recall it. Returns the outcome: "uninformative",
+// "recalled" or "lost".
+std::string check_recall(Run& run, const std::string& cs, const ProbeOut& rb, const ProbeOut& rq) {
+  if (!rb.recalled) return "uninformative";
+  run.check("recall", rq.recalled, cs,
+            rq.recalled ? "" : "first wrong byte " + std::to_string(rq.first_miss) + " (got '" + rq.got + "')");
+  return rq.recalled ? "recalled" : "lost";
+}
+
+}  // namespace
+
+nlohmann::json kv_depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train_ctx, double ref_tok_s,
+                             double q_tok_s) {
   nlohmann::json diffs = nlohmann::json::array();
   for (const KvTopDiff& d : s.diffs)
     diffs.push_back({{"pos", d.pos},
@@ -674,7 +689,11 @@ nlohmann::json depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train
           {"why", why}};
 }
 
-}  // namespace
+std::string kv_bf16_arm_key(const std::string& fixture_sha, const std::string& tokens_sha, const std::string& ckpt_sha,
+                            const std::string& engine_commit, const Backend* be) {
+  return sha256_hex("kv-gate bf16 arm v1\nfixture " + fixture_sha + "\ntokens " + tokens_sha + "\ncheckpoint " +
+                    ckpt_sha + "\nengine " + engine_commit + "\nbackend " + be->name() + "\n");
+}
 
 std::string checkpoint_sha256(const std::string& dir) {
   std::vector<std::string> names;
@@ -826,9 +845,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   const std::string fixture_sha = sha256_hex(text);
   const std::string ckpt_sha = checkpoint_sha256(fx.model_dir);
   const std::string engine_commit = r.commit_label();
-  const std::string key = sha256_hex("kv-gate bf16 arm v1\nfixture " + fixture_sha + "\ntokens " + fx.tokens_sha256 +
-                                     "\ncheckpoint " + ckpt_sha + "\nengine " + engine_commit + "\nbackend " +
-                                     be->name() + "\n");
+  const std::string key = kv_bf16_arm_key(fixture_sha, fx.tokens_sha256, ckpt_sha, engine_commit, be.get());
   const std::string base = (fs::path(cmd.bf16_cache) / ("kv-bf16-" + key.substr(0, 32))).string();
 
   // ---- the bf16 arm: stored, or computed and stored ----
@@ -893,15 +910,8 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       const ProbeOut& rb = b16.arm.probes.at(probe_key(p, d));
       const ProbeOut& rq = qa.probes.at(probe_key(p, d));
       const std::string cs = "probe=" + p.name + " depth=" + std::to_string(d);
-      std::string outcome;
-      if (!rb.recalled) {
-        outcome = "uninformative";
-        ++uninformative;
-      } else {
-        outcome = rq.recalled ? "recalled" : "lost";
-        run.check("recall", rq.recalled, cs,
-                  rq.recalled ? "" : "first wrong byte " + std::to_string(rq.first_miss) + " (got '" + rq.got + "')");
-      }
+      const std::string outcome = check_recall(run, cs, rb, rq);
+      if (outcome == "uninformative") ++uninformative;
       recall.push_back({{"probe", p.name},
                         {"depth", d},
                         {"group", p.group},
@@ -1026,8 +1036,9 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                   if (!st.ok) return sub.error("recall-probe-attends-uniformly", st.message);
                   if (pb.planted() == 0) return sub.error("recall-probe-attends-uniformly", "the plant never acted");
                   const ProbeOut& r = a.probes.at(probe_key(one, rd));
-                  sub.check("recall", r.recalled, "probe=" + rp->name + " depth=" + std::to_string(rd),
-                            r.recalled ? "" : "first wrong byte " + std::to_string(r.first_miss) + " (got '" + r.got + "')");
+                  // The gate's own check, with the bf16 arm's outcome of that probe (recalled).
+                  check_recall(sub, "probe=" + rp->name + " depth=" + std::to_string(rd),
+                               b16.arm.probes.at(probe_key(*rp, rd)), r);
                   control_notes["recall-probe-attends-uniformly"] = {
                       {"probe", rp->name}, {"depth", rd}, {"recalled", r.recalled}, {"first_miss", r.first_miss},
                       {"got", r.got}};
@@ -1090,7 +1101,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
 
   nlohmann::json depths = nlohmann::json::array();
   for (size_t i = 0; i < stats.size(); ++i)
-    depths.push_back(depth_json(stats[i], fx.bar, train_ctx, b16.arm.decode_tok_s[i], qa.decode_tok_s[i]));
+    depths.push_back(kv_depth_json(stats[i], fx.bar, train_ctx, b16.arm.decode_tok_s[i], qa.decode_tok_s[i]));
   nlohmann::json bpp = nlohmann::json::object();
   const auto& c = w.config;
   for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4})

@@ -136,6 +136,18 @@ nlohmann::json kv_recall_summary(const nlohmann::json& recall);
 // and bench engine's receipts.
 std::string checkpoint_sha256(const std::string& dir);
 
+// The receipt's entry of one depth (kv.depths[i]): the stats, their bar verdict, and
+// beyond_training: whether any scored row (positions depth .. depth + rows - 1) lies at or
+// past `train_ctx` positions (depth + rows > train_ctx).
+nlohmann::json kv_depth_json(const KvDepthStats& s, const KvBar& bar, int64_t train_ctx, double ref_tok_s,
+                             double q_tok_s);
+
+// The key of the stored bf16 arm (--bf16-cache): sha256 over the fixture's bytes, the token
+// file's, the checkpoint's hash, the engine commit and the backend's name, so that one cache
+// folder never serves an arm computed by another engine, checkpoint or backend.
+std::string kv_bf16_arm_key(const std::string& fixture_sha, const std::string& tokens_sha, const std::string& ckpt_sha,
+                            const std::string& engine_commit, const Backend* be);
+
 struct KvGateCommand {
   std::string fixture;
   std::string format;            // fp8, q4, mxfp4 (may be empty with bf16_only)

@@ -386,6 +386,11 @@ std::string compare(const ServeResult& a, const ServeResult& b, bool digests, in
 
 }  // namespace
 
+// The first token where b differs from a (tokens or the logits digest behind them), -1 if none.
+std::string compare_serve_results(const ServeResult& a, const ServeResult& b, bool digests, int64_t* at) {
+  return compare(a, b, digests, at);
+}
+
 bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why) {
   {
     std::ifstream f(path, std::ios::binary);
@@ -668,6 +673,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     run.check("admitted", refused == 0, "arm=" + a.name + " format=" + a.format, first);
   };
 
+  std::map<std::string, std::vector<std::vector<uint8_t>>> saved;  // per format: the solo arm's packed prompts
   auto gate_golden = [&](Run& run, const std::string& fmt, const nlohmann::json& g, const std::vector<ServeResult>& res) {
     for (int i = 0; i < np; ++i) {
       const std::string h = token_hash(res[size_t(i)].tokens);
@@ -675,6 +681,25 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       run.check("golden", h == want, "prompt=" + std::to_string(i) + " format=" + fmt,
                 h == want ? "" : "hash " + h + ", golden " + want);
     }
+  };
+
+  // The pages-all arm and the resumed arm with their gates, run by the main loop and by the
+  // controls that plant a bug into them (pages-all-other-path, restore-without-scale-planes):
+  // each control's verdict comes from the same arm and gate code as the run's, so an arm that
+  // compared itself, or never restored, leaves its control green.
+  auto pages_all_arm = [&](Run& run, const std::string& name, const std::string& fmt, const ServeConfig& pc,
+                           const Arm& win, bool record) {
+    Arm a;
+    run_arm(name, fmt, pc, fwd, false, nullptr, record, &a);
+    gate_pairs(run, "paged == contiguous", win, a, true);
+    gate_pool(run, a);
+  };
+  auto resumed_arm = [&](Run& run, const std::string& name, const std::string& fmt, const ServeConfig& rc,
+                         const Arm& fresh, bool record) {
+    Arm a;
+    run_arm(name, fmt, rc, rev, false, &saved[fmt], record, &a);
+    gate_pairs(run, "resumed == fresh", fresh, a, true);
+    gate_pool(run, a);
   };
 
   CaseSelection sel;
@@ -690,7 +715,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   run.declare("admitted", "every request was admitted and served");
 
   std::map<std::string, Arm> solo;
-  std::map<std::string, std::vector<std::vector<uint8_t>>> saved;
+  // The windows arm of each format at the first lane count: the reference of the control
+  // pages-all-other-path (its pages-all arm against the same arm as the run's).
+  std::map<std::string, Arm> windows_first;
   const bool many = fx.parallel.size() > 1;
   for (const std::string& fmt : fx.formats) {
     err << "serve-gate: " << fmt << ": solo\n";
@@ -726,14 +753,13 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       run_arm("windows" + sfx, fmt, wc, fwd, false, nullptr, true, &win);
       gate_pool(run, win);
       gate_pairs(run, "concurrent == solo", s, win, true);
+      if (par == fx.parallel.front()) windows_first[fmt] = win;
       if (fx.pages_all) {
         for (int P : fx.pages) {
           ServeConfig pc = c;
           pc.pages_all = true;
           pc.page = P;
-          run_arm("pages-all-" + std::to_string(P) + sfx, fmt, pc, fwd, false, nullptr, true, &a);
-          gate_pairs(run, "paged == contiguous", win, a, true);
-          gate_pool(run, a);
+          pages_all_arm(run, "pages-all-" + std::to_string(P) + sfx, fmt, pc, win, true);
         }
       } else {
         run_arm("concurrent-forward" + sfx, fmt, c, fwd, false, nullptr, false, &a);
@@ -758,9 +784,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       ServeConfig rc = c;
       rc.pages_all = fx.pages_all;
       rc.page = Plast;
-      run_arm("resumed" + sfx, fmt, rc, rev, false, &saved[fmt], true, &a);
-      gate_pairs(run, "resumed == fresh", s, a, true);
-      gate_pool(run, a);
+      resumed_arm(run, "resumed" + sfx, fmt, rc, s, true);
     }
   }
 
@@ -809,10 +833,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                 c.pages_all = fx.pages_all;
                 c.page = Plast;
                 c.plant_restore_without_scales = true;
-                Arm& s = solo_of(rf);
-                Arm a;
-                run_arm("control-restore", rf, c, rev, false, &saved[rf], false, &a);
-                gate_pairs(sub, "resumed == fresh", s, a, true);
+                const Arm& s = solo_of(rf);  // also stores its packed prompts, which the arm restores
+                resumed_arm(sub, "control-restore", rf, c, s, false);
                 note_misses("restore-without-scale-planes", sub);
               });
   control("verify-skips-compaction", "verify accepts drafts but never moves the kept rows into place (no keep)",
@@ -858,16 +880,15 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
               });
   control("pages-all-other-path",
           "a pages-all arm (every lane paged) whose batches route every lane through attention chunk 4 (another "
-          "split-K path), against the prompts alone on window lanes",
+          "split-K path), against the run's windows arm of " + cf + " (every lane a window, pool off) at the first "
+          "lane count, through the run's own pages-all arm and gate",
           [&](Run& sub) {
             ServeConfig c;
             c.parallel = fx.parallel.front();
             c.page = Pfirst;
             c.pages_all = true;
             c.plant_paged_batch_chunk = true;
-            Arm a;
-            run_arm("control-pages-all-other-path", cf, c, fwd, false, nullptr, false, &a);
-            gate_pairs(sub, "paged == contiguous", solo_of(cf), a, true);
+            pages_all_arm(sub, "control-pages-all-other-path", cf, c, windows_first.at(cf), false);
             note_misses("pages-all-other-path", sub);
           });
   // The golden gate's control runs where the fixture has goldens for a run format on this

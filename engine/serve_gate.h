@@ -3,6 +3,7 @@
 // receipt of kind "serve-gate". Exit 0 pass, 1 fail (a gate, a control left green, an
 // engine error), 2 bad input (a fixture field named on stderr; nothing written).
 #pragma once
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& fixture_dir
 // FNV-1a 64 of the token ids (int32 little-endian), 16 hex digits: the golden hash.
 std::string token_hash(const std::vector<int32_t>& tokens);
 std::string sha256_hex(const std::string& bytes);
+
+struct ServeResult;
+// The gates' comparison of two results of one prompt (every gate that pairs arms: concurrent ==
+// solo, paged == contiguous, drafted == plain, resumed == fresh): empty when b equals a, token
+// by token and (digests) the logits bytes behind each token, the same end, and where both
+// stopped at <|eos|> the bytes of the row that chose it; else where and how they first differ
+// (*at: the token index, -1 when equal).
+std::string compare_serve_results(const ServeResult& a, const ServeResult& b, bool digests, int64_t* at);
 
 // The golden hashes of `format` on `backend` (null when the fixture gives none).
 nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend);

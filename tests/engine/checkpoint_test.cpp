@@ -159,6 +159,11 @@ TEST(Checkpoint, ByteLevelLoadRefusesConfigsTheKernelsCannotRun) {
          c.num_attention_heads = 64;
          c.num_key_value_heads = 1;
        }},
+      {"gqa33", "num_attention_heads: 33 over 1 kv heads is not supported by the engine's kernels",  // the limit + 1
+       [](Qwen3Config& c) {
+         c.num_attention_heads = 33;
+         c.num_key_value_heads = 1;
+       }},
       {"pos2g", "max_position_embeddings: 2147483648 is more positions than the engine addresses",
        [](Qwen3Config& c) { c.max_position_embeddings = int64_t(1) << 31; }},
   };

@@ -367,6 +367,62 @@ TEST(KvGateMath, RecallSummaryCountsPerGroupAndDepth) {
   EXPECT_EQ(old[0]["group"], "passphrase");
 }
 
+// beyond_training: a depth whose scored rows reach the training context (depth <= ctx <
+// depth + rows) is beyond it; one whose last scored row is ctx - 1 is not.
+TEST(KvGateMath, BeyondTrainingCountsEveryScoredRow) {
+  KvDepthStats s;
+  s.rows = 16;
+  s.kl.assign(16, 0.0);
+  kv_refresh_summary(&s);
+  const KvBar bar;
+  for (const auto& [depth, beyond] : std::vector<std::pair<int, bool>>{{480, false}, {496, false}, {497, true},
+                                                                       {500, true}, {512, true}, {513, true}}) {
+    s.depth = depth;
+    const nlohmann::json j = kv_depth_json(s, bar, 512, 0, 0);
+    EXPECT_EQ(j["beyond_training"].get<bool>(), beyond) << "depth " << depth << " + 16 rows, trained at 512";
+    EXPECT_EQ(j["positions"], nlohmann::json::array({depth, depth + 15}));
+  }
+}
+
+// The stored bf16 arm's key names every input of that arm: the same inputs give the same
+// key; another backend (or fixture, token file, checkpoint, engine commit) another key.
+class NamedBackend final : public Backend {
+ public:
+  explicit NamedBackend(std::string n) : n_(std::move(n)) {}
+  std::string name() const override { return n_; }
+  DeviceInfo device() const override { return {}; }
+  Status encode_rows(Format, Cache&, const float*, const RowRef*, int) override { return no(); }
+  Status decode_rows(Format, const Cache&, const RowRef*, int, float*) override { return no(); }
+  Status e4m3_encode_bits(uint64_t, uint64_t, uint8_t*) override { return no(); }
+  Status rope_store(Cache&, const RopeParams&, const RopeRow*, int, const float*, const float*, const float*,
+                    float*) override {
+    return no();
+  }
+  Status attention(const Cache&, const AttnParams&, const AttnRow*, int, const std::vector<int32_t>&, const float*,
+                   float*) override {
+    return no();
+  }
+  Status pack(const Cache&, int, int64_t, int64_t, std::vector<uint8_t>*) override { return no(); }
+  Status unpack(Cache&, int, int64_t, const std::vector<uint8_t>&) override { return no(); }
+  Status keep(Cache&, const KeepMove*, int) override { return no(); }
+
+ private:
+  static Status no() { return Status::Error("a name only"); }
+  std::string n_;
+};
+
+TEST(KvGate, TheStoredBf16ArmsKeyNamesTheBackend) {
+  const NamedBackend cpu("cpu"), cuda("cuda"), cpu2("cpu");
+  const std::string k = kv_bf16_arm_key("f", "t", "c", "e", &cpu);
+  EXPECT_EQ(k.size(), 64u);
+  EXPECT_EQ(kv_bf16_arm_key("f", "t", "c", "e", &cpu2), k);
+  EXPECT_NE(kv_bf16_arm_key("f", "t", "c", "e", &cuda), k);
+  EXPECT_NE(kv_bf16_arm_key("f2", "t", "c", "e", &cpu), k);
+  EXPECT_NE(kv_bf16_arm_key("f", "t2", "c", "e", &cpu), k);
+  EXPECT_NE(kv_bf16_arm_key("f", "t", "c2", "e", &cpu), k);
+  EXPECT_NE(kv_bf16_arm_key("f", "t", "c", "e2", &cpu), k);
+}
+
 TEST(KvFixture, UnsupportedFormatsExit2WithAClearMessage) {
   test::TempDir dir;
   const std::string out = dir.file("receipt.json"), cache = dir.file("cache");

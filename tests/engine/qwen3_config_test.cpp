@@ -191,6 +191,20 @@ TEST(Qwen3Config, RefusesEveryMissingIllTypedOrInconsistentFieldByName) {
   }
 }
 
+// The layer limit (4096): 4096 layers read, 4097 are refused by name.
+TEST(Qwen3Config, LayerLimitIsInclusive) {
+  json j = good_config();
+  j["num_hidden_layers"] = 4096;
+  Qwen3Config c;
+  const Status ok = parse(j, &c);
+  ASSERT_TRUE(ok.ok) << ok.message;
+  EXPECT_EQ(c.num_hidden_layers, 4096);
+  j["num_hidden_layers"] = 4097;
+  const Status st = parse(j, &c);
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("m/config.json: num_hidden_layers: 4097 is more than 4096"), std::string::npos) << st.message;
+}
+
 TEST(Qwen3Config, RefusesFilesThatAreNotConfigs) {
   Qwen3Config c;
   Status st = parse_qwen3_config("{\"hidden_size\": ", "m/config.json", &c);

@@ -108,6 +108,61 @@ TEST(DraftTree, TreeDraftedEqualsPlainAndEachPlantedBugBreaksIt) {
   EXPECT_FALSE(same(plain, broken)) << "a tree verify without keep went unnoticed";
 }
 
+// The drafter itself, not only drafted == plain (which holds whatever the draft proposes, the
+// target verifying it): each verify's chain is the draft model's plain greedy decode of the
+// lane's committed tokens (generate on the draft model alone), so the accepted count is the
+// one the plain decodes give. Per request, after the round that gave the first token, each
+// round proposes n = min(d, max_tokens - generated - 1) tokens (n = 0: a plain decode row);
+// the target accepts the longest prefix equal to its own greedy tokens and commits it and one
+// more token.
+TEST(DraftTree, TheChainDrafterProposesThePlainGreedyDecodeOfTheDraftModel) {
+  const Models& t = models();
+  auto be = make_cpu_backend();
+  const int d = 3, max_tokens = 12;
+  const auto reqs = requests({"import os\n", "    def __init__(self", "x = "}, max_tokens);
+  ServeConfig c = mixed();
+  std::vector<ServeResult> plain;
+  ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &plain, nullptr).ok);
+  int64_t want_drafted = 0, want_accepted = 0, want_verifies = 0;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    const std::vector<int32_t>& T = plain[r].tokens;
+    ASSERT_TRUE(plain[r].refused.empty()) << plain[r].refused;
+    ASSERT_FALSE(plain[r].stopped_at_eos) << r;  // the schedule below counts max_tokens tokens
+    ASSERT_EQ(T.size(), size_t(max_tokens));
+    for (int gen = 1; gen < max_tokens;) {
+      const int n = std::min(d, max_tokens - gen - 1);
+      if (n == 0) {
+        ++gen;
+        continue;
+      }
+      std::vector<int32_t> seq = reqs[r].prompt;
+      seq.insert(seq.end(), T.begin(), T.begin() + gen);
+      GenerateOptions o;
+      o.stop_at_eos = false;  // the drafter proposes <|eos|> like any token
+      std::vector<GenerateResult> g;
+      ASSERT_TRUE(generate(t.d, *be, {GenerateRequest{seq, n, 0}}, o, &g).ok);
+      ASSERT_EQ(g[0].tokens.size(), size_t(n));
+      int k = 0;
+      while (k < n && g[0].tokens[size_t(k)] == T[size_t(gen + k)]) ++k;
+      want_drafted += n;
+      want_accepted += k;
+      ++want_verifies;
+      gen += k + 1;
+    }
+  }
+  // Not vacuous: some proposals accepted, some rejected.
+  EXPECT_GT(want_accepted, 0);
+  EXPECT_LT(want_accepted, want_drafted);
+  c.draft_tokens = d;
+  std::vector<ServeResult> drafted;
+  ServeStats st;
+  ASSERT_TRUE(serve(t.m, &t.d, *be, c, reqs, &drafted, &st).ok);
+  EXPECT_TRUE(same(plain, drafted));
+  EXPECT_EQ(st.verifies, want_verifies);
+  EXPECT_EQ(st.drafted, want_drafted);
+  EXPECT_EQ(st.accepted, want_accepted);
+}
+
 TEST(DraftTree, AChainIsTheTreeOfOnes) {
   const Models& t = models();
   auto be = make_cpu_backend();

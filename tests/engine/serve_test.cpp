@@ -141,6 +141,34 @@ TEST(Serve, NeverFitsIsRefusedWhileOthersGoOnAndTightPoolsWait) {
   }
 }
 
+// A prompt token id one past the vocabulary (== vocab_size) is refused for its request
+// alone; the last id of the vocabulary (vocab_size - 1) is served like any other.
+TEST(Serve, ATokenIdOfTheVocabularySizeIsRefusedForItsRequestAlone) {
+  const Tiny& t = tiny(Format::bf16);
+  const int32_t V = int32_t(t.m.config().vocab_size);
+  auto be = make_cpu_backend();
+  ServeConfig c;
+  c.parallel = 2;
+  c.page = 4;
+  c.context = 40;
+  c.pool_pages = 20;
+  auto reqs = requests({"import os", "def f(x):", "class A:"}, 4);
+  reqs[1].prompt.push_back(V);      // one past the last id
+  reqs[2].prompt.push_back(V - 1);  // the last id
+  std::vector<ServeResult> res;
+  const Status st = serve(t.m, nullptr, *be, c, reqs, &res, nullptr);
+  ASSERT_TRUE(st.ok) << st.message;
+  EXPECT_EQ(res[1].refused, "request 1 refused: token out of the vocabulary");
+  EXPECT_TRUE(res[1].tokens.empty());
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(res[i].refused.empty()) << i << ": " << res[i].refused;
+    EXPECT_TRUE(res[i].tokens.size() == 4u || res[i].stopped_at_eos) << i;
+  }
+  reqs[1].prompt.back() = -1;
+  ASSERT_TRUE(serve(t.m, nullptr, *be, c, reqs, &res, nullptr).ok);
+  EXPECT_EQ(res[1].refused, "request 1 refused: token out of the vocabulary");
+}
+
 TEST(Serve, DraftedEqualsPlainAndSkippingKeepDoesNot) {
   for (Format f : {Format::bf16, Format::fp8}) {
     const Tiny& t = tiny(f);
@@ -206,8 +234,31 @@ class LateFences final : public Backend {
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override { return real_->encode_rows(f, c, x, r, n); }
   Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override { return real_->decode_rows(f, c, r, n, o); }
   Status e4m3_encode_bits(uint64_t a, uint64_t n, uint8_t* o) override { return real_->e4m3_encode_bits(a, n, o); }
+  // Runs (a window lane's window, a lane's drafter cache: views without a page table): a row
+  // storing slot 0 at layer 0 starts a new request's window; the bytes it covers must not be
+  // those of a window whose last step has not finished yet (fences_done). Each such reuse is
+  // recorded in reused_early_.
   Status rope_store(Cache& c, const RopeParams& p, const RopeRow* r, int n, const float* q, const float* k, const float* v,
                     float* qo) override {
+    uint64_t done = 0;
+    (void)fences_done(&done);
+    const uint64_t now = last_ + 1;  // the step being run
+    for (int i = 0; i < n; ++i) {
+      const ViewDesc& d = c.views[size_t(r[i].lane)];
+      if (d.paged()) continue;
+      const uint64_t b = d.base_off, e = b + c.lay.kv_bytes(uint64_t(d.ptok));
+      if (p.layer == 0 && r[i].slot == 0)
+        for (const Use& u : uses_)
+          if (u.b < e && b < u.e && u.step > done && !(u.b == b && u.e == e && u.step == now))
+            reused_early_.push_back("step " + std::to_string(now) + ": lane " + std::to_string(r[i].lane) +
+                                    " starts a window at bytes " + std::to_string(b) + ".." + std::to_string(e) +
+                                    ", which a window used in step " + std::to_string(u.step) +
+                                    " (finished up to step " + std::to_string(done) + ")");
+      bool seen = false;
+      for (Use& u : uses_)
+        if (u.b == b && u.e == e) u.step = now, seen = true;
+      if (!seen) uses_.push_back({b, e, now});
+    }
     return real_->rope_store(c, p, r, n, q, k, v, qo);
   }
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* r, int n, const std::vector<int32_t>& t,
@@ -241,8 +292,13 @@ class LateFences final : public Backend {
   };
   std::vector<Fill> filled_;
   int waits_ = 0;
+  std::vector<std::string> reused_early_;
 
  private:
+  struct Use {
+    uint64_t b, e, step;  // a window's bytes [b, e), the last step that stored into it
+  };
+  std::vector<Use> uses_;
   std::unique_ptr<Backend> real_ = make_cpu_backend();
   uint64_t lag_, last_ = 0, waited_ = 0;
 };
@@ -288,6 +344,83 @@ TEST(Serve, PagesGoBackOnlyAfterTheirStepFinishedAndArePoisonedThroughTheBackend
       EXPECT_GT(late.waits_, 0);
     }
   }
+}
+
+// The same for runs (a window lane's window, every lane's drafter cache): a finished lane's
+// run goes back to the pool only once the step that last used it finished, so with a backend
+// whose steps finish late no new request's window starts on bytes a running step still uses.
+// Drafting (chains of 2) on a window lane and a paged lane, 5 requests queued behind 2 lanes.
+TEST(Serve, RunsGoBackOnlyAfterTheirStepFinished) {
+  const Tiny& t = tiny(Format::bf16);
+  ServeConfig c;
+  c.parallel = 2;
+  c.page = 4;
+  c.context = 40;
+  c.pool_pages = 24;
+  c.draft_tokens = 2;
+  const auto reqs = requests({"import os", "def f(x):", "class A:", "x = 1", "y = 2"}, 6);
+  std::vector<ServeResult> ref;
+  LateFences now(0);
+  ASSERT_TRUE(serve(t.m, &t.d, now, c, reqs, &ref, nullptr).ok);
+  EXPECT_TRUE(now.reused_early_.empty()) << now.reused_early_.front();
+  for (uint64_t lag : {uint64_t(1), uint64_t(2), uint64_t(3), uint64_t(1) << 40}) {
+    LateFences late(lag);
+    std::vector<ServeResult> res;
+    ServeStats st;
+    ASSERT_TRUE(serve(t.m, &t.d, late, c, reqs, &res, &st).ok) << lag;
+    EXPECT_TRUE(late.reused_early_.empty()) << "lag " << lag << ": " << late.reused_early_.front();
+    EXPECT_GT(st.verifies, 0);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_TRUE(res[i].refused.empty()) << lag << ": " << res[i].refused;
+      EXPECT_EQ(res[i].tokens, ref[i].tokens) << lag;
+      EXPECT_EQ(res[i].digests, ref[i].digests) << lag;
+    }
+  }
+}
+
+// The gates' comparison (compare_serve_results): every field it compares, each differing alone,
+// makes it report the first difference; equal results compare equal.
+TEST(ServeGate, TheComparisonSeesEveryTokenTheEndAndTheRowThatChoseEos) {
+  ServeResult a;
+  a.tokens = {10, 11, 12};
+  a.digests = {1, 2, 3};
+  a.stopped_at_eos = true;
+  a.eos_digest = 99;
+  int64_t at = 0;
+  EXPECT_EQ(compare_serve_results(a, a, true, &at), "");
+  EXPECT_EQ(at, -1);
+  ServeResult b = a;
+  b.tokens[1] = 13;
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("first differing token 1: 11 vs 13"), std::string::npos);
+  b = a;
+  b.digests[2] = 4;
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("logits bytes differ"), std::string::npos);
+  EXPECT_EQ(at, 2);
+  EXPECT_EQ(compare_serve_results(a, b, false, &at), "");  // digests off
+  b = a;
+  b.stopped_at_eos = false;
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("stopped at <|eos|>, the other did not"), std::string::npos);
+  // Both stopped at <|eos|>: the row that chose it is compared too (a prompt that stops at once
+  // has nothing else to compare).
+  b = a;
+  b.eos_digest = 98;
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("both stopped at <|eos|>, the logits bytes of that row differ"),
+            std::string::npos);
+  EXPECT_EQ(at, 3);
+  ServeResult e, f;
+  e.stopped_at_eos = f.stopped_at_eos = true;
+  e.eos_digest = 5;
+  f.eos_digest = 6;
+  EXPECT_NE(compare_serve_results(e, f, true, &at), "");
+  EXPECT_EQ(at, 0);
+  b = a;
+  b.tokens.pop_back();
+  b.digests.pop_back();
+  b.stopped_at_eos = false;
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("first differing token 2: 12 vs end"), std::string::npos);
+  b = a;
+  b.refused = "request 0 refused: why";
+  EXPECT_NE(compare_serve_results(a, b, true, &at).find("refused: request 0 refused: why"), std::string::npos);
 }
 
 TEST(Backend, FillRefusesARangeOutsideTheCacheAndCpuHasNoDeviceMemory) {
