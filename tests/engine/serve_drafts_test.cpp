@@ -319,6 +319,10 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
       {[](ServeMemoryCommand& c) { c.context = (1 << 20) + 1; }, "--context 1048577: must be in 2..1048576"},
       {[](ServeMemoryCommand& c) { c.pool_pages = (1 << 26) + 1; }, "--pool-pages 67108865: must be at most 67108864"},
       {[](ServeMemoryCommand& c) { c.layers = 1; }, "--layers 1: the pool-with-runs arm needs a drafter"},
+      // Both ends of --draft-tokens (1..64, the serve fixture's bound) and of --max-tokens.
+      {[](ServeMemoryCommand& c) { c.draft_tokens = 0; }, "--draft-tokens: must be in 1..64"},
+      {[](ServeMemoryCommand& c) { c.draft_tokens = 65; }, "--draft-tokens: must be in 1..64"},
+      {[](ServeMemoryCommand& c) { c.max_tokens = 0; }, "--max-tokens: must be at least 1"},
   };
   for (const auto& [edit, want] : bad) {
     ServeMemoryCommand cmd;
@@ -329,6 +333,14 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
     EXPECT_EQ(serve_memory_command(cmd, o, e), 2) << want;
     EXPECT_NE(e.str().find(want), std::string::npos) << "want '" << want << "' in: " << e.str();
     EXPECT_FALSE(std::filesystem::exists(cmd.out_file)) << want;
+  }
+  for (int dt : {1, 64}) {  // the bounds themselves are planned
+    ServeMemoryCommand cmd;
+    cmd.preset = "qwen35-27b-attn";
+    cmd.draft_tokens = dt;
+    cmd.out_file = dir.file("mem-dt.json");
+    std::ostringstream o, e;
+    EXPECT_EQ(serve_memory_command(cmd, o, e), 0) << "--draft-tokens " << dt << ": " << e.str();
   }
   // Every cache format the engine serves is planned, mxfp4 included.
   for (const char* f : {"fp8", "q4", "mxfp4"}) {

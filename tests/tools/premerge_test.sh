@@ -53,6 +53,12 @@ case "$case_" in
       --base "$d/extra" --head "$src/reports/cpu" --out-dir "$d/out"
     expect 2 "contract set mismatch: the base ($d/extra) has receipts of gone-contract, which the head does not run (not registered in this build)" -- \
       --base "$d/extra" --backend cpu --out-dir "$d/out"
+    # A shard receipt stands for part of the cases, on either side.
+    mkdir "$d/shard" && cp "$src"/reports/cpu/*.json "$d/shard/"
+    edit "$d/shard/scale-planes.json" "r['cases']['shard']='1/2'"
+    expect 2 "base $d/shard/scale-planes.json is shard 1/2 (merge shards with report --merge-out first)" -- \
+      --base "$d/shard" --head "$src/reports/cpu" --out-dir "$d/out"
+    expect 2 "head $d/shard/scale-planes.json is shard 1/2" -- --base "$src/reports/cpu" --head "$d/shard" --out-dir "$d/out"
     mkdir "$d/fewer" && cp "$src"/reports/cpu/*.json "$d/fewer/" && rm "$d/fewer/q4-rows.json"
     expect 2 "the head runs q4-rows, of which the base has no receipt" -- --base "$d/fewer" --head "$src/reports/cpu" --out-dir "$d/out"
     mkdir "$d/narrow" && cp "$src"/reports/cpu/*.json "$d/narrow/"
@@ -80,12 +86,15 @@ case "$case_" in
     expect 2 "--max-slowdown 0.5: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown 0.5 --out-dir "$d/out"
     expect 2 "--max-slowdown-short 0.9: expected a ratio of at least 1" -- --base "$src/reports/cpu" --max-slowdown-short 0.9 --out-dir "$d/out"
     expect 2 "--short-row-us -1: expected a time in microseconds" -- --base "$src/reports/cpu" --short-row-us -1 --out-dir "$d/out"
+    expect 2 "--short-row-us nan: expected a time in microseconds" -- --base "$src/reports/cpu" --short-row-us nan --out-dir "$d/out"
     expect 2 "--base-bin $d/nope-bin: not an executable file" -- --base "$src/reports/cpu" --base-bin "$d/nope-bin" --out-dir "$d/out"
     : >"$d/plain-file"
     expect 2 "--base-bin $d/plain-file: not an executable file" -- --base "$src/reports/cpu" --base-bin "$d/plain-file" --out-dir "$d/out"
     expect 2 "--base-bin $tool with --head $src/reports/cpu: the same-call A/B runs the base build" -- \
       --base "$src/reports/cpu" --head "$src/reports/cpu" --base-bin "$tool" --out-dir "$d/out"
     [ ! -e "$d/out" ] || fail "a refused premerge wrote $d/out"
+    # --short-row-us 0 is allowed (0 or more: no row counts as launch-bound).
+    expect 0 "PASS - no regression" -- --base "$src/reports/cpu" --head "$src/reports/cpu" --short-row-us 0 --out-dir "$d/out0"
     expect 0 "PASS - no regression" -- --base "$d/extra" --head "$src/reports/cpu" --allow-contract-changes --out-dir "$d/out"
     grep -q '| gone-contract | pass -> - | 0 | 0 | removed: the head does not run it' "$d/out/premerge.md" || fail "the removed contract is not listed"
     ;;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "contracts/json_type.h"
+
 namespace kc {
 namespace {
 
@@ -589,6 +591,23 @@ TEST(ReceiptViews, GateCommandDropsWrittenFilesAndMapsKernelContract) {
   why.clear();
   EXPECT_TRUE(gate_command(other, &why).empty());
   EXPECT_NE(why.find("argv[1] must be kv-gate"), std::string::npos) << why;
+}
+
+// What an error message calls each JSON type (contracts/json_type.h), and a receipt field that
+// is null where a string belongs is named as null, not as an object.
+TEST(ReceiptViews, JsonTypesAreNamedAsTheyAre) {
+  EXPECT_EQ(json_type_name(json()), "null");
+  EXPECT_EQ(json_type_name(json(true)), "a boolean");
+  EXPECT_EQ(json_type_name(json(1.5)), "a number");
+  EXPECT_EQ(json_type_name(json(3)), "a number");
+  EXPECT_EQ(json_type_name(json("x")), "a string");
+  EXPECT_EQ(json_type_name(json::array()), "an array");
+  EXPECT_EQ(json_type_name(json::object()), "an object");
+  json r = contract_receipt();
+  r["name"] = nullptr;
+  const Status st = Receipt::check(r, "n.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("got null"), std::string::npos) << st.message;
 }
 
 }  // namespace

@@ -385,6 +385,7 @@ TEST(Html, PackAndKvPlotsAndAPageThatFetchesNothing) {
   const std::string k = receipt_plots(kv);
   EXPECT_EQ(count(k, "<svg"), 1);
   EXPECT_NE(k.find("bar: mean 0.01"), std::string::npos);
+  EXPECT_NE(k.find("bar: worst 0.1"), std::string::npos);  // both bars the receipt gives are drawn
   EXPECT_EQ(receipt_plots(c), "");
   const std::string page = render_html_page({pack, kv, c}, {"a <b>", "kv", "c"});
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
