@@ -246,7 +246,43 @@ m = json.load(open(sys.argv[1]))
 assert len(m['cases']) == 3, 'cases'
 assert m['seed'] == 5 and m['receipt_head']['git']['commit'], 'seed or git'
 assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
-" "$tmp/e/manifest.json" || fail "manifest.json incomplete" ;;
+" "$tmp/e/manifest.json" || fail "manifest.json incomplete"
+    # fp8 cases: the stored V rows decode (E4M3 code x the row's v_scale) to the V given, within
+    # E4M3's half ulp of each row's largest value (V is stored unrotated); K's scales are others.
+    "$bin" export qwen-pages --backend cpu --cases 8 --seed 5 --out "$tmp/f" >/dev/null 2>&1 ||
+      fail "export of fp8 cases failed"
+    python3 - "$tmp/f" <<'PY' || fail "the exported fp8 V rows do not decode with v_scale"
+import json, struct, sys
+d = sys.argv[1]
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, t in h.items():
+        if k == "__metadata__": continue
+        s, e = t["data_offsets"]
+        out[k] = (t["shape"], struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e]))
+    return out
+def e4m3(c):
+    s = -1.0 if c & 0x80 else 1.0
+    e, m = (c >> 3) & 15, c & 7
+    return s * (m / 8.0 * 2.0 ** -6 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7))
+cases = [c for c in json.load(open(d + "/manifest.json"))["cases"] if c["format"] == "fp8"]
+assert cases, "no fp8 case"
+for c in cases:
+    t = tensors(d + "/" + c["file"])
+    L, KH, D = t["v_codes"][0]
+    codes, vs, v, ks = t["v_codes"][1], t["v_scale"][1], t["v"][1], t["k_scale"][1]
+    assert any(abs(a - b) > 1e-3 * max(abs(a), abs(b)) for a, b in zip(vs, ks)), "K and V scales alike: no check"
+    for r in range(L * KH):
+        row = v[r * D:(r + 1) * D]
+        amax = max(abs(x) for x in row)
+        for j in range(D):
+            got = e4m3(int(codes[r * D + j])) * vs[r]
+            assert abs(got - row[j]) <= amax / 16 + 1e-30, (c["case"], r, j, got, row[j])
+PY
+    ;;
   # Whole-number options are decimal: 010 is not octal 8, 0x10 not 16.
   int-decimal)
     expect 2 "expected a decimal integer" "$bin" fp8-rows --backend cpu --quiet --cases 010
