@@ -310,7 +310,7 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   if (opts.shards > 1) {
     // What report's merge needs to rebuild the whole run's counts and rules from the shards.
     r["cases"]["shard"] = shard_text;
-    r["cases"]["matched"] = run.cases_matched;         // selected, in any shard
+    r["cases"]["matched"] = run.cases_matched - run.matched_uncounted;  // selected cases, in any shard
     r["cases"]["other_shards"] = run.cases_other_shard;  // of filtered_out: the other shards' cases
     r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
   }
@@ -485,8 +485,14 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
 bool same_output(const std::string& a, const std::string& b) {
   std::string ta, tb;
   if (!prepare_output(a, &ta).ok || !prepare_output(b, &tb).ok) return false;
-  std::error_code e1, e2;
-  return std::filesystem::weakly_canonical(ta, e1) == std::filesystem::weakly_canonical(tb, e2);
+  // Absolute first: weakly_canonical of a relative path whose first folder does not exist yet
+  // ("sub/../x.json", sub made by the write) stays relative and never equals an existing file's
+  // absolute path; lexically_normal then folds the "sub/.." that no existing folder resolved.
+  const auto key = [](const std::string& t) {
+    std::error_code ea, ec;
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(t, ea), ec).lexically_normal();
+  };
+  return key(ta) == key(tb);
 }
 
 size_t utf8_length_at(const std::string& s, size_t i) {

@@ -104,6 +104,10 @@ class Run {
   int64_t cases_filtered = 0;
   int64_t cases_matched = 0;  // cases the --filter / --case selected, in any shard
   int64_t cases_other_shard = 0;  // selected cases of another shard (--shard)
+  // Selected refusal probes that are not generated cases (a run with no --filter / --case: every
+  // probe runs, in one shard or another, and counts in cases_matched for the dealing alone); the
+  // receipt's cases.matched leaves them out, as cases.run does.
+  int64_t matched_uncounted = 0;
   // Whether the last selected() that returned false left the case to another shard.
   bool last_out_by_shard() const { return last_out_by_shard_; }
 

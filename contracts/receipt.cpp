@@ -2,6 +2,7 @@
 #include "contracts/json_type.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <filesystem>
@@ -11,6 +12,19 @@
 #include "kc_git_info.h"
 
 namespace kc {
+
+namespace {
+// A count: a whole number from 0 to 2^63 - 1 (an unsigned value above that is no negative number,
+// and read as int64 it would turn into one).
+bool count_ok(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(INT64_MAX);
+  return v.get<int64_t>() >= 0;
+}
+std::string count_why(const nlohmann::json& v) {
+  return v.is_number_unsigned() ? "count " + v.dump() + " out of range (at most 9223372036854775807)"
+                                : "negative count " + v.dump();
+}
+}  // namespace
 
 bool from_contract_run(const nlohmann::json& r) {
   const nlohmann::json& a = r["argv"];
@@ -237,8 +251,8 @@ bool check_receipt(const json& r, Checker& c) {
     if (!c.field(r["cases"], "cases", "filter", Want::string, true) || !c.field(r["cases"], "cases", "case", Want::string, true))
       return false;
     for (const char* k : {"requested", "run", "filtered_out"})
-      if (r["cases"].contains(k) && r["cases"][k].get<int64_t>() < 0)
-        return c.fail(std::string("cases.") + k, "negative count " + r["cases"][k].dump());
+      if (r["cases"].contains(k) && !count_ok(r["cases"][k]))
+        return c.fail(std::string("cases.") + k, count_why(r["cases"][k]));
     if (r["cases"].contains("shard")) {  // i/n, as --shard takes it (premerge and merge read it so)
       const json& sh = r["cases"]["shard"];
       const std::string t = sh.is_string() ? sh.get<std::string>() : "";
@@ -251,8 +265,8 @@ bool check_receipt(const json& r, Checker& c) {
     }
     for (const char* k : {"matched", "other_shards"}) {  // a shard's account of the selection
       if (!c.field(r["cases"], "cases", k, Want::integer, true)) return false;
-      if (r["cases"].contains(k) && r["cases"][k].get<int64_t>() < 0)
-        return c.fail(std::string("cases.") + k, "negative count " + r["cases"][k].dump());
+      if (r["cases"].contains(k) && !count_ok(r["cases"][k]))
+        return c.fail(std::string("cases.") + k, count_why(r["cases"][k]));
     }
     if (!c.field(r["cases"], "cases", "every_case", Want::boolean, true)) return false;
     if (!c.field(r["cases"], "cases", "merged_shards", Want::integer, true)) return false;
@@ -284,7 +298,7 @@ bool check_receipt(const json& r, Checker& c) {
     if (!c.field(g, at, "name", Want::string) || !c.field(g, at, "ok", Want::boolean)) return false;
     for (const char* k : {"passed", "failed", "skipped", "total"}) {
       if (!c.field(g, at, k, Want::integer)) return false;
-      if (g[k].get<int64_t>() < 0) return c.fail(at + "." + k, "negative count " + g[k].dump());
+      if (!count_ok(g[k])) return c.fail(at + "." + k, count_why(g[k]));
     }
     const int64_t passed = g["passed"].get<int64_t>(), failed = g["failed"].get<int64_t>(),
                   skipped = g["skipped"].get<int64_t>();

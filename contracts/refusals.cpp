@@ -396,15 +396,17 @@ void run_probes(Run& run, Backend& be, const std::vector<RefusalOp>& ops, const 
                                ",value=" + pr.value + (pr.valid ? ",valid" : "") + ")";
         if (!run.selected(cv)) {
           // A probe left out by a selection (or left to another shard) is not a generated case either.
-          if (run.last_out_by_shard())
+          if (run.last_out_by_shard()) {
             --run.cases_other_shard;
-          else
+            if (!run.narrowed()) ++run.matched_uncounted;  // another shard runs it, uncounted there too
+          } else {
             --run.cases_filtered;
+          }
           continue;
         }
         // A probe is a case of this gate (its line replays with --case), but only counts as a
         // generated case when a selection picked it.
-        if (!run.narrowed()) --run.cases_run;
+        if (!run.narrowed()) --run.cases_run, ++run.matched_uncounted;
         run.numbers["refusal_probes"] = run.numbers.value("refusal_probes", 0) + 1;
         Cache c = make_cache(f);
         const Cache before = c;

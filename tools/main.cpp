@@ -24,6 +24,7 @@
 #include <new>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -518,7 +519,9 @@ int run_main(int argc, char** argv) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     for (CLI::Option* opt : sub->get_options()) {
       const std::string t = opt->get_type_name();
-      if (t.rfind("INT", 0) == 0 || t.rfind("UINT", 0) == 0) opt->check(decimal);
+      // First (transform puts it before the range check): "1e3" or "12abc" is not a decimal
+      // integer, which a range check would report as out of range.
+      if (t.rfind("INT", 0) == 0 || t.rfind("UINT", 0) == 0) opt->transform(decimal);
     }
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     std::cerr << "tf-cuda-test: error: unknown contract or command '" << argv[1] << "'; known: " << known_commands()
@@ -535,6 +538,21 @@ int run_main(int argc, char** argv) {
     app.exit(e);
     return kUsage;
   }
+  // A file or folder option given an empty value (--out "", an unset variable in a script) is
+  // refused: taken as not given, the run would pass and write nothing where its caller looks.
+  for (CLI::App* sub : app.get_subcommands())
+    for (CLI::Option* opt : sub->get_options()) {
+      static const std::set<std::string> kPaths = {"--out", "--junit", "--merge-out", "--out-dir", "--profile",
+                                                   "--serve-fixture", "--bf16-cache", "--script-dir", "--engine-model",
+                                                   "--model", "--prompt-file", "--base", "--head", "--base-bin", "--from"};
+      if (opt->count() == 0 || !kPaths.count(opt->get_name())) continue;
+      for (const std::string& v : opt->results())
+        if (v.empty()) {
+          std::cerr << "tf-cuda-test: error: " << sub->get_name() << " " << opt->get_name()
+                    << ": empty path: expected a file or folder name (leave the option out for its default)\n";
+          return kUsage;
+        }
+    }
 
   if (list->parsed()) {
     for (const kc::ContractDef& c : kc::contracts())

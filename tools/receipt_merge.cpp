@@ -8,6 +8,7 @@
 #include <set>
 
 #include "contracts/framework.h"
+#include "contracts/json_type.h"
 #include "contracts/receipt.h"
 #include "tools/html_report.h"
 #include "tools/junit.h"
@@ -70,6 +71,10 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     if (n == 0) n = ni;
     if (ni != n) return Status::Error(paths[s] + ": cases.shard: " + sh + ", but " + paths[0] + " is a shard of " + std::to_string(n));
     if (!seen.insert(i).second) return Status::Error(paths[s] + ": shard " + sh + " given twice");
+    // Fields the merge reads that Receipt::check leaves to the writer: text where present.
+    for (const char* f : {"host", "started_at"})
+      if (r.contains(f) && !r[f].is_string())
+        return Status::Error(paths[s] + ": field " + f + ": expected a string, found " + json_type_name(r[f]));
     auto same = [&](const json& a, const json& b, const std::string& field) -> Status {
       if (a != b)
         return Status::Error(paths[s] + ": " + field + " " + b.dump() + " differs from " + paths[0] + "'s " + a.dump() +
@@ -294,7 +299,13 @@ int report_main(const std::vector<std::string>& files, const std::string& format
       part_paths.push_back(files[k]);
     }
     json m;
-    const Status st = merge_shards(part, part_paths, &m);
+    Status st = Status::Ok();
+    try {
+      st = merge_shards(part, part_paths, &m);
+    } catch (const json::exception& e) {  // a field of a type no check foresaw: refused, never a crash
+      st = Status::Error("the shards of " + name + " (" + part_paths.front() + ", ...): a field of an unexpected type (" +
+                         e.what() + ")");
+    }
     if (!st.ok) return fail(st.message);
     // The merged receipt obeys the rules every reader applies (report, diff, premerge).
     const Status ck = Receipt::check(m, "the merge of " + name + "'s shards");

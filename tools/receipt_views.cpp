@@ -698,11 +698,15 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (bv == "pass" && hv == "fail") regress.push_back("verdict pass -> fail");
   if (bv == "fail" && hv == "pass") improve.push_back("verdict fail -> pass");
 
-  // A head that ran a subset of its cases (--filter, --case, a shard) may leave gates unchecked.
-  const json hc = head.value("cases", json::object());
+  // A head that ran a subset of its cases (--filter, --case, a shard) or fewer cases than the base
+  // (--cases 1 against a default run) may leave gates unchecked that the base reached.
+  const json hc = head.value("cases", json::object()), bc = base.value("cases", json::object());
+  const bool fewer = hc.is_object() && bc.is_object() && hc.contains("requested") && bc.contains("requested") &&
+                     hc["requested"].is_number_integer() && bc["requested"].is_number_integer() &&
+                     hc["requested"].get<int64_t>() < bc["requested"].get<int64_t>();
   const bool head_narrowed = hc.is_object() && ((hc.contains("filter") && hc["filter"].is_string() &&
                                                  !hc["filter"].get<std::string>().empty()) ||
-                                                hc.contains("case") || hc.contains("shard"));
+                                                hc.contains("case") || hc.contains("shard") || fewer);
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* g) { return g ? receipt_gate_status(*g) : std::string("-"); };

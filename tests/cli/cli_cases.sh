@@ -349,7 +349,15 @@ g = next(g for g in r['gates'] if g['passed'] > 0)
 g.update(passed=0, total=g['skipped'], status='not run'); g.pop('worst', None)
 json.dump(r, open(sys.argv[2], 'w'))
 " "$tmp/fp8-rows.json" "$tmp/n.json"
-    expect 1 "ok -> not run" "$bin" diff "$tmp/fp8-rows.json" "$tmp/n.json" ;;
+    expect 1 "ok -> not run" "$bin" diff "$tmp/fp8-rows.json" "$tmp/n.json"
+    # The same head, but it ran fewer cases than the base (--cases 1 against the base's count):
+    # gates it did not reach are no regression.
+    python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1])); r['cases']['requested'] = 1
+json.dump(r, open(sys.argv[2], 'w'))
+" "$tmp/n.json" "$tmp/n1.json"
+    expect 0 "Regressions (0)" "$bin" diff "$tmp/fp8-rows.json" "$tmp/n1.json" ;;
   # The receipt reader follows the schema, and a contract run's pass needs a control and a check.
   report-schema-rules)
     cpu_receipt fp8-rows || fail "setup"
@@ -357,7 +365,8 @@ json.dump(r, open(sys.argv[2], 'w'))
     ed "r['backend']='tpu'"; expect 2 "backend: 'tpu' is not one of cpu, cuda" "$bin" report "$tmp/e.json"
     ed "r['cases']['shard']=2"; expect 2 "cases.shard: expected a string i/n" "$bin" report "$tmp/e.json"
     ed "r['controls']=[]"; expect 2 "'pass' with no control" "$bin" report "$tmp/e.json"
-    ed "r['controls'][0]['errors']=['boom']"; expect 2 "true, but the control had errors" "$bin" report "$tmp/e.json" ;;
+    ed "r['controls'][0]['errors']=['boom']"; expect 2 "true, but the control had errors" "$bin" report "$tmp/e.json"
+    ed "r['gates'][0]['passed']=2**64-1"; expect 2 "count 18446744073709551615 out of range" "$bin" report "$tmp/e.json" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)

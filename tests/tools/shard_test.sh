@@ -46,6 +46,10 @@ expect2 "rows-invariant: shard 2/2 missing (1 of 2 given)" "$tool" report "$out/
 run --shard 1/3 --out "$out/t1/rows-invariant.json"
 expect2 "cases.shard: 1/3, but $out/s1/rows-invariant.json is a shard of 2" "$tool" report "$out/s1/rows-invariant.json" "$out/t1/rows-invariant.json"
 expect2 "and --merge-out name the same file" "$tool" report "$out/s1/rows-invariant.json" "$out/s2/rows-invariant.json" --merge-out "$out/mj" --junit "$out/mj/rows-invariant.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['host']=5; json.dump(r, open(sys.argv[2], 'w'))" \
+  "$out/s2/rows-invariant.json" "$out/host5.json"
+expect2 "$out/host5.json: field host: expected a string, found a number" "$tool" report "$out/s1/rows-invariant.json" "$out/host5.json"
+rm -f "$out/host5.json"
 expect2 "shard 1/2 given twice" "$tool" report "$out/s1/rows-invariant.json" "$out/again/rows-invariant.json"
 expect2 "--shard '3/2': expected i/n with 1 <= i <= n" "$tool" kernel-contract --backend cpu --shard 3/2 --out-dir "$out/no"
 expect2 "--shard 'x': expected i/n" "$tool" q4-rows --backend cpu --shard x
@@ -83,6 +87,20 @@ for k in run filtered_out; do
 done
 "$tool" report "$out/rf/m/fp8-rows.json" >/dev/null 2>&1 || fail "report refuses the merged refusal shards"
 echo "merged refusal shards: run and filtered_out equal the unsharded run's"
+# No filter, a contract with refusal probes (q4-rows): every probe runs in one shard, and counts
+# as no generated case there or in cases.matched, so the shards merge into a pass whose run equals
+# the unsharded run's (cases.matched once counted the probes: "the shards ran 2 cases, but 36
+# were selected", a fail on correct code).
+"$tool" q4-rows --backend cpu --quiet --cases 2 --out "$out/qp/full.json" >"$out/log" 2>&1 || fail "q4-rows: $(tail -3 "$out/log")"
+for s in 1 2; do
+  "$tool" q4-rows --backend cpu --quiet --cases 2 --shard $s/2 --out "$out/qp/s$s.json" >"$out/log" 2>&1 ||
+    fail "q4-rows shard $s/2: $(tail -3 "$out/log")"
+done
+"$tool" report "$out/qp/s1.json" "$out/qp/s2.json" --merge-out "$out/qp/m" >"$out/log" 2>&1 || fail "merge of q4-rows' shards: $(grep -i -m3 'fail\|shards ran' "$out/log")"
+[ "$(cases "$out/qp/m/q4-rows.json" run)" -eq "$(cases "$out/qp/full.json" run)" ] ||
+  fail "merged q4-rows cases.run $(cases "$out/qp/m/q4-rows.json" run), the unsharded run's $(cases "$out/qp/full.json" run)"
+"$tool" diff "$out/qp/full.json" "$out/qp/m/q4-rows.json" >"$out/diff.md" 2>&1 || fail "diff q4-rows whole -> merged: $(grep -A3 Regressions "$out/diff.md")"
+echo "shards of a contract with refusal probes, no filter: the merge passes, run equals the unsharded run's"
 # Shards of a run of every case in which no shard checked a gate: the merge fails, as the
 # unsharded run would (edited copies of the two shards of rows-invariant).
 mkdir -p "$out/nr"
@@ -101,4 +119,4 @@ if "$tool" report "$out/nr/s1.json" "$out/nr/s2.json" --merge-out "$out/nr/m" >"
 grep -q "gate $gname checked nothing in a run of every case" "$out/nr/m/rows-invariant.json" || fail "the merge did not name gate $gname"
 echo "a gate no shard of a full run checked: the merge fails"
 [ ! -e "$out/m2" ] && [ ! -e "$out/no" ] && [ ! -e "$out/mj" ] || fail "a refused command wrote its output"
-rm -rf "$out/t1" "$out/again" "$out/rf" "$out/nr" "$out"/three?.json
+rm -rf "$out/t1" "$out/again" "$out/rf" "$out/qp" "$out/nr" "$out"/three?.json
