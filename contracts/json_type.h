@@ -1,8 +1,11 @@
-// What a JSON value is, as an error message names it: "expected a string, got a number".
+// What a JSON value is, as an error message names it: "expected a string, got a number"; and
+// the strict parse every reader of a file a person may edit uses (fixtures, configs, receipts).
 // Header-only: receipts (contracts/receipt.cpp) and the engine's config and checkpoint
 // readers (engine/) say it the same way.
 #pragma once
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +18,59 @@ inline std::string json_type_name(const nlohmann::json& v) {
   if (v.is_string()) return "a string";
   if (v.is_array()) return "an array";
   return "an object";
+}
+
+// Parses text into *out. On failure *why is the reason, ready to follow "FILE: ": "not JSON:
+// <the parser's message>", or "field a.b: appears twice" where an object repeats a key (plain
+// parsing keeps the last value, so {"rows": 0, "rows": 8} would pass a check that "rows": 0
+// alone fails). The path names the keys of the enclosing objects ([] for an array's element).
+// field / reason, where given, receive the two parts apart: the key path and "appears twice (each
+// key once)", or "(file)" and "not JSON: ...".
+inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::string* why,
+                              std::string* field = nullptr, std::string* reason = nullptr) {
+  struct Dup {
+    std::string path;
+  };
+  struct Level {
+    bool object;
+    std::vector<std::string> keys;
+  };
+  std::vector<Level> stack;
+  const auto path_to = [&](const std::string& key) {
+    std::string p;
+    for (size_t i = 0; i < stack.size(); ++i) {
+      const Level& l = stack[i];
+      const std::string part = l.object ? (i + 1 == stack.size() ? key : (l.keys.empty() ? "" : l.keys.back())) : "[]";
+      p += (p.empty() || part == "[]" ? "" : ".") + part;
+    }
+    return p;
+  };
+  try {
+    *out = nlohmann::json::parse(text, [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+      using E = nlohmann::json::parse_event_t;
+      if (ev == E::object_start) stack.push_back({true, {}});
+      else if (ev == E::array_start) stack.push_back({false, {}});
+      else if ((ev == E::object_end || ev == E::array_end) && !stack.empty()) stack.pop_back();
+      else if (ev == E::key && !stack.empty() && parsed.is_string()) {
+        const std::string k = parsed.get<std::string>();
+        for (const std::string& seen : stack.back().keys)
+          if (seen == k) throw Dup{path_to(k)};
+        stack.back().keys.push_back(k);
+      }
+      return true;
+    });
+  } catch (const Dup& d) {
+    if (field) *field = d.path;
+    if (reason) *reason = "appears twice (each key once)";
+    *why = "field " + d.path + ": appears twice (each key once)";
+    return false;
+  } catch (const nlohmann::json::exception& e) {
+    if (field) *field = "(file)";
+    *why = std::string("not JSON: ") + e.what();
+    if (reason) *reason = *why;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kc

@@ -576,11 +576,7 @@ Status Receipt::load(const std::string& path, Receipt* out) {
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (f.bad()) return Status::Error(path + ": read failed: " + std::strerror(errno));
   json r;
-  try {
-    r = json::parse(text);
-  } catch (const json::exception& e) {
-    return Status::Error(path + ": not JSON (" + e.what() + ")");
-  }
+  if (std::string jwhy; !parse_json_strict(text, &r, &jwhy)) return Status::Error(path + ": " + jwhy);
   KC_RETURN_IF_ERROR(check(r, path));
   *out = Receipt(std::move(r));
   return Status::Ok();

@@ -46,11 +46,7 @@ Status open_sharded(const std::string& dir, const std::string& index_path, OpenC
   std::string text;
   KC_RETURN_IF_ERROR(read_model_text(index_path, &text));
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return fail("(file)", std::string("not JSON: ") + e.what());
-  }
+  if (std::string jwhy, at, reason; !parse_json_strict(text, &j, &jwhy, &at, &reason)) return fail(at, reason);
   if (!j.is_object()) return fail("(top level)", "expected an object, got " + json_type_name(j));
   if (!j.contains("weight_map")) return fail("weight_map", "missing");
   const json& wm = j["weight_map"];

@@ -12,8 +12,10 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "contracts/framework.h"
+#include "contracts/json_type.h"
 #include "engine/generate.h"
 #include "engine/kv_plant_backend.h"
 #include "engine/model.h"
@@ -199,6 +201,9 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
         const std::string fld = pre + ".depths[" + std::to_string(k) + "]";
         int d = 0;
         if (!int_in(p["depths"][k], fld, 1, (1 << 30), &d)) return false;
+        // A probe is keyed by its name and depth: a repeat would be one probe counted twice.
+        if (!expanded.empty() && std::find(expanded[0].depths.begin(), expanded[0].depths.end(), d) != expanded[0].depths.end())
+          return fail(fld, "repeats " + std::to_string(d));
         for (KvProbe& pr : expanded) {
           const int need = 2 * int(pr.plant.size() + pr.ask.size() + pr.passphrase.size()) + 2;
           if (d < need)
@@ -599,6 +604,21 @@ bool load_bf16(const std::string& base, const std::string& key, const KvFixture&
       p.got = it->at("got").get<std::string>();
       out->arm.probes[it.key()] = p;
     }
+    // The checksum covers the logits alone: the metadata must hold what the gate reads of it,
+    // a rate per depth and a result per recall probe of this fixture, or the arm is computed
+    // again (a copy with fewer entries once ended the run in map::at or a read past the end).
+    if (out->arm.decode_tok_s.size() != fx.depths.size())
+      throw std::runtime_error("decode_tok_s holds " + std::to_string(out->arm.decode_tok_s.size()) + " rates, the fixture " +
+                               std::to_string(fx.depths.size()) + " depths");
+    size_t want = 0;
+    for (const KvProbe& p : fx.recall)
+      for (int d : p.depths) {
+        ++want;
+        if (!out->arm.probes.count(probe_key(p, d))) throw std::runtime_error("no result of recall probe " + probe_key(p, d));
+      }
+    if (out->arm.probes.size() != want)
+      throw std::runtime_error("probes holds " + std::to_string(out->arm.probes.size()) + " results, the fixture " +
+                               std::to_string(want) + " probes");
   } catch (const std::exception& e) {
     *why = std::string("bad metadata: ") + e.what();
     out->arm = ArmOut();
@@ -729,10 +749,8 @@ bool kv_training_context(const std::string& model_dir, int64_t max_position_embe
     return false;
   }
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    *err = file + ": not JSON: " + e.what();
+  if (std::string jwhy; !parse_json_strict(text, &j, &jwhy)) {
+    *err = file + ": " + jwhy;
     return false;
   }
   if (!j.is_object() || !j.contains("training") || !j["training"].is_object() || !j["training"].contains("seq")) {
@@ -785,11 +803,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   std::string text;
   if (!read_file(cmd.fixture, &text)) return bad(cmd.fixture + ": cannot be read");
   nlohmann::json fj;
-  try {
-    fj = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return bad(cmd.fixture + ": not JSON: " + e.what());
-  }
+  if (std::string jwhy; !parse_json_strict(text, &fj, &jwhy)) return bad(cmd.fixture + ": " + jwhy);
   KvFixture fx;
   std::string why;
   const std::string dir = fs::path(cmd.fixture).parent_path().string();

@@ -137,6 +137,8 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
   Qwen3Weights w, d;
   Status st = load_qwen3_checkpoint(from_dir, &w);
   if (!st.ok) return fail("--from: " + st.message);
+  if (w.layers.size() < 2)
+    return fail("--from: the source has 1 layer: a draft takes fewer of the target's layers, so the source needs at least 2");
   if (layers < 1 || layers >= int(w.layers.size()))
     return fail("--layers: " + std::to_string(layers) + " is not in 1.." + std::to_string(w.layers.size() - 1) +
                 " (below the source's " + std::to_string(w.layers.size()) + " layers)");

@@ -31,7 +31,7 @@ Status make_engine_cache(const KvLayout& lay, const std::vector<LaneSpec>& lanes
     for (size_t l = 0; l < lanes.size(); ++l)
       if (lanes[l].page == P) {
         members.push_back(l);
-        need.push_back((lanes[l].capacity + P - 1) / P);
+        need.push_back(int32_t((int64_t(lanes[l].capacity) + P - 1) / P));  // no int32 overflow near 2^31
       }
     std::vector<std::vector<int32_t>> tables(members.size());
     int32_t next = 0;

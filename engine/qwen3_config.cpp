@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/json_type.h"
+
 namespace kc::engine {
 namespace {
 
@@ -119,11 +121,8 @@ Status check_qwen3_config(const Qwen3Config& c, const std::string& file) {
 
 Status parse_qwen3_config(std::string_view text, const std::string& file, Qwen3Config* out) {
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return Status::Error(file + ": (file): not JSON: " + e.what());
-  }
+  if (std::string jwhy, at, reason; !parse_json_strict(text, &j, &jwhy, &at, &reason))
+    return Status::Error(file + ": " + at + ": " + reason);
   const Reader r{j, file};
   if (!j.is_object()) return r.fail("(top level)", "expected an object, got " + type_name(j));
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -75,10 +76,12 @@ std::vector<int> draft_shape(const ServeConfig& cfg) {
 }
 
 int draft_nodes(const std::vector<int>& shape, int depth) {
+  // Saturates at INT_MAX (a fixture's tree of 16 levels of 8 holds 2^48 nodes: cast to int it
+  // wrapped negative and passed the "at most 64" check).
   int64_t n = 0, level = 1;
   for (int t = 0; t < depth && t < int(shape.size()); ++t) {
-    level *= shape[t];
-    n += level;
+    level = std::min<int64_t>(level * std::max(shape[t], 0), INT_MAX);
+    n = std::min<int64_t>(n + level, INT_MAX);
   }
   return int(n);
 }
@@ -123,7 +126,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
   const KvLayout lay = target.kv_layout();
   const KvLayout dlay = drafting ? draft->kv_layout() : KvLayout();
   const int P = cfg.page;
-  const int maxp = (cfg.context + P - 1) / P;
+  const int maxp = int((int64_t(cfg.context) + P - 1) / P);
   const int L = cfg.parallel;
   const ServeArena plan = plan_serve_arena(cfg, lay, drafting ? &dlay : nullptr);
   auto is_window = [&](int l) { return bool(plan.window[l]); };
@@ -239,7 +242,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
         const ServeRequest& q = reqs[r];
         const int32_t need = int32_t(serve_positions(cfg, int64_t(q.prompt.size()), q.max_tokens));
         const bool win = is_window(l);
-        if (!win && pool.free_pages() < (need + P - 1) / P) continue;
+        if (!win && pool.free_pages() < (int64_t(need) + P - 1) / P) continue;
         std::vector<RunPart> parts = parts_for(l);
         uint64_t rb = run_bytes_for(parts);
         if (cfg.plant_run_short && !parts.empty()) {

@@ -77,7 +77,8 @@ struct ServeConfig {
 // The draft tree of a config: branching per depth (the chain's {1 x draft_tokens} when
 // draft_tree is empty; empty when drafting is off).
 std::vector<int> draft_shape(const ServeConfig& cfg);
-// Nodes of a tree of that shape cut at `depth` levels (every node of depth <= depth).
+// Nodes of a tree of that shape cut at `depth` levels (every node of depth <= depth); INT_MAX
+// where there are more.
 int draft_nodes(const std::vector<int>& shape, int depth);
 // Cache positions a request holds: prompt + max_tokens, plus with drafting one verify
 // window (the root and every draft node, at tail slots after the request's positions).

@@ -1,8 +1,11 @@
 #include "engine/serve_gate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <sstream>
 
 #include "contracts/framework.h"
+#include "contracts/json_type.h"
 #include "engine/generate.h"
 #include "engine/serve.h"
 
@@ -219,8 +223,8 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
       // never go red.
       if (std::all_of(f.draft_tree.begin(), f.draft_tree.end(), [](int b) { return b == 1; }))
         return fail("draft.tree", "must branch somewhere (a branching above 1): a chain is the drafted arm's draft");
-      if (draft_nodes(f.draft_tree, int(f.draft_tree.size())) > 64)
-        return fail("draft.tree", "holds " + std::to_string(draft_nodes(f.draft_tree, int(f.draft_tree.size()))) +
+      if (const int nodes = draft_nodes(f.draft_tree, int(f.draft_tree.size())); nodes > 64)
+        return fail("draft.tree", "holds " + (nodes == INT_MAX ? std::string("over 2^31") : std::to_string(nodes)) +
                                       " nodes, at most 64");
     } else {
       f.draft_tree.assign(size_t(f.draft_tokens), 1);
@@ -403,10 +407,8 @@ bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string*
     *text = ss.str();
   }
   nlohmann::json fj;
-  try {
-    fj = nlohmann::json::parse(*text);
-  } catch (const std::exception& e) {
-    *why = path + ": not JSON: " + e.what();
+  if (std::string jwhy; !parse_json_strict(*text, &fj, &jwhy)) {
+    *why = path + ": " + jwhy;
     return false;
   }
   const std::string dir = std::filesystem::path(path).parent_path().string();
@@ -431,6 +433,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   if (!cmd.kv_cache.empty()) {
     // --kv-cache: the cache formats to run instead of the fixture's (its goldens still apply).
     std::vector<std::string> fs;
+    const std::string& kc = cmd.kv_cache;
+    if (kc.front() == ',' || kc.back() == ',' || kc.find(",,") != std::string::npos)
+      return bad("--kv-cache " + kc + ": an empty item (expected a format or a comma list of them)");
     std::stringstream ss(cmd.kv_cache);
     for (std::string f; std::getline(ss, f, ',');) {
       if (f != "bf16" && f != "fp8" && f != "q4" && f != "mxfp4")
@@ -501,6 +506,31 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
                  st.message);
     targets.emplace(fmt, std::move(m));
     drafts.emplace(fmt, std::move(d));
+  }
+  // The largest arena an arm takes (the pool on every page size, plus every lane's window and
+  // draft cache, as the windows arm runs) must fit in this machine's memory: a pool of 2^20
+  // pages passes the fixture's bounds, and its arena (zero-filled by every arm) would end the
+  // run in an allocation failure with no receipt.
+  {
+    const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+    const uint64_t phys = pages > 0 && psize > 0 ? uint64_t(pages) * uint64_t(psize) : 0;
+    const int lanes = *std::max_element(fx.parallel.begin(), fx.parallel.end());
+    for (const auto& [fmt, m] : targets)
+      for (int P : fx.pages) {
+        ServeConfig cfg;
+        cfg.parallel = lanes;
+        cfg.page = P;
+        cfg.all_windows = true;
+        cfg.context = fx.context;
+        cfg.pool_pages = fx.pool_pages;
+        const KvLayout lay = m.kv_layout(), dlay = drafts.at(fmt).kv_layout();
+        const uint64_t arena = plan_serve_arena(cfg, lay, &dlay).arena_bytes;
+        if (phys > 0 && arena > phys / 2)
+          return bad(cmd.fixture + ": field pool_pages: " + std::to_string(fx.pool_pages) + " pages of " +
+                     std::to_string(P) + " positions (" + fmt + ") and " + std::to_string(lanes) +
+                     " lanes' windows take an arena of " + std::to_string(arena >> 20) +
+                     " MiB, more than half of this machine's " + std::to_string(phys >> 20) + " MiB of memory");
+      }
   }
   std::vector<std::vector<int32_t>> prompts;
   for (const std::string& p : fx.prompts) prompts.push_back(encode_prompt(p));

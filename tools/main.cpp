@@ -395,8 +395,8 @@ int run_main(int argc, char** argv) {
   serve_memory->add_option("--draft-layers", sm.draft_layers, "Drafter: the target's first K layers (default 1)");
   serve_memory->add_option("--draft-tokens", sm.draft_tokens, "Draft tokens per round (default 4)");
   serve_memory->add_option("--pool-pages", sm.pool_pages,
-                           "Pages of the pool, at most 2^26 (default parallel x ceil(context / page))")
-      ->check(CLI::PositiveNumber);
+                           "Pages of the pool, 1..2^26 (default parallel x ceil(context / page))")
+      ->check(CLI::Range(1, 1 << 26));
   serve_memory->add_option("--out", sm.out_file, "Write the receipt (kind serve-memory) here, atomically");
   // make-draft (issue 17): a draft checkpoint of its own from a target's first layers.
   std::string md_from, md_out;
@@ -545,11 +545,13 @@ int run_main(int argc, char** argv) {
       static const std::set<std::string> kPaths = {"--out", "--junit", "--merge-out", "--out-dir", "--profile",
                                                    "--serve-fixture", "--bf16-cache", "--script-dir", "--engine-model",
                                                    "--model", "--prompt-file", "--base", "--head", "--base-bin", "--from"};
-      if (opt->count() == 0 || !kPaths.count(opt->get_name())) continue;
+      const bool path = kPaths.count(opt->get_name()) > 0;
+      if (opt->count() == 0 || (!path && opt->get_name() != "--kv-cache")) continue;
       for (const std::string& v : opt->results())
         if (v.empty()) {
           std::cerr << "tf-cuda-test: error: " << sub->get_name() << " " << opt->get_name()
-                    << ": empty path: expected a file or folder name (leave the option out for its default)\n";
+                    << (path ? ": empty path: expected a file or folder name" : ": empty value")
+                    << " (leave the option out for its default)\n";
           return kUsage;
         }
     }
@@ -577,6 +579,20 @@ int run_main(int argc, char** argv) {
   }
 
   if (serve_memory->parsed()) {
+    // --prompts 2,,3 or 2, : CLI11 drops the empty item, so the run would plan other requests
+    // than the ones written.
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      std::vector<std::string> vals;
+      if (a.rfind("--prompts=", 0) == 0) vals.push_back(a.substr(10));
+      else if (a == "--prompts")
+        for (int k = i + 1; k < argc && std::string(argv[k]).rfind("--", 0) != 0; ++k) vals.push_back(argv[k]);
+      for (const std::string& v : vals)
+        if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos) {
+          std::cerr << "tf-cuda-test: error: serve-memory --prompts '" << v << "': an empty item (expected N,N,...)\n";
+          return kUsage;
+        }
+    }
     sm.argv = args;
     return kc::engine::serve_memory_command(sm, std::cout, std::cerr);
   }
@@ -588,6 +604,11 @@ int run_main(int argc, char** argv) {
     std::string why;
     if (!sg_junit.empty() && !kc::junit_writable(sg_junit, &why)) {
       std::cerr << "tf-cuda-test: error: " << why << "\n";
+      return kUsage;
+    }
+    if (!sg_junit.empty() && !sg.out_file.empty() && kc::same_output(sg.out_file, sg_junit)) {
+      std::cerr << "tf-cuda-test: error: --junit " << sg_junit << " and --out name the same file (" << sg.out_file
+                << "): the JUnit XML would replace the receipt\n";
       return kUsage;
     }
     nlohmann::json rec;

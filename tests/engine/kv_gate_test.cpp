@@ -254,6 +254,8 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
          j["recall"][0]["depths"] = {210};
        }},
       {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
+      // One probe keyed twice (name and depth): it counted twice in the recall summary.
+      {"field recall[0].depths[1]: repeats", [](nlohmann::json& j) { j["recall"][0]["depths"].push_back(j["recall"][0]["depths"][0]); }},
   };
   for (const Bad& b : bad) {
     nlohmann::json j = ci_fixture();
@@ -268,6 +270,20 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(out)) << b.field;
     EXPECT_FALSE(std::filesystem::exists(cache)) << b.field;
   }
+  // A repeated key: plain parsing kept the last value, so "rows": 0 passed beside "rows": 8.
+  nlohmann::json j = ci_fixture();
+  j["model"] = kSrc + "/fixtures/models/stdlib-bytes-3m";
+  j["tokens"]["file"] = kSrc + "/fixtures/text/stdlib-heldout-3.11.7.txt";
+  std::string text = j.dump();
+  const size_t at = text.find("\"rows\":");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"rows\":0,");
+  const std::string path = dir.file("dup.json"), out = dir.file("receipt.json"), cache = dir.file("cache");
+  std::ofstream(path) << text;
+  std::string err;
+  EXPECT_EQ(run_kv(path, "q4", out, cache, nullptr, &err), 2);
+  EXPECT_NE(err.find("field rows: appears twice"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 // A probe with a list of passphrases is one probe per passphrase (NAME#k, the plant's
@@ -523,6 +539,23 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   const auto r4 = nlohmann::json::parse(std::ifstream(dir.file("r4.json")));
   EXPECT_FALSE(r4["kv"]["bf16_arm"]["from_cache"].get<bool>());
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(r4["kv"]["depths"][i]["mean_kl"], r1["kv"]["depths"][i]["mean_kl"]);
+
+  // Metadata the checksum does not cover, edited so that it lacks what the gate reads (the
+  // probes' results, a rate per depth): the copy is not used, the arm is computed again (it
+  // once ended in map::at or a read past the end, no receipt).
+  for (const char* edit : {"probes", "decode_tok_s"}) {
+    for (const auto& e : std::filesystem::directory_iterator(cache))
+      if (e.path().extension() == ".json") {
+        nlohmann::json meta = nlohmann::json::parse(std::ifstream(e.path()));
+        meta[edit] = std::string(edit) == "probes" ? nlohmann::json::object() : nlohmann::json::array();
+        std::ofstream(e.path()) << meta.dump();
+      }
+    EXPECT_EQ(run_kv(fx, "fp8", dir.file("r5.json"), cache, &text, &err), 0) << edit << ": " << err;
+    EXPECT_NE(err.find("stored copy not used: bad metadata"), std::string::npos) << edit << ": " << err;
+    const auto r5 = nlohmann::json::parse(std::ifstream(dir.file("r5.json")));
+    EXPECT_FALSE(r5["kv"]["bf16_arm"]["from_cache"].get<bool>()) << edit;
+    EXPECT_EQ(r5["kv"]["recall"], r1["kv"]["recall"]) << edit;
+  }
 
   // --bf16-only: stores (here: finds) the bf16 arm and writes no receipt.
   EXPECT_EQ(run_kv(fx, "", "", cache, &text, &err), 2);  // no --format

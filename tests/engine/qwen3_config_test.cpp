@@ -213,6 +213,10 @@ TEST(Qwen3Config, RefusesFilesThatAreNotConfigs) {
   st = parse_qwen3_config("[1]", "m/config.json", &c);
   ASSERT_FALSE(st.ok);
   EXPECT_NE(st.message.find("m/config.json: (top level): expected an object, got an array"), std::string::npos) << st.message;
+  // A repeated key is refused by name (plain parsing kept the last value: 128 then 64 read 64).
+  st = parse_qwen3_config("{\"hidden_size\": 128, \"hidden_size\": 64}", "m/config.json", &c);
+  ASSERT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("m/config.json: hidden_size: appears twice"), std::string::npos) << st.message;
   test::TempDir dir;
   st = read_qwen3_config(dir.file("config.json"), &c);
   ASSERT_FALSE(st.ok);

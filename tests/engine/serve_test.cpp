@@ -542,6 +542,20 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field draft.model: ", [](nlohmann::json& j) { j["draft"]["model"] = "/no/such/draft"; }},
       {"field draft.tree[1]: must be an integer in 1..8", [](nlohmann::json& j) { j["draft"]["tree"] = {2, 0}; }},
       {"field draft.tree: holds 84 nodes, at most 64", [](nlohmann::json& j) { j["draft"]["tree"] = {4, 4, 4}; }},
+      // 7^1 + .. + 7^11 nodes: cast to int it wrapped negative and passed the bound.
+      {"field draft.tree: holds over 2^31 nodes, at most 64",
+       [](nlohmann::json& j) { j["draft"]["tree"] = std::vector<int>(11, 7); }},
+      {"field draft.tree: holds over 2^31 nodes, at most 64",
+       [](nlohmann::json& j) { j["draft"]["tree"] = std::vector<int>(16, 8); }},
+      // An arena no machine holds (2^20 pages of 65536 positions): refused before any arm
+      // allocates it (it ended in an allocation failure with no receipt).
+      {"field pool_pages: 1048576 pages of 65536 positions",
+       [](nlohmann::json& j) {
+         j["pages"] = {65536};
+         j["pool_pages"] = 1 << 20;
+         j["draft"].erase("model");
+         j["draft"]["layers"] = 1;
+       }},
       {"field context: must hold the longest prompt", [](nlohmann::json& j) { j["draft"]["tree"] = {2, 2, 2, 2, 2}; }},
       {"field golden.bf16: must be an array of 5 hashes", [](nlohmann::json& j) { j["golden"]["bf16"] = {"0000000000000000"}; }},
       {"field golden.bf16[0]: must be 16 lowercase hex digits",
@@ -574,6 +588,18 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
   cmd.out_file = dir.file("receipt.json");
   EXPECT_EQ(serve_gate_command(cmd, o, e), 2);
   EXPECT_NE(e.str().find("not JSON"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(cmd.out_file));
+  // A repeated key (the last value would win: "new_tokens": 2 beside 6 passed).
+  nlohmann::json j = good_fixture();
+  j["model"] = model;
+  std::string text = j.dump();
+  const size_t at = text.find("\"new_tokens\":");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"new_tokens\":2,");
+  std::ofstream(path) << text;
+  std::ostringstream o2, e2;
+  EXPECT_EQ(serve_gate_command(cmd, o2, e2), 2);
+  EXPECT_NE(e2.str().find("field new_tokens: appears twice"), std::string::npos) << e2.str();
   EXPECT_FALSE(std::filesystem::exists(cmd.out_file));
 }
 

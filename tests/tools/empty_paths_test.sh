@@ -30,6 +30,17 @@ check --out-dir premerge --base "$src/reports/cpu" --out-dir ""
 check2() { msg=$("$tool" "$@" 2>&1 >/dev/null); rc=$?; [ $rc -eq 2 ] || fail "$*: exit $rc, expected 2"
   case "$msg" in *"name the same file"*) echo "refused: $msg";; *) fail "$*: '$msg'";; esac; }
 check2 rows-invariant --backend cpu --cases 1 --out x.json --junit ./sub/../x.json
+check2 serve-gate "$src/fixtures/serve/ci.json" --backend cpu --out s.json --junit ./sub/../s.json
+# A comma list with an empty item: the item was dropped, and the run planned other requests
+# (serve-memory) or formats (serve-gate) than the ones written.
+check3() { msg=$("$tool" "$@" 2>&1 >/dev/null); rc=$?; [ $rc -eq 2 ] || fail "$*: exit $rc, expected 2"
+  case "$msg" in *"empty item"*) echo "refused: $msg";; *) fail "$*: '$msg'";; esac; }
+check3 serve-memory --preset tiny --prompts 2,,3
+check3 serve-memory --preset tiny --prompts 2,
+check3 serve-gate "$src/fixtures/serve/ci.json" --backend cpu --kv-cache bf16,
+msg=$("$tool" serve-gate "$src/fixtures/serve/ci.json" --backend cpu --kv-cache "" 2>&1 >/dev/null)
+[ $? -eq 2 ] || fail "--kv-cache '': not exit 2"
+case "$msg" in *"--kv-cache: empty value"*) echo "refused: $msg";; *) fail "--kv-cache '': '$msg'";; esac
 [ -z "$(ls -A "$d")" ] || fail "a refused command wrote $(ls -A "$d")"
 echo '{}' > x.json
 check2 rows-invariant --backend cpu --cases 1 --out x.json --junit ./sub/../x.json
