@@ -113,6 +113,51 @@ __global__ void __launch_bounds__(256) stream_ldg(const uint8_t* K, const uint8_
   if (acc == 0x9e3779b9u) out[blockIdx.x] = acc;
 }
 
+// (C) the K access of the mma partial's scores: warp w takes 16-key tiles w, w + 8, ..; lane
+// (g, t) reads keys g and g + 8, 16 bytes at 16 t + 64 bb for each bb (NB per row, all in
+// flight): each warp instruction reads 8 rows x 64 bytes, half of each row's 128-byte line.
+// FULL: the same tiles, lanes reading the tile's bytes in order (full lines). HINT: the
+// .L2::256B prefetch hint as ldg_mma adds. V: plain 16-byte loads in order, as (B) at U 8.
+template <int D, bool FULL, bool HINT>
+__global__ void __launch_bounds__(256) stream_kpattern(const uint8_t* K, const uint8_t* V, int hkv, int ctx,
+                                                       uint32_t* out) {
+  constexpr int ROW = D * 2, NB = ROW / 64;
+  const size_t base = ((size_t(blockIdx.z) * hkv + blockIdx.y) * ctx + size_t(blockIdx.x) * kChunk) * ROW;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t acc = 0;
+  for (int kt = warp; kt < kChunk / 16; kt += 8) {
+    const uint8_t* tile = K + base + size_t(kt) * 16 * ROW;
+    uint4 v[2 * NB];
+#pragma unroll
+    for (int bb = 0; bb < NB; ++bb)
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const uint8_t* p = FULL ? tile + (size_t(bb) * 2 + rr) * 512 + 16 * lane
+                                : tile + size_t(g + 8 * rr) * ROW + 16 * t + 64 * bb;
+        if constexpr (HINT)
+          asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(v[2 * bb + rr].x), "=r"(v[2 * bb + rr].y), "=r"(v[2 * bb + rr].z), "=r"(v[2 * bb + rr].w)
+                       : "l"(p));
+        else
+          asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(v[2 * bb + rr].x), "=r"(v[2 * bb + rr].y), "=r"(v[2 * bb + rr].z), "=r"(v[2 * bb + rr].w)
+                       : "l"(p));
+      }
+#pragma unroll
+    for (int i = 0; i < 2 * NB; ++i) acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
+  }
+  const uint4* pv = reinterpret_cast<const uint4*>(V + base);
+  const int n = kChunk * ROW / 16;
+  for (int i0 = 0; i0 < n; i0 += 256 * 8) {
+    uint4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = __ldg(pv + i0 + u * 256 + threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x9e3779b9u) out[blockIdx.x] = acc;
+}
+
 __global__ void read_kernel(const int4* a, size_t n, int* sink) {
   int4 acc = make_int4(0, 0, 0, 0);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -209,6 +254,23 @@ int main() {
       }, copies, 20);
       report(name, us, bps);
     };
+    auto kpat = [&](auto kern, const char* name) {
+      int bps = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kern, 256, 0));
+      const float us = median_us([&](int c) {
+        kern<<<grid, 256>>>(mem + c * 2 * half, mem + c * 2 * half + half, s.hkv, s.ctx, out);
+      }, copies, 20);
+      report(name, us, bps);
+    };
+    if (s.d == 256) {
+      kpat(stream_kpattern<256, false, true>, "kmma half+hint");
+      kpat(stream_kpattern<256, false, false>, "kmma half");
+      kpat(stream_kpattern<256, true, false>, "kmma full");
+    } else {
+      kpat(stream_kpattern<128, false, true>, "kmma half+hint");
+      kpat(stream_kpattern<128, false, false>, "kmma half");
+      kpat(stream_kpattern<128, true, false>, "kmma full");
+    }
     ldg(stream_ldg<4>, "ldg u4");
     ldg(stream_ldg<8>, "ldg u8");
     ldg(stream_ldg<16>, "ldg u16");
