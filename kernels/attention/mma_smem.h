@@ -18,21 +18,14 @@ KC_HD constexpr size_t mma_ss_bytes(int W) { return size_t(kAttnHeadsPerBlock) *
 // scores then p: right after the `pre` stages issued before the softmax, or at the ring's
 // end when they fit there past them (pre > 1); the later stages overwrite them once they
 // are dead; then p's B fragments ([key tiles][parts][32] uint2), V row pointers [W
-// rounded up to 16], fp8 K and V row scales [W] each, fp8 q and p shifts [8] each. kslot_bytes
-// (the bf16 scores' K slots, MmaKSlot: 8 warps' half tiles; 0: none) go where nothing lives
-// during the scores: from 0, under the stages issued before the softmax (which then wait for a
-// barrier after the scores), q's fragments no earlier than their end.
-KC_HD constexpr size_t mma_first(int stage_bytes, int pre, int kslot_bytes) {
-  return size_t(pre) * stage_bytes > size_t(kslot_bytes) ? size_t(pre) * stage_bytes : size_t(kslot_bytes);
-}
+// rounded up to 16], fp8 K and V row scales [W] each, fp8 q and p shifts [8] each.
 struct MmaSmem {
-  size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, kslot, total;
-  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre, int kslot_bytes = 0)
+  size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
+  KC_HD constexpr MmaSmem(int W, int D, int parts, int stage_bytes, int stages, int pre)
       : ring(0),
-        qf(pre > 1 && size_t(stages) * stage_bytes > mma_first(stage_bytes, pre, kslot_bytes) + mma_qf_bytes(D, parts) +
-                                                          mma_ss_bytes(W)
+        qf(pre > 1 && size_t(stages) * stage_bytes > size_t(pre) * stage_bytes + mma_qf_bytes(D, parts) + mma_ss_bytes(W)
                ? size_t(stages) * stage_bytes - mma_qf_bytes(D, parts) - mma_ss_bytes(W)
-               : mma_first(stage_bytes, pre, kslot_bytes)),
+               : size_t(pre) * stage_bytes),
         ss(qf + mma_qf_bytes(D, parts)),
         pf(ss + mma_ss_bytes(W) > size_t(stage_bytes) * stages ? ss + mma_ss_bytes(W) : size_t(stage_bytes) * stages),
         vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
@@ -40,25 +33,7 @@ struct MmaSmem {
         vsc(ksc + size_t(W) * 4),
         qsh(vsc + size_t(W) * 4),
         psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
-        kslot(size_t(kslot_bytes) <= qf ? 0 : (psh + size_t(kAttnHeadsPerBlock) * 4 + 15) / 16 * 16),
-        total(kslot == 0 ? psh + size_t(kAttnHeadsPerBlock) * 4 : kslot + size_t(kslot_bytes)) {}
-};
-
-// The bf16 scores' K tiles through shared memory (MmaTune::k_smem): each warp copies its next
-// half tile (16 keys' halves of a row: elements [D/2 h, D/2 (h + 1))) with 16-byte cp.async, a
-// whole 128-byte line per 8 lanes (the lanes read the rows' pointers by shuffles), into a slot
-// of its own, and reads it back with the same 16-byte pieces per lane the register loads
-// gave (key g and g + 8, bytes 16 t + 64 b): the same values in the same order, so the same
-// bytes out. Chunk c of row r sits at c ^ 4 (r & 1), so that a read's two rows per 8 lanes
-// hit distinct banks.
-template <int D>
-struct MmaKSlot {
-  static constexpr int RH = D;              // bytes of a half row (bf16)
-  static constexpr int CH = RH / 16;        // its 16-byte chunks (d256: 16, d128: 8)
-  static constexpr int BYTES = 16 * RH;     // a warp's slot
-  static constexpr int CPL = 16 * CH / 32;  // copies per lane and half tile
-  static constexpr int RPI = 32 / CH;       // rows per copy instruction
-  static_assert(CH >= 8 && 32 % CH == 0, "K slot: 8 to 32 chunks per half row");
+        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
 };
 
 // Whether the tensor-core partial of (format, head_dim) keeps its partial outputs in L2 for
@@ -140,19 +115,7 @@ struct MmaTune {
 #else
   static constexpr bool k_l2_hint = F == Format::fp8;
 #endif
-  // The scores' K tiles through shared memory (MmaKSlot), bf16: full-line reads. The register
-  // loads read 8 rows x 64 bytes per warp instruction, half of each row's line; on the H200 a
-  // read of the partial's bytes in that pattern alone took 1.18x (d256) / 1.04x (d128) a read
-  // in whole lines (reports/h200/issue20-stream/).
-#ifdef KC_MMA_KSMEM
-  static constexpr bool k_smem = KC_MMA_KSMEM && F == Format::bf16;
-#else
-  static constexpr bool k_smem = F == Format::bf16;
-#endif
-  static constexpr int kslot_bytes = k_smem ? 8 * MmaKSlot<D>::BYTES : 0;
-  static MmaSmem smem(int W) {
-    return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre, kslot_bytes);
-  }
+  static MmaSmem smem(int W) { return MmaSmem(W, D, attn_mma_parts(F), stage_bytes, ring_stages, ring_pre); }
 };
 // The q4 tensor-core partial (attention/partial_mma_q4.cu): its V ring (stages of
 // ring_tiles 16-key tiles of q4 code rows; one tile per warp and stage) and blocks per SM

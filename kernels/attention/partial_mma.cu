@@ -245,72 +245,6 @@ __device__ __forceinline__ void mma_scores(const KvPlane& kp, const AttnBlock& b
   }
 }
 
-// The bf16 scores through shared memory (MmaTune::k_smem; layout: MmaKSlot in mma_smem.h).
-// rowp: lanes' row pointers of a tile, lane l holding key 16 kt + (l & 15) (past n: n - 1).
-__device__ __forceinline__ const uint8_t* mma_ks_row(const KvPlane& kp, const AttnBlock& b, int kt, int lane) {
-  const int i = min(kt * 16 + (lane & 15), b.n - 1);
-  return kv_plane_row(kp, key_slot(b.k0 + i, b.row.len, b.tail));
-}
-// Half h of the tile whose rows rowp holds, into the warp's slot: instruction j copies rows
-// RPI j .. RPI j + RPI - 1, each whole (RH bytes: lines of 128 bytes), then one commit group.
-template <int D>
-__device__ __forceinline__ void mma_ks_issue(uint32_t slot, const uint8_t* rowp, int h, int lane) {
-  using S = MmaKSlot<D>;
-  const int c = lane % S::CH;
-#pragma unroll
-  for (int j = 0; j < S::CPL; ++j) {
-    const int r = j * S::RPI + lane / S::CH;
-    const uint8_t* src = reinterpret_cast<const uint8_t*>(
-        __shfl_sync(0xFFFFFFFFu, reinterpret_cast<unsigned long long>(rowp), r));
-    cp_async16(slot + uint32_t(r * S::RH + ((c ^ ((r & 1) << 2)) << 4)), src + S::RH * h + 16 * c);
-  }
-  cp_async_commit();
-}
-// 1'. scores as mma_scores, K from the slot: on entry half 0 of tile `warp` is in flight (issued
-//     at the block's start from rowp). Per half: wait, read the lane's pieces (key g and g + 8,
-//     bytes 16 t + 64 b of the half), then the next half goes out (this tile's second, or the
-//     next tile's first) while the mma run on the pieces read.
-template <int D, Format F>
-__device__ __forceinline__ void mma_scores_ks(const KvPlane& kp, const AttnBlock& b, const AttnParams& p, int nt,
-                                              int warp, int lane, int lg, int lt, uint32_t slot, const uint8_t* rowp,
-                                              const uint2* qf, const int* qsh, const float* ksc, float* ss) {
-  using M = MmaShape<D, F>;
-  using S = MmaKSlot<D>;
-  constexpr int NH = M::NB / 2;  // 16-byte pieces per row and half
-  const int n = b.n, G = b.G, W = p.chunk;
-  for (int kt = warp; kt < nt; kt += M::NW) {
-    const bool more = kt + M::NW < nt;
-    const uint8_t* rown = more ? mma_ks_row(kp, b, kt + M::NW, lane) : nullptr;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      cp_async_wait<0>();
-      __syncwarp();
-      uint4 kh[2][NH];
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int r = lg + 8 * rr;
-#pragma unroll
-        for (int b2 = 0; b2 < NH; ++b2) {
-          const int c = lt + 4 * b2;
-          kh[rr][b2] = lds128(slot + uint32_t(r * S::RH + ((c ^ ((r & 1) << 2)) << 4)));
-        }
-      }
-      __syncwarp();
-      if (h == 0) mma_ks_issue<D>(slot, rowp, 1, lane);
-      else if (more) mma_ks_issue<D>(slot, rown, 0, lane);
-#pragma unroll
-      for (int b2 = 0; b2 < NH; ++b2) mma_k_load<D, F>(h * NH + b2, kh[0][b2], kh[1][b2], qf, lane, acc);
-    }
-    rowp = rown;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-      if (i < n && h < G) ss[h * W + i] = mma_score_value<M::kFp8>(acc[e], h, i, qsh, ksc, p.scale);
-    }
-  }
-}
-
 // V tiles through a ring of RS stages of RT tiles in shared memory, by 16-byte cp.async
 // (block ch of key row k at 16 (ch ^ (k & 7)), so that ldmatrix's eight rows hit eight
 // different bank groups): issue(st, slot) sends stage st into slot `slot`, then one commit
@@ -529,8 +463,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const int n = blk.n;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lg = lane >> 2, lt = lane & 3;
   const int nt = (n + 15) / 16;  // key tiles holding keys
-  const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre,
-                    MmaTune<D, F>::kslot_bytes);
+  const MmaSmem lay(p.chunk, D, NPT, MmaTune<D, F>::stage_bytes, RS, MmaTune<D, F>::ring_pre);
 #ifdef KC_MMA_PHASES
   __shared__ long long kc_phase_t[kAttnThreads / 32][8];
 #endif
@@ -550,20 +483,12 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   const KvPlane ksp = kv_plane(blk.v, p.layer, 0, blk.kvh, kFp8), vsp = kv_plane(blk.v, p.layer, 1, blk.kvh, kFp8);
   const uint8_t* kc[2] = {nullptr, nullptr};
   uint4 kf[2][NB];
-  constexpr bool kKs = MmaTune<D, F>::k_smem;
-  const uint32_t kslot = uint32_t(__cvta_generic_to_shared(smb + lay.kslot)) + uint32_t(warp * MmaKSlot<D>::BYTES);
-  const uint8_t* krow = nullptr;
   if (warp < nt) {
-    if constexpr (kKs) {  // the first half tile into the warp's slot (MmaKSlot)
-      krow = mma_ks_row(kp, blk, warp, lane);
-      mma_ks_issue<D>(kslot, krow, 0, lane);
-    } else {
-      mma_tile_rows(kp, blk, warp, lg, lt, kc);
+    mma_tile_rows(kp, blk, warp, lg, lt, kc);
 #pragma unroll
-      for (int b = 0; b < NB; ++b)
-        kf[0][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[0] + 64 * b),
-        kf[1][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[1] + 64 * b);
-    }
+    for (int b = 0; b < NB; ++b)
+      kf[0][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[0] + 64 * b),
+      kf[1][b] = ldg_mma<uint4, MmaTune<D, F>::k_l2_hint>(kc[1] + 64 * b);
   }
 
   // Each key's V row pointer (and fp8 K and V row scales). fp8: the first KPT * 256 keys'
@@ -593,14 +518,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
   __syncthreads();
   KC_PHASE(1);
 
-  if constexpr (kKs) {
-    mma_scores_ks<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kslot, krow, qf, qsh, ksc, ss);
-    // The slots lie under the stages issued before the softmax when they start at 0: every
-    // warp's last read of its slot comes first.
-    if (lay.kslot == 0) __syncthreads();
-  } else {
-    mma_scores<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
-  }
+  mma_scores<D, F>(kp, blk, p, nt, warp, lane, lg, lt, kf, qf, qsh, ksc, ss);
   const int kg = warp / M::WPG, ws = warp % M::WPG;
 
   // The V ring's stages 0 .. pre - 1 go out before the softmax (their slots overlap no

@@ -116,16 +116,6 @@ __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const uint8_t* sr
                : "memory");
 #endif
 }
-// 16 bytes from shared memory at a shared-space address.
-__device__ __forceinline__ uint4 lds128(uint32_t addr) {
-  uint4 r = make_uint4(0, 0, 0, 0);
-#if defined(__CUDA_ARCH__)
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr) : "memory");
-#else
-  (void)addr;
-#endif
-  return r;
-}
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");

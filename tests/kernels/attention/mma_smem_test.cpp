@@ -44,16 +44,6 @@ void check_all_widths() {
     ASSERT_EQ(m.pf % 16, 0u);
     ASSERT_EQ(m.vrows % 8, 0u);
     ASSERT_LE(m.total, kMaxSmemPerBlock);
-    // The bf16 scores' K slots (MmaKSlot): from 0, ending before q's fragments (under the ring's
-    // stages, which wait for the barrier after the scores), or after every other array.
-    if (T::kslot_bytes > 0) {
-      if (m.kslot == 0) ASSERT_LE(size_t(T::kslot_bytes), m.qf) << "K slots overlap q's fragments";
-      else ASSERT_GE(m.kslot, m.psh + 32) << "K slots overlap the shifts";
-      ASSERT_EQ(m.kslot % 16, 0u);
-      ASSERT_GE(m.total, m.kslot + size_t(T::kslot_bytes));
-    } else {
-      ASSERT_EQ(m.total, m.psh + 32);
-    }
   }
   // The p.v's key groups hand their sums over through q's fragment space.
   constexpr int KG = attn_mma_key_groups(D), WPG = 8 / KG, MT = D / 16 / WPG;
