@@ -118,15 +118,26 @@ __global__ void __launch_bounds__(256) stream_ldg(const uint8_t* K, const uint8_
 // flight): each warp instruction reads 8 rows x 64 bytes, half of each row's 128-byte line.
 // FULL: the same tiles, lanes reading the tile's bytes in order (full lines). HINT: the
 // .L2::256B prefetch hint as ldg_mma adds. V: plain 16-byte loads in order, as (B) at U 8.
-template <int D, bool FULL, bool HINT>
+// PF > 0: before a tile's loads, lanes 0..15 each ask L2 for one row of the warp's tile PF
+// rounds ahead (cp.async.bulk.prefetch.L2, the whole row), so that DRAM sees whole rows.
+template <int D, bool FULL, bool HINT, int PF = 0>
 __global__ void __launch_bounds__(256) stream_kpattern(const uint8_t* K, const uint8_t* V, int hkv, int ctx,
                                                        uint32_t* out) {
   constexpr int ROW = D * 2, NB = ROW / 64;
   const size_t base = ((size_t(blockIdx.z) * hkv + blockIdx.y) * ctx + size_t(blockIdx.x) * kChunk) * ROW;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint32_t acc = 0;
+  if constexpr (PF > 0)  // the first PF rounds' rows, once
+    for (int r = 0; r < PF; ++r)
+      if (warp + 8 * r < kChunk / 16 && lane < 16)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + base + (size_t(warp + 8 * r) * 16 + lane) * ROW),
+                     "r"(ROW) : "memory");
   for (int kt = warp; kt < kChunk / 16; kt += 8) {
     const uint8_t* tile = K + base + size_t(kt) * 16 * ROW;
+    if constexpr (PF > 0)
+      if (kt + 8 * PF < kChunk / 16 && lane < 16)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + base + (size_t(kt + 8 * PF) * 16 + lane) * ROW),
+                     "r"(ROW) : "memory");
     uint4 v[2 * NB];
 #pragma unroll
     for (int bb = 0; bb < NB; ++bb)
@@ -266,10 +277,16 @@ int main() {
       kpat(stream_kpattern<256, false, true>, "kmma half+hint");
       kpat(stream_kpattern<256, false, false>, "kmma half");
       kpat(stream_kpattern<256, true, false>, "kmma full");
+      kpat(stream_kpattern<256, false, true, 1>, "kmma half+hint pf1");
+      kpat(stream_kpattern<256, false, true, 2>, "kmma half+hint pf2");
+      kpat(stream_kpattern<256, false, false, 1>, "kmma half pf1");
     } else {
       kpat(stream_kpattern<128, false, true>, "kmma half+hint");
       kpat(stream_kpattern<128, false, false>, "kmma half");
       kpat(stream_kpattern<128, true, false>, "kmma full");
+      kpat(stream_kpattern<128, false, true, 1>, "kmma half+hint pf1");
+      kpat(stream_kpattern<128, false, true, 2>, "kmma half+hint pf2");
+      kpat(stream_kpattern<128, false, false, 1>, "kmma half pf1");
     }
     ldg(stream_ldg<4>, "ldg u4");
     ldg(stream_ldg<8>, "ldg u8");
