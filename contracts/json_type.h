@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,9 @@ inline std::string json_type_name(const nlohmann::json& v) {
 // <the parser's message>", or "field a.b: appears twice" where an object repeats a key (plain
 // parsing keeps the last value, so {"rows": 0, "rows": 8} would pass a check that "rows": 0
 // alone fails). The path names the keys of the enclosing objects ([] for an array's element).
+// Nesting deeper than kJsonMaxDepth levels is refused too (no file of ours comes near it; a
+// reader that walks the tree recursively would run out of stack on 50,000 levels).
+constexpr int kJsonMaxDepth = 256;
 // field / reason, where given, receive the two parts apart: the key path and "appears twice (each
 // key once)", or "(file)" and "not JSON: ...".
 inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::string* why,
@@ -31,9 +35,11 @@ inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::s
   struct Dup {
     std::string path;
   };
+  struct Deep {};
   struct Level {
     bool object;
     std::vector<std::string> keys;
+    std::unordered_set<std::string> seen;
   };
   std::vector<Level> stack;
   const auto path_to = [&](const std::string& key) {
@@ -48,17 +54,22 @@ inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::s
   try {
     *out = nlohmann::json::parse(text, [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
       using E = nlohmann::json::parse_event_t;
-      if (ev == E::object_start) stack.push_back({true, {}});
-      else if (ev == E::array_start) stack.push_back({false, {}});
+      if ((ev == E::object_start || ev == E::array_start) && stack.size() >= size_t(kJsonMaxDepth)) throw Deep{};
+      if (ev == E::object_start) stack.push_back({true, {}, {}});
+      else if (ev == E::array_start) stack.push_back({false, {}, {}});
       else if ((ev == E::object_end || ev == E::array_end) && !stack.empty()) stack.pop_back();
       else if (ev == E::key && !stack.empty() && parsed.is_string()) {
         const std::string k = parsed.get<std::string>();
-        for (const std::string& seen : stack.back().keys)
-          if (seen == k) throw Dup{path_to(k)};
+        if (!stack.back().seen.insert(k).second) throw Dup{path_to(k)};
         stack.back().keys.push_back(k);
       }
       return true;
     });
+  } catch (const Deep&) {
+    if (field) *field = "(file)";
+    *why = "nested deeper than " + std::to_string(kJsonMaxDepth) + " levels";
+    if (reason) *reason = *why;
+    return false;
   } catch (const Dup& d) {
     if (field) *field = d.path;
     if (reason) *reason = "appears twice (each key once)";

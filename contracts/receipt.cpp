@@ -238,6 +238,8 @@ bool check_receipt(const json& r, Checker& c) {
       !c.strings(r, "", "verdict_reasons", true) ||
       !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
     return false;
+  if (!(r["timings"]["total_s"].get<double>() >= 0))
+    return c.fail("timings.total_s", "a time below 0 (" + num_text(r["timings"]["total_s"].get<double>()) + ")");
   // seed: an unsigned integer; null only for a bench (no generator).
   if (!r.contains("seed")) return c.fail("seed", "missing");
   if (r["seed"].is_null() ? !is_bench_doc(r) : !r["seed"].is_number_unsigned())
@@ -305,12 +307,16 @@ bool check_receipt(const json& r, Checker& c) {
     if (g["total"].get<int64_t>() != passed + failed + skipped)
       return c.fail(at + ".total", g["total"].dump() + " is not passed + failed + skipped (" +
                                        std::to_string(passed + failed + skipped) + ")");
+    if (__int128(passed) + failed + skipped > __int128(INT64_MAX))
+      return c.fail(at + ".total", "passed + failed + skipped is above 2^63 - 1");
     if (g["ok"].get<bool>() != (failed == 0))
       return c.fail(at + ".ok", std::string(g["ok"].get<bool>() ? "true" : "false") + " contradicts failed = " +
                                     std::to_string(failed));
     if (!c.field(g, at, "status", Want::string, true) || !c.field(g, at, "skip_reason", Want::string, true) ||
         !c.field(g, at, "description", Want::string, true) || !c.field(g, at, "time_s", Want::number, true))
       return false;
+    if (g.contains("time_s") && !(g["time_s"].get<double>() >= 0))
+      return c.fail(at + ".time_s", "a time below 0 (" + num_text(g["time_s"].get<double>()) + ")");
     if (g.contains("status") && g["status"] != gate_status(passed, failed, skipped))
       return c.fail(at + ".status", "'" + g["status"].get<std::string>() + "' contradicts its counts (which say '" +
                                         gate_status(passed, failed, skipped) + "')");
@@ -323,6 +329,12 @@ bool check_receipt(const json& r, Checker& c) {
         return c.fail(at + ".worst.ratio", "expected a number or \"nan\", got " +
                                                (w["ratio"].is_string() ? "\"" + w["ratio"].get<std::string>() + "\""
                                                                        : json_type_name(w["ratio"])));
+      // A ratio is |error| / bound: a check whose ratio is above 1 (or NaN) fails (check_ratio),
+      // so a gate with no failure has every ratio in [0, 1].
+      if (w.contains("ratio") && failed == 0 &&
+          (w["ratio"] == "nan" || !(w["ratio"].get<double>() >= 0 && w["ratio"].get<double>() <= 1)))
+        return c.fail(at + ".worst.ratio", (w["ratio"].is_number() ? num_text(w["ratio"].get<double>()) : std::string("nan")) +
+                                               " contradicts failed = 0 (a check above 1 or NaN fails)");
     }
   }
   for (size_t i = 0; i < r["controls"].size(); ++i) {
@@ -388,6 +400,16 @@ bool check_receipt(const json& r, Checker& c) {
         if (!c.field(d, at, k, Want::integer)) return false;
       for (const char* k : {"mean_kl", "worst_kl", "top1_agreement"})
         if (!c.field(d, at, k, Want::number)) return false;
+      // What diff compares per depth: one entry per depth (diff keys them by depth), a KL of 0
+      // or more, an agreement that is a fraction.
+      for (size_t i2 = 0; i2 < i; ++i2)
+        if (kv["depths"][i2].is_object() && kv["depths"][i2].value("depth", json()) == d["depth"])
+          return c.fail(at + ".depth", d["depth"].dump() + " appears twice");
+      for (const char* k : {"mean_kl", "worst_kl"})
+        if (!(d[k].get<double>() >= 0)) return c.fail(at + "." + k, "a KL below 0 (" + num_text(d[k].get<double>()) + ")");
+      if (!(d["top1_agreement"].get<double>() >= 0 && d["top1_agreement"].get<double>() <= 1))
+        return c.fail(at + ".top1_agreement", "expected a fraction in [0, 1], got " +
+                                                  num_text(d["top1_agreement"].get<double>()));
       if (!c.field(d, at, "beyond_training", Want::boolean) || !c.field(d, at, "kl_percentiles", Want::object) ||
           !c.field(d, at, "perplexity", Want::object) || !c.field(d, at, "decode_tok_s", Want::object) ||
           !c.field(d, at, "top1_differences", Want::array) || !c.one_of(d, "verdict", {"pass", "fail"}, at) ||
@@ -515,6 +537,9 @@ bool check_receipt(const json& r, Checker& c) {
                                      r["controls"][i]["name"].get<std::string>() + ") green");
     if (r.contains("errors") && !r["errors"].empty())
       return c.fail("verdict", "'pass' contradicts " + std::to_string(r["errors"].size()) + " errors");
+    if (r.contains("verdict_reasons") && !r["verdict_reasons"].empty())
+      return c.fail("verdict", "'pass' with " + std::to_string(r["verdict_reasons"].size()) +
+                                   " reasons to fail (verdict_reasons is written for a fail)");
     if (r.contains("controls_skipped") && !(r["controls_skipped"].is_number_integer() && r["controls_skipped"] == 0))
       return c.fail("verdict", "'pass' contradicts controls_skipped " + r["controls_skipped"].dump() +
                                    " (a run without its controls never passes)");

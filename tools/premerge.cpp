@@ -153,6 +153,9 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
                    Compared* c, std::vector<RowChange>* rows) {
   std::map<std::string, const json*> bt;
   for (const auto& t : base["targets"]) bt[t["name"].get<std::string>()] = &t;
+  // A head timed with --quick against a full base (a --head folder) measures fewer targets: those
+  // it lacks are listed. Otherwise the head ran in the base's mode and lacks none.
+  const bool quick_head = bench_quick_mode(head) && !bench_quick_mode(base);
   std::set<std::string> head_targets;
   for (const auto& t : head["targets"]) {
     const std::string n = t["name"].get<std::string>();
@@ -163,21 +166,37 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       continue;
     }
     const json& b = *bt[n];
-    if (!hm) {
-      c->notes.push_back("target " + n + " not measured by the head");
+    if (!hm) {  // the head runs in the base's mode: a target the base measured must be measured again
+      if (b["measured"].get<bool>() && !quick_head)
+        c->regressions.push_back("target " + n + ": measured -> not measured by the head");
+      else c->notes.push_back("target " + n + " not measured by the head (nor by the base)");
       continue;
     }
+    if (b["at_least"] != t["at_least"] || (t["at_least"].get<bool>() ? t["limit"].get<double>() < b["limit"].get<double>()
+                                                                      : t["limit"].get<double>() > b["limit"].get<double>()))
+      c->regressions.push_back("target " + n + ": limit loosened (" + fmt_sig(b["limit"].get<double>()) + " -> " +
+                               fmt_sig(t["limit"].get<double>()) + ")");
     if (b["met"].get<bool>() && !hmet)
       c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
                                fmt_sig(t["value"].get<double>()) + ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
     else if (!b["met"].get<bool>() && hmet)
       ++c->improvements;
   }
+  // The head runs in the base's mode (premerge refuses --quick against a full base): a base
+  // target missing from the head's receipt escaped the comparison.
   int unmeasured = 0;
   for (const auto& [n, t] : bt)
-    if (!head_targets.count(n)) ++unmeasured;
+    if (!head_targets.count(n)) {
+      if (quick_head) ++unmeasured;
+      else c->regressions.push_back("target " + n + ": in the base, not in the head's receipt");
+    }
   if (unmeasured)
     c->notes.push_back(std::to_string(unmeasured) + " base targets not in the head's receipt (--quick times fewer configurations)");
+  // The bench's own verdict and its rows' verification, as diff reads them.
+  if (base["verdict"] == "pass" && head["verdict"] == "fail")
+    c->regressions.push_back("verdict pass -> fail" + (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
+                                                            ? ": " + head["verdict_reasons"][0].get<std::string>()
+                                                            : std::string()));
   std::map<std::string, const json*> brows, crows;
   for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
   if (confirm.is_object())
@@ -205,6 +224,11 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     }
     const json* again = crows.count(k) ? crows[k] : nullptr;
     const json& b = *brows[k];
+    const bool b_verified = b.contains("verified") && b["verified"] == true;
+    if (r.contains("error"))
+      c->regressions.push_back("row " + k + " failed to run: " + (r["error"].is_string() ? r["error"].get<std::string>() : r["error"].dump()));
+    else if (b_verified && !(r.contains("verified") && r["verified"] == true))
+      c->regressions.push_back("row " + k + " verified -> " + (r.contains("verified") ? "not verified" : "no verification recorded"));
     bool other = false;  // an output hash (bench_output_hash) both rows carry, and not the same
     for (auto it = r.begin(); it != r.end(); ++it)
       if (it.value().is_string() && bench_output_hash(it.key()) && b.contains(it.key()) && b[it.key()] != it.value()) {
@@ -213,7 +237,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       }
     other_bytes += other;
     for (const TimeSlowdown& t : time_slowdowns(*brows[k], r, again, o)) {
-      ++compared;
+      if (!std::isnan(t.head)) ++compared;  // a ratio the head lacks is a regression, not a comparison
       if (t.launch_bound) ++short_rows;
       const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
       rows->push_back({what, t.field, t.base, t.head, t.slowdown, t.limit});
@@ -258,8 +282,8 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   else if (unmatched > 0)
     c->notes.push_back(std::to_string(unmatched) + " head rows have no base row of the same name (not compared)");
   // Rows matched by name but with no same-run ratio both carry: nothing was timed against the
-  // base, which is no pass either.
-  else if (compared == 0 && !head["rows"].empty() && !base["rows"].empty())
+  // base, which is no pass either (whatever else the head holds).
+  if (unmatched < int(head["rows"].size()) && compared == 0 && !head["rows"].empty() && !base["rows"].empty())
     c->regressions.push_back("no measured time compared: the " + std::to_string(head["rows"].size()) +
                              " head rows share no same-run ratio (of_ceiling, ours / SDPA, ...) with their base rows");
   // The head runs in the base's mode, so every base row must be timed again: a row the head
@@ -466,6 +490,9 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       if (!why.empty())
         return refuse("head " + file_of(o.head_dir, n + ".json") + " " + why +
                       ": a head receipt must run every case, as its base (kernel-contract --out-dir)");
+      if (base.contracts.count(n) && base.contracts[n].contains("cases") && !h.contains("cases"))
+        return refuse("head " + file_of(o.head_dir, n + ".json") + " records no cases (cases), its base " +
+                      file_of(o.base_dir, n + ".json") + " does: a head receipt must say what it ran");
       if (base.contracts.count(n) && h.contains("cases") && base.contracts[n].contains("cases") &&
           h["cases"].value("requested", json()) != base.contracts[n]["cases"].value("requested", json()))
         return refuse("head " + file_of(o.head_dir, n + ".json") + " ran --cases " +
@@ -481,6 +508,15 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
                       bench_l2_policy(base.benches[n]) + ", " + file_of(o.head_dir, "bench-" + n + ".json") + " with " +
                       bench_l2_policy(h) + "; time the head with bench " + n + " --l2 " +
                       bench_l2_policy(base.benches[n]) + ", or let premerge run it (it takes the base's policy)");
+    // Likewise the timing mode (events where absent): gated or graph times are not events times.
+    for (const auto& [n, h] : head.benches) {
+      if (!base.benches.count(n)) continue;
+      const std::string tb = base.benches[n].value("timing", std::string("events")), th = h.value("timing", std::string("events"));
+      if (tb != th)
+        return refuse("timing mismatch: " + file_of(o.base_dir, "bench-" + n + ".json") + " was timed with --timing " + tb +
+                      ", " + file_of(o.head_dir, "bench-" + n + ".json") + " with " + th + "; time the head with --timing " +
+                      tb + ", or let premerge run it");
+    }
   } else {
     for (const ContractDef& c : contracts())
       if (o.contracts.empty() || std::find(o.contracts.begin(), o.contracts.end(), c.name) != o.contracts.end())
@@ -710,8 +746,23 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
     // A head folder that premerge wrote holds its second runs too, and its same-call A/B
     // (ab/bench-<name>-base-<round>.json, -head-<round>.json): the same verdict again.
-    for (const auto& [n, r] : head.reruns)
-      if (head.benches.count(n)) head_confirm[n] = r;
+    // A second run stands for the head only if the head's build made it, in the head's mode.
+    auto commit_of = [](const json& r) {
+      return r.contains("git") && r["git"].is_object() && r["git"].contains("commit") && r["git"]["commit"].is_string()
+                 ? r["git"]["commit"].get<std::string>()
+                 : std::string();
+    };
+    for (const auto& [n, r] : head.reruns) {
+      if (!head.benches.count(n)) continue;
+      const json& hb = head.benches[n];
+      if (commit_of(r).empty() || commit_of(r) != commit_of(hb) || bench_l2_policy(r) != bench_l2_policy(hb) ||
+          r.value("timing", std::string("events")) != hb.value("timing", std::string("events"))) {
+        run_notes.push_back("bench " + n + ": the second run in " + o.head_dir + " is not used: its commit or mode is not " +
+                            "the head receipt's");
+        continue;
+      }
+      head_confirm[n] = r;
+    }
     for (const auto& [n, r] : head.benches) {
       json rounds = json::array();
       for (int round = 1;; ++round) {
@@ -725,8 +776,12 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         } catch (const json::exception& e) {
           return refuse(bf + ", " + hf + ": not JSON (" + e.what() + ")");
         }
-        if (const std::string why = base.benches.count(n) ? ab_base_why(b, base.benches[n]) : "the base has no bench " + n;
-            !why.empty()) {
+        std::string why = base.benches.count(n) ? ab_base_why(b, base.benches[n]) : "the base has no bench " + n;
+        if (why.empty() && (!h.is_object() || !h.contains("git") || !h["git"].is_object() ||
+                            h["git"].value("commit", std::string()) != r["git"].value("commit", std::string()) ||
+                            h["git"].value("commit", std::string()).empty()))
+          why = "its head side (" + hf + ") was not built from the head receipt's commit";
+        if (!why.empty()) {
           run_notes.push_back("bench " + n + ": the same-call A/B in " + file_of(o.head_dir, "ab") + " is not used: " + bf +
                               ": " + why);
           rounds = json::array();

@@ -82,6 +82,28 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
       t.head = used;
     }
   }
+  // A time the base measured (a positive same-run ratio) whose every ratio the head lacks, or
+  // gives as 0, negative or not finite, escaped the comparison: it counts as slower than any
+  // limit, never as skipped.
+  for (auto it = base_row.begin(); it != base_row.end(); ++it) {
+    const std::string& fld = it.key();
+    const std::optional<std::string> g = ratio_group(fld);
+    if (!g || groups.count(*g) || !it.value().is_number()) continue;
+    const double bv = it.value().get<double>();
+    if (!(bv > 0) || !std::isfinite(bv)) continue;
+    TimeSlowdown& t = groups[*g];
+    t.group = *g;
+    t.slowdown = std::numeric_limits<double>::infinity();
+    t.launch_bound = false;
+    t.limit = o.max_slowdown;
+    t.field = fld;
+    t.base = bv;
+    t.head = std::nan("");
+    t.slower_by_some = 1;
+    t.detail = fld + " " + fmt_sig(bv) + " -> " +
+               (head_row.contains(fld) ? head_row[fld].dump() : std::string("missing")) +
+               " (the head's ratio is missing or not a positive number: no time compared)";
+  }
   std::vector<TimeSlowdown> out;
   for (auto& [g, t] : groups) out.push_back(std::move(t));
   return out;

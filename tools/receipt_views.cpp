@@ -610,6 +610,14 @@ namespace {
 void diff_kv(const json& b, const json& h, std::vector<std::string>* regress, std::vector<std::string>* improve) {
   const json bar = b.value("bar", json::object());
   const double bar_mean = bar.value("mean_kl", 0.0), bar_worst = bar.value("worst_token_kl", 0.0);
+  // The bar a head is judged by is its own: a looser one would turn failing depths into passes
+  // with the same KL.
+  const json hbar = h.value("bar", json::object());
+  for (const char* k : {"mean_kl", "worst_token_kl"})
+    if (bar.contains(k) && bar[k].is_number() &&
+        !(hbar.contains(k) && hbar[k].is_number() && hbar[k].get<double>() <= bar[k].get<double>()))
+      regress->push_back(std::string("kv bar.") + k + " loosened: " + num(bar[k].get<double>()) + " -> " +
+                         (hbar.contains(k) && hbar[k].is_number() ? num(hbar[k].get<double>()) : std::string("none")));
   std::map<int64_t, json> hd;  // copies: value() returns a temporary
   for (const auto& d : h.value("depths", json::array()))
     if (d.contains("depth") && d["depth"].is_number_integer()) hd[d["depth"].get<int64_t>()] = d;
@@ -677,7 +685,11 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
   const bool gate_kind = head["kind"] == "serve-gate" || head["kind"] == "kv-gate";
-  const bool same_device = base_receipt.device_line() == head_receipt.device_line();
+  // The rules that hold on one device (ok -> skipped, fewer checks) compare the backend and, on
+  // cuda, the device's name: a driver update or another host's cpu does not turn them off.
+  const bool same_device =
+      base["backend"] == head["backend"] &&
+      (head["backend"] == "cpu" || base["device"].value("name", std::string()) == head["device"].value("name", std::string()));
   if (gate_kind) {
     std::string wb, wh;
     const auto cb = gate_command(base, &wb), ch = gate_command(head, &wh);
@@ -688,6 +700,8 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
     };
     if (!cb.empty() && !ch.empty() && gate_command_sans_backend(cb) != gate_command_sans_backend(ch))
       regress.push_back("another command: the base ran `" + words(cb) + "`, the head `" + words(ch) + "`");
+    else if (!cb.empty() && ch.empty())  // a head whose command cannot be read could stand for any gate
+      regress.push_back("the head's command cannot be read (" + wh + "); the base ran `" + words(cb) + "`");
     const std::string fb = base.value("fixture_sha256", std::string()), fh = head.value("fixture_sha256", std::string());
     if (fb != fh)
       notes.push_back("the fixture changed (sha256 " + (fb.empty() ? "-" : fb.substr(0, 12)) + " -> " +
@@ -707,6 +721,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   const bool head_narrowed = hc.is_object() && ((hc.contains("filter") && hc["filter"].is_string() &&
                                                  !hc["filter"].get<std::string>().empty()) ||
                                                 hc.contains("case") || hc.contains("shard") || fewer);
+  const bool same_cases = head["kind"] == "contract" && !head_narrowed && base["seed"] == head["seed"] &&
+                          bc.is_object() && hc.is_object() && bc.value("requested", json()) == hc.value("requested", json()) &&
+                          !bc.value("requested", json()).is_null();
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* g) { return g ? receipt_gate_status(*g) : std::string("-"); };
@@ -725,15 +742,16 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                                               scalar((*h)["failed"]) + " failed checks");
     else if (sb == "ok" && sh == "not run" && !head_narrowed)  // a gate that stopped checking anything
       change = "REGRESSED", regress.push_back("gate " + name + " ok -> not run (no check in the head's full run)");
-    else if (sb == "ok" && sh == "skipped" && base_receipt.device_line() == head_receipt.device_line())
+    else if (sb == "ok" && sh == "skipped" && same_device)
       // The same backend and device: a gate that checked and now skips has stopped checking.
       change = "REGRESSED", regress.push_back("gate " + name + " ok -> skipped on the same backend and device" +
                                               (h->contains("skip_reason") && (*h)["skip_reason"].is_string()
                                                    ? ": " + (*h)["skip_reason"].get<std::string>()
                                                    : std::string()));
-    else if (gate_kind && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
+    else if ((gate_kind || same_cases) && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
              (*b)["total"].is_number_integer() && (*h)["total"].get<int64_t>() < (*b)["total"].get<int64_t>())
-      // A serve or KV gate runs its fixture's checks, all of them every time: fewer is a check gone.
+      // A serve or KV gate runs its fixture's checks, all of them every time, and a contract run
+      // of the same seed and cases draws the same cases: fewer is a check gone.
       change = "REGRESSED", regress.push_back("gate " + name + " checks fewer: " + scalar((*b)["total"]) + " -> " +
                                               scalar((*h)["total"]));
     else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped across backends (a device gate on cpu): said, not a regression
@@ -770,7 +788,17 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       const json& t = h ? *h : *b;
       const std::string sb = b ? target_state(*b) : "-", sh = h ? target_state(*h) : "removed";
       std::string change = sh;
-      if (sb == "met" && sh != "met") change = "REGRESSED", regress.push_back("target " + n + ": met -> " + sh);
+      // The limit a head is judged by is its own: a looser one (or the other direction) would
+      // meet a target with the same value.
+      const bool looser = b && h && ((*b)["at_least"] != (*h)["at_least"] ||
+                                     ((*h)["at_least"].get<bool>() ? (*h)["limit"].get<double>() < (*b)["limit"].get<double>()
+                                                                   : (*h)["limit"].get<double>() > (*b)["limit"].get<double>()));
+      if (looser)
+        change = "REGRESSED", regress.push_back("target " + n + ": limit loosened (" +
+                                                ((*b)["at_least"].get<bool>() ? ">= " : "<= ") + num((*b)["limit"].get<double>()) +
+                                                " -> " + ((*h)["at_least"].get<bool>() ? ">= " : "<= ") +
+                                                num((*h)["limit"].get<double>()) + ")");
+      else if (sb == "met" && sh != "met") change = "REGRESSED", regress.push_back("target " + n + ": met -> " + sh);
       else if (sb != "met" && sh == "met") change = "now met", improve.push_back("target " + n + ": " + sb + " -> met");
       targets.rows.push_back({n, val(b), val(h), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
     });
@@ -802,6 +830,8 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       // A row that was verified and is no longer (its output differs, or it failed to run).
       if (row_ok(b) && !row_ok(r))
         regress.push_back("row " + k + (r.contains("error") ? " failed to run: " + scalar(r["error"]) : " verified -> not verified"));
+      else if (b.contains("verified") && b["verified"] == true && !r.contains("verified"))
+        regress.push_back("row " + k + " verified -> no verification recorded");
       for (auto it = r.begin(); compare_times && it != r.end(); ++it) {
         const std::string& fld = it.key();
         if (!compared_time(fld) || !it.value().is_number()) continue;

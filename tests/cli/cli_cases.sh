@@ -366,7 +366,36 @@ json.dump(r, open(sys.argv[2], 'w'))
     ed "r['cases']['shard']=2"; expect 2 "cases.shard: expected a string i/n" "$bin" report "$tmp/e.json"
     ed "r['controls']=[]"; expect 2 "'pass' with no control" "$bin" report "$tmp/e.json"
     ed "r['controls'][0]['errors']=['boom']"; expect 2 "true, but the control had errors" "$bin" report "$tmp/e.json"
-    ed "r['gates'][0]['passed']=2**64-1"; expect 2 "count 18446744073709551615 out of range" "$bin" report "$tmp/e.json" ;;
+    ed "r['gates'][0]['passed']=2**64-1"; expect 2 "count 18446744073709551615 out of range" "$bin" report "$tmp/e.json"
+    # A gate with no failure whose worst ratio is above 1 contradicts itself (a check above 1 fails).
+    ed "g=next(g for g in r['gates'] if 'worst' in g and isinstance(g['worst'].get('ratio'), float)); g['worst']['ratio']=57.0"
+    expect 2 "57 contradicts failed = 0" "$bin" report "$tmp/e.json"
+    ed "r['verdict_reasons']=['gate x failed']"; expect 2 "'pass' with 1 reasons to fail" "$bin" report "$tmp/e.json"
+    ed "r['timings']['total_s']=-1"; expect 2 "timings.total_s: a time below 0" "$bin" report "$tmp/e.json"
+    python3 -c "import sys; n=100000; open(sys.argv[1],'w').write('{\"numbers\": '+'{\"a\":'*n+'1'+'}'*n+'}')" "$tmp/deep.json"
+    expect 2 "nested deeper than 256 levels" "$bin" report "$tmp/deep.json"
+    python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); d = dict(r['kv']['depths'][0]); r['kv']['depths'].append(d)
+json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-fp8.json" "$tmp/kvdup.json"
+    expect 2 "appears twice" "$bin" report "$tmp/kvdup.json" ;;
+  # diff: the rules that judge a head by its own numbers (a looser limit or bar, a command that
+  # cannot be read, a verification dropped, fewer checks of the same cases) and the same-device
+  # rules on one device whatever its driver.
+  diff-hardening)
+    cpu_receipt fp8-rows || fail "setup"
+    ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2; json.dump(r, open(sys.argv[3],'w'))" "$1" "$2" "$3"; }
+    ed "$h200/bench-attention.json" "t=r['targets'][6]; t['limit']=0.9; t['met']=True; t=r['targets'][7]; t['limit']=0.9; t['met']=True; r['verdict']='pass'; r['verdict_reasons']=[]" "$tmp/t.json"
+    expect 1 "limit loosened (<= 0.4 -> <= 0.9)" "$bin" diff "$h200/bench-attention.json" "$tmp/t.json"
+    ed "$h200/bench-pack.json" "[x.pop('verified') for x in r['rows']]; [x.pop('verification', None) for x in r['rows']]" "$tmp/v.json"
+    expect 1 "verified -> no verification recorded" "$bin" diff "$h200/bench-pack.json" "$tmp/v.json"
+    ed "$h200/serve-ci-q4.json" "r['argv'][1]='serve_gate'" "$tmp/a.json"
+    expect 1 "the head's command cannot be read" "$bin" diff "$h200/serve-ci-q4.json" "$tmp/a.json"
+    ed "$h200/serve-ci.json" "g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped']); r['device']['driver']='driver 99999, runtime 13000'" "$tmp/s.json"
+    expect 1 "checks fewer" "$bin" diff "$h200/serve-ci.json" "$tmp/s.json"
+    ed "$tmp/fp8-rows.json" "g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped'])" "$tmp/c.json"
+    expect 1 "checks fewer" "$bin" diff "$tmp/fp8-rows.json" "$tmp/c.json"
+    ed "$tmp/fp8-rows.json" "r['device']['name']='another cpu'; g=next(g for g in r['gates'] if g['passed'] > 0 and g['failed'] == 0); g.update(passed=0, skipped=g['total'], status='skipped', skip_reason='x'); g.pop('worst', None)" "$tmp/k.json"
+    expect 1 "ok -> skipped on the same backend and device" "$bin" diff "$tmp/fp8-rows.json" "$tmp/k.json" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
@@ -414,7 +443,7 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
   # 16. Receipts that contradict themselves are refused by every reader (exit 2).
   report-more-contradictions)
     ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2; json.dump(r, open(sys.argv[3],'w'))" "$1" "$2" "$tmp/e.json"; }
-    ed "$h200/kv-gate-fp8.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [g.update(passed=g['passed']+g['failed'], failed=0, ok=True, status='ok') for g in r['gates'] if g['failed'] > 0]; r['kv']['depths'][0]['verdict']='fail'"
+    ed "$h200/kv-gate-fp8.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [g.update(passed=g['passed']+g['failed'], failed=0, ok=True, status='ok') for g in r['gates'] if g['failed'] > 0]; [g['worst'].update(ratio=0.5) for g in r['gates'] if isinstance(g.get('worst'), dict) and isinstance(g['worst'].get('ratio'), (int, float)) and g['worst']['ratio'] > 1]; r['kv']['depths'][0]['verdict']='fail'"
     expect 2 "'pass' contradicts kv.depths[0].verdict" "$bin" report "$tmp/e.json"
     ed "$h200/bench-pack.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [t.update(met=True, value=max(t['value'], t['limit'] + 1) if t['at_least'] else t['value'], measured=True) for t in r['targets']]; r['rows'][0]['verified']=False"
     expect 2 "'pass' contradicts rows[0] (not verified)" "$bin" report "$tmp/e.json"

@@ -108,8 +108,12 @@ case "$case_" in
   bench)
     mkdir "$d/base" "$d/head"
     for f in fp8-rows bench-attention bench-pack bench-compact; do cp "$src/reports/h200/$f.json" "$d/base/"; cp "$src/reports/h200/$f.json" "$d/head/"; done
-    # The head's quick run measured fewer targets of bench pack: listed, not a regression.
+    # The head's quick run measured fewer targets of bench pack: listed, not a regression. The
+    # same receipt not timed with --quick lacks targets its mode measures: a regression.
     edit "$d/head/bench-pack.json" "r['targets']=[t for t in r['targets'] if not t['name'].startswith('1024MiB')]"
+    expect 1 "target 1024MiB/bf16/p16 pack: achieved / ceiling: in the base, not in the head's receipt" -- \
+      --base "$d/base" --head "$d/head" --out-dir "$d/notquick"
+    edit "$d/head/bench-pack.json" "r['argv'].append('--quick'); r['quick']=True"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/same"
     grep -q '12 base targets not in the head' "$d/same/premerge.md" || fail "unmeasured targets not listed: $(grep 'bench pack' "$d/same/premerge.md")"
     grep -q "^## premerge: PASS" "$d/same/premerge.md" || fail "premerge.md does not open with the verdict"
@@ -278,7 +282,8 @@ case "$case_" in
     edit "$d/kc-serve.json" "r['argv']=['/x/tf-cuda-test','kernel-contract','--backend','cuda','--out-dir','/x/r']; r['fixture']='/elsewhere/repo/fixtures/serve/ci.json'"
     "$tool" diff "$s" "$d/kc-serve.json" > "$d/kc-diff.md" 2>&1 || fail "diff of a serve-gate and its kernel-contract twin: exit $?, expected 0: $(grep -A3 Regress "$d/kc-diff.md")"
     out=$("$tool" diff "$src/reports/h200/serve-ci-q4.json" "$d/kc-serve.json" 2>&1)
-    case "$out" in *"another command: the base ran \`serve-gate fixtures/serve/ci.json --backend cuda --kv-cache q4\`, the head \`serve-gate fixtures/serve/ci.json --backend cuda\`"*) ;;
+    # (the base's options in the order its receipt recorded them)
+    case "$out" in *"another command: the base ran \`serve-gate fixtures/serve/ci.json "*"--kv-cache q4"*"\`, the head \`serve-gate fixtures/serve/ci.json --backend cuda\`"*) ;;
       *) fail "diff of two serve-gate commands under one name: $(echo "$out" | grep -A3 Regress)";; esac
     # A gate receipt of another backend than the base's contracts: refused before anything runs.
     mkdir "$d/mixed" && cp "$d/base/"*.json "$d/mixed/"
