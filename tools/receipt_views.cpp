@@ -642,6 +642,9 @@ void diff_kv(const json& b, const json& h, std::vector<std::string>* regress, st
       else if (vb > std::max(1.25 * vh, vh + 0.1 * bar_v))
         improve->push_back(at + ": " + label + " " + num(vb) + " -> " + num(vh));
     }
+    // Fewer scored rows at a depth is a weaker check of the same depth.
+    if (!std::isnan(number(bd, "rows")) && !std::isnan(number(hx, "rows")) && number(hx, "rows") < number(bd, "rows"))
+      regress->push_back(at + ": scored rows " + num(number(bd, "rows")) + " -> " + num(number(hx, "rows")));
     const double tb = number(bd, "top1_agreement"), th = number(hx, "top1_agreement"), rows = number(bd, "rows");
     const double slack = std::max(0.02, rows > 0 ? 2.0 / rows : 0.02);
     if (!std::isnan(tb) && !std::isnan(th) && th < tb - slack)
@@ -685,6 +688,8 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
   const bool gate_kind = head["kind"] == "serve-gate" || head["kind"] == "kv-gate";
+  // Kinds that run the same checks every time (their fixture's or options'): fewer is a check gone.
+  const bool fixed_checks = gate_kind || head["kind"] == "serve-memory";
   // The rules that hold on one device (ok -> skipped, fewer checks) compare the backend and, on
   // cuda, the device's name: a driver update or another host's cpu does not turn them off.
   const bool same_device =
@@ -748,7 +753,7 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                                               (h->contains("skip_reason") && (*h)["skip_reason"].is_string()
                                                    ? ": " + (*h)["skip_reason"].get<std::string>()
                                                    : std::string()));
-    else if ((gate_kind || same_cases) && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
+    else if ((fixed_checks || same_cases) && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
              (*b)["total"].is_number_integer() && (*h)["total"].get<int64_t>() < (*b)["total"].get<int64_t>())
       // A serve or KV gate runs its fixture's checks, all of them every time, and a contract run
       // of the same seed and cases draws the same cases: fewer is a check gone.

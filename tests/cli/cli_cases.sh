@@ -395,7 +395,12 @@ json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-fp8.json" "$tmp/kvdup.
     ed "$tmp/fp8-rows.json" "g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped'])" "$tmp/c.json"
     expect 1 "checks fewer" "$bin" diff "$tmp/fp8-rows.json" "$tmp/c.json"
     ed "$tmp/fp8-rows.json" "r['device']['name']='another cpu'; g=next(g for g in r['gates'] if g['passed'] > 0 and g['failed'] == 0); g.update(passed=0, skipped=g['total'], status='skipped', skip_reason='x'); g.pop('worst', None)" "$tmp/k.json"
-    expect 1 "ok -> skipped on the same backend and device" "$bin" diff "$tmp/fp8-rows.json" "$tmp/k.json" ;;
+    expect 1 "ok -> skipped on the same backend and device" "$bin" diff "$tmp/fp8-rows.json" "$tmp/k.json"
+    ed "$h200/kv-gate-long-fp8.json" "[d.update(rows=4) for d in r['kv']['depths']]" "$tmp/kr.json"
+    expect 1 "scored rows 256 -> 4" "$bin" diff "$h200/kv-gate-long-fp8.json" "$tmp/kr.json"
+    "$bin" serve-memory --preset tiny --out "$tmp/sm.json" >/dev/null 2>&1 || fail "serve-memory"
+    ed "$tmp/sm.json" "g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped'])" "$tmp/sm1.json"
+    expect 1 "checks fewer" "$bin" diff "$tmp/sm.json" "$tmp/sm1.json" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
