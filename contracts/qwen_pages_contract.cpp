@@ -1223,9 +1223,16 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
     return e == kElem || e == partner;
   };
   for (int target = 0; target < 3; ++target)  // q, K, V
-    for (const float bad : {nan, inf}) {
+    for (const float bad : {nan, inf, std::numeric_limits<float>::max()}) {
+      // FLT_MAX: finite, but above bf16's largest finite value and past its rounding midpoint,
+      // so a bf16 V row (unrotated: stored as given) must hold +Inf, as +Inf itself would be; a
+      // store that saturates to 0x7F7F (or rounds toward zero) stores a finite value. Only there:
+      // rotated q and K rows move it by cos / sin, and the other formats scale it.
+      const bool flt_max = std::isfinite(bad);
+      if (flt_max && !(target == 2 && nc.fmt == Format::bf16)) continue;
       const bool is_nan = std::isnan(bad);
-      const std::string what = std::string(target == 0 ? "q" : target == 1 ? "K" : "V") + (is_nan ? " NaN" : " +Inf");
+      const std::string what = std::string(target == 0 ? "q" : target == 1 ? "K" : "V") +
+                               (is_nan ? " NaN" : flt_max ? " FLT_MAX (bf16: +Inf)" : " +Inf");
       std::vector<float> q = q0, k = k0, v = v0;
       const int head = target == 0 ? hq - 1 : hkv - 1;  // q head hq - 1 reads kv head hkv - 1
       if (target == 0) q[(size_t(kLen - 1) * hq + head) * d + kElem] = bad;
