@@ -578,6 +578,12 @@ std::vector<std::string> gate_command(const json& r, std::string* why) {
   return out;
 }
 
+bool target_limit_loosened(const json& b, const json& h) {
+  if (b["at_least"] != h["at_least"]) return true;
+  const double lb = b["limit"].get<double>(), lh = h["limit"].get<double>();
+  return h["at_least"].get<bool>() ? lh < lb : lh > lb;
+}
+
 std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd) {
   std::vector<std::string> out;
   for (size_t i = 0; i < cmd.size(); ++i) {
@@ -795,10 +801,7 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       std::string change = sh;
       // The limit a head is judged by is its own: a looser one (or the other direction) would
       // meet a target with the same value.
-      const bool looser = b && h && ((*b)["at_least"] != (*h)["at_least"] ||
-                                     ((*h)["at_least"].get<bool>() ? (*h)["limit"].get<double>() < (*b)["limit"].get<double>()
-                                                                   : (*h)["limit"].get<double>() > (*b)["limit"].get<double>()));
-      if (looser)
+      if (b && h && target_limit_loosened(*b, *h))
         change = "REGRESSED", regress.push_back("target " + n + ": limit loosened (" +
                                                 ((*b)["at_least"].get<bool>() ? ">= " : "<= ") + num((*b)["limit"].get<double>()) +
                                                 " -> " + ((*h)["at_least"].get<bool>() ? ">= " : "<= ") +

@@ -40,6 +40,10 @@ struct ReceiptDiff {
 std::vector<std::string> gate_command(const nlohmann::json& r, std::string* why);
 // A gate_command without its --backend option: what two runs of one gate on two backends share.
 std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd);
+// Whether a head's bench target is judged by a looser limit than its base's (another direction,
+// or a limit past the base's): a head is judged by its own limits, so this would meet a target
+// with the same value. diff and premerge count it as a regression.
+bool target_limit_loosened(const nlohmann::json& base_target, const nlohmann::json& head_target);
 // The replay of a base serve-gate / kv-gate receipt by premerge: gate_command with --out
 // OUT_FILE and, for a kv-gate, --bf16-cache CACHE (a folder of the premerge run, emptied first,
 // so the kv-gate's bf16 arm is this build's, shared by its formats). Empty, with *why, when the
