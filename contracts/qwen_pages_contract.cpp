@@ -105,7 +105,7 @@ constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 //   tiny        K and V rows scaled by 2^u, u in [-140, -118] (every format): fp32
 //               subnormals, bf16 subnormals (the store bound's absolute 2^-134), scales that
 //               underflow
-enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny };
+enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny, huge_v };
 const char* probe_name(Probe p) {
   switch (p) {
     case Probe::peaked: return "peaked";
@@ -115,6 +115,7 @@ const char* probe_name(Probe p) {
     case Probe::v_ties: return "v-ties";
     case Probe::zero_groups: return "zero-groups";
     case Probe::tiny: return "tiny";
+    case Probe::huge_v: return "huge-v";
     default: return "none";
   }
 }
@@ -615,6 +616,23 @@ class QwenCaseRun {
         }
       };
       scale_rows(hk1), scale_rows(hv1), scale_rows(rk), scale_rows(rv);
+    }
+    if (c.probe == Probe::huge_v) {
+      // Key 13 of each lane has +-FLT_MAX as one element of each V group: a group's amax near
+      // 2^128, where mxfp4's shared exponent is at its top (126) and a code of magnitude 4 or 6
+      // times it overflows fp32, so the attention's read must saturate (mx_attn_value) as the
+      // row decode does. One such key per lane: the unnormalized sum of p v (p <= 1) over two
+      // such keys could itself overflow, which no fp32 attention avoids; with one, every
+      // output is that value times a weight below 1 plus the drawn keys' terms: finite.
+      auto huge = [&](std::vector<float>& v, const std::vector<int>& pos) {
+        for (size_t r = 0; r < pos.size(); ++r)
+          if (pos[r] == 13)
+            for (int h = 0; h < hkv; ++h)
+              for (int g0 = 0; g0 < d / 32; ++g0)
+                v[(r * hkv + h) * d + 32 * g0 + (g() % 32)] = (g() & 1 ? -1.0f : 1.0f) * std::numeric_limits<float>::max();
+      };
+      huge(hv1, hpos);
+      huge(rv, rpos);
     }
     if (c.probe == Probe::zero_groups) {
       const bool grouped = c.fmt == Format::q4 || c.fmt == Format::mxfp4;
@@ -1486,6 +1504,8 @@ const QwenCase kProbes[] = {
     probe_case(1, Format::fp8, 48, 256, 120, 100, Probe::tiny, 119),
     probe_case(1, Format::q4, 16, 256, 120, 100, Probe::tiny, 120),
     probe_case(7, Format::mxfp4, 16, 256, 120, 100, Probe::tiny, 121),
+    probe_case(7, Format::mxfp4, 16, 256, 300, 200, Probe::huge_v, 122),
+    probe_case(4, Format::mxfp4, 48, 256, 300, 200, Probe::huge_v, 123),
 };
 
 void qwen_pages_body(Run& run) {
