@@ -41,14 +41,17 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   EXPECT_EQ(cov["format"].size(), 3u);  // cases 0, 1, 2: bf16, fp8, q4
   EXPECT_EQ(cov["scores"]["near -200"], 1);
   EXPECT_EQ(cov["scores"]["near +200"], 1);
-  for (const char* k : {"bf16/d64", "fp8/d64", "q4/d64", "mxfp4/d64"})
+  for (const char* k : {"fp8/d64", "q4/d64", "mxfp4/d64"})
     EXPECT_EQ(cov["non_finite"][k], 6) << k;  // NaN and +Inf in q, K and V
-  for (const char* k : {"bf16/d128", "fp8/d128", "q4/d128", "mxfp4/d128"})
+  EXPECT_EQ(cov["non_finite"]["bf16/d64"], 7);  // and FLT_MAX in V (bf16 alone: it must store as +Inf)
+  for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
-  // The 21 probes ran (once per run), apart from the drawn cases' coverage.
+  EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
+  // The 23 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 21);
+  EXPECT_EQ(probes, 23);
+  for (const char* k : {"huge-v/mxfp4/d128", "huge-v/mxfp4/d256"}) EXPECT_EQ(cov["probe"][k], 1) << k;
   for (const char* k : {"peaked/q4/d128", "far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256",
                         "tiny/bf16/d256", "tiny/fp8/d128", "tiny/q4/d128", "tiny/mxfp4/d128"})
     EXPECT_EQ(cov["probe"][k], 1) << k;
@@ -62,7 +65,7 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
     if (g["name"] == "non-finite") {
       found = true;
       EXPECT_EQ(g["status"], "ok");
-      EXPECT_EQ(g["passed"], 72);  // 4 formats x 3 shapes x NaN/+Inf x q, K, V
+      EXPECT_EQ(g["passed"], 75);  // 4 formats x 3 shapes x NaN/+Inf x q, K, V, and bf16's FLT_MAX V x 3 shapes
     }
   EXPECT_TRUE(found);
 }
