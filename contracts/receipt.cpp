@@ -451,6 +451,13 @@ bool check_receipt(const json& r, Checker& c) {
           !c.field(x, at, "quant", Want::object) || !c.field(x["bf16"], at + ".bf16", "recalled", Want::boolean) ||
           !c.field(x["quant"], at + ".quant", "recalled", Want::boolean))
         return false;
+      // The outcome follows from the two arms (check_recall): diff reads the outcome alone.
+      const bool b = x["bf16"]["recalled"].get<bool>(), q = x["quant"]["recalled"].get<bool>();
+      const std::string want = !b ? "uninformative" : q ? "recalled" : "lost";
+      if (x["outcome"] != want)
+        return c.fail(at + ".outcome", "'" + x["outcome"].get<std::string>() + "' contradicts bf16.recalled " +
+                                           (b ? "true" : "false") + " and quant.recalled " + (q ? "true" : "false") +
+                                           " (which say '" + want + "')");
     }
     if (!c.field(kv["memory"], "kv.memory", "bytes_per_position", Want::object)) return false;
     if (kv.contains("training_context")) {  // receipts since the long-context fixture model

@@ -377,7 +377,11 @@ json.dump(r, open(sys.argv[2], 'w'))
     python3 -c "
 import json, sys; r = json.load(open(sys.argv[1])); d = dict(r['kv']['depths'][0]); r['kv']['depths'].append(d)
 json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-fp8.json" "$tmp/kvdup.json"
-    expect 2 "appears twice" "$bin" report "$tmp/kvdup.json" ;;
+    expect 2 "appears twice" "$bin" report "$tmp/kvdup.json"
+    python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); p = next(p for p in r['kv']['recall'] if p['outcome'] == 'lost'); p['outcome'] = 'recalled'
+json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-q4.json" "$tmp/kvout.json"
+    expect 2 "'recalled' contradicts bf16.recalled true and quant.recalled false" "$bin" report "$tmp/kvout.json" ;;
   # diff: the rules that judge a head by its own numbers (a looser limit or bar, a command that
   # cannot be read, a verification dropped, fewer checks of the same cases) and the same-device
   # rules on one device whatever its driver.

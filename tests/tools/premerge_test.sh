@@ -273,7 +273,7 @@ case "$case_" in
     # probe recovered), a serve-gate written by kernel-contract stands for its fixture's command.
     k=$src/reports/h200/kv-gate-long-q4.json
     cp "$k" "$d/klost.json"
-    edit "$d/klost.json" "rs=r['kv']['recall']; i=[j for j,p in enumerate(rs) if p['outcome']=='lost'][0]; k=[j for j,p in enumerate(rs) if p['outcome']=='recalled'][0]; rs[i]['outcome']='recalled'; rs[i]['quant']=dict(rs[k]['quant']); rs[k]['outcome']='lost'"
+    edit "$d/klost.json" "rs=r['kv']['recall']; i=[j for j,p in enumerate(rs) if p['outcome']=='lost'][0]; k=[j for j,p in enumerate(rs) if p['outcome']=='recalled'][0]; rs[i]['outcome']='recalled'; qi=rs[i]['quant']; rs[i]['quant']=dict(rs[k]['quant']); rs[k]['quant']=qi; rs[k]['outcome']='lost'"
     out=$("$tool" diff "$k" "$d/klost.json" 2>&1); rc=$?
     [ "$rc" = 1 ] || fail "diff of a kv-gate with a probe recalled -> lost: exit $rc, expected 1"
     case "$out" in *"recall probe "*": recalled -> lost"*) ;; *) fail "diff does not name the lost probe: $(echo "$out" | head -20)";; esac
