@@ -482,17 +482,18 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-bool same_output(const std::string& a, const std::string& b) {
-  std::string ta, tb;
-  if (!prepare_output(a, &ta).ok || !prepare_output(b, &tb).ok) return false;
+std::filesystem::path path_key(const std::string& path) {
   // Absolute first: weakly_canonical of a relative path whose first folder does not exist yet
   // ("sub/../x.json", sub made by the write) stays relative and never equals an existing file's
   // absolute path; lexically_normal then folds the "sub/.." that no existing folder resolved.
-  const auto key = [](const std::string& t) {
-    std::error_code ea, ec;
-    return std::filesystem::weakly_canonical(std::filesystem::absolute(t, ea), ec).lexically_normal();
-  };
-  return key(ta) == key(tb);
+  std::error_code ea, ec;
+  return std::filesystem::weakly_canonical(std::filesystem::absolute(path, ea), ec).lexically_normal();
+}
+
+bool same_output(const std::string& a, const std::string& b) {
+  std::string ta, tb;
+  if (!prepare_output(a, &ta).ok || !prepare_output(b, &tb).ok) return false;
+  return path_key(ta) == path_key(tb);
 }
 
 size_t utf8_length_at(const std::string& s, size_t i) {

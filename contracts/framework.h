@@ -17,6 +17,7 @@
 #include <optional>
 #include <ostream>
 #include <regex>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,9 @@ Status prepare_output(const std::string& path, std::string* target);
 // Whether two output paths name one file (after prepare_output's symlinks, compared
 // canonically): a second write would replace the first (--out and --junit, say).
 bool same_output(const std::string& a, const std::string& b);
+// A path as same_output compares it: absolute, symlinks of its existing folders resolved, and
+// "x/.." folded where x does not exist yet.
+std::filesystem::path path_key(const std::string& path);
 // Writes text atomically through prepare_output: a temp file beside the target, then
 // rename over it (receipts, Markdown, JUnit XML).
 Status write_text_atomic(const std::string& path, const std::string& text);

@@ -38,16 +38,18 @@ inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::s
   struct Deep {};
   struct Level {
     bool object;
-    std::vector<std::string> keys;
-    std::unordered_set<std::string> seen;
+    std::string last;                     // the key being read (an object's)
+    std::unordered_set<std::string> seen;  // its keys so far
   };
   std::vector<Level> stack;
-  const auto path_to = [&](const std::string& key) {
+  const auto path_to = [&](const std::string& key) {  // a.b[].key
     std::string p;
     for (size_t i = 0; i < stack.size(); ++i) {
-      const Level& l = stack[i];
-      const std::string part = l.object ? (i + 1 == stack.size() ? key : (l.keys.empty() ? "" : l.keys.back())) : "[]";
-      p += (p.empty() || part == "[]" ? "" : ".") + part;
+      if (!stack[i].object) {
+        p += "[]";
+        continue;
+      }
+      p += (p.empty() ? "" : ".") + (i + 1 == stack.size() ? key : stack[i].last);
     }
     return p;
   };
@@ -61,7 +63,7 @@ inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::s
       else if (ev == E::key && !stack.empty() && parsed.is_string()) {
         const std::string k = parsed.get<std::string>();
         if (!stack.back().seen.insert(k).second) throw Dup{path_to(k)};
-        stack.back().keys.push_back(k);
+        stack.back().last = k;
       }
       return true;
     });

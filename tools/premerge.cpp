@@ -563,15 +563,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     // Nor a file among the receipts premerge reads or writes: a base or head receipt replaced by
     // XML would be read as "not JSON" by the next premerge.
     const auto inside = [](const std::string& file, const std::string& dir) {
-      std::error_code e1, e2, e3, e4;
-      namespace fs = std::filesystem;
-      const fs::path f = fs::weakly_canonical(fs::absolute(file, e1), e2).lexically_normal();
-      const fs::path d = fs::weakly_canonical(fs::absolute(dir, e3), e4).lexically_normal();
-      auto fi = f.begin();
-      for (auto di = d.begin(); di != d.end(); ++di, ++fi)
-        if (di->empty()) continue;
-        else if (fi == f.end() || *fi != *di) return false;
-      return true;
+      const fs::path rel = path_key(file).lexically_relative(path_key(dir));
+      return !rel.empty() && *rel.begin() != "..";
     };
     const std::vector<std::pair<std::string, std::string>> dirs = {
         {"--base", o.base_dir}, {"--head", o.head_dir}, {"--out-dir " + o.out_dir + "'s head/", file_of(o.out_dir, "head")}};
