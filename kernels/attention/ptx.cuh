@@ -136,4 +136,66 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 #endif
 }
 
+// mbarriers in shared memory (rope_store.cu's ring, the warp-specialized partial's ring):
+// init with an arrival count, arrive (count 1 or n), and wait for the phase of the given
+// parity to complete. sm_90 and newer (the launchers pick these kernels only there).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_n(uint64_t* b, uint32_t n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_tx(uint64_t* b, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "RS_WAIT_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra RS_WAIT_%=;\n}\n" ::"r"(smem_addr(b)),
+      "r"(parity)
+      : "memory");
+#endif
+}
+// The calling thread's cp.async copies issued so far arrive on barrier b once they have
+// landed (without raising the barrier's expected count: b's init count includes it).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(b)) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ uint4 lds128(uint32_t a) {
+  uint4 r = make_uint4(0u, 0u, 0u, 0u);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a) : "memory");
+#endif
+  return r;
+}
+// A barrier of the first `threads` threads of the block (named barrier 1), for kernels
+// whose other warps go their own way.
+__device__ __forceinline__ void named_sync(int threads) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+#endif
+}
+
 }  // namespace kc
