@@ -779,7 +779,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 // the same 16 bytes of keys g and g + 8 as from global memory (a row's 16-byte chunks swizzled
 // by key bit 0, so the two keys of a quarter warp hit different banks); V as the regular ring
 // lays it out (chunk ch of key k at ch ^ (k & 7); ldmatrix.trans). Keys past n: K reads key
-// n - 1 (scores not kept), V zeros. Consumer barriers are named (bar 1 of 256 threads).
+// n - 1 (scores not kept), V zeros. A stage's empty barrier counts 256 arrivals: each lane that
+// read it arrives (K: 8 each, V: KG each), after its own reads. Consumer barriers are named (bar 1
+// of 256 threads).
 template <int D>
 __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mma_ws_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
@@ -801,7 +803,7 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
   const uint32_t ring_s = smem_addr(smb + lay.ring);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0)
-    for (int s = 0; s < S; ++s) mbar_init(&full[s], 32), mbar_init(&empty[s], NW);
+    for (int s = 0; s < S; ++s) mbar_init(&full[s], 32), mbar_init(&empty[s], kAttnThreads);
   __syncthreads();
   auto item = [&](int it) {
     const int yz = it / max_chunks;
@@ -873,8 +875,7 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
         const uint32_t off = uint32_t(((4 * bb + lt) ^ ((lg & 1) << 2)) << 4);
         r0[bb] = lds128(t0 + off), r1[bb] = lds128(t1 + off);
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive_n(&empty[s], NW);
+      mbar_arrive_n(&empty[s], NW);  // every reading lane arrives (one warp reads a K tile)
       float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int bb = 0; bb < NB; ++bb) mma_k_load<D, F>(bb, r0[bb], r1[bb], qf, lane, acc);
@@ -908,8 +909,7 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
       uint32_t a[MT][4];
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) ldmatrix_x4_trans(a[jt], tbase + (jt ? bofs1 : bofs0));
-      __syncwarp();
-      if (lane == 0) mbar_arrive_n(&empty[s], KG);  // WPG warps read a tile: NW arrivals
+      mbar_arrive_n(&empty[s], KG);  // every reading lane arrives (WPG warps read a V tile)
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) {
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
