@@ -785,7 +785,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 template <int D>
 __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mma_ws_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int ny, int items, float* pm, float* pl, float* po) {
+    int nsub, int ny, int items, int warp_arrive, float* pm, float* pl, float* po) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr Format F = Format::bf16;
   using M = MmaShape<D, F>;
@@ -875,7 +875,12 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
         const uint32_t off = uint32_t(((4 * bb + lt) ^ ((lg & 1) << 2)) << 4);
         r0[bb] = lds128(t0 + off), r1[bb] = lds128(t1 + off);
       }
-      mbar_arrive_n(&empty[s], NW);  // every reading lane arrives (one warp reads a K tile)
+      if (!warp_arrive) {
+        mbar_arrive_n(&empty[s], NW);  // every reading lane arrives (one warp reads a K tile)
+      } else {
+        __syncwarp();
+        if (lane == 0) mbar_arrive_n(&empty[s], 32 * NW);
+      }
       float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int bb = 0; bb < NB; ++bb) mma_k_load<D, F>(bb, r0[bb], r1[bb], qf, lane, acc);
@@ -909,7 +914,12 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
       uint32_t a[MT][4];
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) ldmatrix_x4_trans(a[jt], tbase + (jt ? bofs1 : bofs0));
-      mbar_arrive_n(&empty[s], KG);  // every reading lane arrives (WPG warps read a V tile)
+      if (!warp_arrive) {
+        mbar_arrive_n(&empty[s], KG);  // every reading lane arrives (WPG warps read a V tile)
+      } else {
+        __syncwarp();
+        if (lane == 0) mbar_arrive_n(&empty[s], 32 * KG);
+      }
 #pragma unroll
       for (int jt = 0; jt < MT; ++jt) {
         float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1037,12 +1047,16 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                                     int64_t(max_chunks) * hkv * nsub * n, &blocks));
     if (blocks > 0) {
       const int items = max_chunks * hkv * nsub * n, ny = hkv * nsub;
+      static const int warp_arrive = [] {  // KC_ATTN_WS_ARRIVE=warp: lane 0 arrives for its warp (experiment)
+        const char* e = std::getenv("KC_ATTN_WS_ARRIVE");
+        return e && std::string(e) == "warp" ? 1 : 0;
+      }();
       if (d == 128)
         attention_partial_mma_ws_kernel<128><<<blocks, MmaWsTune<128>::threads, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, pm, pl, po);
+            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       else
         attention_partial_mma_ws_kernel<256><<<blocks, MmaWsTune<256>::threads, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, pm, pl, po);
+            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       KC_LAUNCH_CHECK("attention_partial_mma_ws_kernel");
       return Status::Ok();
     }
