@@ -231,7 +231,8 @@ struct MmaWsTune {
 #else
   static constexpr int stages = D == 256 ? 16 : 32;  // 128 KB
 #endif
-  static constexpr int threads = kAttnThreads + 32;  // 8 consumer warps, 1 producer
+  static constexpr int producers = 4;                          // producer warps (at most; KC_ATTN_WS_PRODUCERS)
+  static constexpr int threads = kAttnThreads + 32 * producers;  // 8 consumer warps, the producers
 };
 struct MmaWsSmem {
   size_t ring, bars, qf, ss, pf, psh, total;

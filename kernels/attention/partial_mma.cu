@@ -810,8 +810,9 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
     return AttnBlock(views, p, rows, tails, nsub, it % max_chunks, unsigned(yz % ny), unsigned(yz / ny));
   };
 
-  if (warp == NW) {  // the producer
-    uint32_t g = 0;  // tiles issued so far
+  if (warp >= NW) {  // the producers: tile g (counted over the block's items) goes to producer g % P
+    const uint32_t P = blockDim.x / 32 - NW, pw = uint32_t(warp - NW);
+    uint32_t g = 0;  // tiles so far
 #pragma unroll 1
     for (int it = blockIdx.x; it < items; it += gridDim.x) {
       const AttnBlock b = item(it);
@@ -821,6 +822,7 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
         const KvPlane pln = kv_plane(b.v, p.layer, pass, b.kvh);
 #pragma unroll 1
         for (int kt = 0; kt < nt; ++kt, ++g) {
+          if (g % P != pw) continue;
           const int s = int(g % S);
           // Lane k (and k + 16) resolves key 16 kt + k's row; lanes then copy row after row.
           const int i = min(kt * 16 + (lane & 15), b.n - 1);
@@ -971,7 +973,7 @@ static Status attn_ws_pick(const void* ws_kern, size_t ws_smem, const void* reg_
   if (dev.major < 9 || ws_smem > size_t(dev.smem_optin)) return Status::Ok();
   KC_RETURN_IF_ERROR(cuda_allow_smem(ws_kern, ws_smem));
   int per_sm = 0;
-  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(ws_kern, kAttnThreads + 32, ws_smem, &per_sm));
+  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(ws_kern, MmaWsTune<256>::threads, ws_smem, &per_sm));
   if (mode != "all") {
     int reg_per_sm = 0;
     KC_RETURN_IF_ERROR(cuda_allow_smem(reg_kern, reg_smem));
@@ -1047,15 +1049,20 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                                     int64_t(max_chunks) * hkv * nsub * n, &blocks));
     if (blocks > 0) {
       const int items = max_chunks * hkv * nsub * n, ny = hkv * nsub;
+      static const int producers = [] {  // KC_ATTN_WS_PRODUCERS: producer warps, 1 .. 4 (experiment)
+        const char* e = std::getenv("KC_ATTN_WS_PRODUCERS");
+        const int v = e ? std::atoi(e) : MmaWsTune<256>::producers;
+        return v >= 1 && v <= MmaWsTune<256>::producers ? v : MmaWsTune<256>::producers;
+      }();
       static const int warp_arrive = [] {  // KC_ATTN_WS_ARRIVE=warp: lane 0 arrives for its warp (experiment)
         const char* e = std::getenv("KC_ATTN_WS_ARRIVE");
         return e && std::string(e) == "warp" ? 1 : 0;
       }();
       if (d == 128)
-        attention_partial_mma_ws_kernel<128><<<blocks, MmaWsTune<128>::threads, wsm, s>>>(
+        attention_partial_mma_ws_kernel<128><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
             views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       else
-        attention_partial_mma_ws_kernel<256><<<blocks, MmaWsTune<256>::threads, wsm, s>>>(
+        attention_partial_mma_ws_kernel<256><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
             views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       KC_LAUNCH_CHECK("attention_partial_mma_ws_kernel");
       return Status::Ok();
