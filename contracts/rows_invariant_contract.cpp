@@ -1,18 +1,33 @@
 // Contract `rows-invariant`: the engine kernels (kernels/engine/: embedding, RMSNorm,
-// bf16-weight matrix product, SwiGLU, logits, greedy argmax) are batch-invariant and
-// within their float64 bounds.
+// bf16-weight matrix product, the product of several matrices over one x, SwiGLU, residual
+// add, logits, greedy argmax) are batch-invariant and within their float64 bounds.
 //
 // A case is one kernel, a batch size n (the first 64 cases take n = 1..64 in turn, later
-// ones draw it) and an odd shape (reduction lengths 1..2056 around multiples of 8, so both
-// the 16-byte and the element-wise paths of the device product run). Gates:
+// ones draw it; half the matmul_parts cases fold it to 1..8 and take K a multiple of 8, the
+// staged multi-part launch on cuda) and an odd shape (reduction lengths 1..2056 around
+// multiples of 8, so both the 16-byte and the element-wise paths of the device product
+// run). matmul_parts draws 1, 2 or 3 parts (the first 64 cases cycle them), each its own
+// row count and bf16 matrix over the launch's cols and x; its output row is laid out as
+// [part 0 row][part 1 row][part 2 row]. add is h += t in place over n rows. Gates:
 //   rows==solo         every row of the batched launch has the bytes of the same row
 //                      launched alone (batch 1)
 //   repeats            the batched launch twice: the same bytes
 //   embed==reference   embedding rows equal the reference exactly
 //   argmax==reference  the lowest index of the largest non-NaN value (rows with ties,
 //                      NaN, -inf, signed zeros, all NaN)
+//   add==reference     every element of h + t equals float(double(h) + double(t)) (one
+//                      rounding: double rounding is exact for a single +), bytes compared;
+//                      every case has exact cancellations (+0), signed zeros (-0 + -0 =
+//                      -0), subnormals, sums past FLT_MAX (+-inf, the tie FLT_MAX + 2^103
+//                      included) and inf + finite; no input makes NaN
 //   <kernel>-bound     |fp32 - float64| <= the derived bound (reference/engine_ref.h) for
-//                      rms_norm, matmul, swiglu, logits; worst ratio recorded
+//                      rms_norm, matmul (matmul_parts: every part, by the same gate),
+//                      swiglu, logits; worst ratio recorded
+//   parts==matmul      every part of a matmul_parts launch has the bytes of a plain matmul
+//                      of that part alone (same batch, same backend): the promise of
+//                      EngineBackend::matmul_parts
+//   guards             16 floats past every output region (batched, repeated and solo
+//                      launches, parts alone) still hold their canary after the launch
 //   device==host-twin  (cuda) the device's bytes equal the host twin's for every kernel
 //                      but SwiGLU (CUDA's expf is not the C library's: that kernel is held
 //                      to its bound; the count of differing SwiGLU values is recorded)
@@ -21,9 +36,13 @@
 //                      the output region untouched (kernels/engine/validate.cpp)
 // Controls (must be red): a product whose reduction is split in two when the batch has
 // more than one row (a split-K tuned to the batch), a planted row (one row of a batched
-// launch one ulp off / its argmax one index off); for refusals: a refusal turned into
-// success (accepts-one-past), a refusal naming nothing (unnamed-refusal), an output float
-// written before the refusal (writes-then-refuses).
+// launch one ulp off / its argmax one index off; add and SwiGLU: the element in the middle
+// of the launch; matmul_parts: that row of every part), parts-ulp (matmul_parts only: the
+// first element of every row of the last part one ulp up, whatever the batch: only
+// parts==matmul sees it), writes-past-output (every kernel writes one float / index past
+// its output: only guards sees it); for refusals: a refusal turned into success
+// (accepts-one-past), a refusal naming nothing (unnamed-refusal), an output float written
+// before the refusal (writes-then-refuses).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -40,14 +59,22 @@
 namespace kc {
 namespace {
 
-enum class Op { embed, rms_norm, matmul, swiglu, logits, argmax };
-constexpr Op kOps[] = {Op::matmul, Op::rms_norm, Op::logits, Op::swiglu, Op::argmax, Op::embed};
+enum class Op { embed, rms_norm, matmul, matmul_parts, swiglu, add, logits, argmax };
+// The cases cycle through these. add sits at an odd index and matmul_parts before 12 so the
+// planted-row control's first 12 batched cases (n = i + 1) hold an add case of even n (its
+// plant, the launch's middle element, lands in another row than the row's own) and a
+// matmul_parts case.
+constexpr Op kOps[] = {Op::matmul, Op::add,   Op::rms_norm, Op::logits,
+                       Op::matmul_parts, Op::swiglu, Op::argmax, Op::embed};
+constexpr int kNumOps = int(std::size(kOps));
 
 const char* op_name(Op o) {
   switch (o) {
     case Op::embed: return "embed";
     case Op::rms_norm: return "rms_norm";
     case Op::matmul: return "matmul";
+    case Op::matmul_parts: return "matmul_parts";
+    case Op::add: return "add";
     case Op::swiglu: return "swiglu";
     case Op::logits: return "logits";
     case Op::argmax: return "argmax";
@@ -64,11 +91,20 @@ constexpr int kLens[] = {1,   2,   3,   5,   7,   8,   9,   15,  16,   17,   31,
 struct Case {
   Op op;
   int n;
-  int64_t a, b;  // matmul: rows, cols; logits, embed: vocab, dim; rms_norm, swiglu: dim (b = 1); argmax: len
+  // matmul: rows, cols; matmul_parts: the parts' rows summed, cols; logits, embed: vocab,
+  // dim; rms_norm, swiglu, add: dim (b = 1); argmax: len
+  int64_t a, b;
+  int parts = 0;                 // matmul_parts: 1..3
+  int64_t part_rows[3] = {};     // matmul_parts: each part's rows (sum a)
   uint64_t seed;
   std::string line() const {
     std::ostringstream s;
-    s << "rows-invariant(op=" << op_name(op) << ",n=" << n << ",a=" << a << ",b=" << b << ",seed=" << seed << ")";
+    s << "rows-invariant(op=" << op_name(op) << ",n=" << n << ",a=" << a << ",b=" << b;
+    if (op == Op::matmul_parts) {
+      s << ",parts=";
+      for (int p = 0; p < parts; ++p) s << (p ? "+" : "") << part_rows[p];
+    }
+    s << ",seed=" << seed << ")";
     return s.str();
   }
 };
@@ -76,12 +112,27 @@ struct Case {
 Case make_case(uint64_t run_seed, int i) {
   std::mt19937_64 g(mix_seed(run_seed, uint64_t(i)));
   Case c;
-  c.op = kOps[i % 6];
+  c.op = kOps[i % kNumOps];
   c.n = i < 64 ? i + 1 : 1 + int(g() % 64);
   const int nl = int(sizeof(kLens) / sizeof(kLens[0]));
-  const int64_t len = kLens[g() % nl];
+  int64_t len = kLens[g() % nl];
   switch (c.op) {
     case Op::matmul: c.a = 1 + int64_t(g() % 300), c.b = len; break;
+    case Op::matmul_parts: {
+      // 1, 2, 3 parts in turn over the first 64 cases, drawn later. Half the cases take a
+      // batch of at most 8 and K a multiple of 8: where cuda's staged kernel runs the parts
+      // in one launch (elsewhere it is one block launch per part).
+      c.parts = i < 64 ? 1 + (i / kNumOps) % 3 : 1 + int(g() % 3);
+      if (g() & 1) {
+        c.n = 1 + (c.n - 1) % 8;
+        len = 8 * ((len + 7) / 8);
+      }
+      c.a = 0;
+      for (int p = 0; p < c.parts; ++p) c.a += c.part_rows[p] = 1 + int64_t(g() % 200);
+      c.b = len;
+      break;
+    }
+    case Op::add: c.a = len, c.b = 1; break;
     case Op::logits: c.a = 1 + int64_t(g() % 700), c.b = len; break;
     case Op::embed: c.a = 1 + int64_t(g() % 300), c.b = len; break;
     case Op::rms_norm: c.a = len, c.b = 1; break;
@@ -101,8 +152,10 @@ uint16_t to_bf16(float f) {  // round to nearest even (finite inputs)
 
 // The case's host inputs.
 struct Data {
-  std::vector<float> x, w;     // rows [n][len] (matmul x, rms x, swiglu gate, logits h, argmax x); w: norm weight / up
-  std::vector<uint16_t> W;     // matmul / logits / embed matrix
+  // x: rows [n][len] (matmul x, rms x, swiglu gate, add h, logits h, argmax x); w: norm
+  // weight / up / add t
+  std::vector<float> x, w;
+  std::vector<uint16_t> W;     // matmul / logits / embed matrix; matmul_parts: the parts' matrices one after another
   std::vector<int32_t> tokens; // embed
   float eps = 1e-6f;
 };
@@ -115,6 +168,7 @@ Data make_data(const Case& c) {
   const int n = c.n;
   switch (c.op) {
     case Op::matmul:
+    case Op::matmul_parts:
     case Op::logits:
     case Op::embed: {
       const int64_t R = c.a, K = c.b;
@@ -170,6 +224,45 @@ Data make_data(const Case& c) {
       for (size_t k = 0; k < std::size(kEdge) && k < d.x.size(); ++k) d.x[k * 7 % d.x.size()] = kEdge[k];
       break;
     }
+    case Op::add: {
+      const int64_t D = c.a;
+      const size_t N = size_t(n) * D;
+      d.x.resize(N);
+      d.w.resize(N);
+      const float inf = std::numeric_limits<float>::infinity(), fmax = std::numeric_limits<float>::max();
+      const float sub = std::numeric_limits<float>::denorm_min();
+      for (size_t k = 0; k < N; ++k) {
+        const float s = row_scale();
+        float& h = d.x[k];
+        float& t = d.w[k];
+        h = nd(g) * s;
+        switch (g() % 16) {
+          case 0: t = -h; break;                                                         // exact cancellation: +0
+          case 1: h = (g() & 1) ? -0.0f : 0.0f, t = (g() & 1) ? -0.0f : 0.0f; break;     // signed zeros
+          case 2: h = sub * float(int64_t(g() % (1u << 23)) - (1 << 22)),                // subnormals (and sums
+                  t = sub * float(int64_t(g() % (1u << 23)) - (1 << 22)); break;         // crossing FLT_MIN)
+          case 3: h = fmax * (0.5f + 0.5f * float(g() % 1024) / 1024), t = h; break;     // sums past FLT_MAX
+          case 4: h = (g() & 1) ? inf : -inf, t = nd(g) * s; break;                      // inf + finite
+          case 5: t = nd(g) * std::ldexp(1.0f, int(g() % 60) - 30); break;               // far apart scales
+          default: t = nd(g) * s; break;
+        }
+        if (g() % 16 == 3) h = -h, t = -t;  // negative sums past -FLT_MAX too (signs never differ on inf)
+      }
+      // In every case, as many as it has elements: -0 + -0 = -0, +0 + -0 = +0, x - x = +0,
+      // subnormal sums (one reaching FLT_MIN), FLT_MAX + FLT_MAX = inf (and its negative), the
+      // tie FLT_MAX + 2^103 (to even: inf), FLT_MAX + 2^102 (FLT_MAX), +-inf + finite, the tie
+      // 1 + 2^-24 (to even: 1).
+      const float kEdge[][2] = {{-0.0f, -0.0f},     {0.0f, -0.0f},       {1.5f, -1.5f},
+                                {sub, sub},         {std::nextafter(std::numeric_limits<float>::min(), 0.0f), sub},
+                                {fmax, fmax},       {-fmax, -fmax},      {fmax, std::ldexp(1.0f, 103)},
+                                {fmax, std::ldexp(1.0f, 102)},          {inf, 1.0f},
+                                {-inf, fmax},       {1.0f, std::ldexp(1.0f, -24)}};
+      for (size_t k = 0; k < std::size(kEdge) && k < N; ++k) {
+        d.x[k * 7 % N] = kEdge[k][0];
+        d.w[k * 7 % N] = kEdge[k][1];
+      }
+      break;
+    }
     case Op::argmax: {
       const int64_t L = c.a;
       d.x.resize(size_t(n) * L);
@@ -199,11 +292,38 @@ Data make_data(const Case& c) {
 }
 
 // One launch over rows [r0, r0 + m) of the case's inputs on `eb`: floats out (or the
-// argmax indices). Inputs go through scratch slots 0..4 of eb's memory.
+// argmax indices). Inputs go through scratch slots 0..2 and 4..6 of eb's memory, outputs
+// through slots 3, 7, 8 (matmul_parts' parts alone: 9), each kGuardFloats longer than the
+// output: the guard, a canary written before the launch and read back after it.
+constexpr int kPartW[3] = {2, 5, 6}, kPartY[3] = {3, 7, 8}, kAloneY = 9;
+constexpr size_t kGuardFloats = 16;
+constexpr uint32_t kCanary = 0x7fa5a5a5u;  // a NaN whose payload no kernel makes
+
 struct Out {
   std::vector<float> f;
   std::vector<int32_t> idx;
+  std::string guard;  // empty: every guard held; else the first output region whose guard changed
 };
+
+// An output region of `bytes` in `slot`, its guard's canary written.
+Status out_region(EngineBackend& eb, int slot, size_t bytes, void** p) {
+  KC_RETURN_IF_ERROR(eb.scratch(slot, bytes + kGuardFloats * 4, p));
+  const std::vector<uint32_t> canary(kGuardFloats, kCanary);
+  return eb.upload(static_cast<char*>(*p) + bytes, canary.data(), kGuardFloats * 4);
+}
+
+// The region's bytes to `host`, its guard checked (a change noted in out->guard).
+Status read_region(EngineBackend& eb, const void* p, size_t bytes, void* host, Out* out, const char* what) {
+  std::vector<uint8_t> all(bytes + kGuardFloats * 4);
+  KC_RETURN_IF_ERROR(eb.download(all.data(), p, all.size()));
+  if (bytes) std::memcpy(host, all.data(), bytes);
+  for (size_t k = 0; k < kGuardFloats && out->guard.empty(); ++k) {
+    uint32_t v;
+    std::memcpy(&v, all.data() + bytes + 4 * k, 4);
+    if (v != kCanary) out->guard = std::string(what) + ": float " + std::to_string(k) + " past the output changed";
+  }
+  return Status::Ok();
+}
 
 Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Out* out) {
   auto put = [&](int slot, const void* host, size_t bytes, void** p) {
@@ -213,72 +333,145 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
   void *px, *pw, *pW, *po, *pt;
   out->f.clear();
   out->idx.clear();
+  out->guard.clear();
+  // The launch's float output [m][width] in slot 3.
+  auto floats_out = [&](int64_t width, const std::function<Status()>& call) -> Status {
+    const size_t bytes = size_t(m) * width * 4;
+    KC_RETURN_IF_ERROR(out_region(eb, 3, bytes, &po));
+    KC_RETURN_IF_ERROR(call());
+    out->f.resize(size_t(m) * width);
+    return read_region(eb, po, bytes, out->f.data(), out, op_name(c.op));
+  };
   switch (c.op) {
     case Op::matmul: {
       const int64_t R = c.a, K = c.b;
       KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
       KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * R * 4, &po));
-      KC_RETURN_IF_ERROR(eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), m, static_cast<float*>(po)));
-      out->f.resize(size_t(m) * R);
-      return eb.download(out->f.data(), po, out->f.size() * 4);
+      return floats_out(R, [&] {
+        return eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), m, static_cast<float*>(po));
+      });
+    }
+    case Op::matmul_parts: {
+      // Each part's W and y in its own slots; the rows laid out [part 0][part 1][part 2].
+      const int64_t K = c.b;
+      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      MatmulPart parts[3];
+      int64_t off = 0;
+      for (int p = 0; p < c.parts; ++p) {
+        void *pWp, *pyp;
+        KC_RETURN_IF_ERROR(put(kPartW[p], d.W.data() + off * K, size_t(c.part_rows[p] * K) * 2, &pWp));
+        KC_RETURN_IF_ERROR(out_region(eb, kPartY[p], size_t(m) * c.part_rows[p] * 4, &pyp));
+        parts[p] = {static_cast<uint16_t*>(pWp), c.part_rows[p], static_cast<float*>(pyp)};
+        off += c.part_rows[p];
+      }
+      KC_RETURN_IF_ERROR(eb.matmul_parts(parts, c.parts, K, static_cast<float*>(px), m));
+      out->f.resize(size_t(m) * c.a);
+      off = 0;
+      for (int p = 0; p < c.parts; ++p) {
+        const int64_t R = c.part_rows[p];
+        std::vector<float> y(size_t(m) * R);
+        const std::string what = "matmul_parts part " + std::to_string(p);
+        KC_RETURN_IF_ERROR(read_region(eb, parts[p].y, y.size() * 4, y.data(), out, what.c_str()));
+        for (int i = 0; i < m; ++i) std::memcpy(&out->f[size_t(i * c.a + off)], &y[size_t(i * R)], size_t(R) * 4);
+        off += R;
+      }
+      return Status::Ok();
     }
     case Op::logits: {
       const int64_t V = c.a, K = c.b;
       KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
       KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
       KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * V * 4, &po));
       std::vector<int32_t> sel(m);
       for (int j = 0; j < m; ++j) sel[j] = j;
-      KC_RETURN_IF_ERROR(eb.logits(static_cast<float*>(px), sel.data(), m, int(K), static_cast<float*>(pw), d.eps,
-                                   static_cast<uint16_t*>(pW), V, static_cast<float*>(po)));
-      out->f.resize(size_t(m) * V);
-      return eb.download(out->f.data(), po, out->f.size() * 4);
+      return floats_out(V, [&] {
+        return eb.logits(static_cast<float*>(px), sel.data(), m, int(K), static_cast<float*>(pw), d.eps,
+                         static_cast<uint16_t*>(pW), V, static_cast<float*>(po));
+      });
     }
     case Op::embed: {
       const int64_t V = c.a, D = c.b;
       KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
       KC_RETURN_IF_ERROR(put(4, d.tokens.data() + r0, size_t(m) * 4, &pt));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
-      KC_RETURN_IF_ERROR(eb.embed(static_cast<uint16_t*>(pW), V, D, static_cast<int32_t*>(pt), m, static_cast<float*>(po)));
-      out->f.resize(size_t(m) * D);
-      return eb.download(out->f.data(), po, out->f.size() * 4);
+      return floats_out(D, [&] {
+        return eb.embed(static_cast<uint16_t*>(pW), V, D, static_cast<int32_t*>(pt), m, static_cast<float*>(po));
+      });
     }
     case Op::rms_norm: {
       const int64_t D = c.a;
       KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
       KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
-      KC_RETURN_IF_ERROR(eb.rms_norm(static_cast<float*>(px), static_cast<float*>(pw), m, int(D), d.eps, static_cast<float*>(po)));
-      out->f.resize(size_t(m) * D);
-      return eb.download(out->f.data(), po, out->f.size() * 4);
+      return floats_out(D, [&] {
+        return eb.rms_norm(static_cast<float*>(px), static_cast<float*>(pw), m, int(D), d.eps, static_cast<float*>(po));
+      });
     }
     case Op::swiglu: {
       const int64_t D = c.a;
       KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
       KC_RETURN_IF_ERROR(put(1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * D * 4, &po));
-      KC_RETURN_IF_ERROR(eb.swiglu(static_cast<float*>(px), static_cast<float*>(pw), int64_t(m) * D, static_cast<float*>(po)));
-      out->f.resize(size_t(m) * D);
-      return eb.download(out->f.data(), po, out->f.size() * 4);
+      return floats_out(D, [&] {
+        return eb.swiglu(static_cast<float*>(px), static_cast<float*>(pw), int64_t(m) * D, static_cast<float*>(po));
+      });
+    }
+    case Op::add: {  // in place: h goes into the output region
+      const int64_t D = c.a;
+      KC_RETURN_IF_ERROR(put(1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
+      return floats_out(D, [&] {
+        KC_RETURN_IF_ERROR(eb.upload(po, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4));
+        return eb.add(static_cast<float*>(po), static_cast<float*>(pw), int64_t(m) * D);
+      });
     }
     case Op::argmax: {
       const int64_t L = c.a;
       KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * L, size_t(m) * L * 4, &px));
-      KC_RETURN_IF_ERROR(eb.scratch(3, size_t(m) * 4, &po));
+      KC_RETURN_IF_ERROR(out_region(eb, 3, size_t(m) * 4, &po));
       KC_RETURN_IF_ERROR(eb.argmax(static_cast<float*>(px), m, L, static_cast<int32_t*>(po)));
       out->idx.resize(size_t(m));
-      return eb.download(out->idx.data(), po, out->idx.size() * 4);
+      return read_region(eb, po, out->idx.size() * 4, out->idx.data(), out, "argmax");
     }
   }
   return Status::Error("unknown op");
 }
 
+// parts==matmul: each part of the batched matmul_parts output `got` against a plain matmul
+// of that part alone over the same batch on `eb` (output in slot kAloneY, guarded into
+// `guard`). Empty when every part's bytes agree, else the first difference.
+Status parts_alone(EngineBackend& eb, const Case& c, const Data& d, const Out& got, std::string* diff, Out* guard) {
+  diff->clear();
+  const int64_t K = c.b;
+  void *px, *pW, *py;
+  KC_RETURN_IF_ERROR(eb.scratch(0, std::max<size_t>(size_t(c.n) * K * 4, 4), &px));
+  KC_RETURN_IF_ERROR(eb.upload(px, d.x.data(), size_t(c.n) * K * 4));
+  int64_t off = 0;
+  for (int p = 0; p < c.parts; ++p) {
+    const int64_t R = c.part_rows[p];
+    KC_RETURN_IF_ERROR(eb.scratch(kPartW[p], size_t(R * K) * 2, &pW));
+    KC_RETURN_IF_ERROR(eb.upload(pW, d.W.data() + off * K, size_t(R * K) * 2));
+    KC_RETURN_IF_ERROR(out_region(eb, kAloneY, size_t(c.n) * R * 4, &py));
+    KC_RETURN_IF_ERROR(
+        eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), c.n, static_cast<float*>(py)));
+    std::vector<float> y(size_t(c.n) * R);
+    const std::string what = "matmul of part " + std::to_string(p) + " alone";
+    KC_RETURN_IF_ERROR(read_region(eb, py, y.size() * 4, y.data(), guard, what.c_str()));
+    for (int i = 0; i < c.n && diff->empty(); ++i)
+      for (int64_t o = 0; o < R; ++o)
+        if (std::memcmp(&got.f[size_t(i * c.a + off + o)], &y[size_t(i * R + o)], 4) != 0) {
+          std::ostringstream s;
+          s << "part " << p << " row " << i << " element " << o << ": matmul_parts " << got.f[size_t(i * c.a + off + o)]
+            << ", matmul alone " << y[size_t(i * R + o)];
+          *diff = s.str();
+          break;
+        }
+    off += R;
+  }
+  return Status::Ok();
+}
+
 // Output elements per row.
 int64_t row_width(const Case& c) {
   switch (c.op) {
-    case Op::matmul: case Op::logits: case Op::rms_norm: case Op::swiglu: return c.a;
+    case Op::matmul: case Op::matmul_parts: case Op::logits: case Op::rms_norm: case Op::swiglu: case Op::add:
+      return c.a;
     case Op::embed: return c.b;
     case Op::argmax: return 1;
   }
@@ -298,36 +491,72 @@ bool same_bytes(const Out& a, const Out& b) {
 
 // ---- controls: decorators of an engine ---------------------------------------------
 
-enum class Plant { split_k_by_batch, planted_row };
+// split_k_by_batch: matmul splits K when n > 1 (-> rows==solo). planted_row: one row of a
+// batched launch one ulp off (-> rows==solo). parts_ulp: matmul_parts' last part, the first
+// element of every row one ulp up, whatever the batch (-> parts==matmul only).
+// write_past_output: every kernel writes one float (argmax: one index) past its output
+// (-> guards only).
+enum class Plant { split_k_by_batch, planted_row, parts_ulp, write_past_output };
 
+// Every operation forwards to `in` (matmul_parts too: ForwardingEngine leaves it to the
+// default, one matmul per part through this decorator; here the inner engine's own
+// launch runs, then the plant).
 class PlantedEngine final : public ForwardingEngine {
  public:
   PlantedEngine(EngineBackend& in, Plant p) : ForwardingEngine(in), plant_(p) {}
   Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
     KC_RETURN_IF_ERROR(in_.embed(E, v, d, t, n, out));
+    KC_RETURN_IF_ERROR(past(out, int64_t(n) * d));
     return plant_row(out, n, d);
   }
   Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
     KC_RETURN_IF_ERROR(in_.rms_norm(x, w, n, dim, eps, out));
+    KC_RETURN_IF_ERROR(past(out, int64_t(n) * dim));
     return plant_row(out, n, dim);
   }
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
     if (plant_ == Plant::split_k_by_batch && n > 1 && cols > 1) return split_matmul(W, rows, cols, x, n, y);
     KC_RETURN_IF_ERROR(in_.matmul(W, rows, cols, x, n, y));
+    KC_RETURN_IF_ERROR(past(y, int64_t(n) * rows));
     return plant_row(y, n, rows);
+  }
+  Status matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) override {
+    // split_k_by_batch: the default, one (split) matmul of this decorator per part.
+    if (plant_ == Plant::split_k_by_batch) return EngineBackend::matmul_parts(parts, count, cols, x, n);
+    KC_RETURN_IF_ERROR(in_.matmul_parts(parts, count, cols, x, n));
+    for (int p = 0; p < count; ++p) {
+      KC_RETURN_IF_ERROR(past(parts[p].y, int64_t(n) * parts[p].rows));
+      KC_RETURN_IF_ERROR(plant_row(parts[p].y, n, parts[p].rows));
+    }
+    if (plant_ != Plant::parts_ulp) return Status::Ok();
+    const MatmulPart& last = parts[count - 1];
+    for (int i = 0; i < n; ++i) KC_RETURN_IF_ERROR(ulp_up(last.y + int64_t(i) * last.rows));
+    return Status::Ok();
   }
   Status swiglu(const float* g, const float* u, int64_t count, float* out) override {
     KC_RETURN_IF_ERROR(in_.swiglu(g, u, count, out));
+    KC_RETURN_IF_ERROR(past(out, count));
     // The element in the middle of the launch (a row of the batch, another element alone).
     return plant_ == Plant::planted_row && count > 1 ? plant_row(out + count / 2, 1, 0, true) : Status::Ok();
+  }
+  Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(in_.add(h, t, count));
+    KC_RETURN_IF_ERROR(past(h, count));
+    // As SwiGLU's: the middle element (another row's than the row alone's when n is even).
+    return plant_ == Plant::planted_row && count > 1 ? plant_row(h + count / 2, 1, 0, true) : Status::Ok();
   }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {
     KC_RETURN_IF_ERROR(in_.logits(h, sel, m, dim, norm, eps, W, vocab, out));
+    KC_RETURN_IF_ERROR(past(out, int64_t(m) * vocab));
     return plant_row(out, m, vocab);
   }
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
     KC_RETURN_IF_ERROR(in_.argmax(x, n, len, out));
+    if (plant_ == Plant::write_past_output) {
+      const int32_t v = 0;
+      return in_.upload(out + n, &v, 4);
+    }
     if (plant_ != Plant::planted_row || n < 2) return Status::Ok();
     int32_t v;
     KC_RETURN_IF_ERROR(in_.download(&v, out + (n - 1) / 2, 4));
@@ -339,11 +568,19 @@ class PlantedEngine final : public ForwardingEngine {
   // Row (n-1)/2 of a batch of n > 1: its first element one ulp up.
   Status plant_row(float* out, int n, int64_t width, bool always = false) {
     if (plant_ != Plant::planted_row || (n < 2 && !always)) return Status::Ok();
-    float* at = out + int64_t((n - 1) / 2) * width;
+    return ulp_up(out + int64_t((n - 1) / 2) * width);
+  }
+  Status ulp_up(float* at) {
     float v;
     KC_RETURN_IF_ERROR(in_.download(&v, at, 4));
     v = std::nextafter(v, std::numeric_limits<float>::infinity());
     return in_.upload(at, &v, 4);
+  }
+  // write_past_output: 1.0f into the float after an output of `count` floats.
+  Status past(float* out, int64_t count) {
+    if (plant_ != Plant::write_past_output) return Status::Ok();
+    const float one = 1.0f;
+    return in_.upload(out + count, &one, 4);
   }
   // y = W[:, :h] x[:, :h] + W[:, h:] x[:, h:], h = cols / 2: the reduction split in two
   // (what a split-K launch chosen for a larger batch does).
@@ -543,6 +780,18 @@ void refusals_gate(Run& run, EngineBackend& eb) {
 
 // ---- the body -----------------------------------------------------------------------
 
+// float(s) for s = double(a) + double(b) of two floats, spelt out past FLT_MAX: from
+// FLT_MAX + half its ulp (2^128 - 2^103, the tie, which goes to the even 2^128) on, +-inf;
+// below that FLT_MAX at most (a double to float conversion out of float's range is
+// undefined in C++). The double sum is rounded once more to float; for one + that is the
+// correctly rounded float sum (53 >= 2 * 24 + 2).
+float float_of_sum(double s) {
+  const float inf = std::numeric_limits<float>::infinity(), fmax = std::numeric_limits<float>::max();
+  if (std::fabs(s) >= 0x1.ffffffp127) return s > 0 ? inf : -inf;
+  if (std::fabs(s) > double(fmax)) return s > 0 ? fmax : -fmax;
+  return float(s);
+}
+
 void check_reference(Run& run, const Case& c, const Data& d, const Out& got, const std::string& line) {
   const int n = c.n;
   auto ratio_gate = [&](const char* gate, const ref::EngineRef& r) {
@@ -561,7 +810,24 @@ void check_reference(Run& run, const Case& c, const Data& d, const Out& got, con
     run.check_ratio(gate, worst, line, detail);
   };
   switch (c.op) {
-    case Op::matmul: ratio_gate("matmul-bound", ref::matmul_ref(d.W.data(), c.a, c.b, d.x.data(), n)); break;
+    // matmul_parts: the parts' matrices one after another are one matrix of c.a rows, whose
+    // output row is the launch's [part 0][part 1][part 2] row.
+    case Op::matmul:
+    case Op::matmul_parts: ratio_gate("matmul-bound", ref::matmul_ref(d.W.data(), c.a, c.b, d.x.data(), n)); break;
+    case Op::add: {
+      int64_t bad = 0, first = -1;
+      for (size_t e = 0; e < got.f.size(); ++e) {
+        const float want = float_of_sum(double(d.x[e]) + double(d.w[e]));
+        if (std::memcmp(&want, &got.f[e], 4) != 0 && bad++ == 0) first = int64_t(e);
+      }
+      std::ostringstream s;
+      if (bad)
+        s << bad << " elements differ; element " << first << ": " << d.x[size_t(first)] << " + " << d.w[size_t(first)]
+          << " gave " << got.f[size_t(first)] << ", float(double sum) "
+          << float_of_sum(double(d.x[size_t(first)]) + double(d.w[size_t(first)]));
+      run.check("add==reference", bad == 0, line, s.str());
+      break;
+    }
     case Op::rms_norm: ratio_gate("rms_norm-bound", ref::rms_norm_ref(d.x.data(), d.w.data(), n, int(c.a), d.eps)); break;
     case Op::swiglu: ratio_gate("swiglu-bound", ref::swiglu_ref(d.x.data(), d.w.data(), int64_t(n) * c.a)); break;
     case Op::logits: {
@@ -605,10 +871,13 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
     const std::string line = c.line();
     if (!run.selected(line)) continue;
     ++done;
-    if (!run.in_control)  // what ran, per dimension (numbers.coverage)
+    if (!run.in_control) {  // what ran, per dimension (numbers.coverage)
       run.cover_case({{"op", op_name(c.op)},
                       {"batch", c.n == 1 ? "1" : c.n <= 8 ? "2..8" : c.n <= 32 ? "9..32" : "33..64"},
                       {"width", c.a % 32 == 0 ? "multiple of 32" : "not a multiple of 32"}});
+      if (c.op == Op::matmul_parts)
+        run.cover_value("matmul_parts", std::to_string(c.parts) + (c.parts == 1 ? " part" : " parts"));
+    }
     const Data d = make_data(c);
     Out batched, again;
     Status st = launch(eb, c, d, 0, c.n, &batched);
@@ -618,6 +887,9 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
       continue;
     }
     run.check("repeats", same_bytes(batched, again), line);
+    std::string guard = !batched.guard.empty() ? "batched " + batched.guard
+                        : !again.guard.empty()   ? "repeat " + again.guard
+                                                 : "";
     int bad_row = -1;
     for (int r = 0; r < c.n; ++r) {
       Out solo;
@@ -627,10 +899,23 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
         break;
       }
       if (bad_row < 0 && !same_row(c, batched, r, solo)) bad_row = r;
+      if (guard.empty() && !solo.guard.empty()) guard = "row " + std::to_string(r) + " alone: " + solo.guard;
     }
     if (!st.ok) continue;
     run.check("rows==solo", bad_row < 0, line,
               bad_row < 0 ? "" : "row " + std::to_string(bad_row) + " of " + std::to_string(c.n) + " differs from it alone");
+    if (c.op == Op::matmul_parts) {
+      std::string diff;
+      Out alone;
+      st = parts_alone(eb, c, d, batched, &diff, &alone);
+      if (!st.ok) {
+        run.error(line, "parts alone: " + st.message);
+        continue;
+      }
+      run.check("parts==matmul", diff.empty(), line, diff);
+      if (guard.empty()) guard = alone.guard;
+    }
+    run.check("guards", guard.empty(), line, guard);
     if (reference) check_reference(run, c, d, batched, line);
     if (twin) {
       Out host;
@@ -661,9 +946,17 @@ void rows_invariant_body(Run& run) {
   run.declare("argmax==reference", "argmax is the lowest index of the largest non-NaN value (all NaN: 0)");
   run.declare("rms_norm-bound", "RMSNorm within 0.5 gamma_{ceil(K/8)+5} + gamma_4 relative per element (reference/engine_ref.h)");
   run.declare("matmul-bound",
-              "bf16 x fp32 product within gamma_{min(K, 8 ceil(K/1024))+7} sum|w x| (reference/engine_ref.h)");
+              "bf16 x fp32 product (matmul, and every part of matmul_parts) within gamma_{min(K, 8 ceil(K/1024))+7} "
+              "sum|w x| (reference/engine_ref.h)");
   run.declare("swiglu-bound", "SwiGLU within kExpErr + gamma_3 relative (reference/engine_ref.h)");
   run.declare("logits-bound", "final RMSNorm + head product within (gamma_m (1 + rho) + rho) sum|W y|");
+  run.declare("add==reference",
+              "h + t equals float(double(h) + double(t)) bit for bit (cancellations, signed zeros, subnormals, "
+              "overflow to +-inf, inf + finite)");
+  run.declare("parts==matmul",
+              "every part of a matmul_parts launch (1, 2 or 3 parts) has the bytes of a plain matmul of that part "
+              "alone");
+  run.declare("guards", "16 floats past every output region of every launch still hold their canary");
   run.declare("refusals",
               "every engine kernel argument at its range's edges: the last valid value accepted, the first invalid "
               "refused naming the argument, the output untouched");
@@ -686,6 +979,17 @@ void rows_invariant_body(Run& run) {
     PlantedEngine pe(*r.be.engine(), Plant::planted_row);
     run_cases(r, pe, nullptr, {}, 12, false);
   });
+  run.control("parts-ulp",
+              "matmul_parts: the first element of every row of the last part one ulp up, whatever the batch",
+              [](Run& r) {
+                PlantedEngine pe(*r.be.engine(), Plant::parts_ulp);
+                run_cases(r, pe, nullptr, {Op::matmul_parts}, 4, false);
+              });
+  run.control("writes-past-output", "every kernel writes one float (argmax: one index) past its output",
+              [](Run& r) {
+                PlantedEngine pe(*r.be.engine(), Plant::write_past_output);
+                run_cases(r, pe, nullptr, {}, 8, false);
+              });
   run.control("accepts-one-past", "a refused engine call returns Ok instead", [](Run& r) {
     RefusalPlantEngine pe(*r.be.engine(), RefusalPlant::accepts_one_past);
     refusals_gate(r, pe);
@@ -704,9 +1008,9 @@ void rows_invariant_body(Run& run) {
 
 ContractDef rows_invariant_contract() {
   return {"rows-invariant",
-          "engine kernels (embedding, RMSNorm, bf16 product, SwiGLU, logits, argmax): a row's bytes never depend on "
-          "its batch; each within its float64 bound",
-          96, rows_invariant_body};
+          "engine kernels (embedding, RMSNorm, bf16 product and its 1-3 part launch, SwiGLU, add, logits, argmax): a "
+          "row's bytes never depend on its batch; each within its float64 bound",
+          128, rows_invariant_body};  // 16 cases of each of the 8 operations
 }
 
 }  // namespace kc

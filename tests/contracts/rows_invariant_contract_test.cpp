@@ -26,13 +26,17 @@ bool caught(const RunResult& r, const std::string& control, const std::string& g
 TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
-  EXPECT_EQ(r.receipt["controls"].size(), 5u);
+  EXPECT_EQ(r.receipt["controls"].size(), 7u);
   // Every gate but the device comparison ran on some case (64 cases: every kernel).
   for (const auto& g : r.receipt["gates"]) {
     const std::string name = g["name"];
     if (name == "device==host-twin") continue;
     EXPECT_GT(g["passed"].get<int>(), 0) << name;
   }
+  // The 64 cases hold matmul_parts launches of 2 and 3 parts, not only of 1.
+  const auto& parts = r.receipt["numbers"]["coverage"]["matmul_parts"];
+  EXPECT_GT(parts.value("2 parts", 0), 0) << parts.dump();
+  EXPECT_GT(parts.value("3 parts", 0), 0) << parts.dump();
 }
 
 // The bound's depth (reference/engine_ref.cpp, written apart from the kernels) covers the
@@ -58,6 +62,19 @@ TEST(RowsInvariantContract, ControlsAreCaughtByTheRightGates) {
   EXPECT_TRUE(caught(r, "accepts-one-past", "refusals"));
   EXPECT_TRUE(caught(r, "unnamed-refusal", "refusals"));
   EXPECT_TRUE(caught(r, "writes-then-refuses", "refusals"));
+}
+
+// parts-ulp plants in every row alike (batch-independent) and writes-past-output changes
+// no output byte: each is seen by its own gate and by no other.
+TEST(RowsInvariantContract, NewControlsAreCaughtOnlyByTheirGate) {
+  const RunResult r = run_on("cpu", "^$");
+  auto caught_by = [&](const std::string& control) {
+    for (const auto& c : r.receipt["controls"])
+      if (c["name"] == control) return c["caught_by"];
+    return nlohmann::json::array();
+  };
+  EXPECT_EQ(caught_by("parts-ulp"), nlohmann::json::array({"parts==matmul"}));
+  EXPECT_EQ(caught_by("writes-past-output"), nlohmann::json::array({"guards"}));
 }
 
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {
