@@ -7,24 +7,39 @@
 // lane that starts past 2^32. A near arena holds the same two lanes in its first pages.
 // Each case (one cache format) runs, on both arenas: rope store of every position of both
 // lanes, split-K attention over committed keys and tails of both lanes in one launch, keep
-// with moves of both lanes in one call, the row codecs on far rows, and pack of both lanes.
-//   far==near        rotated q, attention output, decoded rows and the packed blobs (which
-//                    are position-ordered, so layout-free) are byte-equal on both arenas
+// with moves of both lanes in one call, the row codecs on far rows, and pack of both lanes;
+// then Backend::fill of six byte ranges in one call (0xA5: 300 bytes of lane 0's page past
+// 2^32, the last owned byte of its page between 2^31 and 2^32, the whole of another page
+// past 2^32, 3 bytes of a page below 2^31, 777 bytes of the window lane, 0 bytes at the
+// memory's end), on a backend with an engine with the cache held (EngineBackend::hold: on
+// cuda the device kernel fills the device copy, release copies it back), and pack of both
+// lanes again.
+//   far==near        rotated q, attention output, decoded rows and the packed blobs before
+//                    and after the fill (position-ordered, so layout-free) are byte-equal on
+//                    both arenas
 //   guards           every byte of the far arena that no lane owns is still zero, so a
 //                    write that lands 4 GB too low shows even where nothing reads it back
+//   fill             every filled byte holds 0xA5 in the host image after the release; a
+//                    fill of no range is accepted; a call of one valid range and one that
+//                    ends one byte past the memory is refused naming that range and writes
+//                    nothing, both while held (the device's check) and not held (the host's)
 // (Rope store and attention promise bounds, not the host twin's bytes, on the device, so
 // the twin is not compared here; far==near is exact on one backend.)
-// Control: far-page-lost (one far page's bytes lost after the rope store) must be red; the
-// planted bugs kv-offset-32bit (host twins) and kv-offset-32bit-device (kernels) in
-// kernels/layout/CMakeLists.txt must turn the contract red on their backend. Memory: one
-// 4.3 GB host copy, and on cuda the device's.
+// Controls: far-page-lost (one far page's bytes lost after the rope store) and
+// fill-drops-last-byte (a decorator whose fill leaves each range's last byte unwritten:
+// contracts/faulty_backend.h, host path) must be red; the planted bugs kv-offset-32bit
+// (host twins) and kv-offset-32bit-device (kernels) in kernels/layout/CMakeLists.txt must
+// turn the contract red on their backend. Memory: one 4.3 GB host copy, and on cuda the
+// device's (the cache held for the fill, per call otherwise).
 #include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
 
 #include "contracts/contracts.h"
+#include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
+#include "kernels/engine/engine_backend.h"
 
 namespace kc {
 namespace {
@@ -70,8 +85,74 @@ std::vector<float> normal(std::mt19937_64& rng, size_t n) {
 // What one arena's run produced besides its bytes.
 struct Outputs {
   std::vector<float> q_rot, attn, decoded;
-  std::vector<uint8_t> blob0, blob1;
+  std::vector<uint8_t> blob0, blob1;            // packs after the other kernels
+  std::vector<uint8_t> blob0_fill, blob1_fill;  // packs after the fill
+  std::vector<std::string> fill_refusals;       // what the fill's refusal probes found wrong (empty: right)
 };
+
+constexpr uint8_t kFill = 0xA5, kRefusedFill = 0x5A;
+
+// The ranges filled, at the same logical places on both arenas, every byte owned by a
+// lane (the guards scan still holds): in lane 0's page 0 (far: past 2^32), the last owned
+// byte of its page 2 (far: between 2^31 and 2^32), the whole of its page 4 (far: past
+// 2^32), inside its page 3 (below 2^31 on both), inside the window lane, and 0 bytes at
+// the memory's end (the last offset a range may start at).
+std::vector<ByteRange> fill_ranges(const Cache& c) {
+  const ViewDesc& pv = c.views[0];
+  const ViewDesc& wv = c.views[1];
+  auto page = [&](int i) { return pv.base_off + uint64_t(c.pts[size_t(pv.pt_off + i)]) * pv.ps; };
+  const uint64_t owned = c.lay.kv_bytes(uint64_t(pv.ptok));
+  return {{page(0) + 100, 300}, {page(2) + owned - 1, 1}, {page(4), owned},
+          {page(3) + owned / 2 + 1, 3}, {wv.base_off + 1000, 777}, {c.mem.size(), 0}};
+}
+
+// The fill that must be refused: a valid range (range 0 of fill_ranges) and one that ends
+// one byte past the memory.
+std::vector<ByteRange> refused_ranges(const Cache& c) { return {fill_ranges(c)[0], {c.mem.size() - 7, 8}}; }
+
+// The refused fill (kRefusedFill) must name range 1 and write nothing; a fill of no range
+// must be accepted. `where`: held or not.
+void fill_refusals(Backend& b, Cache& c, const std::string& where, Outputs* o) {
+  const std::vector<ByteRange> bad = refused_ranges(c);
+  const Status st = b.fill(c, bad.data(), 2, kRefusedFill);
+  if (st.ok)
+    o->fill_refusals.push_back(where + ": a range ending one byte past the memory accepted");
+  else if (st.message.find("range 1") == std::string::npos)
+    o->fill_refusals.push_back(where + ": the refusal does not name range 1: " + st.message);
+  const Status none = b.fill(c, nullptr, 0, kRefusedFill);
+  if (!none.ok) o->fill_refusals.push_back(where + ": a fill of no range refused: " + none.message);
+}
+
+// The refused fill wrote no byte of its ranges (a held cache: read after the release;
+// before it range 0 holds kFill, the memory's last bytes are unowned zeros).
+void check_untouched(const Cache& c, const std::string& where, Outputs* o) {
+  for (const ByteRange& r : refused_ranges(c))
+    for (uint64_t i = 0; i < r.bytes && r.offset + i < c.mem.size(); ++i)
+      if (c.mem[r.offset + i] == kRefusedFill) {
+        o->fill_refusals.push_back(where + ": the refused fill wrote byte " + std::to_string(r.offset + i));
+        return;
+      }
+}
+
+// Fills the ranges (held on a backend with an engine), probes the refusals on the held and
+// the host path, and packs both lanes again.
+Status fill_and_pack(Backend& b, Cache& c, Outputs* o) {
+  const std::vector<ByteRange> ranges = fill_ranges(c);
+  EngineBackend* eb = b.engine();
+  if (eb) KC_RETURN_IF_ERROR(eb->hold(c));
+  Status st = b.fill(c, ranges.data(), int(ranges.size()), kFill);
+  if (st.ok && eb) fill_refusals(b, c, "held", o);
+  if (eb) {
+    const Status rel = eb->release(c);
+    if (st.ok) st = rel;
+  }
+  KC_RETURN_IF_ERROR(st);
+  if (eb) check_untouched(c, "held", o);
+  fill_refusals(b, c, "not held", o);
+  check_untouched(c, "not held", o);
+  KC_RETURN_IF_ERROR(b.pack(c, 0, 0, kPagedPages * kPtok, &o->blob0_fill));
+  return b.pack(c, 1, 0, kWindowCap, &o->blob1_fill);
+}
 
 Status run_ops(Backend& b, Cache& c, const OffsetCase& oc, bool lose_far_page, Outputs* o) {
   std::mt19937_64 rng(oc.seed);
@@ -106,26 +187,46 @@ Status run_ops(Backend& b, Cache& c, const OffsetCase& oc, bool lose_far_page, O
     KC_RETURN_IF_ERROR(b.decode_rows(oc.fmt, c, rr.data(), int(rr.size()), o->decoded.data()));
   }
   KC_RETURN_IF_ERROR(b.pack(c, 0, 0, kPagedPages * kPtok, &o->blob0));
-  return b.pack(c, 1, 0, kWindowCap, &o->blob1);
+  KC_RETURN_IF_ERROR(b.pack(c, 1, 0, kWindowCap, &o->blob1));
+  return fill_and_pack(b, c, o);
 }
 
 bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void run_case(Run& run, const OffsetCase& oc, bool lose_far_page) {
+// The fill gate on one arena: every filled byte holds kFill, the refusal probes found nothing.
+void check_fill(Run& run, const Cache& c, const Outputs& o, const std::string& at) {
+  uint64_t wrong = 0;
+  std::string first;
+  for (const ByteRange& r : fill_ranges(c))
+    for (uint64_t i = 0; i < r.bytes; ++i)
+      if (c.mem[r.offset + i] != kFill && wrong++ == 0)
+        first = ", the first at offset " + std::to_string(r.offset + i) + " (range at " + std::to_string(r.offset) +
+                ", +" + std::to_string(r.bytes) + ")";
+  run.check("fill", wrong == 0, at + " filled bytes", wrong ? std::to_string(wrong) + " bytes not filled" + first : "");
+  std::string why;
+  for (const std::string& s : o.fill_refusals) why += (why.empty() ? "" : "; ") + s;
+  run.check("fill", o.fill_refusals.empty(), at + " refusals", why);
+}
+
+void run_case(Run& run, Backend& b, const OffsetCase& oc, bool lose_far_page) {
   const std::string cv = oc.vars();
   Outputs far_out, near_out;
   Cache near = make_cache(oc.fmt, false);
-  Status st = run_ops(run.be, near, oc, false, &near_out);
+  Status st = run_ops(b, near, oc, false, &near_out);
   Cache far = make_cache(oc.fmt, true);
-  if (st.ok) st = run_ops(run.be, far, oc, lose_far_page, &far_out);
+  if (st.ok) st = run_ops(b, far, oc, lose_far_page, &far_out);
   if (!st.ok) return run.error(cv, st.message);
   run.check("far==near", same_floats(far_out.q_rot, near_out.q_rot), cv + " rotated q");
   run.check("far==near", same_floats(far_out.attn, near_out.attn), cv + " attention");
   if (oc.fmt != Format::bf16) run.check("far==near", same_floats(far_out.decoded, near_out.decoded), cv + " decoded rows");
   run.check("far==near", far_out.blob0 == near_out.blob0, cv + " pack of the paged lane");
   run.check("far==near", far_out.blob1 == near_out.blob1, cv + " pack of the window lane");
+  run.check("far==near", far_out.blob0_fill == near_out.blob0_fill, cv + " pack of the paged lane after the fill");
+  run.check("far==near", far_out.blob1_fill == near_out.blob1_fill, cv + " pack of the window lane after the fill");
+  check_fill(run, near, near_out, cv + " near arena");
+  check_fill(run, far, far_out, cv + " far arena");
   // Every byte that no lane owns (the pages between and below the far ones, each page's
   // padding, the bytes around the window) is still zero: a write that lands 2^32 bytes too
   // low shows here even where nothing reads it back.
@@ -175,15 +276,23 @@ void arena_offsets_body(Run& run) {
                            "past 2^31 and 2^32 bytes equal those of the same lanes at the arena's start");
   run.declare("guards", "every byte of the far arena that no lane owns (pages between and below the far ones, page "
                         "padding, the bytes around the window) is still zero after the run");
+  run.declare("fill", "Backend::fill of byte ranges in far and near pages and the window (one call, the cache held "
+                      "where the backend has an engine): every byte filled; no range accepted; a range one byte past "
+                      "the memory refused naming it, nothing written");
   const Format formats[] = {Format::bf16, Format::fp8, Format::q4};
   run.control("far-page-lost", "lane 0's page past 2^32 comes back empty after the rope store",
-              [&](Run& r) { run_case(r, {Format::fp8, 77}, true); });
+              [&](Run& r) { run_case(r, r.be, {Format::fp8, 77}, true); });
+  run.control("fill-drops-last-byte", "fill leaves the last byte of every range unwritten (a decorator: host path)",
+              [&](Run& r) {
+                FaultyBackend fb(r.be, Fault::fill_drops_last_byte);
+                run_case(r, fb, {Format::bf16, 78}, false);
+              });
   for (int i = 0; i < run.cases; ++i) {
     const OffsetCase oc{formats[i % 3], mix_seed(run.seed, uint64_t(i))};
     if (!run.selected(oc.vars())) continue;
     run.progress("case " + std::to_string(i + 1) + "/" + std::to_string(run.cases) + " " + oc.vars());
     run.cover_case({{"format", format_name(oc.fmt)}});  // what ran (numbers.coverage)
-    run_case(run, oc, false);
+    run_case(run, run.be, oc, false);
   }
 }
 
@@ -192,7 +301,7 @@ void arena_offsets_body(Run& run) {
 ContractDef arena_offsets_contract() {
   return {"arena-offsets",
           "every kernel on rows past 2^31 and 2^32 bytes of a 4.3 GB arena: outputs equal those of a near arena; "
-          "no stray byte in the arena", 3,
+          "no stray byte in the arena; byte-range fills (held cache on cuda) land and refuse past the memory", 3,
           arena_offsets_body};
 }
 

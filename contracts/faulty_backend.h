@@ -25,6 +25,7 @@ enum class Fault {
   decode_nondeterministic,  // every second row decode differs in one bit     -> repeats
   decode_cache_write,       // a row decode flips a cache byte no row owns     -> inputs
   keep_skips_layer0,        // keep leaves layer 0 of lane 0's last move unwritten -> keep==reference
+  fill_drops_last_byte,     // fill leaves the last byte of every range unwritten  -> fill (arena-offsets)
 };
 
 class FaultyBackend final : public ForwardingBackend {
@@ -62,6 +63,16 @@ class FaultyBackend final : public ForwardingBackend {
       break;
     }
     return Status::Ok();
+  }
+
+  // The ranges checked as given (a refusal stays right), then each filled one byte short
+  // (the host image: a decorator holds nothing).
+  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
+    if (fault_ != Fault::fill_drops_last_byte) return Backend::fill(c, ranges, n, value);
+    KC_RETURN_IF_ERROR(validate_fill(c, ranges, n));
+    std::vector<ByteRange> short_by_one(ranges, ranges + n);
+    for (ByteRange& r : short_by_one) r.bytes -= r.bytes > 0;
+    return Backend::fill(c, short_by_one.data(), n, value);
   }
 
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
