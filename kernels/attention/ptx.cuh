@@ -190,6 +190,34 @@ __device__ __forceinline__ uint4 lds128(uint32_t a) {
 #endif
   return r;
 }
+// One bulk copy (the tensor memory accelerator) of `bytes` (a multiple of 16, both ends
+// 16-byte aligned) from global to shared memory, completing on barrier b.
+__device__ __forceinline__ void bulk_load_s(uint32_t dst, const void* src, uint32_t bytes, uint64_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst), "l"(src),
+               "r"(bytes), "r"(smem_addr(b))
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+  bulk_load_s(smem_addr(dst), src, bytes, b);
+}
+// bulk_load with an L2 evict-first policy on the source's lines (read once, dead after).
+__device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint64_t pol = l2_policy_evict_first();
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(pol)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#endif
+}
 // A barrier of the first `threads` threads of the block (named barrier 1), for kernels
 // whose other warps go their own way.
 __device__ __forceinline__ void named_sync(int threads) {

@@ -153,24 +153,6 @@ KC_HD RopeTmaLayout rope_tma_layout(int slots, int d, int h2, int hkv, int stage
   return L;
 }
 
-// One bulk copy (the tensor memory accelerator) of `bytes` (a multiple of 16, both ends
-// 16-byte aligned) from global to shared memory, completing on barrier b.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(b))
-               : "memory");
-}
-// bulk_load with an L2 evict-first policy on the source's lines (read once, dead after).
-__device__ __forceinline__ void bulk_load_ef(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  const uint64_t pol = l2_policy_evict_first();
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(pol)
-      : "memory");
-}
-
 // Four consecutive elements j .. j + 3 of a slot row (x: the row in shared memory), rotated
 // when rotate (neox pairing: the twin's expressions, each product and sum rounded on its own).
 // h2 % 4 == 0, so the four share their half and their partner's four are one 16-byte word.
