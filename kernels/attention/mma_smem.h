@@ -225,13 +225,13 @@ KC_HD constexpr MmaQ4Smem mma_q4_short_smem(int W, int CL) {
 template <int D>
 struct MmaWsTune {
   static constexpr int row_bytes = 2 * D;
-  static constexpr int tile_bytes = 16 * (row_bytes + 64);  // bulk copies pad K rows by 64 bytes (V by 16)
+  static constexpr int tile_bytes = 16 * row_bytes;
 #ifdef KC_MMA_WS_STAGES
   static constexpr int stages = KC_MMA_WS_STAGES;
 #else
-  static constexpr int stages = D == 256 ? 16 : 32;  // 144 / 160 KB
+  static constexpr int stages = D == 256 ? 16 : 32;  // 128 KB
 #endif
-  static constexpr int producers = 4;                          // producer warps (at most; KC_ATTN_WS_PRODUCERS)
+  static constexpr int producers = 8;                          // producer warps (at most; KC_ATTN_WS_PRODUCERS)
   static constexpr int threads = kAttnThreads + 32 * producers;  // 8 consumer warps, the producers
 };
 struct MmaWsSmem {

@@ -785,7 +785,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 template <int D>
 __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mma_ws_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int ny, int items, int warp_arrive, int bulk, float* pm, float* pl, float* po) {
+    int nsub, int ny, int items, int warp_arrive, float* pm, float* pl, float* po) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr Format F = Format::bf16;
   using M = MmaShape<D, F>;
@@ -830,19 +830,6 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
               reinterpret_cast<unsigned long long>(kv_plane_row(pln, key_slot(b.k0 + i, b.row.len, b.tail)));
           mbar_wait(&empty[s], ((g / S) & 1) ^ 1);
           const uint32_t dst0 = ring_s + uint32_t(s * TB);
-          if (bulk) {  // one bulk copy per row (lanes 0-15), rows padded (K: RB + 64, V: RB + 16); V rows past n zeroed
-            const int valid = pass ? min(16, b.n - kt * 16) : 16, key = lane & 15;
-            if (lane == 0) mbar_arrive_tx(&full[s], uint32_t(valid * RB));
-            const uint32_t dst = dst0 + uint32_t(key * (pass ? RB + 16 : RB + 64));
-            if (lane < 16 && key < valid) {
-              bulk_load_s(dst, reinterpret_cast<const void*>(mine), RB, &full[s]);
-            } else if (lane < 16) {
-#pragma unroll 4
-              for (int c = 0; c < CPK; ++c) sts128(dst + 16 * c, make_uint4(0u, 0u, 0u, 0u));
-            }
-            if (lane != 0) mbar_arrive(&full[s]);
-            continue;
-          }
 #pragma unroll
           for (int j = 0; j < 16 * CPK / 32; ++j) {
             const int qi = j * 32 + lane, key = qi / CPK, ch = qi % CPK;
@@ -867,9 +854,7 @@ __global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mm
   // mma_pv's ldmatrix rows (bf16): matrices (keys 0-7, block c), (0-7, c + 1), (8-15, c),
   // (8-15, c + 1) of the m-tile's 16-byte blocks c = 4 ws + 2 jt, c + 1.
   const int bkey = (lane & 7) + 8 * (lane >> 4), bcb = 4 * ws + ((lane >> 3) & 1);
-  // Row strides and chunk swizzles: bulk copies pad rows (K + 64 bytes, V + 16), cp.async swizzles.
-  const int kstride = bulk ? RB + 64 : RB, vstride = bulk ? RB + 16 : RB;
-  const int kx = bulk ? 0 : (lg & 1) << 2, vx = bulk ? 0 : bkey & 7;
+  const int kstride = RB, vstride = RB, kx = (lg & 1) << 2, vx = bkey & 7;  // row strides, chunk swizzles
   const uint32_t bofs0 = uint32_t(bkey * vstride + ((bcb ^ vx) << 4));
   const uint32_t bofs1 = uint32_t(bkey * vstride + (((bcb + 2) ^ vx) << 4));
   uint32_t g = 0;  // tiles consumed so far (the producer's count)
@@ -1070,20 +1055,16 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
         const int v = e ? std::atoi(e) : MmaWsTune<256>::producers;
         return v >= 1 && v <= MmaWsTune<256>::producers ? v : MmaWsTune<256>::producers;
       }();
-      static const int bulk = [] {  // KC_ATTN_WS_COPY=async: 16-byte cp.async instead of bulk row copies (experiment)
-        const char* e = std::getenv("KC_ATTN_WS_COPY");
-        return e && std::string(e) == "async" ? 0 : 1;
-      }();
       static const int warp_arrive = [] {  // KC_ATTN_WS_ARRIVE=warp: lane 0 arrives for its warp (experiment)
         const char* e = std::getenv("KC_ATTN_WS_ARRIVE");
         return e && std::string(e) == "warp" ? 1 : 0;
       }();
       if (d == 128)
         attention_partial_mma_ws_kernel<128><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, bulk, pm, pl, po);
+            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       else
         attention_partial_mma_ws_kernel<256><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, bulk, pm, pl, po);
+            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
       KC_LAUNCH_CHECK("attention_partial_mma_ws_kernel");
       return Status::Ok();
     }
