@@ -216,40 +216,6 @@ KC_HD constexpr MmaQ4Smem mma_q4_short_smem(int W, int CL) {
   return MmaQ4Smem(W, D, 16 * (D / 2 / CL), (W + 15) / 16);
 }
 
-// The warp-specialized persistent bf16 partial (attention_partial_mma_ws_kernel): a producer
-// warp streams each work item's K tiles, then its V tiles, into a ring of `stages` 16-key
-// tiles (one tile per stage, rows of 2 D bytes) ahead of the 8 consumer warps, across the
-// items a block walks. Byte offsets in order: the ring, its full and empty barriers
-// ([stages] each), q's B fragments (the p.v's group sums reuse them), the scores then p,
-// p's B fragments, the q / p shifts [8] (zero for bf16; the shared helpers write them).
-template <int D>
-struct MmaWsTune {
-  static constexpr int row_bytes = 2 * D;
-  static constexpr int tile_bytes = 16 * row_bytes;
-#ifdef KC_MMA_WS_STAGES
-  static constexpr int stages = KC_MMA_WS_STAGES;
-#else
-  static constexpr int stages = D == 256 ? 16 : 32;  // 128 KB
-#endif
-  static constexpr int producers = 8;                          // producer warps (at most; KC_ATTN_WS_PRODUCERS)
-  static constexpr int threads = kAttnThreads + 32 * producers;  // 8 consumer warps, the producers
-};
-struct MmaWsSmem {
-  size_t ring, bars, qf, ss, pf, psh, total;
-  KC_HD constexpr MmaWsSmem(int W, int D, int parts, int tile_bytes, int stages)
-      : ring(0),
-        bars(size_t(stages) * tile_bytes),
-        qf(bars + size_t(stages) * 16),
-        ss(qf + mma_qf_bytes(D, parts)),
-        pf(ss + mma_ss_bytes(W)),
-        psh(pf + size_t((W + 15) / 16) * parts * 32 * 8),
-        total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
-};
-template <int D>
-KC_HD constexpr MmaWsSmem mma_ws_smem(int W) {
-  return MmaWsSmem(W, D, attn_mma_parts(Format::bf16), MmaWsTune<D>::tile_bytes, MmaWsTune<D>::stages);
-}
-
 inline MmaSmem mma_smem(int W, int d, Format f) {
   return d == 128 ? (f == Format::fp8 ? MmaTune<128, Format::fp8>::smem(W) : MmaTune<128, Format::bf16>::smem(W))
                   : (f == Format::fp8 ? MmaTune<256, Format::fp8>::smem(W) : MmaTune<256, Format::bf16>::smem(W));

@@ -13,8 +13,7 @@ namespace kc {
 
 // What one partial block (chunk c, kv head x head sub-group, row r) works on: its q heads
 // qh0 .. qh0 + G - 1 and its keys, the logical positions [k0, k0 + n) of the row. The chunk
-// is blockIdx.x, or `chunk` (the short-row path: a cluster of blocks per chunk; the persistent
-// partial: (chunk, y, z) of a work item).
+// is blockIdx.x, or `chunk` (the short-row path: a cluster of blocks per chunk).
 struct AttnBlock {
   int c, r, kvh, G, qh0, n;
   int32_t k0;
@@ -26,19 +25,7 @@ struct AttnBlock {
   __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
                        int chunk)
       : c(chunk), r(blockIdx.z), kvh(blockIdx.y / nsub), row(rows[blockIdx.z]), v(views[row.lane]) {
-    init(p, rows, tails, blockIdx.y % nsub);
-  }
-  // Work item (chunk, y, z) of the regular grid's coordinates (the persistent partial).
-  __device__ AttnBlock(const KvView* views, const AttnParams& p, const AttnRow* rows, const int32_t* tails, int nsub,
-                       int chunk, unsigned y, unsigned z)
-      : c(chunk), r(int(z)), kvh(int(y / unsigned(nsub))), row(rows[z]), v(views[row.lane]) {
-    init(p, rows, tails, int(y % unsigned(nsub)));
-  }
-
- private:
-  __device__ __forceinline__ void init(const AttnParams& p, const AttnRow* rows, const int32_t* tails, int sub) {
-    (void)rows;
-    const int group = p.q_heads / v.lay.kv_heads;
+    const int sub = blockIdx.y % nsub, group = p.q_heads / v.lay.kv_heads;
     G = min(kAttnHeadsPerBlock, group - sub * kAttnHeadsPerBlock);
     qh0 = kvh * group + sub * kAttnHeadsPerBlock;
     k0 = c * p.chunk;

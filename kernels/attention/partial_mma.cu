@@ -7,13 +7,8 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <climits>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/attention/mma_parts.cuh"
 #include "kernels/attention/mma_smem.h"
@@ -767,224 +762,6 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   KC_SHORT_DONE();
 }
 
-// ---- The warp-specialized persistent bf16 partial (launch_partial_mma picks it for grids of
-// more than one wave; KC_ATTN_WS overrides). Blocks resident on every SM walk the regular
-// grid's work items (chunk fastest, then kv head x sub-group, then row): block b takes items
-// b, b + B, .. Warp 8, the producer, streams each item's K tiles and then its V tiles into a
-// ring of MmaWsTune::stages 16-key tiles by cp.async (the copies arrive on the stage's full
-// barrier), waiting only for a stage's empty barrier, so its loads stay in flight through the
-// consumers' softmax, stores and next set-up. Warps 0-7, the consumers, run the regular
-// kernel's phases on each item with the same helpers in the same order (every score, p and
-// output element has the regular kernel's bytes), reading K from the ring: lane (g, t) reads
-// the same 16 bytes of keys g and g + 8 as from global memory (a row's 16-byte chunks swizzled
-// by key bit 0, so the two keys of a quarter warp hit different banks); V as the regular ring
-// lays it out (chunk ch of key k at ch ^ (k & 7); ldmatrix.trans). Keys past n: K reads key
-// n - 1 (scores not kept), V zeros. A stage's empty barrier counts 256 arrivals: each lane that
-// read it arrives (K: 8 each, V: KG each), after its own reads. Consumer barriers are named (bar 1
-// of 256 threads).
-template <int D>
-__global__ void __launch_bounds__(MmaWsTune<D>::threads, 1) attention_partial_mma_ws_kernel(
-    const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
-    int nsub, int ny, int items, int warp_arrive, float* pm, float* pl, float* po) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr Format F = Format::bf16;
-  using M = MmaShape<D, F>;
-  using T = MmaWsTune<D>;
-  constexpr int S = T::stages, RB = T::row_bytes, TB = T::tile_bytes, CPK = RB / 16, NB = M::NB, NPT = M::NPT,
-                MT = M::MT, KG = M::KG, NW = M::NW;
-  extern __shared__ __align__(16) unsigned char smb[];
-  const MmaWsSmem lay = mma_ws_smem<D>(p.chunk);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smb + lay.bars);
-  uint64_t* empty = full + S;
-  uint2* qf = reinterpret_cast<uint2*>(smb + lay.qf);
-  uint2* pf = reinterpret_cast<uint2*>(smb + lay.pf);
-  float* ss = reinterpret_cast<float*>(smb + lay.ss);
-  int* psh = reinterpret_cast<int*>(smb + lay.psh);
-  const uint32_t ring_s = smem_addr(smb + lay.ring);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  if (tid == 0)
-    for (int s = 0; s < S; ++s) mbar_init(&full[s], 32), mbar_init(&empty[s], kAttnThreads);
-  __syncthreads();
-  auto item = [&](int it) {
-    const int yz = it / max_chunks;
-    return AttnBlock(views, p, rows, tails, nsub, it % max_chunks, unsigned(yz % ny), unsigned(yz / ny));
-  };
-
-  if (warp >= NW) {  // the producers: tile g (counted over the block's items) goes to producer g % P
-    const uint32_t P = blockDim.x / 32 - NW, pw = uint32_t(warp - NW);
-    uint32_t g = 0;  // tiles so far
-#pragma unroll 1
-    for (int it = blockIdx.x; it < items; it += gridDim.x) {
-      const AttnBlock b = item(it);
-      const int nt = (b.n + 15) / 16;
-#pragma unroll 1
-      for (int pass = 0; pass < 2; ++pass) {  // K, then V
-        const KvPlane pln = kv_plane(b.v, p.layer, pass, b.kvh);
-#pragma unroll 1
-        for (int kt = 0; kt < nt; ++kt, ++g) {
-          if (g % P != pw) continue;
-          const int s = int(g % S);
-          // Lane k (and k + 16) resolves key 16 kt + k's row; lanes then copy row after row.
-          const int i = min(kt * 16 + (lane & 15), b.n - 1);
-          const unsigned long long mine =
-              reinterpret_cast<unsigned long long>(kv_plane_row(pln, key_slot(b.k0 + i, b.row.len, b.tail)));
-          mbar_wait(&empty[s], ((g / S) & 1) ^ 1);
-          const uint32_t dst0 = ring_s + uint32_t(s * TB);
-#pragma unroll
-          for (int j = 0; j < 16 * CPK / 32; ++j) {
-            const int qi = j * 32 + lane, key = qi / CPK, ch = qi % CPK;
-            const uint8_t* src = reinterpret_cast<const uint8_t*>(__shfl_sync(0xFFFFFFFFu, mine, key));
-            const int sw = pass ? (key & 7) : ((key & 1) << 2);
-            const uint32_t dst = dst0 + uint32_t(key * RB + ((ch ^ sw) << 4));
-            if (pass)  // V: keys past n as zeros (p = 0 there, and 0 * inf would be NaN)
-              cp_async16_zfill(dst, src + 16 * ch, kt * 16 + key < b.n);
-            else
-              cp_async16(dst, src + 16 * ch);
-          }
-          cp_async_mbar_arrive(&full[s]);
-        }
-      }
-    }
-    cp_async_wait_all();
-    return;
-  }
-
-  // The consumers.
-  const int lg = lane >> 2, lt = lane & 3, kg = warp / M::WPG, ws = warp % M::WPG;
-  // mma_pv's ldmatrix rows (bf16): matrices (keys 0-7, block c), (0-7, c + 1), (8-15, c),
-  // (8-15, c + 1) of the m-tile's 16-byte blocks c = 4 ws + 2 jt, c + 1.
-  const int bkey = (lane & 7) + 8 * (lane >> 4), bcb = 4 * ws + ((lane >> 3) & 1);
-  const int kstride = RB, vstride = RB, kx = (lg & 1) << 2, vx = bkey & 7;  // row strides, chunk swizzles
-  const uint32_t bofs0 = uint32_t(bkey * vstride + ((bcb ^ vx) << 4));
-  const uint32_t bofs1 = uint32_t(bkey * vstride + (((bcb + 2) ^ vx) << 4));
-  uint32_t g = 0;  // tiles consumed so far (the producer's count)
-#pragma unroll 1
-  for (int it = blockIdx.x; it < items; it += gridDim.x) {
-    const AttnBlock blk = item(it);
-    const int n = blk.n, nt = (n + 15) / 16;
-    named_sync(kAttnThreads);  // the last item's readers of qf (and of the group sums over it) are done
-    mma_q_fragments<D, F>(q + (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * D, warp, blk.G, lane, qf, psh);
-    named_sync(kAttnThreads);
-    // 1. scores (mma_scores' arithmetic): warp w takes tiles w, w + 8, ..
-#pragma unroll 1
-    for (int kt = warp; kt < nt; kt += NW) {
-      const uint32_t gt = g + uint32_t(kt);
-      const int s = int(gt % S);
-      mbar_wait(&full[s], (gt / S) & 1);
-      const uint32_t t0 = ring_s + uint32_t(s * TB + lg * kstride), t1 = t0 + 8 * kstride;
-      uint4 r0[NB], r1[NB];
-#pragma unroll
-      for (int bb = 0; bb < NB; ++bb) {
-        const uint32_t off = uint32_t(((4 * bb + lt) ^ kx) << 4);
-        r0[bb] = lds128(t0 + off), r1[bb] = lds128(t1 + off);
-      }
-      if (!warp_arrive) {
-        mbar_arrive_n(&empty[s], NW);  // every reading lane arrives (one warp reads a K tile)
-      } else {
-        __syncwarp();
-        if (lane == 0) mbar_arrive_n(&empty[s], 32 * NW);
-      }
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int bb = 0; bb < NB; ++bb) mma_k_load<D, F>(bb, r0[bb], r1[bb], qf, lane, acc);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = kt * 16 + lg + 8 * (e >> 1), h = 2 * lt + (e & 1);
-        if (i < n && h < blk.G) ss[h * p.chunk + i] = mma_score_value<false>(acc[e], h, i, psh, nullptr, p.scale);
-      }
-    }
-    g += uint32_t(nt);
-    named_sync(kAttnThreads);
-    // 2. softmax and p's fragments.
-    mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, nullptr, pm, pl, pf, psh);
-    named_sync(kAttnThreads);
-    if (it + int(gridDim.x) >= items) cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled
-    // 3. p.v (mma_pv's arithmetic): group kg's tiles kg, kg + KG, .. in key order.
-    float o[MT][4];
-#pragma unroll
-    for (int j = 0; j < MT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[j][e] = 0.0f;
-#pragma unroll 1
-    for (int kt = kg; kt < nt; kt += KG) {
-      const uint32_t gt = g + uint32_t(kt);
-      const int s = int(gt % S);
-      uint2 b[NPT];
-#pragma unroll
-      for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
-      mbar_wait(&full[s], (gt / S) & 1);
-      const uint32_t tbase = ring_s + uint32_t(s * TB);
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int jt = 0; jt < MT; ++jt) ldmatrix_x4_trans(a[jt], tbase + (jt ? bofs1 : bofs0));
-      if (!warp_arrive) {
-        mbar_arrive_n(&empty[s], KG);  // every reading lane arrives (WPG warps read a V tile)
-      } else {
-        __syncwarp();
-        if (lane == 0) mbar_arrive_n(&empty[s], 32 * KG);
-      }
-#pragma unroll
-      for (int jt = 0; jt < MT; ++jt) {
-        float cc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int part = M::NPU - 1; part >= 0; --part) mma_16816<false>(cc, a[jt], b[part]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[jt][e] += cc[e];
-      }
-    }
-    g += uint32_t(nt);
-    if constexpr (KG == 2) {  // group 1's sums to group 0 through q's fragment space (mma_pv_join)
-      float4* ox = reinterpret_cast<float4*>(qf);
-      named_sync(kAttnThreads);
-      if (kg == 1)
-#pragma unroll
-        for (int jt = 0; jt < MT; ++jt) ox[(ws * MT + jt) * 32 + lane] = make_float4(o[jt][0], o[jt][1], o[jt][2], o[jt][3]);
-      named_sync(kAttnThreads);
-#ifndef KC_PLANT_PV_GROUP_DROP  // planted bug (test builds only): group 1's keys are lost
-      if (kg == 0)
-#pragma unroll
-        for (int jt = 0; jt < MT; ++jt) {
-          const float4 x = ox[(ws * MT + jt) * 32 + lane];
-          o[jt][0] += x.x, o[jt][1] += x.y, o[jt][2] += x.z, o[jt][3] += x.w;
-        }
-#endif
-    }
-    if (kg == 0) mma_store_partial<D, F>(o, blk, p, ws, lg, lt, max_chunks, psh, po);
-  }
-#endif
-}
-
-// Whether to run the persistent kernel: KC_ATTN_WS (read once) unset or "0" never (for now:
-// an experiment), "all" on every bf16 launch (tests: the short path is skipped too), "1" where
-// the regular grid needs more than one wave. *blocks: the persistent grid.
-static const std::string& attn_ws_mode() {
-  static const std::string mode = [] {
-    const char* e = std::getenv("KC_ATTN_WS");
-    return std::string(e ? e : "");
-  }();
-  return mode;
-}
-static Status attn_ws_pick(const void* ws_kern, size_t ws_smem, const void* reg_kern, size_t reg_smem, int64_t items,
-                    int* blocks) {
-  *blocks = 0;
-  const std::string& mode = attn_ws_mode();
-  if (mode == "0" || mode.empty() || items <= 0 || items > INT32_MAX) return Status::Ok();
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  if (dev.major < 9 || ws_smem > size_t(dev.smem_optin)) return Status::Ok();
-  KC_RETURN_IF_ERROR(cuda_allow_smem(ws_kern, ws_smem));
-  int per_sm = 0;
-  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(ws_kern, MmaWsTune<256>::threads, ws_smem, &per_sm));
-  if (mode != "all") {
-    int reg_per_sm = 0;
-    KC_RETURN_IF_ERROR(cuda_allow_smem(reg_kern, reg_smem));
-    KC_RETURN_IF_ERROR(cuda_blocks_per_sm(reg_kern, kAttnThreads, reg_smem, &reg_per_sm));
-    if (items <= int64_t(reg_per_sm) * dev.sms) return Status::Ok();
-  }
-  *blocks = int(std::min<int64_t>(items, int64_t(per_sm) * dev.sms));
-  return Status::Ok();
-}
-
 Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows,
                           int n, const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                           cudaStream_t s) {
@@ -1011,8 +788,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
     }
   });
   int pick = -1;
-  if (!(fmt == Format::bf16 && attn_ws_mode() == "all"))  // "all": the persistent kernel even for short grids
-    KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
+  KC_RETURN_IF_ERROR(attn_short_pick(max_chunks * hkv * nsub * n, cand, 3, &pick));
   if (pick >= 0) {
 #ifdef KC_MMA_PHASES
     KC_CUDA_TRY(short_phases_reset());
@@ -1041,34 +817,6 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
   if (!kern)
     return Status::Error(std::string("attention (tensor cores): format ") + format_name(fmt) + " at head_dim " +
                          std::to_string(d) + " has no tensor-core partial");
-  if (fmt == Format::bf16) {  // the persistent kernel where the grid needs more than one wave
-    const void* wk = d == 128 ? reinterpret_cast<const void*>(attention_partial_mma_ws_kernel<128>)
-                              : reinterpret_cast<const void*>(attention_partial_mma_ws_kernel<256>);
-    const size_t wsm = d == 128 ? mma_ws_smem<128>(p.chunk).total : mma_ws_smem<256>(p.chunk).total;
-    int blocks = 0;
-    KC_RETURN_IF_ERROR(attn_ws_pick(wk, wsm, reinterpret_cast<const void*>(kern), smem,
-                                    int64_t(max_chunks) * hkv * nsub * n, &blocks));
-    if (blocks > 0) {
-      const int items = max_chunks * hkv * nsub * n, ny = hkv * nsub;
-      static const int producers = [] {  // KC_ATTN_WS_PRODUCERS: producer warps, 1 .. 4 (experiment)
-        const char* e = std::getenv("KC_ATTN_WS_PRODUCERS");
-        const int v = e ? std::atoi(e) : MmaWsTune<256>::producers;
-        return v >= 1 && v <= MmaWsTune<256>::producers ? v : MmaWsTune<256>::producers;
-      }();
-      static const int warp_arrive = [] {  // KC_ATTN_WS_ARRIVE=warp: lane 0 arrives for its warp (experiment)
-        const char* e = std::getenv("KC_ATTN_WS_ARRIVE");
-        return e && std::string(e) == "warp" ? 1 : 0;
-      }();
-      if (d == 128)
-        attention_partial_mma_ws_kernel<128><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
-      else
-        attention_partial_mma_ws_kernel<256><<<blocks, kAttnThreads + 32 * producers, wsm, s>>>(
-            views, p, rows, tails, q, max_chunks, nsub, ny, items, warp_arrive, pm, pl, po);
-      KC_LAUNCH_CHECK("attention_partial_mma_ws_kernel");
-      return Status::Ok();
-    }
-  }
   KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
 #ifdef KC_MMA_PHASES
