@@ -34,7 +34,11 @@ class CudaEngine;
 // One block per range, its threads striding the range's bytes.
 __global__ void fill_ranges_kernel(uint8_t* mem, const ByteRange* ranges, uint8_t value) {
   const ByteRange r = ranges[blockIdx.x];
+#ifdef KC_PLANT_FILL_DROPS_LAST_BYTE  // planted bug (test builds only): each range one byte short
+  for (uint64_t i = threadIdx.x; i + 1 < r.bytes; i += blockDim.x) mem[r.offset + i] = value;
+#else
   for (uint64_t i = threadIdx.x; i < r.bytes; i += blockDim.x) mem[r.offset + i] = value;
+#endif
 }
 // What both attention paths (a host cache's, the engine's on device buffers) size before
 // the launch: the most chunks of any row, the entries of each partial array (at least

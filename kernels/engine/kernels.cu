@@ -373,6 +373,9 @@ __global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, i
 }
 
 __global__ void add_kernel(float* h, const float* __restrict__ t, int64_t count) {
+#ifdef KC_PLANT_ENGINE_ADD_TAIL
+  count -= count > 1;  // planted bug (test builds only): the last element of a launch skipped
+#endif
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     h[i] = eng::add_rn(h[i], t[i]);
 }
