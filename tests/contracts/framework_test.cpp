@@ -58,6 +58,28 @@ TEST(Framework, ANarrowedRunMayLeaveAGateUnchecked) {
   EXPECT_TRUE(run_toy(false, 8, "i=[0-3]\\)").pass);  // a filter: likewise
 }
 
+// A run in which no gate check passed never passes, even with its controls red and no gate
+// unreached: here the only gate is skipped (as a device gate is on cpu).
+ContractDef toy_all_skipped() {
+  return {"toy-skipped", "every check skipped", 2, [](Run& run) {
+            run.declare("every", "skipped here");
+            run.skip("every", "no device");
+            run.control("planted", "a failing check", [](Run& sub) { sub.check("every", false, "planted"); });
+          }};
+}
+
+TEST(Framework, ARunWithNoCheckPassedFailsEvenWithItsControlsRed) {
+  Status st;
+  auto be = select_backend("cpu", &st);
+  RunOptions o;
+  o.quiet = true;
+  const RunResult r = run_contract(toy_all_skipped(), *be, o);
+  ASSERT_EQ(r.receipt["controls"].size(), 1u);
+  EXPECT_TRUE(r.receipt["controls"][0]["red"].get<bool>());
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(has_reason(r, "no gate check passed")) << r.receipt["verdict_reasons"];
+}
+
 // A control whose body erred is not red even when one of its gates also failed: an error
 // is not a catch (the run fails, naming the control).
 ContractDef toy_erred_control() {

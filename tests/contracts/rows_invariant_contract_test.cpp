@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/engine/rows.h"
+#include "kernels/backend/forwarding.h"
 #include "reference/engine_ref.h"
 #include "tests/contracts/contract_test_util.h"
 
@@ -75,6 +76,48 @@ TEST(RowsInvariantContract, NewControlsAreCaughtOnlyByTheirGate) {
   };
   EXPECT_EQ(caught_by("parts-ulp"), nlohmann::json::array({"parts==matmul"}));
   EXPECT_EQ(caught_by("writes-past-output"), nlohmann::json::array({"guards"}));
+}
+
+// add==reference compares bytes: an add that loses a zero sum's sign (-0 + -0 gives +0,
+// equal as a value) is caught, by that gate alone among the case gates. The contract's
+// add cases place -0 + -0 (host memory: the cpu engine's scratch).
+class ZeroSignEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(in_.add(h, t, count));
+    for (int64_t i = 0; i < count; ++i)
+      if (h[i] == 0.0f) h[i] = 0.0f;
+    return Status::Ok();
+  }
+};
+class ZeroSignBackend final : public ForwardingBackend {
+ public:
+  explicit ZeroSignBackend(Backend& real) : ForwardingBackend(real), eng_(*real.engine()) {}
+  EngineBackend* engine() override { return &eng_; }
+
+ private:
+  ZeroSignEngine eng_;
+};
+
+TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu && cpu->engine()) << st.message;
+  ZeroSignBackend zb(*cpu);
+  RunOptions o;
+  o.cases = KC_TEST_CASES * 8;
+  o.quiet = true;
+  o.filter = "op=add,";
+  const RunResult r = run_contract(*find_contract("rows-invariant"), zb, o);
+  int64_t add_failed = -1;
+  for (const auto& g : r.receipt["gates"]) {
+    const std::string name = g["name"];
+    if (name == "add==reference") add_failed = g["failed"].get<int64_t>();
+    else EXPECT_EQ(g["failed"].get<int64_t>(), 0) << name;
+  }
+  EXPECT_GT(add_failed, 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
 }
 
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {

@@ -181,5 +181,19 @@ TEST(EngineOps, RmsNormSwigluEmbedArgmax) {
   EXPECT_EQ(argmax(nan_first, 3), 2);
 }
 
+// SwiGLU in the documented order, (g / (1 + e^-g)) * u: the quotient first, so where g * u
+// is beyond float's range y stays finite (g = -80, u = 3e38: y = -4.3e5; e^80 is a float).
+// Multiplying g * u first gives -inf there; the bound test's random data never reaches it.
+TEST(EngineOps, SwigluDividesBeforeItMultiplies) {
+  const float g[3] = {-80.0f, -60.0f, -50.0f}, u[3] = {3e38f, 1e38f, -2e38f};
+  float s[3];
+  swiglu(g, u, 3, s);
+  for (int i = 0; i < 3; ++i) {
+    const double want = g[i] / (1 + std::exp(-double(g[i]))) * u[i];
+    ASSERT_TRUE(std::isfinite(s[i])) << "g " << g[i] << " u " << u[i] << ": " << s[i];
+    EXPECT_NEAR(s[i], want, 1e-5 * std::fabs(want)) << "g " << g[i] << " u " << u[i];
+  }
+}
+
 }  // namespace
 }  // namespace kc::engine

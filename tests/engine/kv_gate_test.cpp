@@ -68,6 +68,17 @@ TEST(KvGateMath, PercentilesByNearestRankAndTop2) {
   EXPECT_EQ(margin, 0.75);
 }
 
+// top2's top token is argmax's: on a tie the lowest index (the engine's greedy choice), so
+// a tie reads as agreement, not as a top-1 difference; the margin is then 0.
+TEST(KvGateMath, Top2TiesGoToTheLowestIndexAsArgmax) {
+  const double lp[4] = {-2, -0.5, -3, -0.5};
+  int32_t top = -1;
+  double margin = -1;
+  top2(lp, 4, &top, &margin);
+  EXPECT_EQ(top, 1);
+  EXPECT_EQ(margin, 0.0);
+}
+
 TEST(KvGateMath, DepthStatsNameEveryTopTokenDifferenceAndTheBar) {
   // Two rows over a 3-token vocabulary at depth 5; tokens[6], tokens[7] are the targets.
   const std::vector<int32_t> tokens = {0, 0, 0, 0, 0, 0, 2, 1};

@@ -137,6 +137,20 @@ TEST(ReceiptViews, CheckRefusesAWrongTotalAndAPassWithOneError) {
   EXPECT_TRUE(st.ok) << st.message;
 }
 
+// A contract run's pass needs a gate check that passed: every gate skipped (all red
+// controls notwithstanding) is refused; the same counts under a failing verdict are not.
+TEST(ReceiptViews, CheckRefusesARunnersPassWithNothingChecked) {
+  json bad = contract_receipt();
+  for (json& g : bad["gates"]) g["passed"] = 0, g["skipped"] = 4, g.erase("worst");
+  Status st = check_as_read(bad, "n.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("n.json: verdict: 'pass' with no gate check passed"), std::string::npos) << st.message;
+  bad["verdict"] = "fail";
+  bad["verdict_reasons"] = {"no gate check passed"};
+  st = check_as_read(bad, "n.json");
+  EXPECT_TRUE(st.ok) << st.message;
+}
+
 TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   Receipt r;
   Status st = Receipt::load("/nonexistent/r.json", &r);
@@ -492,6 +506,25 @@ TEST(ReceiptViews, GateDiffDepthAndProbeRemovedAndRecallLost) {
   // Base and head are not interchangeable: lost -> recalled is an improvement, not a regression.
   d = gate_diff(h, lg);
   EXPECT_EQ(d.regressions, 0) << d.text;
+}
+
+// A recall probe's outcome follows from its two arms: bf16 recalled and the quantised arm
+// not is "lost", never "uninformative" (that would hide the loss from diff).
+TEST(ReceiptViews, RecallOutcomeFollowsFromBothArms) {
+  const json lg = committed("reports/h200/kv-gate-long-q4.json");
+  ASSERT_EQ(lg["kv"]["recall"][0]["outcome"], "recalled");
+  json r = lg;
+  r["kv"]["recall"][0]["quant"]["recalled"] = false;
+  r["kv"]["recall"][0]["outcome"] = "lost";
+  Status st = Receipt::check(r, "k.json");
+  EXPECT_TRUE(st.ok) << st.message;
+  r["kv"]["recall"][0]["outcome"] = "uninformative";
+  st = Receipt::check(r, "k.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("kv.recall[0].outcome: 'uninformative' contradicts bf16.recalled true and quant.recalled "
+                            "false (which say 'lost')"),
+            std::string::npos)
+      << st.message;
 }
 
 // The backend is set aside when commands are compared; "checks fewer" counts on the same
