@@ -232,6 +232,24 @@ case "$case_name" in
   make-model-tiny)
     expect 0 "" "$bin" make-model --preset tiny --seed 3 --out "$tmp/m"
     [ -f "$tmp/m/config.json" ] && [ -f "$tmp/m/model.safetensors" ] || fail "no checkpoint written" ;;
+  # generate --prompt-file reads the file's bytes as the prompt, trailing newlines included: the
+  # same prompt tokens (<|eos|> then the bytes) and continuation as --prompt with that text
+  # (session 31's coverage audit: no test had read a prompt file).
+  generate-prompt-file)
+    m=$src/fixtures/models/stdlib-bytes-3m
+    printf 'import os\n\n' > "$tmp/p.txt"
+    p=$(printf 'import os\n\nx'); p=${p%x}
+    expect 0 "" "$bin" generate --model "$m" --prompt-file "$tmp/p.txt" --max-tokens 8 --out "$tmp/f.json"
+    expect 0 "" "$bin" generate --model "$m" --prompt "$p" --max-tokens 8 --out "$tmp/t.json"
+    python3 - "$tmp/f.json" "$tmp/t.json" <<'PY' || fail "--prompt-file and --prompt differ"
+import json, sys
+f, t = (json.load(open(x))["generate"] for x in sys.argv[1:3])
+want = [257] + list(b"import os\n\n")
+if f["prompt_tokens"] != want: sys.exit("--prompt-file prompt tokens %s, expected %s" % (f["prompt_tokens"], want))
+if t["prompt_tokens"] != want: sys.exit("--prompt prompt tokens %s, expected %s" % (t["prompt_tokens"], want))
+if f["tokens"] != t["tokens"] or not f["tokens"]: sys.exit("continuations differ: %s vs %s" % (f["tokens"], t["tokens"]))
+PY
+    ;;
   make-model-bad-preset) expect 2 "is not a preset" "$bin" make-model --preset nope --out "$tmp/m" ;;
   make-model-bad-seed) expect 2 "--seed '-3': expected a whole number" "$bin" make-model --preset tiny --seed -3 --out "$tmp/m" ;;
   # export: inputs and our outputs for the oracle (tools/oracle_torch.py).

@@ -14,8 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/generate.h"
+#include "kernels/layout/bits.h"  // fnv1a
 #include "engine/make_draft.h"
 #include "engine/serve.h"
+#include "engine/safetensors.h"
+#include "engine/serve_gate.h"
 #include "engine/serve_memory.h"
 #include "tests/engine/temp_dir.h"
 #include "tools/receipt_views.h"
@@ -183,6 +186,83 @@ TEST(DraftTree, AChainIsTheTreeOfOnes) {
   EXPECT_EQ(a.drafted, a.draft_depth);
 }
 
+// <|eos|> chosen mid-stream (session 31's coverage audit: serve's and generate's stop at
+// <|eos|> never ran, the fixture model never chooses it in any test or gate). The target's
+// head is untied and its <|eos|> row set to twice the row of a byte the continuations use
+// (exact in bf16), so <|eos|> wins wherever that byte's logit is the largest and positive,
+// a few tokens in. Serving (plain on window and paged lanes, chain and tree drafts) must
+// equal greedy decoding: the same tokens, logits bytes, the stop at <|eos|> and the bytes
+// of the row that chose it; nothing past <|eos|> is kept.
+TEST(DraftTree, EosMidStreamStopsEveryArmLikeGreedyDecoding) {
+  const Models& t = models();
+  Qwen3Weights w = t.w;
+  w.config.tie_word_embeddings = false;
+  w.lm_head = w.embed_tokens;
+  const int64_t H = w.config.hidden_size;
+  const int32_t byte = ' ';
+  for (int64_t k = 0; k < H; ++k) w.lm_head.data[size_t(kTokEos * H + k)] = 2.f * w.lm_head.data[size_t(byte * H + k)];
+  Qwen3Weights dw;
+  ASSERT_TRUE(make_draft_weights(w, 1, &dw).ok);
+  Model m, d;
+  ASSERT_TRUE(Model::create(w, ModelOptions{}, &m).ok);
+  ASSERT_TRUE(Model::create(dw, ModelOptions{}, &d).ok);
+  auto be = make_cpu_backend();
+  const int max_tokens = 16;
+  const auto reqs = requests({"import os\n", "    def __init__(self", "x = ", "class A:\n"}, max_tokens);
+  // The reference: greedy decoding, one request at a time, with the logits rows kept.
+  std::vector<GenerateResult> ref;
+  int mid = 0;
+  for (const ServeRequest& q : reqs) {
+    GenerateOptions o;
+    o.keep_logits = true;
+    std::vector<GenerateResult> g;
+    ASSERT_TRUE(generate(m, *be, {GenerateRequest{q.prompt, max_tokens, 0}}, o, &g).ok);
+    if (g[0].stopped_at_eos && !g[0].tokens.empty()) ++mid;
+    ref.push_back(g[0]);
+  }
+  ASSERT_GE(mid, 2) << "fewer than two requests stop at <|eos|> after a token: the test would be vacuous";
+  auto expect_greedy = [&](const std::vector<ServeResult>& got, const std::string& arm) {
+    ASSERT_EQ(got.size(), ref.size()) << arm;
+    for (size_t r = 0; r < ref.size(); ++r) {
+      EXPECT_TRUE(got[r].refused.empty()) << arm << " " << r << ": " << got[r].refused;
+      EXPECT_EQ(got[r].tokens, ref[r].tokens) << arm << " request " << r;
+      EXPECT_EQ(got[r].stopped_at_eos, ref[r].stopped_at_eos) << arm << " request " << r;
+      ASSERT_EQ(ref[r].logits.size(), ref[r].tokens.size() + (ref[r].stopped_at_eos ? 1 : 0));
+      std::vector<uint64_t> digests;
+      for (size_t k = 0; k < ref[r].tokens.size(); ++k)
+        digests.push_back(fnv1a(ref[r].logits[k].data(), ref[r].logits[k].size() * sizeof(float)));
+      EXPECT_EQ(got[r].digests, digests) << arm << " request " << r;
+      if (ref[r].stopped_at_eos) {
+        EXPECT_EQ(got[r].eos_digest, fnv1a(ref[r].logits.back().data(), ref[r].logits.back().size() * sizeof(float)))
+            << arm << " request " << r << ": the digest of the row that chose <|eos|>";
+      }
+    }
+  };
+  ServeConfig c = mixed();
+  std::vector<ServeResult> plain, chain, tree;
+  ServeStats sp, sc, stree;
+  ASSERT_TRUE(serve(m, nullptr, *be, c, reqs, &plain, &sp).ok);
+  expect_greedy(plain, "plain");
+  int64_t kept = 0;
+  for (const GenerateResult& g : ref) kept += int64_t(g.tokens.size());
+  EXPECT_EQ(sp.tokens, kept);
+  c.draft_tokens = 3;
+  ASSERT_TRUE(serve(m, &d, *be, c, reqs, &chain, &sc).ok);
+  expect_greedy(chain, "chain");
+  EXPECT_EQ(sc.tokens, kept);
+  EXPECT_GT(sc.accepted, 0);
+  c.draft_tokens = 0;
+  c.draft_tree = {2, 2};
+  ASSERT_TRUE(serve(m, &d, *be, c, reqs, &tree, &stree).ok);
+  expect_greedy(tree, "tree");
+  EXPECT_EQ(stree.tokens, kept);
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    int64_t at = 0;
+    EXPECT_EQ(compare_serve_results(plain[r], chain[r], true, &at), "") << r;
+    EXPECT_EQ(compare_serve_results(plain[r], tree[r], true, &at), "") << r;
+  }
+}
+
 TEST(DraftTree, ADraftOfAnotherVocabularyIsRefused) {
   const Models& t = models();
   Qwen3Weights other = t.dw;
@@ -227,6 +307,66 @@ TEST(MakeDraft, ShippedDraftIsReproducibleAndEqualsTheTruncatedTarget) {
                  &Qwen3LayerWeights::k_norm, &Qwen3LayerWeights::post_attention_layernorm,
                  &Qwen3LayerWeights::gate_proj, &Qwen3LayerWeights::up_proj, &Qwen3LayerWeights::down_proj})
     EXPECT_TRUE(eq(a.*f, b.*f));
+}
+
+// A sharded source (model.safetensors.index.json and its shards, as real checkpoints come):
+// the draft has the tensors of the single-file source's draft, and its kc_source_sha256 is the
+// sha256 over the index's and each shard's sha256 in name order, so a change in any shard
+// changes it. Session 31's coverage audit: every make-draft ran from a single file.
+TEST(MakeDraft, AShardedSourceGivesTheSameDraftAndItsHashSeesEveryShard) {
+  test::TempDir dir;
+  SafetensorsFile one;
+  ASSERT_TRUE(SafetensorsFile::open(kTarget + "/model.safetensors", &one).ok);
+  std::vector<TensorToWrite> ts;
+  for (const TensorInfo& t : one.tensors()) {
+    TensorToWrite w{t.name, t.dtype, t.shape, {}};
+    ASSERT_TRUE(one.read_f32(t.name, &w.values).ok);
+    ts.push_back(std::move(w));
+  }
+  ASSERT_GE(ts.size(), 4u);
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  test::write_bytes(src + "/config.json", test::read_bytes(kTarget + "/config.json"));
+  const size_t half = ts.size() / 2;
+  const std::vector<TensorToWrite> a(ts.begin(), ts.begin() + long(half)), b(ts.begin() + long(half), ts.end());
+  const std::string s1 = "model-00001-of-00002.safetensors", s2 = "model-00002-of-00002.safetensors";
+  ASSERT_TRUE(write_safetensors(src + "/" + s1, a).ok);
+  ASSERT_TRUE(write_safetensors(src + "/" + s2, b).ok);
+  nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
+  for (const auto& t : a) index["weight_map"][t.name] = s1;
+  for (const auto& t : b) index["weight_map"][t.name] = s2;
+  test::write_bytes(src + "/model.safetensors.index.json", index.dump());
+  auto source_hash = [](const std::string& draft_dir) {
+    SafetensorsFile f;
+    EXPECT_TRUE(SafetensorsFile::open(draft_dir + "/model.safetensors", &f).ok);
+    const auto it = f.metadata().find("kc_source_sha256");
+    return it == f.metadata().end() ? std::string("(none)") : it->second;
+  };
+  std::ostringstream o, e;
+  ASSERT_EQ(make_draft_command(src, 1, dir.file("d-sharded"), o, e), 0) << e.str();
+  ASSERT_EQ(make_draft_command(kTarget, 1, dir.file("d-single"), o, e), 0) << e.str();
+  SafetensorsFile ds, d1;
+  ASSERT_TRUE(SafetensorsFile::open(dir.file("d-sharded") + "/model.safetensors", &ds).ok);
+  ASSERT_TRUE(SafetensorsFile::open(dir.file("d-single") + "/model.safetensors", &d1).ok);
+  ASSERT_EQ(ds.tensors().size(), d1.tensors().size());
+  for (const TensorInfo& t : d1.tensors()) {
+    std::vector<float> x, y;
+    ASSERT_TRUE(d1.read_f32(t.name, &x).ok);
+    ASSERT_TRUE(ds.read_f32(t.name, &y).ok) << t.name;
+    EXPECT_TRUE(x == y) << t.name;
+  }
+  const std::string want = sha256_hex(sha256_hex(test::read_bytes(src + "/model.safetensors.index.json")) +
+                                      sha256_hex(test::read_bytes(src + "/" + s1)) +
+                                      sha256_hex(test::read_bytes(src + "/" + s2)));
+  const std::string h = source_hash(dir.file("d-sharded"));
+  EXPECT_EQ(h, want);
+  EXPECT_NE(h, source_hash(dir.file("d-single")));
+  // One value of the last shard's last tensor changed (the draft does not read it): the hash changes.
+  std::vector<TensorToWrite> b2 = b;
+  b2.back().values.back() += 1.0f;
+  ASSERT_TRUE(write_safetensors(src + "/" + s2, b2).ok);
+  ASSERT_EQ(make_draft_command(src, 1, dir.file("d-changed"), o, e), 0) << e.str();
+  EXPECT_NE(source_hash(dir.file("d-changed")), h) << "a changed shard left the source hash as it was";
 }
 
 TEST(MakeDraft, BadInputExits2AndWritesNothing) {

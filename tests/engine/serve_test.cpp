@@ -85,6 +85,38 @@ TEST(Pool, RunsDoNotGrowIntoPagesInUse) {
   EXPECT_EQ(off, 7u * 256);
 }
 
+// serve() claims a lane's run, then finds its pages taken by the run's own bytes and gives
+// the run back (unclaim_run): the lane's live run goes, a run of the same lane still waiting
+// for its fence stays (its bytes may still be read by an unfinished step). Session 31's
+// coverage audit: unclaim_run and a pool whose only pending item is a run never ran.
+TEST(Pool, UnclaimDropsTheLiveRunAndKeepsTheOneAwaitingItsFence) {
+  Pool p(8 * 256, 256);
+  uint64_t off = 0;
+  ASSERT_TRUE(p.claim_run(0, {{"draft", 512, 0}}, 512, &off).ok);
+  EXPECT_EQ(off, 6u * 256);
+  p.release_run(0, 3);  // finished at step 3, not yet retired
+  EXPECT_FALSE(p.has_run(0));
+  EXPECT_TRUE(p.has_pending());
+  ASSERT_TRUE(p.claim_run(0, {{"draft", 512, 0}}, 512, &off).ok);  // the next request on lane 0
+  EXPECT_EQ(off, 4u * 256);                                        // below the fenced run
+  std::vector<int32_t> pages;
+  EXPECT_FALSE(p.take_pages(0, 5, &pages));  // the run took two pages' bytes: 4 free
+  p.unclaim_run(0);
+  EXPECT_FALSE(p.has_run(0));
+  EXPECT_TRUE(p.has_pending()) << "the run awaiting step 3 was dropped with the live one";
+  EXPECT_EQ(p.free_pages(), 6);  // pages under the fenced run only
+  ASSERT_TRUE(p.claim_run(1, {{"draft", 512, 0}}, 512, &off).ok);
+  EXPECT_EQ(off, 4u * 256) << "a run placed over bytes a step in flight may still read";
+  p.unclaim_run(1);
+  p.retire(2);
+  EXPECT_TRUE(p.has_pending());
+  p.retire(3);
+  EXPECT_FALSE(p.has_pending());
+  EXPECT_EQ(p.free_pages(), 8);
+  ASSERT_TRUE(p.claim_run(1, {{"draft", 512, 0}}, 512, &off).ok);
+  EXPECT_EQ(off, 6u * 256);
+}
+
 struct Tiny {
   Qwen3Weights w, dw;
   Model m, d;
