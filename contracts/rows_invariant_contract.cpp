@@ -223,6 +223,14 @@ Data make_data(const Case& c) {
       // quotient near the subnormal range) and far out on both sides, in every case.
       constexpr float kEdge[] = {-88.75f, -88.70f, -87.5f, -104.0f, 88.75f, 104.0f};
       for (size_t k = 0; k < std::size(kEdge) && k < d.x.size(); ++k) d.x[k * 7 % d.x.size()] = kEdge[k];
+      // Products g u past float's range where y is not (y = (g / (1 + e^-g)) u: the quotient
+      // first, g = -80, u = 3e38 gives y = -4.3e5; g u first gives -inf), from the end of the
+      // launch, where the gates above do not land in cases of 8 elements or more.
+      constexpr float kWide[][2] = {{-80.0f, 3e38f}, {-60.0f, 1e38f}, {-50.0f, -2e38f}};
+      for (size_t k = 0; k < std::size(kWide) && k < d.x.size(); ++k) {
+        const size_t at = d.x.size() - 1 - k * 2 % d.x.size();
+        d.x[at] = kWide[k][0], d.w[at] = kWide[k][1];
+      }
       break;
     }
     case Op::add: {
