@@ -334,11 +334,13 @@ Status read_region(EngineBackend& eb, const void* p, size_t bytes, void* host, O
   return Status::Ok();
 }
 
+// `bytes` of `host` into scratch slot `slot` of eb's memory (at least 4 bytes reserved).
+Status put(EngineBackend& eb, int slot, const void* host, size_t bytes, void** p) {
+  KC_RETURN_IF_ERROR(eb.scratch(slot, std::max<size_t>(bytes, 4), p));
+  return eb.upload(*p, host, bytes);
+}
+
 Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Out* out) {
-  auto put = [&](int slot, const void* host, size_t bytes, void** p) {
-    KC_RETURN_IF_ERROR(eb.scratch(slot, std::max<size_t>(bytes, 4), p));
-    return eb.upload(*p, host, bytes);
-  };
   void *px, *pw, *pW, *po, *pt;
   out->f.clear();
   out->idx.clear();
@@ -354,8 +356,8 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
   switch (c.op) {
     case Op::matmul: {
       const int64_t R = c.a, K = c.b;
-      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
       return floats_out(R, [&] {
         return eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), m, static_cast<float*>(po));
       });
@@ -363,12 +365,12 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
     case Op::matmul_parts: {
       // Each part's W and y in its own slots; the rows laid out [part 0][part 1][part 2].
       const int64_t K = c.b;
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
       MatmulPart parts[3];
       int64_t off = 0;
       for (int p = 0; p < c.parts; ++p) {
         void *pWp, *pyp;
-        KC_RETURN_IF_ERROR(put(kPartW[p], d.W.data() + off * K, size_t(c.part_rows[p] * K) * 2, &pWp));
+        KC_RETURN_IF_ERROR(put(eb, kPartW[p], d.W.data() + off * K, size_t(c.part_rows[p] * K) * 2, &pWp));
         KC_RETURN_IF_ERROR(out_region(eb, kPartY[p], size_t(m) * c.part_rows[p] * 4, &pyp));
         parts[p] = {static_cast<uint16_t*>(pWp), c.part_rows[p], static_cast<float*>(pyp)};
         off += c.part_rows[p];
@@ -388,9 +390,9 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
     }
     case Op::logits: {
       const int64_t V = c.a, K = c.b;
-      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
-      KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(eb, 1, d.w.data(), d.w.size() * 4, &pw));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * K, size_t(m) * K * 4, &px));
       std::vector<int32_t> sel(m);
       for (int j = 0; j < m; ++j) sel[j] = j;
       return floats_out(V, [&] {
@@ -400,31 +402,31 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
     }
     case Op::embed: {
       const int64_t V = c.a, D = c.b;
-      KC_RETURN_IF_ERROR(put(2, d.W.data(), d.W.size() * 2, &pW));
-      KC_RETURN_IF_ERROR(put(4, d.tokens.data() + r0, size_t(m) * 4, &pt));
+      KC_RETURN_IF_ERROR(put(eb, 2, d.W.data(), d.W.size() * 2, &pW));
+      KC_RETURN_IF_ERROR(put(eb, 4, d.tokens.data() + r0, size_t(m) * 4, &pt));
       return floats_out(D, [&] {
         return eb.embed(static_cast<uint16_t*>(pW), V, D, static_cast<int32_t*>(pt), m, static_cast<float*>(po));
       });
     }
     case Op::rms_norm: {
       const int64_t D = c.a;
-      KC_RETURN_IF_ERROR(put(1, d.w.data(), d.w.size() * 4, &pw));
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 1, d.w.data(), d.w.size() * 4, &pw));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
       return floats_out(D, [&] {
         return eb.rms_norm(static_cast<float*>(px), static_cast<float*>(pw), m, int(D), d.eps, static_cast<float*>(po));
       });
     }
     case Op::swiglu: {
       const int64_t D = c.a;
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
-      KC_RETURN_IF_ERROR(put(1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
       return floats_out(D, [&] {
         return eb.swiglu(static_cast<float*>(px), static_cast<float*>(pw), int64_t(m) * D, static_cast<float*>(po));
       });
     }
     case Op::add: {  // in place: h goes into the output region
       const int64_t D = c.a;
-      KC_RETURN_IF_ERROR(put(1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
+      KC_RETURN_IF_ERROR(put(eb, 1, d.w.data() + int64_t(r0) * D, size_t(m) * D * 4, &pw));
       return floats_out(D, [&] {
         KC_RETURN_IF_ERROR(eb.upload(po, d.x.data() + int64_t(r0) * D, size_t(m) * D * 4));
         return eb.add(static_cast<float*>(po), static_cast<float*>(pw), int64_t(m) * D);
@@ -432,7 +434,7 @@ Status launch(EngineBackend& eb, const Case& c, const Data& d, int r0, int m, Ou
     }
     case Op::argmax: {
       const int64_t L = c.a;
-      KC_RETURN_IF_ERROR(put(0, d.x.data() + int64_t(r0) * L, size_t(m) * L * 4, &px));
+      KC_RETURN_IF_ERROR(put(eb, 0, d.x.data() + int64_t(r0) * L, size_t(m) * L * 4, &px));
       KC_RETURN_IF_ERROR(out_region(eb, 3, size_t(m) * 4, &po));
       KC_RETURN_IF_ERROR(eb.argmax(static_cast<float*>(px), m, L, static_cast<int32_t*>(po)));
       out->idx.resize(size_t(m));
@@ -449,13 +451,11 @@ Status parts_alone(EngineBackend& eb, const Case& c, const Data& d, const Out& g
   diff->clear();
   const int64_t K = c.b;
   void *px, *pW, *py;
-  KC_RETURN_IF_ERROR(eb.scratch(0, std::max<size_t>(size_t(c.n) * K * 4, 4), &px));
-  KC_RETURN_IF_ERROR(eb.upload(px, d.x.data(), size_t(c.n) * K * 4));
+  KC_RETURN_IF_ERROR(put(eb, 0, d.x.data(), size_t(c.n) * K * 4, &px));
   int64_t off = 0;
   for (int p = 0; p < c.parts; ++p) {
     const int64_t R = c.part_rows[p];
-    KC_RETURN_IF_ERROR(eb.scratch(kPartW[p], size_t(R * K) * 2, &pW));
-    KC_RETURN_IF_ERROR(eb.upload(pW, d.W.data() + off * K, size_t(R * K) * 2));
+    KC_RETURN_IF_ERROR(put(eb, kPartW[p], d.W.data() + off * K, size_t(R * K) * 2, &pW));
     KC_RETURN_IF_ERROR(out_region(eb, kAloneY, size_t(c.n) * R * 4, &py));
     KC_RETURN_IF_ERROR(
         eb.matmul(static_cast<uint16_t*>(pW), R, K, static_cast<float*>(px), c.n, static_cast<float*>(py)));

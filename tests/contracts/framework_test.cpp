@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <string>
 
 #include "kernels/backend/backend.h"
@@ -28,14 +30,19 @@ ContractDef toy(bool declare_never) {
           }};
 }
 
-RunResult run_toy(bool declare_never, int cases, const std::string& filter = "") {
+// A contract run on cpu, quiet (cases: the contract's default when absent).
+RunResult run_quiet(const ContractDef& def, std::optional<int> cases = std::nullopt, const std::string& filter = "") {
   Status st;
   auto be = select_backend("cpu", &st);
   RunOptions o;
   o.cases = cases;
   o.quiet = true;
   o.filter = filter;
-  return run_contract(toy(declare_never), *be, o);
+  return run_contract(def, *be, o);
+}
+
+RunResult run_toy(bool declare_never, int cases, const std::string& filter = "") {
+  return run_quiet(toy(declare_never), cases, filter);
 }
 
 bool has_reason(const RunResult& r, const std::string& text) {
@@ -69,11 +76,7 @@ ContractDef toy_all_skipped() {
 }
 
 TEST(Framework, ARunWithNoCheckPassedFailsEvenWithItsControlsRed) {
-  Status st;
-  auto be = select_backend("cpu", &st);
-  RunOptions o;
-  o.quiet = true;
-  const RunResult r = run_contract(toy_all_skipped(), *be, o);
+  const RunResult r = run_quiet(toy_all_skipped());
   ASSERT_EQ(r.receipt["controls"].size(), 1u);
   EXPECT_TRUE(r.receipt["controls"][0]["red"].get<bool>());
   EXPECT_FALSE(r.pass);
@@ -94,11 +97,7 @@ ContractDef toy_erred_control() {
 }
 
 TEST(Framework, AControlThatErredIsNotRedEvenIfAGateFailed) {
-  Status st;
-  auto be = select_backend("cpu", &st);
-  RunOptions o;
-  o.quiet = true;
-  const RunResult r = run_contract(toy_erred_control(), *be, o);
+  const RunResult r = run_quiet(toy_erred_control());
   ASSERT_EQ(r.receipt["controls"].size(), 1u);
   EXPECT_FALSE(r.receipt["controls"][0]["red"].get<bool>()) << r.receipt["controls"][0];
   EXPECT_EQ(r.receipt["controls"][0]["caught_by"], nlohmann::json::array({"every"}));
