@@ -123,6 +123,16 @@ san --resume "$t/nothing.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] ||
 san --resume "$src/reports/h200/scale-planes.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a contract receipt: exit not 2"
 [ -e "$t/x.json" ] && fail "a refused --resume wrote a receipt"
 
+# The engine's runs replay fixtures: no --seed / --quiet (the gates have none), the fixture by its
+# absolute path (the script may run from anywhere), the kv gate's bf16 arm in a folder of its own.
+python3 "$src/tools/sanitize.py" --bin "$bin" --runs serve-gate,kv-gate --tools memcheck,initcheck --skip-controls \
+  --dry-run > "$t/engine.out" 2>&1 || fail "engine runs, dry run: exit $?"
+[ "$(grep -c '^would run:' "$t/engine.out")" = 4 ] || { cat "$t/engine.out"; fail "engine runs: 4 commands expected"; }
+grep -q -- '--seed\|--quiet' "$t/engine.out" && fail "engine runs: a fixture gate was given --seed or --quiet"
+grep -q "serve-gate --backend cuda --out .* $src/fixtures/serve/ci.json --kv-cache bf16,fp8,q4,mxfp4\$" "$t/engine.out" ||
+  fail "engine runs: serve-gate's command"
+[ "$(grep -o -- '--bf16-cache [^ ]*' "$t/engine.out" | sort -u | wc -l)" = 2 ] || fail "engine runs: kv-gate runs share a bf16 folder"
+for f in $(grep -o "$src/fixtures/[^ ]*" "$t/engine.out"); do [ -f "$f" ] || fail "engine runs: $f missing"; done
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, the engine runs' commands, bad arguments 2: ok"
