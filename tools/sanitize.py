@@ -15,7 +15,7 @@ contract's controls run in full in every run, since they are part of the contrac
 Controls: binaries with a planted device-side defect that only a sanitizer can see (the
 contract stays green on them). Each must make its tool report at least one finding; a
 control that stays clean means the tool, its options or this script's reading of its
-summary is blind, and fails the receipt. synccheck and initcheck have no control yet. They are the targets tf-cuda-test-plant-NAME built
+summary is blind, and fails the receipt. Each of the four tools has one. They are the targets tf-cuda-test-plant-NAME built
 by kc_add_sanitizer_plant (kernels/attention/CMakeLists.txt), looked up in --plant-bin
 (default: the folder of --bin); a missing one fails the receipt.
 
@@ -75,6 +75,13 @@ CONTROLS = [
     ("merge-reads-past-end", "merge-read-past-end", "memcheck", ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
      "the merge kernel also reads the first partial sum of the next (row, head), past the buffer's end on the "
      "last one"),
+    ("merge-barrier-two-sites", "merge-barrier-two-sites", "synccheck",
+     ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
+     "the merge kernel's first block barrier is met at two bar.sync instructions (the first warp at one, the other "
+     "warps at another): an aligned barrier reached from divergent code, an error the hardware may let pass"),
+    ("merge-reads-unwritten", "merge-read-unwritten", "initcheck", ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
+     "the merge kernel also reads the sum of the chunk after its row's last, inside the partial buffer but never "
+     "written for a row shorter than the launch's longest (the scratch is not cleared)"),
 ]
 
 SUMMARY = {

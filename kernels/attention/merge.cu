@@ -68,7 +68,12 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   }
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
   if (lane == 0) wmax[j / 32] = M;
-#ifndef KC_PLANT_MERGE_NO_BARRIER  // sanitizer control (tools/sanitize.py): racecheck must see the hazard
+#if defined(KC_PLANT_MERGE_BARRIER_TWO_SITES)  // sanitizer control (tools/sanitize.py): synccheck must see the
+  // block's warps meet one barrier at two instructions (the first warp at one, the rest at another);
+  // bar.sync is the aligned barrier, so that is an error even where the hardware lets it pass
+  if (j < 32) asm volatile("bar.sync 0;" ::: "memory");
+  else asm volatile("bar.sync 0;" ::: "memory");
+#elif !defined(KC_PLANT_MERGE_NO_BARRIER)  // sanitizer control (tools/sanitize.py): racecheck must see the hazard
   __syncthreads();  // also: the first tile's m and l are staged
 #endif
   M = -INFINITY;
@@ -117,6 +122,11 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   }
 #ifdef KC_PLANT_MERGE_READ_PAST_END  // sanitizer control (tools/sanitize.py): memcheck must see the read
   if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
+#endif
+#ifdef KC_PLANT_MERGE_READ_UNWRITTEN  // sanitizer control (tools/sanitize.py): initcheck must see the read
+  // the sum of the chunk after the row's last: inside the buffer, but no partial writes it for a row
+  // shorter than the launch's longest (scratch is never cleared)
+  if (nc < max_chunks && __ldg(pl + base + nc) == 1234.5f) res = 0.0f;
 #endif
   out[(size_t(r) * p.q_heads + qh) * d + j] = res;
 }
