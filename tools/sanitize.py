@@ -63,11 +63,12 @@ RUNS = [
 # Runs left out unless --runs names them: arena-offsets' 4.3 GB arena makes every tool's run
 # long, so it gets a receipt of its own (--runs arena-offsets --out .../sanitize-arena-offsets.json).
 NOT_BY_DEFAULT = {"arena-offsets"}
-# racecheck's own arguments for a run, where the run's are too long for it: the serve gate in four
-# formats took 82-89 s under memcheck, synccheck and initcheck on the H200 and more than 240 s
-# under racecheck. The attention kernels of every format have racecheck runs of their own
-# (qwen-pages); here the engine's kernels and backend in one format suffice.
-RACECHECK_ARGS = {"serve-gate": ["{src}/fixtures/serve/ci.json", "--kv-cache", "bf16"]}
+# racecheck's own arguments for a run, where the run's are too long for it: the serve gate's ci
+# fixture in four formats took 82-89 s under memcheck, synccheck and initcheck on the H200, and in
+# bf16 alone more than 200 s under racecheck. racecheck replays fixtures/serve/sanitize.json (the
+# ci fixture cut to 3 prompts x 4 tokens, bf16; every arm and control). The attention kernels of
+# every format have racecheck runs of their own (qwen-pages).
+RACECHECK_ARGS = {"serve-gate": ["{src}/fixtures/serve/sanitize.json"]}
 # The gates that replay a fixture: no --seed or --quiet option (their inputs are the fixture's).
 FIXTURE_GATES = {"serve-gate", "kv-gate"}
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,8 +86,8 @@ CONTROLS = [
      "the merge kernel's first block barrier is met at two bar.sync instructions (the first warp at one, the other "
      "warps at another): an aligned barrier reached from divergent code, an error the hardware may let pass"),
     ("merge-reads-unwritten", "merge-read-unwritten", "initcheck", ["qwen-pages", "--cases", "4", "--filter", NO_PROBES],
-     "the merge kernel also reads the sum of the chunk after its row's last, inside the partial buffer but never "
-     "written for a row shorter than the launch's longest (the scratch is not cleared)"),
+     "the merge kernel reads each output element before writing it: a freshly grown scratch output holds "
+     "nothing written"),
 ]
 
 SUMMARY = {

@@ -124,9 +124,9 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
 #endif
 #ifdef KC_PLANT_MERGE_READ_UNWRITTEN  // sanitizer control (tools/sanitize.py): initcheck must see the read
-  // the sum of the chunk after the row's last: inside the buffer, but no partial writes it for a row
-  // shorter than the launch's longest (scratch is never cleared)
-  if (nc < max_chunks && __ldg(pl + base + nc) == 1234.5f) res = 0.0f;
+  // the output element read before it is written: a freshly grown scratch output holds nothing
+  // written (the partial's slots past a row's last chunk are no use: it writes them empty)
+  if (out[(size_t(r) * p.q_heads + qh) * d + j] == 1234.5f) res = 0.0f;
 #endif
   out[(size_t(r) * p.q_heads + qh) * d + j] = res;
 }

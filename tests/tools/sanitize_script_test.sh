@@ -133,7 +133,7 @@ grep -q "serve-gate --backend cuda --out .* $src/fixtures/serve/ci.json --kv-cac
   fail "engine runs: serve-gate's command"
 [ "$(grep -o -- '--bf16-cache [^ ]*' "$t/engine.out" | sort -u | wc -l)" = 2 ] || fail "engine runs: kv-gate runs share a bf16 folder"
 python3 "$src/tools/sanitize.py" --bin "$bin" --runs serve-gate --tools racecheck --skip-controls --dry-run > "$t/engine-rc.out" 2>&1
-grep -q "serve-gate .* $src/fixtures/serve/ci.json --kv-cache bf16\$" "$t/engine-rc.out" || fail "engine runs: racecheck's serve-gate not bf16 alone"
+grep -q "serve-gate .* $src/fixtures/serve/sanitize.json\$" "$t/engine-rc.out" || fail "engine runs: racecheck's serve-gate not on fixtures/serve/sanitize.json"
 for f in $(grep -o "$src/fixtures/[^ ]*" "$t/engine.out"); do [ -f "$f" ] || fail "engine runs: $f missing"; done
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
