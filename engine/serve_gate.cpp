@@ -420,6 +420,91 @@ bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string*
   return true;
 }
 
+bool load_serve_models(const std::string& fixture, const ServeFixture& fx, ServeModels* out, std::string* why) {
+  const auto fail = [&](const std::string& field, const std::string& reason) {
+    *why = fixture + ": field " + field + ": " + reason;
+    return false;
+  };
+  ServeModels& sm = *out;
+  Qwen3Weights w;
+  {
+    const Status st = load_byte_level_checkpoint(fx.model_dir, &w);
+    if (!st.ok) return fail("model", st.message);
+  }
+  Qwen3Weights dw;
+  if (fx.draft_model_dir.empty()) {
+    if (fx.draft_layers >= int(w.layers.size()))
+      return fail("draft.layers", "must be below the model's " + std::to_string(w.layers.size()) + " layers");
+    const Status st = make_draft_weights(w, fx.draft_layers, &dw);
+    if (!st.ok) return fail("draft.layers", st.message);
+    sm.draft_source = "the target's first " + std::to_string(fx.draft_layers) + (fx.draft_layers == 1 ? " layer" : " layers");
+  } else {
+    const Status st = load_qwen3_checkpoint(fx.draft_model_dir, &dw);
+    if (!st.ok) return fail("draft.model", st.message);
+    if (dw.config.vocab_size != w.config.vocab_size)
+      return fail("draft.model", "vocab_size " + std::to_string(dw.config.vocab_size) + " is not the target's " +
+                                     std::to_string(w.config.vocab_size));
+    sm.draft_source = "checkpoint " + fx.draft_model_dir + " (" + std::to_string(dw.layers.size()) +
+                      (dw.layers.size() == 1 ? " layer)" : " layers)");
+  }
+  const auto has_format = [&](const std::string& f) {
+    return std::find(fx.formats.begin(), fx.formats.end(), f) != fx.formats.end();
+  };
+  // The controls' formats: bf16 when run, else the first; the restore control needs scale
+  // planes: fp8 when run, else the first run format that has them, else fp8.
+  sm.control_format = has_format("bf16") ? "bf16" : fx.formats[0];
+  sm.restore_format = "fp8";
+  if (!has_format("fp8"))
+    for (const std::string& f : fx.formats)
+      if (f != "bf16") {
+        sm.restore_format = f;
+        break;
+      }
+  for (const std::string& fmt : std::vector<std::string>{"bf16", "fp8", "q4", "mxfp4"}) {
+    if (!has_format(fmt) && fmt != sm.control_format && fmt != sm.restore_format) continue;
+    ModelOptions mo;
+    mo.kv_format = fmt == "bf16" ? Format::bf16 : fmt == "fp8" ? Format::fp8 : fmt == "q4" ? Format::q4 : Format::mxfp4;
+    Model m, d;
+    Status st = Model::create(w, mo, &m);
+    if (!st.ok) return fail("cache_formats", st.message);
+    st = Model::create(dw, mo, &d);
+    if (!st.ok) return fail(fx.draft_model_dir.empty() ? "cache_formats" : "draft.model", st.message);
+    sm.targets.emplace(fmt, std::move(m));
+    sm.drafts.emplace(fmt, std::move(d));
+  }
+  // The largest arena an arm takes (the pool on every page size, plus every lane's window and
+  // draft cache, as the windows arm runs) must fit in this machine's memory: a pool of 2^20
+  // pages passes the fixture's bounds, and its arena (zero-filled by every arm) would end the
+  // run in an allocation failure with no receipt.
+  {
+    const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+    const uint64_t phys = pages > 0 && psize > 0 ? uint64_t(pages) * uint64_t(psize) : 0;
+    const int lanes = *std::max_element(fx.parallel.begin(), fx.parallel.end());
+    for (const auto& [fmt, m] : sm.targets)
+      for (int P : fx.pages) {
+        ServeConfig cfg;
+        cfg.parallel = lanes;
+        cfg.page = P;
+        cfg.all_windows = true;
+        cfg.context = fx.context;
+        cfg.pool_pages = fx.pool_pages;
+        const KvLayout lay = m.kv_layout(), dlay = sm.drafts.at(fmt).kv_layout();
+        const ServeArena plan = plan_serve_arena(cfg, lay, &dlay);
+        if (phys > 0 && plan.arena_bytes > phys / 2) {
+          // Name the part that takes most of it: the pool's pages, or the lanes' windows and
+          // draft caches (context positions each).
+          const uint64_t pool_bytes = uint64_t(fx.pool_pages) * plan.page_stride;
+          return fail(pool_bytes >= plan.arena_bytes - pool_bytes ? "pool_pages" : "context",
+                      std::to_string(fx.pool_pages) + " pages of " + std::to_string(P) + " positions (" + fmt +
+                          ") and " + std::to_string(lanes) + " lanes' windows of " + std::to_string(fx.context) +
+                          " positions take an arena of " + std::to_string(plan.arena_bytes >> 20) +
+                          " MiB, more than half of this machine's " + std::to_string(phys >> 20) + " MiB of memory");
+        }
+      }
+  }
+  return true;
+}
+
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err) {
   const auto bad = [&](const std::string& why) {
     err << "tf-cuda-test: error: serve-gate: " << why << "\n";
@@ -451,87 +536,16 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     const Status st = prepare_output(cmd.out_file, &target);
     if (!st.ok) return bad("--out " + st.message);
   }
-  Qwen3Weights w;
-  {
-    const Status st = load_byte_level_checkpoint(fx.model_dir, &w);
-    if (!st.ok) return bad(cmd.fixture + ": field model: " + st.message);
-  }
-  Qwen3Weights dw;
-  std::string draft_source;
-  if (fx.draft_model_dir.empty()) {
-    if (fx.draft_layers >= int(w.layers.size()))
-      return bad(cmd.fixture + ": field draft.layers: must be below the model's " + std::to_string(w.layers.size()) +
-                 " layers");
-    const Status st = make_draft_weights(w, fx.draft_layers, &dw);
-    if (!st.ok) return bad(cmd.fixture + ": field draft.layers: " + st.message);
-    draft_source = "the target's first " + std::to_string(fx.draft_layers) + (fx.draft_layers == 1 ? " layer" : " layers");
-  } else {
-    const Status st = load_qwen3_checkpoint(fx.draft_model_dir, &dw);
-    if (!st.ok) return bad(cmd.fixture + ": field draft.model: " + st.message);
-    if (dw.config.vocab_size != w.config.vocab_size)
-      return bad(cmd.fixture + ": field draft.model: vocab_size " + std::to_string(dw.config.vocab_size) +
-                 " is not the target's " + std::to_string(w.config.vocab_size));
-    draft_source = "checkpoint " + fx.draft_model_dir + " (" + std::to_string(dw.layers.size()) +
-                   (dw.layers.size() == 1 ? " layer)" : " layers)");
-  }
+  ServeModels sm;
+  if (!load_serve_models(cmd.fixture, fx, &sm, &why)) return bad(why);
   Status bst;
   std::unique_ptr<Backend> be = select_backend(cmd.backend, &bst);
   if (!be) return bad(bst.message);
 
   const auto t_all = Clock::now();
-  const auto has_format = [&](const std::string& f) {
-    return std::find(fx.formats.begin(), fx.formats.end(), f) != fx.formats.end();
-  };
-  // The controls' formats: bf16 when run, else the first; the restore control needs scale
-  // planes: fp8 when run, else the first run format that has them, else fp8.
-  const std::string cf = has_format("bf16") ? "bf16" : fx.formats[0];
-  std::string rf = "fp8";
-  if (!has_format("fp8"))
-    for (const std::string& f : fx.formats)
-      if (f != "bf16") {
-        rf = f;
-        break;
-      }
-  std::map<std::string, Model> targets, drafts;
-  for (const std::string& fmt : std::vector<std::string>{"bf16", "fp8", "q4", "mxfp4"}) {
-    if (!has_format(fmt) && fmt != cf && fmt != rf) continue;
-    ModelOptions mo;
-    mo.kv_format = fmt == "bf16" ? Format::bf16 : fmt == "fp8" ? Format::fp8 : fmt == "q4" ? Format::q4 : Format::mxfp4;
-    Model m, d;
-    Status st = Model::create(w, mo, &m);
-    if (!st.ok) return bad(cmd.fixture + ": field cache_formats: " + st.message);
-    st = Model::create(dw, mo, &d);
-    if (!st.ok)
-      return bad(cmd.fixture + ": field " + (fx.draft_model_dir.empty() ? "cache_formats" : "draft.model") + ": " +
-                 st.message);
-    targets.emplace(fmt, std::move(m));
-    drafts.emplace(fmt, std::move(d));
-  }
-  // The largest arena an arm takes (the pool on every page size, plus every lane's window and
-  // draft cache, as the windows arm runs) must fit in this machine's memory: a pool of 2^20
-  // pages passes the fixture's bounds, and its arena (zero-filled by every arm) would end the
-  // run in an allocation failure with no receipt.
-  {
-    const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
-    const uint64_t phys = pages > 0 && psize > 0 ? uint64_t(pages) * uint64_t(psize) : 0;
-    const int lanes = *std::max_element(fx.parallel.begin(), fx.parallel.end());
-    for (const auto& [fmt, m] : targets)
-      for (int P : fx.pages) {
-        ServeConfig cfg;
-        cfg.parallel = lanes;
-        cfg.page = P;
-        cfg.all_windows = true;
-        cfg.context = fx.context;
-        cfg.pool_pages = fx.pool_pages;
-        const KvLayout lay = m.kv_layout(), dlay = drafts.at(fmt).kv_layout();
-        const uint64_t arena = plan_serve_arena(cfg, lay, &dlay).arena_bytes;
-        if (phys > 0 && arena > phys / 2)
-          return bad(cmd.fixture + ": field pool_pages: " + std::to_string(fx.pool_pages) + " pages of " +
-                     std::to_string(P) + " positions (" + fmt + ") and " + std::to_string(lanes) +
-                     " lanes' windows take an arena of " + std::to_string(arena >> 20) +
-                     " MiB, more than half of this machine's " + std::to_string(phys >> 20) + " MiB of memory");
-      }
-  }
+  const std::string &cf = sm.control_format, &rf = sm.restore_format, &draft_source = sm.draft_source;
+  std::map<std::string, Model>& targets = sm.targets;
+  std::map<std::string, Model>& drafts = sm.drafts;
   std::vector<std::vector<int32_t>> prompts;
   for (const std::string& p : fx.prompts) prompts.push_back(encode_prompt(p));
   const int np = int(prompts.size());

@@ -4,11 +4,14 @@
 // engine error), 2 bad input (a fixture field named on stderr; nothing written).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/model.h"
 
 namespace kc::engine {
 
@@ -54,6 +57,20 @@ nlohmann::json golden_for(const ServeFixture& f, const std::string& format, cons
 // false with *why ("FILE: reason") when it cannot be read, is not JSON or has a bad field.
 // serve-gate, and kernel-contract before it runs anything, read their fixture through it.
 bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why);
+
+// The engine side of a fixture that parse_serve_fixture cannot see: its checkpoints. The target
+// and draft models, one per cache format the run serves (`fx.formats`) and the controls take
+// (control_format: bf16 when run, else the first; restore_format: one with scale planes).
+struct ServeModels {
+  std::string draft_source;  // for the receipt: "the target's first K layers" or "checkpoint DIR (K layers)"
+  std::string control_format, restore_format;
+  std::map<std::string, Model> targets, drafts;  // by format name
+};
+// Loads and checks them: the model a byte-level checkpoint, draft.layers below its layer count or
+// draft.model a checkpoint of its vocabulary, every format one the engine takes for both, the
+// largest arena an arm takes at most half of this machine's memory. false with *why ("FIXTURE:
+// field F: reason"). serve-gate, and kernel-contract before it runs any contract, call it.
+bool load_serve_models(const std::string& fixture, const ServeFixture& fx, ServeModels* out, std::string* why);
 
 struct ServeGateCommand {
   std::string fixture;

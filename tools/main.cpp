@@ -836,7 +836,11 @@ int run_main(int argc, char** argv) {
     // A bad fixture is refused before any contract runs or any receipt is written.
     kc::engine::ServeFixture fx;
     std::string text, fwhy;
-    if (!kc::engine::read_serve_fixture(serve_fixture, &fx, &text, &fwhy)) {
+    // Its checkpoints too (the model, the draft, the formats, the arena): serve-gate would refuse
+    // those only after every contract had run and written its receipt.
+    kc::engine::ServeModels models;
+    if (!kc::engine::read_serve_fixture(serve_fixture, &fx, &text, &fwhy) ||
+        !kc::engine::load_serve_models(serve_fixture, fx, &models, &fwhy)) {
       std::cerr << "tf-cuda-test: error: kernel-contract: --serve-fixture " << fwhy << "\n";
       return kUsage;
     }

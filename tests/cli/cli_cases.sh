@@ -322,6 +322,37 @@ PY
     [ $rc -eq 2 ] || fail "a bad serve fixture: exit $rc: $out"
     case "$out" in *"field new_tokens: must be in 3..4096"*) ;; *) fail "the bad field is not named: $out";; esac
     [ ! -e "$tmp/k" ] || fail "--out-dir made before the fixture was refused: $(ls -A "$tmp/k")" ;;
+  # A fixture field only the checkpoints can judge (draft.layers: the model has 4 layers) is
+  # refused before any contract runs too: exit 2 naming it, no receipt written (it was refused
+  # only by the serve gate, after every contract had run and written its receipt).
+  kc-serve-fixture-checkpoint)
+    sed -e 's|"model": "../models/stdlib-bytes-3m-draft1"|"layers": 4|' \
+        -e "s|\"model\": \"../models/stdlib-bytes-3m\"|\"model\": \"$src/fixtures/models/stdlib-bytes-3m\"|" \
+      "$src/fixtures/serve/ci.json" > "$tmp/layers.json"
+    grep -q '"layers": 4' "$tmp/layers.json" || fail "the fixture was not rewritten: $(cat "$tmp/layers.json")"
+    out=$("$bin" kernel-contract --backend cpu --quiet --serve-fixture "$tmp/layers.json" --out-dir "$tmp/k" 2>&1); rc=$?
+    [ $rc -eq 2 ] || fail "draft.layers = the model's layers: exit $rc: $out"
+    case "$out" in *"--serve-fixture $tmp/layers.json: field draft.layers: must be below the model's 4 layers"*) ;;
+      *) fail "the bad field is not named: $out";; esac
+    [ ! -e "$tmp/k" ] || fail "receipts written before the fixture was refused: $(ls -A "$tmp/k")" ;;
+  # A serve fixture whose lanes' windows (context 2^20 positions, 64 lanes: 160 GiB of bf16
+  # cache) pass half the memory is refused naming context, not pool_pages (20 pages of 16).
+  serve-gate-arena-context)
+    mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+    [ "${mem_kb:-0}" -lt 300000000 ] || { echo "skipped: $mem_kb kB of memory hold the arena"; exit 77; }
+    python3 - "$src" "$tmp/big.json" <<'PY' || fail "could not write the fixture"
+import json, sys
+src, out = sys.argv[1], sys.argv[2]
+f = json.load(open(src + "/fixtures/serve/ci.json"))
+f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
+f["prompts"], f["parallel"], f["context"], f["cache_formats"] = ["a"] * 65, 64, 1048576, ["bf16"]
+del f["golden"]
+json.dump(f, open(out, "w"))
+PY
+    expect 2 "$tmp/big.json: field context: 20 pages of 16 positions (bf16) and 64 lanes' windows of 1048576 positions" \
+      "$bin" serve-gate "$tmp/big.json" --out "$tmp/r.json"
+    [ ! -e "$tmp/r.json" ] || fail "a receipt was written" ;;
   # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL.
