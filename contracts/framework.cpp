@@ -272,10 +272,14 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
       sel.describe() + " matched none of the " + std::to_string(cases) + " cases of seed " + std::to_string(seed);
   std::string shard_none;
   if (empty_shard) {
-    shard_none = "shard " + shard_text + " holds none of the " + std::to_string(run.cases_matched) +
+    // The selected cases, without the refusal probes a run of every case deals among the shards
+    // too (matched_uncounted: not generated cases; counted, fp8-rows --cases 1 --shard 2/2 said
+    // "none of the 35 cases ... only shards 1 to 2 of 2 hold one").
+    const int64_t selected = run.cases_matched - run.matched_uncounted;
+    shard_none = "shard " + shard_text + " holds none of the " + std::to_string(selected) +
                  (sel.any() ? " cases " + sel.describe() + " selected" : " cases") +
                  " (the selected cases are dealt to shards in turn, the k-th to shard k mod n + 1, so only shards 1 to " +
-                 std::to_string(std::min<int64_t>(run.cases_matched, opts.shards)) + " of " +
+                 std::to_string(std::min<int64_t>(selected, opts.shards)) + " of " +
                  std::to_string(opts.shards) + " hold one)";
   }
   if (checks == 0) {

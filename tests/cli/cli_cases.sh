@@ -353,6 +353,11 @@ PY
     expect 2 "$tmp/big.json: field context: 20 pages of 16 positions (bf16) and 64 lanes' windows of 1048576 positions" \
       "$bin" serve-gate "$tmp/big.json" --out "$tmp/r.json"
     [ ! -e "$tmp/r.json" ] || fail "a receipt was written" ;;
+  # An empty shard counts the selected cases, not the refusal probes dealt beside them: fp8-rows
+  # --cases 1 --shard 2/2 holds none of 1 case (it said 35, with "only shards 1 to 2 of 2").
+  shard-empty-counts-cases)
+    expect 1 "shard 2/2 holds none of the 1 cases (the selected cases are dealt to shards in turn, the k-th to shard k mod n + 1, so only shards 1 to 1 of 2 hold one)" \
+      "$bin" fp8-rows --backend cpu --quiet --cases 1 --shard 2/2 ;;
   # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL.
