@@ -825,6 +825,11 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     std::string target;
     const Status st = prepare_output(cmd.out_file, &target);
     if (!st.ok) return bad("--out " + st.message);
+    // The receipt would replace an input the run reads (and the next run needs).
+    for (const auto& [what, path] : {std::pair<std::string, std::string>{"the fixture", cmd.fixture},
+                                     {"the token file", fx.tokens_file}})
+      if (same_output(cmd.out_file, path))
+        return bad("--out " + cmd.out_file + " names " + what + " " + path + ": the receipt would replace it");
   }
 
   Qwen3Weights w;

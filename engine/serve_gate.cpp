@@ -535,6 +535,8 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   if (!cmd.out_file.empty()) {
     const Status st = prepare_output(cmd.out_file, &target);
     if (!st.ok) return bad("--out " + st.message);
+    if (same_output(cmd.out_file, cmd.fixture))
+      return bad("--out " + cmd.out_file + " names the fixture " + cmd.fixture + ": the receipt would replace it");
   }
   ServeModels sm;
   if (!load_serve_models(cmd.fixture, fx, &sm, &why)) return bad(why);

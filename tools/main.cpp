@@ -611,6 +611,11 @@ int run_main(int argc, char** argv) {
                 << "): the JUnit XML would replace the receipt\n";
       return kUsage;
     }
+    if (!sg_junit.empty() && kc::same_output(sg.fixture, sg_junit)) {
+      std::cerr << "tf-cuda-test: error: --junit " << sg_junit << " names the fixture " << sg.fixture
+                << ": the JUnit XML would replace it\n";
+      return kUsage;
+    }
     nlohmann::json rec;
     if (!sg_junit.empty()) sg.receipt = &rec;
     const int rc = kc::engine::serve_gate_command(sg, std::cout, std::cerr);

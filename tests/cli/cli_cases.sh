@@ -358,6 +358,36 @@ PY
   shard-empty-counts-cases)
     expect 1 "shard 2/2 holds none of the 1 cases (the selected cases are dealt to shards in turn, the k-th to shard k mod n + 1, so only shards 1 to 1 of 2 hold one)" \
       "$bin" fp8-rows --backend cpu --quiet --cases 1 --shard 2/2 ;;
+  # --out (or serve-gate's --junit) naming the fixture, or kv-gate's token file, is refused before
+  # anything runs: the receipt replaced the file the command had read (and the next run needs).
+  out-names-input)
+    python3 - "$src" "$tmp" <<'PY' || fail "could not write the fixtures"
+import json, shutil, sys
+src, tmp = sys.argv[1], sys.argv[2]
+f = json.load(open(src + "/fixtures/serve/ci.json"))
+f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
+f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]
+del f["golden"]
+json.dump(f, open(tmp + "/sg.json", "w"))
+k = json.load(open(src + "/fixtures/kv/ci.json"))
+k["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+shutil.copy(src + "/fixtures/text/stdlib-heldout-3.11.7.txt", tmp + "/tokens.txt")
+k["tokens"]["file"] = tmp + "/tokens.txt"
+json.dump(k, open(tmp + "/kv.json", "w"))
+PY
+    cp "$tmp/sg.json" "$tmp/sg.orig"; cp "$tmp/kv.json" "$tmp/kv.orig"; cp "$tmp/tokens.txt" "$tmp/tokens.orig"
+    expect 2 "--out $tmp/sg.json names the fixture $tmp/sg.json: the receipt would replace it" \
+      "$bin" serve-gate "$tmp/sg.json" --out "$tmp/sg.json"
+    expect 2 "--junit $tmp/sub/../sg.json names the fixture $tmp/sg.json" \
+      "$bin" serve-gate "$tmp/sg.json" --junit "$tmp/sub/../sg.json"
+    expect 2 "--out $tmp/kv.json names the fixture $tmp/kv.json: the receipt would replace it" \
+      "$bin" kv-gate "$tmp/kv.json" --format fp8 --bf16-cache "$tmp/c" --out "$tmp/kv.json"
+    expect 2 "--out $tmp/tokens.txt names the token file $tmp/tokens.txt: the receipt would replace it" \
+      "$bin" kv-gate "$tmp/kv.json" --format fp8 --bf16-cache "$tmp/c" --out "$tmp/tokens.txt"
+    cmp -s "$tmp/sg.json" "$tmp/sg.orig" && cmp -s "$tmp/kv.json" "$tmp/kv.orig" && cmp -s "$tmp/tokens.txt" "$tmp/tokens.orig" ||
+      fail "an input was replaced"
+    [ ! -e "$tmp/c" ] || fail "the bf16 arm was computed before the refusal" ;;
   # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL.
