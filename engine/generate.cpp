@@ -158,6 +158,8 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
   if (!cmd.out_file.empty()) {
     const Status st = prepare_output(cmd.out_file, &target);
     if (!st.ok) return bad("--out " + st.message);
+    if (!cmd.prompt_file.empty() && same_output(cmd.out_file, cmd.prompt_file))
+      return bad("--out " + cmd.out_file + " names the prompt file " + cmd.prompt_file + ": the receipt would replace it");
   }
   if (cmd.model_dir.empty()) return bad("--model: missing");
   Qwen3Weights w;

@@ -334,6 +334,9 @@ int report_main(const std::vector<std::string>& files, const std::string& format
         return fail("--junit " + junit + " and --merge-out name the same file (" + path +
                     "): the JUnit XML would replace the merged receipt");
     }
+    // Nor one of the receipts read: the XML would replace it.
+    for (const std::string& f : files)
+      if (same_output(f, junit)) return fail("--junit " + junit + " names the receipt " + f + ": the JUnit XML would replace it");
   }
   std::string text;
   try {

@@ -387,7 +387,15 @@ PY
       "$bin" kv-gate "$tmp/kv.json" --format fp8 --bf16-cache "$tmp/c" --out "$tmp/tokens.txt"
     cmp -s "$tmp/sg.json" "$tmp/sg.orig" && cmp -s "$tmp/kv.json" "$tmp/kv.orig" && cmp -s "$tmp/tokens.txt" "$tmp/tokens.orig" ||
       fail "an input was replaced"
-    [ ! -e "$tmp/c" ] || fail "the bf16 arm was computed before the refusal" ;;
+    [ ! -e "$tmp/c" ] || fail "the bf16 arm was computed before the refusal"
+    # generate --out naming its --prompt-file, report --junit naming a receipt it reads.
+    printf 'import os\n' > "$tmp/p.txt"; cp "$tmp/p.txt" "$tmp/p.orig"
+    expect 2 "--out $tmp/p.txt names the prompt file $tmp/p.txt: the receipt would replace it" \
+      "$bin" generate --model "$src/fixtures/models/stdlib-bytes-3m" --prompt-file "$tmp/p.txt" --max-tokens 2 --out "$tmp/p.txt"
+    cp "$h200/fp8-rows.json" "$tmp/r.json"; cp "$tmp/r.json" "$tmp/r.orig"
+    expect 2 "--junit $tmp/r.json names the receipt $tmp/r.json: the JUnit XML would replace it" \
+      "$bin" report "$tmp/r.json" --junit "$tmp/r.json"
+    cmp -s "$tmp/p.txt" "$tmp/p.orig" && cmp -s "$tmp/r.json" "$tmp/r.orig" || fail "an input was replaced" ;;
   # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL.
