@@ -128,13 +128,22 @@ struct Table {
   }
 };
 
+// A heading is one line in md and text: a line break in a name (a fixture's, a gate's) would end
+// it and turn the rest into body text.
+std::string one_line(std::string s) {
+  for (char& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return s;
+}
 std::string heading(const std::string& s, ViewFormat f) {
   if (f == ViewFormat::html) return "<h2>" + html_escape(s) + "</h2>\n";
-  return f == ViewFormat::md ? "### " + s + "\n\n" : s + "\n" + std::string(s.size(), '=') + "\n";
+  const std::string l = one_line(s);
+  return f == ViewFormat::md ? "### " + l + "\n\n" : l + "\n" + std::string(l.size(), '=') + "\n";
 }
 std::string subheading(const std::string& s, ViewFormat f) {
   if (f == ViewFormat::html) return "<h3>" + html_escape(s) + "</h3>\n";
-  return f == ViewFormat::md ? "**" + s + "**\n\n" : s + ":\n";
+  const std::string l = one_line(s);
+  return f == ViewFormat::md ? "**" + l + "**\n\n" : l + ":\n";
 }
 // A list: "- item" lines (md, text) or <ul> (html).
 std::string bullets(const std::vector<std::string>& items, ViewFormat f) {

@@ -301,6 +301,17 @@ TEST(ReceiptViews, RendersGatesControlsAndTargets) {
   EXPECT_NE(b.find("| b8 | fp8 | window | 230 | 0.5 |"), std::string::npos) << b;
 }
 
+TEST(ReceiptViews, ANameWithALineBreakStaysInItsHeading) {
+  json r = contract_receipt();
+  r["name"] = "two\nlines";
+  const std::string md = render_receipt(Receipt(r), "r.json", ViewFormat::md);
+  EXPECT_NE(md.find("### two lines ("), std::string::npos) << md;
+  EXPECT_EQ(md.find("two\nlines"), std::string::npos) << md;
+  const std::string text = render_receipt(Receipt(r), "r.json", ViewFormat::text);
+  EXPECT_NE(text.find("two lines ("), std::string::npos) << text;
+  EXPECT_EQ(text.find("two\nlines"), std::string::npos) << text;
+}
+
 TEST(ReceiptViews, DiffOfAReceiptWithItselfHasNoRegression) {
   ReceiptDiff d;
   ASSERT_TRUE(diff_receipts(Receipt(contract_receipt()), "a", Receipt(contract_receipt()), "b", &d).ok);
