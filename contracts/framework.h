@@ -180,7 +180,7 @@ std::unique_ptr<Backend> select_backend(const std::string& name, Status* st);
 RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts);
 // Renders a receipt as the human summary table, ending with the one-line summary.
 std::string summary_table(const Receipt& receipt);
-// "fp8-rows: pass - 10 gates ok, 2 skipped; 7 of 7 controls red; 48 cases; 9.2 s"
+// "fp8-rows: pass - 11 gates ok, 3 skipped; 13 of 13 controls red; 48 cases; 9.2 s"
 std::string summary_line(const Receipt& receipt);
 // Where a receipt may be written: missing parent folders may be missing (write_text_atomic
 // creates them, mkdir -p) when the nearest folder that exists is writable; a path that exists

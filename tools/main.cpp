@@ -423,7 +423,8 @@ int run_main(int argc, char** argv) {
       "and both arms' margins, perplexity of both arms, decode tok/s; recall probes (a passphrase planted at half "
       "the depth, asked at the end; a probe bf16 fails is uninformative); bytes per position of every format. "
       "Verdict: the fixture's bar (default mean KL <= 0.01, worst token <= 0.1) at every depth, no recall lost, "
-      "every control red (q4 query not rotated, fp8 scales from the neighbouring row, one planted bad depth). "
+      "every control red (q4 query not rotated, fp8 scales from the neighbouring row, one planted bad depth, "
+      "and where both arms recall a probe, that probe's query zeroed). "
       "The bf16 arm is stored in --bf16-cache, keyed by fixture, checkpoint hash, engine commit and backend, and "
       "reused. Exit 0 pass, 1 fail, 2 bad fixture (the field is named), an unknown format or bad options, with "
       "nothing written");

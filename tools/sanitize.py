@@ -2,7 +2,7 @@
 """Runs compute-sanitizer's four tools over every contract and the engine's gates, one receipt.
 
     tools/sanitize.py [--bin build/tools/tf-cuda-test] [--out reports/h200/sanitize.json]
-                      [--logs DIR] [--tools memcheck,racecheck,...] [--contracts a,b]
+                      [--logs DIR] [--tools memcheck,racecheck,...] [--runs a,b]
                       [--plant-bin DIR] [--seed S] [--jobs N] [--resume RECEIPT] [--dry-run]
 
 Run on the GPU machine from the repository root, on a build with the cuda backend. Each
