@@ -22,6 +22,22 @@ $out";; esac
 # A cpu receipt of a contract (few cases) in $tmp/NAME.json.
 cpu_receipt() { "$bin" "$1" --backend cpu --cases 2 --quiet --seed 7 --out "$tmp/$1.json" >/dev/null 2>&1; }
 
+# serve_fixture FILE EDIT: the ci serve fixture with its models by absolute path, then the Python
+# statements EDIT applied to it (as f), written to FILE.
+serve_fixture() {
+  python3 - "$src" "$1" "$2" <<'PY'
+import json, sys
+src, out, edit = sys.argv[1:4]
+f = json.load(open(src + "/fixtures/serve/ci.json"))
+f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
+exec(edit)
+json.dump(f, open(out, "w"))
+PY
+}
+# The ci fixture's first 3 prompts, 4 new tokens, bf16 (the goldens, of 16 tokens, are EDIT's to drop or cut).
+SMALL='f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]'
+
 case "$case_name" in
   # 1. A filter that matches no case fails in every contract; so does a --case line.
   filter-none-fp8) expect 1 "--filter nomatch matched none of the" "$bin" fp8-rows --backend cpu --quiet --filter nomatch ;;
@@ -340,16 +356,8 @@ PY
   serve-gate-arena-context)
     mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
     [ "${mem_kb:-0}" -lt 300000000 ] || { echo "skipped: $mem_kb kB of memory hold the arena"; exit 77; }
-    python3 - "$src" "$tmp/big.json" <<'PY' || fail "could not write the fixture"
-import json, sys
-src, out = sys.argv[1], sys.argv[2]
-f = json.load(open(src + "/fixtures/serve/ci.json"))
-f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
-f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
-f["prompts"], f["parallel"], f["context"], f["cache_formats"] = ["a"] * 65, 64, 1048576, ["bf16"]
-del f["golden"]
-json.dump(f, open(out, "w"))
-PY
+    serve_fixture "$tmp/big.json" 'f["prompts"], f["parallel"], f["context"], f["cache_formats"] = ["a"] * 65, 64, 1048576, ["bf16"]; del f["golden"]' ||
+      fail "could not write the fixture"
     expect 2 "$tmp/big.json: field context: 20 pages of 16 positions (bf16) and 64 lanes' windows of 1048576 positions" \
       "$bin" serve-gate "$tmp/big.json" --out "$tmp/r.json"
     [ ! -e "$tmp/r.json" ] || fail "a receipt was written" ;;
@@ -361,15 +369,10 @@ PY
   # --out (or serve-gate's --junit) naming the fixture, or kv-gate's token file, is refused before
   # anything runs: the receipt replaced the file the command had read (and the next run needs).
   out-names-input)
-    python3 - "$src" "$tmp" <<'PY' || fail "could not write the fixtures"
+    serve_fixture "$tmp/sg.json" "$SMALL; del f['golden']" || fail "could not write the serve fixture"
+    python3 - "$src" "$tmp" <<'PY' || fail "could not write the kv fixture"
 import json, shutil, sys
 src, tmp = sys.argv[1], sys.argv[2]
-f = json.load(open(src + "/fixtures/serve/ci.json"))
-f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
-f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
-f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]
-del f["golden"]
-json.dump(f, open(tmp + "/sg.json", "w"))
 k = json.load(open(src + "/fixtures/kv/ci.json"))
 k["model"] = src + "/fixtures/models/stdlib-bytes-3m"
 shutil.copy(src + "/fixtures/text/stdlib-heldout-3.11.7.txt", tmp + "/tokens.txt")
@@ -400,16 +403,7 @@ PY
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL.
   kc-serve-gate-fails)
-    python3 - "$src" "$tmp/sg.json" <<'PY' || fail "could not write the fixture"
-import json, sys
-src, out = sys.argv[1], sys.argv[2]
-f = json.load(open(src + "/fixtures/serve/ci.json"))
-f["model"] = src + "/fixtures/models/stdlib-bytes-3m"
-f["draft"]["model"] = src + "/fixtures/models/stdlib-bytes-3m-draft1"
-f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]
-f["golden"] = {"bf16": f["golden"]["bf16"][:3]}
-json.dump(f, open(out, "w"))
-PY
+    serve_fixture "$tmp/sg.json" "$SMALL; f['golden'] = {'bf16': f['golden']['bf16'][:3]}" || fail "could not write the fixture"
     out=$("$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/k" 2>&1); rc=$?
     for c in fp8-rows qwen-pages q4-rows scale-planes mxfp4-rows arena-offsets rows-invariant; do
       case "$out" in *"  $c: pass"*) ;; *) fail "contract $c did not pass, so the exit code says nothing of the serve gate: $out";; esac
