@@ -6,9 +6,11 @@
 // ones draw it; half the matmul_parts cases fold it to 1..8 and take K a multiple of 8, the
 // staged multi-part launch on cuda) and an odd shape (reduction lengths 1..2056 around
 // multiples of 8, so both the 16-byte and the element-wise paths of the device product
-// run). matmul_parts draws 1, 2 or 3 parts (the first 64 cases cycle them), each its own
-// row count and bf16 matrix over the launch's cols and x; its output row is laid out as
-// [part 0 row][part 1 row][part 2 row]. add is h += t in place over n rows. Gates:
+// run; four fixed cases among the first 64, rms_norm and logits, take rows of 12288 and
+// 16411, past the device RMSNorm's 8192-float staging chunk: see kLongRows). matmul_parts
+// draws 1, 2 or 3 parts (the first 64 cases cycle them), each its own row count and bf16
+// matrix over the launch's cols and x; its output row is laid out as [part 0 row][part 1
+// row][part 2 row]. add is h += t in place over n rows. Gates:
 //   rows==solo         every row of the batched launch has the bytes of the same row
 //                      launched alone (batch 1)
 //   repeats            the batched launch twice: the same bytes
@@ -89,6 +91,20 @@ const char* op_name(Op o) {
 constexpr int kLens[] = {1,   2,   3,   5,   7,   8,   9,   15,  16,   17,   31,  33,
                          64,  65,  100, 127, 128, 129, 255, 256, 257, 513, 1024, 1031, 2056};
 
+// Rows longer than the device RMSNorm's shared-memory chunk (kNormChunk = 8192 floats,
+// kernels/engine/kernels.cu: rms_rows_kernel, which stages a row a chunk at a time for
+// rms_norm and for logits' final norm alike): fixed cases among the first 64, so every run
+// of 64 cases or more (the default 128, the unit test's 64) holds rows of 2 and 3 chunks,
+// on the kernel's float4 path (dim % 4 == 0) and its element-wise one (odd dim). Case i
+// keeps every draw of make_case (the other cases are unchanged); only its length is
+// replaced, and logits' vocabulary capped at 32 (the head product's cost on cpu).
+struct LongRow {
+  int index;
+  int64_t dim;
+};
+constexpr LongRow kLongRows[] = {{10, 16411}, {11, 16411}, {18, 12288}, {19, 12288}};
+constexpr int64_t kNormChunkFloats = 8192;  // the device kernel's chunk (coverage: norm_row)
+
 struct Case {
   Op op;
   int n;
@@ -141,6 +157,11 @@ Case make_case(uint64_t run_seed, int i) {
     case Op::argmax: c.a = 1 + int64_t(g() % 1500), c.b = 1; break;
   }
   c.seed = g();
+  for (const LongRow& l : kLongRows)
+    if (l.index == i) {
+      if (c.op == Op::rms_norm) c.a = l.dim;
+      if (c.op == Op::logits) c.a = 1 + (c.a - 1) % 32, c.b = l.dim;
+    }
   return c;
 }
 
@@ -886,6 +907,10 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
                       {"width", c.a % 32 == 0 ? "multiple of 32" : "not a multiple of 32"}});
       if (c.op == Op::matmul_parts)
         run.cover_value("matmul_parts", std::to_string(c.parts) + (c.parts == 1 ? " part" : " parts"));
+      if (c.op == Op::rms_norm || c.op == Op::logits) {  // the normed row in device staging chunks
+        const int64_t chunks = ((c.op == Op::rms_norm ? c.a : c.b) + kNormChunkFloats - 1) / kNormChunkFloats;
+        run.cover_value("norm_row", std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") + " of 8192");
+      }
     }
     const Data d = make_data(c);
     Out batched, again;

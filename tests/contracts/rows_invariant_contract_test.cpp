@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/engine/rows.h"
+#include "kernels/engine/twin.h"
 #include "kernels/backend/forwarding.h"
 #include "reference/engine_ref.h"
 #include "tests/contracts/contract_test_util.h"
@@ -38,6 +39,12 @@ TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   const auto& parts = r.receipt["numbers"]["coverage"]["matmul_parts"];
   EXPECT_GT(parts.value("2 parts", 0), 0) << parts.dump();
   EXPECT_GT(parts.value("3 parts", 0), 0) << parts.dump();
+  // ... and RMSNorm rows (rms_norm, logits' final norm) past the device kernel's 8192-float
+  // staging chunk, of 2 and of 3 chunks (the barrier between chunks: mutation sweep round 3,
+  // eng-rms-chunk-barrier).
+  const auto& norm = r.receipt["numbers"]["coverage"]["norm_row"];
+  EXPECT_GE(norm.value("2 chunks of 8192", 0), 2) << norm.dump();
+  EXPECT_GE(norm.value("3 chunks of 8192", 0), 2) << norm.dump();
 }
 
 // The bound's depth (reference/engine_ref.cpp, written apart from the kernels) covers the
@@ -117,6 +124,74 @@ TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
     else EXPECT_EQ(g["failed"].get<int64_t>(), 0) << name;
   }
   EXPECT_GT(add_failed, 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// The device RMSNorm stages a row 8192 floats at a time (kernels/engine/kernels.cu); with
+// the barrier between chunks dropped (mutation sweep round 3, eng-rms-chunk-barrier) the
+// next chunk's staging overwrites squares lanes 0..7 have not summed yet. The host twin
+// has no chunks, so the race cannot be planted in it; this engine does what the race
+// does to a row past 8192 floats (the first chunk's last 2048 squares are the second
+// chunk's first 2048) in rms_norm and in logits' final norm, and the contract's long rows
+// (kLongRows) must see it: rms_norm-bound and logits-bound red, no other gate.
+class ChunkRaceEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  // The inner kernel first (its refusals), then the rows again as the race leaves them.
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    KC_RETURN_IF_ERROR(in_.rms_norm(x, w, n, dim, eps, out));
+    for (int i = 0; i < n; ++i) norm_row(x + int64_t(i) * dim, w, dim, eps, out + int64_t(i) * dim);
+    return Status::Ok();
+  }
+  Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
+                int64_t vocab, float* out) override {
+    KC_RETURN_IF_ERROR(in_.logits(h, sel, m, dim, norm, eps, W, vocab, out));
+    std::vector<float> tmp(static_cast<size_t>(dim));
+    for (int j = 0; j < m; ++j) {
+      norm_row(h + int64_t(sel[j]) * dim, norm, dim, eps, tmp.data());
+      KC_RETURN_IF_ERROR(in_.matmul(W, vocab, dim, tmp.data(), 1, out + int64_t(j) * vocab));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static void norm_row(const float* x, const float* w, int dim, float eps, float* y) {
+    constexpr int kChunk = 8192, kLate = 2048;
+    std::vector<float> seen(x, x + dim);
+    if (dim >= kChunk + kLate)
+      for (int k = 0; k < kLate; ++k) seen[size_t(kChunk - kLate + k)] = x[kChunk + k];
+    const float r = eng::rms_factor(engine_dot_f32(seen.data(), seen.data(), dim), dim, eps);
+    for (int j = 0; j < dim; ++j) y[j] = eng::rms_apply(x[j], r, w[j]);
+  }
+};
+class ChunkRaceBackend final : public ForwardingBackend {
+ public:
+  explicit ChunkRaceBackend(Backend& real) : ForwardingBackend(real), eng_(*real.engine()) {}
+  EngineBackend* engine() override { return &eng_; }
+
+ private:
+  ChunkRaceEngine eng_;
+};
+
+TEST(RowsInvariantContract, LongRowsSeeASecondChunkRace) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu && cpu->engine()) << st.message;
+  ChunkRaceBackend cb(*cpu);
+  RunOptions o;
+  o.cases = KC_TEST_CASES * 8;
+  o.quiet = true;
+  o.filter = "op=(rms_norm|logits),";
+  const RunResult r = run_contract(*find_contract("rows-invariant"), cb, o);
+  int64_t rms_failed = -1, logits_failed = -1;
+  for (const auto& g : r.receipt["gates"]) {
+    const std::string name = g["name"];
+    if (name == "rms_norm-bound") rms_failed = g["failed"].get<int64_t>();
+    else if (name == "logits-bound") logits_failed = g["failed"].get<int64_t>();
+    else EXPECT_EQ(g["failed"].get<int64_t>(), 0) << name;
+  }
+  EXPECT_EQ(rms_failed, 2) << summary_table(r.receipt);  // the two long rms_norm cases, no other
+  EXPECT_EQ(logits_failed, 2) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 

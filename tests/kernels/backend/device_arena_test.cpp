@@ -4,8 +4,11 @@
 // the host twins'. Labelled cuda; skipped (visibly) without the cuda backend or a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "contracts/arena.h"
@@ -17,6 +20,7 @@
 #include "kernels/backend/cuda_backend.h"
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/device_arena.h"
+#include "kernels/engine/engine_backend.h"
 #endif
 
 namespace kc {
@@ -129,6 +133,138 @@ TEST(DeviceArena, BackendOnACallersStream) {
 #endif
 }
 
+// A held cache's pool moved pages without changing the table's size or any lane's view:
+// refresh_tables must still upload the new entries (mutation sweep round 3,
+// arena-refresh-pts-size: a refresh that compares the tables' sizes only kept the old table
+// on the device). The device's page tables, a decode and an encode through the refreshed
+// views are checked against the moved image.
+TEST(DeviceArena, RefreshWithEqualSizedTablesUploadsTheNewEntries) {
+  skip_without_device();
+  if (::testing::Test::IsSkipped()) return;
+#ifdef KC_HAVE_CUDA
+  const Format f = Format::fp8;
+  const KvLayout lay(2, 2, 64, f);
+  const std::vector<int> lens = {24, 16};  // whole pages of 8: every page holds encoded rows
+  Cache host = make_paged_cache(lay, 8, lens, 2, 13);
+  std::vector<RowRef> rows = every_row(host, 0, lens[0]);
+  for (const RowRef& r : every_row(host, 1, lens[1])) rows.push_back(r);
+  const int n = int(rows.size()), d = lay.head_dim;
+  const std::vector<float> x = random_rows(rows.size(), d, 21);
+  ASSERT_TRUE(encode_rows_host(f, host, x.data(), rows.data(), n).ok);
+
+  // The same pages, handed out in another order: lane 0's reversed, then lane 0's first
+  // and lane 1's last swapped. Sizes and view descriptors unchanged.
+  Cache moved = host;
+  const ViewDesc &v0 = moved.views[0], &v1 = moved.views[1];
+  ASSERT_TRUE(v0.paged() && v1.paged());
+  std::reverse(moved.pts.begin() + v0.pt_off, moved.pts.begin() + v0.pt_off + v0.n_pages);
+  std::swap(moved.pts[size_t(v0.pt_off)], moved.pts[size_t(v1.pt_off + v1.n_pages - 1)]);
+  ASSERT_EQ(moved.pts.size(), host.pts.size());
+  ASSERT_NE(moved.pts, host.pts);
+  ASSERT_TRUE(moved.validate().ok);
+
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  DeviceArena arena;
+  DeviceScratch scratch;
+  ASSERT_TRUE(arena.load(host, s).ok);
+  ASSERT_TRUE(arena.refresh_tables(moved, s).ok);
+  // The page tables on the device.
+  std::vector<std::vector<int32_t>> dev_pts(moved.views.size());
+  for (size_t l = 0; l < moved.views.size(); ++l) {
+    dev_pts[l].resize(size_t(moved.views[l].n_pages));
+    ASSERT_EQ(cudaMemcpyAsync(dev_pts[l].data(), arena.view(int(l)).pt, dev_pts[l].size() * 4, cudaMemcpyDeviceToHost, s),
+              cudaSuccess);
+  }
+  // Every row decoded through the refreshed views.
+  RowRef* dr;
+  float* dout;
+  std::vector<float> out(size_t(n) * d);
+  ASSERT_TRUE(scratch.put(0, rows.data(), rows.size(), s, &dr).ok);
+  ASSERT_TRUE(scratch.get(1, out.size(), &dout).ok);
+  ASSERT_TRUE(launch_decode_rows(f, arena.views(), dr, n, d, dout, s).ok);
+  ASSERT_EQ(cudaMemcpyAsync(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  // Lane 0's rows encoded anew through them, the memory stored.
+  const std::vector<RowRef> rows0 = every_row(moved, 0, lens[0]);
+  const std::vector<float> x2 = random_rows(rows0.size(), d, 22);
+  float* dx2;
+  RowRef* dr0;
+  ASSERT_TRUE(scratch.put(2, x2.data(), x2.size(), s, &dx2).ok);
+  ASSERT_TRUE(scratch.put(3, rows0.data(), rows0.size(), s, &dr0).ok);
+  ASSERT_TRUE(launch_encode_rows(f, arena.views(), dx2, dr0, int(rows0.size()), d, s).ok);
+  Cache dev_image = moved;
+  ASSERT_TRUE(arena.store(dev_image, s).ok);
+  ASSERT_TRUE(finish_stream(s).ok);
+  cudaStreamDestroy(s);
+
+  for (size_t l = 0; l < moved.views.size(); ++l) {
+    const std::vector<int32_t> want(moved.pts.begin() + moved.views[l].pt_off,
+                                    moved.pts.begin() + moved.views[l].pt_off + moved.views[l].n_pages);
+    EXPECT_EQ(dev_pts[l], want) << "lane " << l << ": the device keeps a stale page table";
+  }
+  std::vector<float> want(size_t(n) * d);
+  ASSERT_TRUE(decode_rows_host(f, moved, rows.data(), n, want.data()).ok);
+  EXPECT_EQ(0, memcmp(out.data(), want.data(), out.size() * 4)) << "decoded rows are not the moved pages' rows";
+  ASSERT_TRUE(encode_rows_host(f, moved, x2.data(), rows0.data(), int(rows0.size())).ok);
+  EXPECT_TRUE(dev_image.mem == moved.mem) << "an encode through the refreshed views did not land in the moved pages";
+#endif
+}
+
+#ifdef KC_HAVE_CUDA
+void hold_the_stream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(150)); }
+#endif
+
+// The fill of a held cache (the pool's poison of freed pages) is ordered on the backend's
+// stream: the stream's next work sees its bytes, whatever another stream does. Made
+// observable: the legacy default stream is held 150 ms by a host function, then the fill
+// and the release (a copy on the backend's non-blocking stream, then that stream finished).
+// On the backend's stream the release copies the fill's bytes; a fill launched on the
+// legacy stream (mutation sweep round 3, cuda-fill-legacy-stream) waits behind the host
+// function, and the release copies the bytes before it.
+TEST(DeviceArena, HeldFillIsOrderedOnTheBackendsStream) {
+  skip_without_device();
+  if (::testing::Test::IsSkipped()) return;
+#ifdef KC_HAVE_CUDA
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Status st;
+  std::unique_ptr<Backend> be = make_cuda_backend_on(s, &st);
+  ASSERT_TRUE(st.ok) << st.message;
+  EngineBackend* eb = be->engine();
+  ASSERT_TRUE(eb && eb->on_device());
+  const KvLayout lay(1, 2, 64, Format::fp8);
+  Cache c = make_paged_cache(lay, 4, {8}, 1, 3);
+  std::fill(c.mem.begin(), c.mem.end(), uint8_t(0x11));
+  const ByteRange r{64, 1000};
+  ASSERT_LE(r.offset + r.bytes, c.mem.size());
+  ASSERT_TRUE(eb->hold(c).ok);
+  // A first fill, finished: the backend's scratch for the ranges is allocated now (no
+  // allocation below), the range holds 0x22.
+  ASSERT_TRUE(be->fill(c, &r, 1, 0x22).ok);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  ASSERT_EQ(cudaLaunchHostFunc(cudaStreamLegacy, hold_the_stream, nullptr), cudaSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(be->fill(c, &r, 1, 0x5A).ok);
+  ASSERT_TRUE(eb->release(c).ok);
+  const double release_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's work done before the backend goes
+  be.reset();
+  cudaStreamDestroy(s);
+
+  int64_t in_fill = 0, outside = 0, stale = 0;
+  for (size_t i = 0; i < c.mem.size(); ++i) {
+    const bool in = i >= r.offset && i < r.offset + r.bytes;
+    if (in) in_fill += c.mem[i] == 0x5A, stale += c.mem[i] == 0x22;
+    else outside += c.mem[i] != 0x11;
+  }
+  EXPECT_EQ(in_fill, int64_t(r.bytes)) << stale << " bytes of the range still hold the first fill's 0x22: the fill "
+                                       << "ran after the release's copy (not on the backend's stream); release took "
+                                       << release_ms << " ms";
+  EXPECT_EQ(outside, 0) << "bytes outside the range changed";
+#endif
+}
 
 // A failed CUDA call is reported once: the Status names it, and the runtime's last error is
 // clear again, so the next launch check does not blame an innocent launch for it.
