@@ -344,6 +344,20 @@ TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
   EXPECT_TRUE(model.forward(*be, cache, {{0, 1, 0, true}, {1, 1, 0, true}, {1, 2, 1, false}}, &lg).ok);
   EXPECT_EQ(lg.size(), size_t(2 * c.vocab_size));
   EXPECT_NE(cache.mem, before);
+  // forward_rows (serve's path: slots apart from positions) refuses a slot at the lane's
+  // capacity itself (the window's 8, the 3 pages' 9) before any kernel runs, naming itself,
+  // and writes nothing; the lane's last slot is accepted.
+  for (const auto& [lane, cap] : {std::pair{0, 8}, std::pair{1, 9}}) {
+    Cache fresh;
+    ASSERT_TRUE(make_engine_cache(model.kv_layout(), {{8, 0}, {8, 3}}, &fresh).ok);
+    const std::vector<uint8_t> mem0 = fresh.mem;
+    Status st = model.forward_rows(*be, fresh, {{lane, 1, 0, true}}, {cap}, {{lane, 0, 0, 1}}, {cap}, 0, &lg);
+    EXPECT_EQ(st.message, "forward_rows: row 0: slot outside the lane") << "lane " << lane;
+    EXPECT_EQ(fresh.mem, mem0) << "lane " << lane;
+    st = model.forward_rows(*be, fresh, {{lane, 1, 0, true}}, {cap - 1}, {{lane, 0, 0, 1}}, {cap - 1}, 0, &lg);
+    EXPECT_TRUE(st.ok) << "lane " << lane << ": " << st.message;
+    EXPECT_NE(fresh.mem, mem0) << "lane " << lane;
+  }
 }
 
 }  // namespace

@@ -372,7 +372,8 @@ TEST(KvGateMath, RecallSummaryCountsPerGroupAndDepth) {
                           {"beyond_training", depth > 100}, {"bf16", {{"recalled", b}}}, {"quant", {{"recalled", q}}}};
   };
   const nlohmann::json recall = {e("a", 50, true, true),  e("a", 50, true, false), e("a", 50, false, true),
-                                 e("a", 50, false, false), e("a", 200, true, true), e("b", 50, true, true)};
+                                 e("a", 50, false, false), e("a", 200, true, true), e("b", 50, true, true),
+                                 e("b", 50, false, true),  e("b", 50, false, true)};
   const nlohmann::json s = kv_recall_summary(recall);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0]["group"], "a");
@@ -388,6 +389,15 @@ TEST(KvGateMath, RecallSummaryCountsPerGroupAndDepth) {
   EXPECT_EQ(s[1]["depth"], 200);
   EXPECT_TRUE(s[1]["beyond_training"].get<bool>());
   EXPECT_EQ(s[2]["group"], "b");
+  // Group b: the quantized arm recalls more than the bf16 arm; informative counts the bf16
+  // arm's recalls (a probe it misses is uninformative), never the quantized arm's.
+  EXPECT_EQ(s[2]["probes"], 3);
+  EXPECT_EQ(s[2]["bf16_recalled"], 1);
+  EXPECT_EQ(s[2]["quant_recalled"], 3);
+  EXPECT_EQ(s[2]["informative"], 1);
+  EXPECT_EQ(s[2]["kept"], 1);
+  EXPECT_EQ(s[2]["lost"], 0);
+  EXPECT_EQ(s[2]["gained"], 2);
   // Entries without a group (receipts before passphrase lists) count under the probe name.
   const nlohmann::json old = kv_recall_summary({{{"probe", "passphrase"}, {"depth", 8}, {"bf16", {{"recalled", false}}},
                                                  {"quant", {{"recalled", false}}}}});

@@ -133,6 +133,20 @@ TEST(MakeModel, RefusesBadArgumentsWithExit2) {
   EXPECT_EQ(test::read_bytes(dir.file("full/keep.txt")), "mine") << "a refused directory is left alone";
 }
 
+// --layers: 1..64, the range the refusal names (0 takes the preset's default of 2); both ends
+// are accepted by every preset.
+TEST(MakeModel, LayersFromOneTo64AreAccepted) {
+  for (const std::string& preset : qwen3_preset_names())
+    for (const auto& [layers, want] : std::vector<std::pair<int, int64_t>>{{1, 1}, {64, 64}, {0, 2}}) {
+      Qwen3Config c;
+      const Status st = qwen3_preset(preset, layers, &c);
+      EXPECT_TRUE(st.ok) << preset << " --layers " << layers << ": " << st.message;
+      EXPECT_EQ(c.num_hidden_layers, want) << preset << " --layers " << layers;
+    }
+  Qwen3Config c;
+  EXPECT_EQ(qwen3_preset("tiny", 65, &c).message, "--layers: 65 is not in 1..64 (0 takes the preset's default)");
+}
+
 // A write that fails part way (here: a file-size limit lets config.json through and stops
 // model.safetensors) leaves nothing behind: not the files, not the folders the command made,
 // so the same command can simply be run again. An existing empty folder stays (emptied).

@@ -336,6 +336,21 @@ TEST(Qwen3Ref, RefusesBadInput) {
   m = test::to_reference(w);
   m.dims.kv_heads = 3;
   EXPECT_EQ(ref::qwen3_ref_check(m), "dims: kv_heads does not divide heads");
+  // RoPE pairs dim i with i + rotary_dim / 2: an odd rotary_dim leaves one dim unrotated and
+  // unpaired, and one beyond head_dim reads past the head. The last valid values pass.
+  for (const auto& [rot, why] : std::vector<std::pair<int64_t, std::string>>{
+           {31, "dims: rotary_dim must be even and at most head_dim"},
+           {1, "dims: rotary_dim must be even and at most head_dim"},
+           {34, "dims: rotary_dim must be even and at most head_dim"},
+           {-2, "dims: rotary_dim must be even and at most head_dim"},
+           {32, ""},
+           {30, ""},
+           {0, ""}}) {
+    m = test::to_reference(w);
+    ASSERT_EQ(m.dims.head_dim, 32);
+    m.dims.rotary_dim = rot;
+    EXPECT_EQ(ref::qwen3_ref_check(m), why) << "rotary_dim " << rot;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // controls turn its gates red; bad options exit 2 with nothing written.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -394,6 +395,26 @@ TEST(MakeDraft, BadInputExits2AndWritesNothing) {
   }
   EXPECT_EQ(test::read_bytes(dir.file("full/keep.txt")), "x");
   EXPECT_FALSE(std::filesystem::exists(dir.file("full/config.json")));
+}
+
+// write_qwen3_checkpoint reads back what it wrote and compares every value: a weight that
+// is not exact in the checkpoint's dtype (one fp32 ulp above a bf16 value) is refused by
+// name, not silently rounded; the same weights without it write.
+TEST(MakeDraft, AWeightNotExactInTheDtypeIsRefusedOnReadBack) {
+  test::TempDir dir;
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(kTarget, &w).ok);
+  ASSERT_EQ(w.config.dtype, "bfloat16");
+  const Status ok = write_qwen3_checkpoint(w, dir.file("exact"), {});
+  EXPECT_TRUE(ok.ok) << ok.message;
+  float& v = w.layers[1].k_proj.data[7];
+  v = std::nextafter(v, 1e30f);
+  const Status st = write_qwen3_checkpoint(w, dir.file("inexact"), {});
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("model.layers.1.self_attn.k_proj.weight: reads back with other values (not exact in "
+                            "bfloat16)"),
+            std::string::npos)
+      << st.message;
 }
 
 // --- serve-memory ---

@@ -173,6 +173,40 @@ TEST(Serve, NeverFitsIsRefusedWhileOthersGoOnAndTightPoolsWait) {
   }
 }
 
+// The request rules at their edges, each refused for its request alone: a prompt of one
+// token (two is the least), max_tokens 0 (1 is the least), and on pages alone one page more
+// than the pool holds, while a request that needs exactly the pool's pages is served.
+TEST(Serve, RequestRulesAtTheirEdges) {
+  const Tiny& t = tiny(Format::bf16);
+  auto be = make_cpu_backend();
+  ServeConfig c;
+  c.parallel = 2;
+  c.page = 4;
+  c.pages_all = true;
+  c.context = 40;
+  c.pool_pages = 5;
+  const std::vector<ServeRequest> reqs = {
+      {{65}, 4, nullptr, false},                                  // one token
+      {{kTokEos, 65}, 4, nullptr, false},                         // two tokens
+      {encode_prompt("ab"), 0, nullptr, false},                   // no token to make
+      {encode_prompt("ab"), 1, nullptr, false},                   // one
+      {encode_prompt(std::string(15, 'y')), 4, nullptr, false},  // 16 + 4 = 20 positions: 5 pages of 4
+      {encode_prompt(std::string(16, 'y')), 4, nullptr, false},  // 21 positions: 6 pages
+  };
+  std::vector<ServeResult> res;
+  const Status st = serve(t.m, nullptr, *be, c, reqs, &res, nullptr);
+  ASSERT_TRUE(st.ok) << st.message;
+  ASSERT_EQ(res.size(), reqs.size());
+  EXPECT_EQ(res[0].refused, "request 0 refused: a prompt holds at least two tokens");
+  EXPECT_EQ(res[2].refused, "request 2 refused: max_tokens must be at least 1");
+  EXPECT_EQ(res[5].refused, "request 5 refused: needs 6 pages, the pool holds 5");
+  for (int i : {1, 3, 4}) {
+    EXPECT_TRUE(res[i].refused.empty()) << i << ": " << res[i].refused;
+    EXPECT_TRUE(res[i].tokens.size() == size_t(reqs[i].max_tokens) || res[i].stopped_at_eos) << i;
+  }
+  EXPECT_EQ(res[4].pages, 5);
+}
+
 // A prompt token id one past the vocabulary (== vocab_size) is refused for its request
 // alone; the last id of the vocabulary (vocab_size - 1) is served like any other.
 TEST(Serve, ATokenIdOfTheVocabularySizeIsRefusedForItsRequestAlone) {
