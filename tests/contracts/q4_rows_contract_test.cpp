@@ -1,6 +1,9 @@
 // The q4-rows contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -21,6 +24,38 @@ TEST(Q4RowsContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
   expect_pass(run_on("cuda"));
+}
+
+// A decode that turns every NaN it produces into 0 (what a NaN-scale group must decode to is
+// NaN, by predicate): decode-all-scales, the only gate that meets NaN scales in cases of
+// normal values, fails.
+class NanToZeroBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (st.ok)
+      for (size_t i = 0; i < size_t(n) * c.lay.head_dim; ++i)
+        if (std::isnan(o[i])) o[i] = 0.0f;
+    return st;
+  }
+};
+
+TEST(Q4RowsContract, DecodeAllScalesSeesANanScaleDecodedAsZero) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu) << st.message;
+  NanToZeroBackend nb(*cpu);
+  RunOptions o;
+  o.cases = KC_TEST_CASES;
+  o.quiet = true;
+  o.filter = "dist=normal,";
+  const RunResult r = run_contract(*find_contract("q4-rows"), nb, o);
+  int64_t failed = -1;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();
+  EXPECT_GT(failed, 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
 }
 
 TEST(Q4RowsContract, FilterSelectsCases) { test::expect_filter_selects("q4-rows", "dist=ties,", 6, 1); }

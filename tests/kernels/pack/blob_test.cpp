@@ -123,6 +123,16 @@ TEST(PackBlob, RefusalsNameTheReasonAndWriteNothing) {
   }
   {
     auto b = blob;
+    b[12] ^= 1;  // the header's own size
+    bad.push_back({"header: header / field entry sizes", reseal(b)});
+  }
+  {
+    auto b = blob;
+    b[36] ^= 1;  // the field entry size alone (the table is still read at 48 bytes an entry)
+    bad.push_back({"header: header / field entry sizes", reseal(b)});
+  }
+  {
+    auto b = blob;
     b[64 + 48 * 9 + 32] ^= 1;  // field 9's width
     bad.push_back({"field table: field 9", reseal(b)});
   }
