@@ -90,6 +90,25 @@ TEST(Junit, FailedGateCarriesItsFailuresAndNotRunIsSkipped) {
   EXPECT_NE(xml.find("q4-rows(ptok=7,...): &lt;&amp;&gt; differs"), std::string::npos);
 }
 
+// Backend or setup errors are one case whose result is an error (not a failure), counted in
+// the suite's errors= and carrying each error; the verdict case stays a failure.
+TEST(Junit, ReceiptErrorsAreAnErrorCase) {
+  json r = receipt("reports/cpu/fp8-rows.json");
+  r["errors"] = {"cpu: decode_rows: out of memory", "cpu: encode_rows: <refused>"};
+  r["verdict"] = "fail";
+  const JunitSuite s = junit_suite(r);
+  const JunitCase* e = find_case(s, "errors");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->result, JunitCase::Result::error);
+  EXPECT_EQ(e->message, "2 backend or setup errors");
+  EXPECT_NE(e->text.find("cpu: decode_rows: out of memory"), std::string::npos) << e->text;
+  EXPECT_EQ(find_case(s, "verdict")->result, JunitCase::Result::failure);
+  const std::string xml = junit_xml("t", {s});
+  EXPECT_NE(xml.find("\" failures=\"1\" errors=\"1\""), std::string::npos) << xml.substr(0, 400);
+  EXPECT_NE(xml.find("<error message=\"2 backend or setup errors\" type=\"error\">"), std::string::npos);
+  EXPECT_NE(xml.find("cpu: encode_rows: &lt;refused&gt;"), std::string::npos);
+}
+
 TEST(Junit, BenchTargetsAreCases) {
   json r = receipt("reports/h200/bench-attention.json");
   r["targets"][0]["measured"] = false;
@@ -183,6 +202,57 @@ TEST(Merge, WorstRatioIsTheWorstShardsAndNanWins) {
   s[0]["gates"][gi]["worst"]["ratio"] = "nan";
   ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
   EXPECT_EQ(m["gates"][gi]["worst"]["ratio"], "nan");
+}
+
+// The merged receipt's start is the earliest shard's (whichever file comes first), its host
+// one host or "several", dirty when any shard was, and its times the longest shard's and
+// the shards' sum.
+TEST(Merge, StartHostDirtyAndTimesComeFromEveryShard) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  s[0]["started_at"] = "2026-12-04T10:00:05Z";
+  s[1]["started_at"] = "2026-12-04T10:00:01Z";
+  s[0]["host"] = s[1]["host"] = "box-a";
+  s[0]["git"]["dirty"] = false;
+  s[1]["git"]["dirty"] = true;
+  s[0]["timings"]["total_s"] = 3.0;
+  s[1]["timings"]["total_s"] = 5.0;
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_EQ(m["started_at"], "2026-12-04T10:00:01Z");
+  EXPECT_EQ(m["host"], "box-a");
+  EXPECT_TRUE(m["git"]["dirty"].get<bool>());
+  EXPECT_DOUBLE_EQ(m["timings"]["total_s"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(m["timings"]["shards_total_s"].get<double>(), 8.0);
+  std::swap(s[0]["started_at"], s[1]["started_at"]);
+  s[1]["host"] = "box-b";
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_EQ(m["started_at"], "2026-12-04T10:00:01Z");
+  EXPECT_EQ(m["host"], "several");
+}
+
+// Shards that count their selection (cases.matched, other_shards, every_case) merge into a
+// pass only when together they ran every selected case: one that stopped early (fewer run)
+// makes the merge fail, naming both counts.
+TEST(Merge, ShardsThatRanFewerCasesThanSelectedFail) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  const int run = whole["cases"]["run"].get<int>();
+  auto s = two_shards(whole, run / 2);
+  for (json& r : s) {
+    r["cases"]["matched"] = run;
+    r["cases"]["other_shards"] = r["cases"]["filtered_out"];
+    r["cases"]["every_case"] = true;
+  }
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_EQ(m["verdict"], "pass") << m["verdict_reasons"].dump();
+  s[1]["cases"]["run"] = s[1]["cases"]["run"].get<int>() - 4;
+  ASSERT_TRUE(merge_shards(s, {"a", "b"}, &m).ok);
+  EXPECT_EQ(m["verdict"], "fail");
+  EXPECT_NE(m["verdict_reasons"].dump().find("the shards ran " + std::to_string(run - 4) + " cases, but " +
+                                             std::to_string(run) + " were selected"),
+            std::string::npos)
+      << m["verdict_reasons"].dump();
 }
 
 TEST(Merge, RefusesIncompleteOrMixedShards) {
