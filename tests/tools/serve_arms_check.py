@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Each arm of a serve-gate receipt ran the lane mix its name says (the gates compare arms, so
+an arm that quietly ran another config turns a gate into a comparison of equal things):
+
+  solo, windows*       every lane a window (pool off): no page taken, no round mixes kinds
+  pages-all-*          every lane on pages: pages taken, no round mixes window and paged lanes
+  concurrent-*         window and paged lanes side by side: some round mixes them
+
+Usage: serve_arms_check.py RECEIPT. Exit 0 when every arm holds, 1 naming each that does not.
+"""
+import json
+import sys
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        r = json.load(f)
+    bad, seen = [], set()
+    for a in r["arms"]:
+        name, pages, mixed = a["arm"], a["pages_taken"], a["rounds_mixing_window_and_paged_lanes"]
+        at = f"{name} ({a['format']})"
+        if name == "solo" or name.startswith("windows"):
+            seen.add("windows" if name != "solo" else "solo")
+            if pages != 0 or mixed != 0:
+                bad.append(f"{at}: a windows-only arm took {pages} pages, {mixed} rounds mixed lane kinds")
+        elif name.startswith("pages-all-"):
+            seen.add("pages-all")
+            if pages <= 0 or mixed != 0:
+                bad.append(f"{at}: a pages-only arm took {pages} pages, {mixed} rounds mixed lane kinds")
+        elif name.startswith("concurrent-"):
+            seen.add("concurrent")
+            if mixed <= 0:
+                bad.append(f"{at}: no round mixed window and paged lanes")
+    for kind in ("solo", "windows", "concurrent"):
+        if kind not in seen:
+            bad.append(f"no {kind} arm in the receipt")
+    for b in bad:
+        print("serve_arms_check: " + b)
+    print(f"serve_arms_check: {len(r['arms'])} arms, {len(bad)} wrong")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
