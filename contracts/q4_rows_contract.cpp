@@ -55,7 +55,7 @@ std::vector<float> make_rows(const CodecCase& c, size_t n_rows) {
       if (c.dist == "outlier") {
         // One huge value: the rotation spreads it over all 32 rotated values.
         v[g() % 32] = (g() & 1 ? -1.f : 1.f) * mag * std::ldexp(1.0f, 8 + int(g() % 8));
-      } else if (c.dist == "ties") {
+      } else if (c.dist == "ties" && kind < 4) {
         // Rotated values chosen on the code grid: y_i = m_i s / 2 with |m_i| <= 13 (odd m:
         // a tie between two codes), one |y| = 7 s so that amax / 7 = s exactly, s a power
         // of two. x = 2^-2 H y is exact in fp32 and the fp32 fwd rotation returns y
@@ -64,6 +64,20 @@ std::vector<float> make_rows(const CodecCase& c, size_t n_rows) {
         double y[32], hx[32];
         for (int i = 0; i < 32; ++i) y[i] = (int(g() % 27) - 13) * s / 2;
         y[g() % 32] = (g() & 1 ? -7.0 : 7.0) * s;
+        ref::h32_apply(y, hx);
+        for (int i = 0; i < 32; ++i) v[i] = float(0.25 * hx[i]);
+      } else if (c.dist == "ties") {
+        // The scale on an fp16 tie: y_i = n_i 2^(e - 11), |n_i| < 7 M, one n = +-7 M, M =
+        // 2049 + 2 j with j even, 2809 <= M < 4096, so that amax / 7 = M 2^(e - 11) exactly, the
+        // midpoint of two fp16 values whose tie goes down to the even one. amax * fl32(1 / 7)
+        // (7 fl32(1 / 7) = 1 + 4.47e-8) rounds to 1 ulp above it here, and to the upper fp16:
+        // the divide the format names is checked. x = 2^-2 H y is exact in fp32 (sums of 32
+        // integers below 2^15 times 2^(e - 13)), and so is the fwd rotation.
+        const int M = 2049 + 4 * (190 + int(g() % 322)), e = int(g() % 30) - 14;  // m from 2^-14 (fp16 normals)
+        double y[32], hx[32];
+        for (int i = 0; i < 32; ++i)
+          y[i] = std::ldexp(double(int64_t(g() % uint64_t(14 * M - 1)) - (7 * M - 1)), e - 11);
+        y[g() % 32] = std::ldexp(double(g() & 1 ? -7 * M : 7 * M), e - 11);
         ref::h32_apply(y, hx);
         for (int i = 0; i < 32; ++i) v[i] = float(0.25 * hx[i]);
       } else if (c.dist == "zeros" && kind < 5) {

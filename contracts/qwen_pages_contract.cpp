@@ -13,10 +13,11 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 21 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 32 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
-// 2^-4 .. 2^4, fp8 V rows of E4M3 ties, zero scale groups) for paths and numerics the drawn
-// data reach by chance.
+// 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
+// groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
+// 72 head slots of 256) for paths and numerics the drawn data reach by chance.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -75,13 +76,19 @@ struct Shape {
 // block's head split is exercised, with head_dim 32; and an eighth whose rotary dims (20)
 // are not a multiple of 8, so the fp8 and q4 rope stores take the block-per-row kernel
 // (kernels/attention/rope_store.cu) instead of the bulk-copy one (cases 7 and 8: q4, fp8).
+// A ninth, for probes only (never drawn): 64 q + 4 + 4 kv head slots of 256 at rotary dims 20,
+// more than the block-per-row store stages at a time (kRopeStageFloats / 256 = 64), so a row
+// takes a second stage.
 const Shape kShapes[] = {
     {"qwen35-24q4kv-d256-r64", 24, 4, 256, 64, 1e7}, {"qwen3-32q8kv-d128", 32, 8, 128, 128, 1e6},
     {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
     {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
     {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},        {"gqa2-4q2kv-d128-r20", 4, 2, 128, 20, 1e6},
+    {"gqa16-64q4kv-d256-r20", 64, 4, 256, 20, 1e7},
 };
-constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
+constexpr int kShapeCount = 8;  // the drawn shapes: the first eight
+constexpr int kWideShape = 8;   // probes only
+static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 1, "qwen-pages: eight drawn shapes and the wide one");
 
 // Probes: inputs shaped so that every run reaches what the drawn cases reach only by chance
 // (found by the device mutation sweep, reports/h200/mutation-sweep/). Each probe is a whole
@@ -102,10 +109,19 @@ constexpr int kShapeCount = int(sizeof(kShapes) / sizeof(kShapes[0]));
 //               x * (1 / scale))
 //   zero-groups V rows with zero scale groups (q4, mxfp4: every third group of 32; bf16,
 //               fp8: every fifth row): a zero group's codes are code 0 (q4 bytes 0x88), scale 0
+//   q4-ties     q4 V groups whose rotated amax is 7 m, m an fp16 midpoint whose tie goes down
+//               (to the even neighbour below): fl32(amax / 7) = m exactly and the scale is
+//               the lower fp16, where amax * fl32(1 / 7) rounds to m + 1 ulp and the upper
+//               one (found by the third device sweep: the ring kernel's fast encode)
+//   chunks      drawn data, bf16 on the tensor-core shapes over 11 to 16 chunks of 64: the
+//               merge's batches of partials on every path, the kept-partials one of bf16 d 256
+//               among them (the drawn cases reach bf16 at d 128 / 256 only by chance)
+//   wide        drawn data on the probe-only shape of 72 head slots of 256 (rotary dims 20):
+//               the block-per-row rope store's second stage of a row
 //   tiny        K and V rows scaled by 2^u, u in [-140, -118] (every format): fp32
 //               subnormals, bf16 subnormals (the store bound's absolute 2^-134), scales that
 //               underflow
-enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny, huge_v };
+enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny, huge_v, q4_ties, chunks, wide };
 const char* probe_name(Probe p) {
   switch (p) {
     case Probe::peaked: return "peaked";
@@ -116,6 +132,9 @@ const char* probe_name(Probe p) {
     case Probe::zero_groups: return "zero-groups";
     case Probe::tiny: return "tiny";
     case Probe::huge_v: return "huge-v";
+    case Probe::q4_ties: return "q4-ties";
+    case Probe::chunks: return "chunks";
+    case Probe::wide: return "wide";
     default: return "none";
   }
 }
@@ -602,6 +621,26 @@ class QwenCaseRun {
             v[i + j] = (g() & 1 ? -mid : mid) * sc;
           }
           v[i + g() % d] = (g() & 1 ? -448.0f : 448.0f) * sc;
+        }
+      };
+      ties(hv1), ties(rv), ties(hv0);
+    }
+    if (c.probe == Probe::q4_ties) {
+      // Rotated group y = n_i 2^(e - 11): n_i drawn in (-7 M, 7 M), one n = +-7 M, M = 2049 +
+      // 2 j with j even, 2809 <= M < 4096. amax / 7 = m = M 2^(e - 11) exactly: the fp16
+      // midpoint of 1024 + j and 1025 + j (times 2^(e - 10)), whose tie goes down to the even
+      // 1024 + j. 7 fl32(1 / 7) = 1 + 4.47e-8, so amax * fl32(1 / 7) = m + 1.83e-4 M ulp before
+      // rounding, at least 0.514 ulp here: m + 1 ulp, whose fp16 is the upper neighbour. The
+      // input x = 2^-2 H y: sums of 32 integers below 2^15 times 2^(e - 13), exact in fp32,
+      // and the fp32 fwd rotation returns y exactly.
+      auto ties = [&](std::vector<float>& v) {
+        for (size_t i = 0; i < v.size(); i += 32) {
+          const int M = 2049 + 4 * (190 + int(g() % 322)), e = int(g() % 7) - 3;
+          double y[32], hy[32];
+          for (int k = 0; k < 32; ++k) y[k] = std::ldexp(double(int64_t(g() % uint64_t(14 * M - 1)) - (7 * M - 1)), e - 11);
+          y[g() % 32] = std::ldexp(double(g() & 1 ? -7 * M : 7 * M), e - 11);
+          ref::h32_apply(y, hy);
+          for (int k = 0; k < 32; ++k) v[i + k] = float(0.25 * hy[k]);
         }
       };
       ties(hv1), ties(rv), ties(hv0);
@@ -1506,6 +1545,15 @@ const QwenCase kProbes[] = {
     probe_case(7, Format::mxfp4, 16, 256, 120, 100, Probe::tiny, 121),
     probe_case(7, Format::mxfp4, 16, 256, 300, 200, Probe::huge_v, 122),
     probe_case(4, Format::mxfp4, 48, 256, 300, 200, Probe::huge_v, 123),
+    probe_case(1, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 124),  // the ring kernel's fast encode, d 128
+    probe_case(0, Format::q4, 48, 256, 120, 100, Probe::q4_ties, 125),  // d 256
+    probe_case(7, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 126),  // the block-per-row store
+    probe_case(4, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 127),   // bf16 d 256: kept partials
+    probe_case(0, Format::bf16, 48, 64, 1000, 700, Probe::chunks, 128),
+    probe_case(1, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 129),   // bf16 d 128
+    probe_case(kWideShape, Format::mxfp4, 16, 256, 120, 100, Probe::wide, 130),
+    probe_case(kWideShape, Format::fp8, 16, 256, 120, 100, Probe::wide, 131),
+    probe_case(kWideShape, Format::q4, 16, 256, 120, 100, Probe::wide, 132),
 };
 
 void qwen_pages_body(Run& run) {

@@ -47,10 +47,17 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 23 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 32 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 23);
+  EXPECT_EQ(probes, 32);
+  // q4 scale ties on both store kernels and both head_dims; bf16 over many chunks on the
+  // tensor-core shapes (d 256 twice); the wide shape's second stage in three formats.
+  EXPECT_EQ(cov["probe"]["q4-ties/q4/d128"], 2);
+  EXPECT_EQ(cov["probe"]["q4-ties/q4/d256"], 1);
+  EXPECT_EQ(cov["probe"]["chunks/bf16/d256"], 2);
+  EXPECT_EQ(cov["probe"]["chunks/bf16/d128"], 1);
+  for (const char* k : {"wide/mxfp4/d256", "wide/fp8/d256", "wide/q4/d256"}) EXPECT_EQ(cov["probe"][k], 1) << k;
   for (const char* k : {"huge-v/mxfp4/d128", "huge-v/mxfp4/d256"}) EXPECT_EQ(cov["probe"][k], 1) << k;
   for (const char* k : {"peaked/q4/d128", "far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256",
                         "tiny/bf16/d256", "tiny/fp8/d128", "tiny/q4/d128", "tiny/mxfp4/d128"})
