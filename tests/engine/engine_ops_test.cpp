@@ -184,6 +184,25 @@ TEST(EngineOps, RmsNormSwigluEmbedArgmax) {
 // SwiGLU in the documented order, (g / (1 + e^-g)) * u: the quotient first, so where g * u
 // is beyond float's range y stays finite (g = -80, u = 3e38: y = -4.3e5; e^80 is a float).
 // Multiplying g * u first gives -inf there; the bound test's random data never reaches it.
+// The model's weight matrices are rounded to bf16 by round-to-nearest-even (a float32 or
+// float16 checkpoint holds values bf16 cannot): above, below and at a tie, both signs.
+TEST(EngineOps, WeightsRoundToBf16NearestEven) {
+  auto f = [](uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+  };
+  HostTensor t;
+  t.shape = {2, 4};
+  t.data = {f(0x3F80C000u), f(0x3F807FFFu), f(0x3F808000u), f(0x3F818000u),
+            f(0xBF80C000u), f(0xBF808000u), f(0xBF818000u), f(0x3F800000u)};
+  const Bf16Matrix m = Bf16Matrix::from(t);
+  EXPECT_EQ(m.rows, 2);
+  EXPECT_EQ(m.cols, 4);
+  const std::vector<uint16_t> want = {0x3F81, 0x3F80, 0x3F80, 0x3F82, 0xBF81, 0xBF80, 0xBF82, 0x3F80};
+  EXPECT_EQ(m.w, want);
+}
+
 TEST(EngineOps, SwigluDividesBeforeItMultiplies) {
   const float g[3] = {-80.0f, -60.0f, -50.0f}, u[3] = {3e38f, 1e38f, -2e38f};
   float s[3];
