@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "contracts/faulty_backend.h"
+#include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
 #include "kernels/attention/rows.h"
 
@@ -177,6 +179,41 @@ TEST(Framework, NaNRatioIsNeverReplaced) {
   for (double r : {0.1, nan, 0.2, 3.0})
     if (worse_ratio(r, worst)) worst = r;
   EXPECT_TRUE(std::isnan(worst));
+}
+
+// rows==solo runs every row of a launch alone, the first included: an attention whose first
+// row changes (one bit of one value) whenever other rows share its launch fails that gate.
+class FirstRowBatchedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    if (st.ok && n > 1) {
+      uint32_t u;
+      std::memcpy(&u, out, 4);
+      u ^= 1u;
+      std::memcpy(out, &u, 4);
+    }
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, RowsSoloSeesTheFirstRowChangeInABatch) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu) << st.message;
+  FirstRowBatchedBackend fb(*cpu);
+  RunOptions o;
+  o.cases = 3;
+  o.quiet = true;
+  o.gates_only = true;
+  const RunResult r = run_contract(*find_contract("qwen-pages"), fb, o);
+  int64_t solo_failed = -1;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "rows==solo") solo_failed = g["failed"].get<int64_t>();
+  EXPECT_GT(solo_failed, 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
 }
 
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {
