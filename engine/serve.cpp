@@ -307,6 +307,7 @@ Status serve(const Model& target, const Model* draft, Backend& be, const ServeCo
           ln.fed = size_t(n1);
         }
         lanes[l] = std::move(ln);
+        st.admitted.push_back(int(r));
         queue.erase(queue.begin() + qi);
         break;
       }

@@ -131,6 +131,7 @@ struct ServeStats {
   int64_t admission_waits = 0;       // rounds where a lane was free, requests queued, none fitted yet
   int64_t mixed_rounds = 0;           // rounds whose batch held a window and a paged lane
   int64_t prefill_decode_rounds = 0;  // rounds mixing prefill and decode rows
+  std::vector<int> admitted;          // request indices in the order they took a lane
   std::vector<std::string> pool_violations;  // pool check failures (first few)
   std::vector<std::string> planning_errors;  // runs refused at planning
 };

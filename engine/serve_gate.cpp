@@ -305,6 +305,7 @@ struct Arm {
   double ttft_unwarmed_s = -1, ttft_warmed_s = -1;
   nlohmann::json peak_device_bytes;   // process-wide peak during the arm's run; null on cpu
   nlohmann::json device_bytes_at_start;
+  std::vector<int> admitted;  // prompt indices in the order the engine gave them a lane
 };
 
 nlohmann::json arm_json(const Arm& a) {
@@ -340,6 +341,9 @@ nlohmann::json arm_json(const Arm& a) {
                       {"arena_bytes", a.stats.arena_bytes},
                       {"bytes_fixed_per_lane", a.stats.fixed_bytes_per_lane},
                       {"rounds_mixing_window_and_paged_lanes", a.stats.mixed_rounds},
+                      // the prompts by index, in the order the engine gave them a lane (a reverse
+                      // arm's queue starts at the last prompt: tests/tools/serve_arms_check.py)
+                      {"admission_order", a.admitted},
                       {"rounds_with_requests_waiting_for_room", a.stats.admission_waits},
                       {"rounds_mixing_prefill_and_decode", a.stats.prefill_decode_rounds}};
   if (a.stats.drafted)
@@ -638,6 +642,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       return;
     }
     for (size_t k = 0; k < order.size(); ++k) a->res[order[k]] = std::move(res[k]);
+    for (int k : a->stats.admitted) a->admitted.push_back(order[size_t(k)]);
     if (record) arms.push_back(arm_json(*a));
   };
   // Solo: each prompt alone on a window lane (the reference of every gate), one engine for
@@ -672,6 +677,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
         continue;
       }
       a->res[i] = std::move(res[0]);
+      a->admitted.push_back(i);
       total.tokens += one.tokens;
       total.rounds += one.rounds;
       total.peak_pages = std::max(total.peak_pages, one.peak_pages);

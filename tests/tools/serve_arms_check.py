@@ -6,6 +6,11 @@ an arm that quietly ran another config turns a gate into a comparison of equal t
   pages-all-*          every lane on pages: pages taken, no round mixes window and paged lanes
   concurrent-*         window and paged lanes side by side: some round mixes them
 
+and each queued its prompts in the order its name says (admission_order, the prompts in the
+order the engine gave them a lane: a permutation of them all): concurrent-reverse* and
+resumed* queue the last prompt first, so it takes a lane before the first prompt does; every
+other arm takes the first prompt before the last.
+
 Usage: serve_arms_check.py RECEIPT. Exit 0 when every arm holds, 1 naming each that does not.
 """
 import json
@@ -31,7 +36,19 @@ def main():
             seen.add("concurrent")
             if mixed <= 0:
                 bad.append(f"{at}: no round mixed window and paged lanes")
-    for kind in ("solo", "windows", "concurrent"):
+        order = a.get("admission_order")
+        np_ = len(a["tokens"])
+        if order is None or sorted(order) != list(range(np_)):
+            bad.append(f"{at}: admission_order {order} is not a permutation of its {np_} prompts")
+        elif np_ >= 2:
+            reverse = name.startswith("concurrent-reverse") or name.startswith("resumed")
+            if reverse:
+                seen.add("reverse")
+            last_first = order.index(np_ - 1) < order.index(0)
+            if last_first != reverse:
+                bad.append(f"{at}: admission_order {order}: the {'last' if not reverse else 'first'} prompt took a "
+                           f"lane first, but the arm queues them {'in reverse' if reverse else 'forward'}")
+    for kind in ("solo", "windows", "concurrent", "reverse"):
         if kind not in seen:
             bad.append(f"no {kind} arm in the receipt")
     for b in bad:
