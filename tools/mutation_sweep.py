@@ -27,6 +27,14 @@ Checks (the mutant's "expect" first, then --then, each run once):
   serve-gate           tf-cuda-test serve-gate fixtures/serve/ci.json --backend B: red on exit != 0
   gtest:BIN[:FILTER]   tests/BIN --gtest_filter=FILTER: red on exit != 0
   ctest:REGEX          ctest -R REGEX in --build: red on exit != 0
+  sanitize:TOOL:CONTRACT[:FILTER]
+                       compute-sanitizer --tool TOOL (memcheck, racecheck, synccheck, initcheck)
+                       --error-exitcode 99 over tf-cuda-test CONTRACT --backend cuda --gates-only
+                       --quiet [--filter FILTER] (the contract's default cases): red when the
+                       sanitizer reports (exit 99) or a gate fails; a defect that only a
+                       sanitizer sees (a dropped barrier whose race the timing hides). Runs only
+                       where --backends has cuda (otherwise not run, never red); $KC_SANITIZER
+                       names the sanitizer (default compute-sanitizer on PATH)
 The receipt (--out) lists every mutant with its status, the check that caught it and each
 check's exit code and seconds. Exit 0 when no mutant survived, 1 when one did, 2 on bad input.
 """
@@ -39,6 +47,7 @@ import subprocess
 import sys
 import time
 
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 LOCK = ".mutation-sweep-active"  # in --root while a file there is mutated
 CONTRACTS = ["fp8-rows", "q4-rows", "mxfp4-rows", "scale-planes", "rows-invariant", "arena-offsets", "qwen-pages"]
 GTESTS = ["kc_unit_tests", "kc_q4_tests", "kc_mxfp4_tests", "kc_pack_tests", "kc_engine_tests", "kc_contract_tests",
@@ -147,6 +156,21 @@ class Sweep:
             rc, text, s = self.run(["ctest", "-R", name[6:], "-j", str(self.a.jobs), "--output-on-failure"],
                                    self.a.timeout * 4, cwd=self.build)
             res.append((name, rc != 0, rc, s, text[-400:]))
+        elif name.startswith("sanitize:"):
+            parts = name.split(":", 3)
+            if len(parts) < 3 or parts[1] not in SANITIZER_TOOLS or parts[2] not in CONTRACTS:
+                return [(name, False, -1, 0.0, "bad check: sanitize:TOOL:CONTRACT[:FILTER]")]
+            if "cuda" not in self.a.backends.split(","):
+                return [(name, False, -1, 0.0, "not run: the sanitizers need --backends cuda")]
+            out = os.path.join(self.tmp, f"{mid}.{parts[1]}.{parts[2]}.json")
+            cmd = [os.environ.get("KC_SANITIZER", "compute-sanitizer"), "--tool", parts[1], "--error-exitcode", "99",
+                   self.tool, parts[2], "--backend", "cuda", "--gates-only", "--quiet", "--out", out]
+            if len(parts) > 3 and parts[3]:
+                cmd += ["--filter", parts[3]]
+            rc, text, s = self.run(cmd, self.a.timeout)
+            red = rc == 99 or (rc == 1 and ("because gate " in text or "errors (listed in the receipt)" in text)) \
+                or rc < 0 or rc >= 128
+            res.append((name, red, rc, s, text[-400:]))
         else:
             res.append((name, False, -1, 0.0, "unknown check"))
         return res
