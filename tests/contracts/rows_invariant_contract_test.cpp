@@ -98,20 +98,22 @@ class ZeroSignEngine final : public ForwardingEngine {
     return Status::Ok();
   }
 };
-class ZeroSignBackend final : public ForwardingBackend {
+// A backend whose engine is the real one's, decorated by Engine (a ForwardingEngine).
+template <class Engine>
+class EngineDecorated final : public ForwardingBackend {
  public:
-  explicit ZeroSignBackend(Backend& real) : ForwardingBackend(real), eng_(*real.engine()) {}
+  explicit EngineDecorated(Backend& real) : ForwardingBackend(real), eng_(*real.engine()) {}
   EngineBackend* engine() override { return &eng_; }
 
  private:
-  ZeroSignEngine eng_;
+  Engine eng_;
 };
 
 TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
   Status st;
   auto cpu = select_backend("cpu", &st);
   ASSERT_TRUE(cpu && cpu->engine()) << st.message;
-  ZeroSignBackend zb(*cpu);
+  EngineDecorated<ZeroSignEngine> zb(*cpu);
   RunOptions o;
   o.cases = KC_TEST_CASES * 8;
   o.quiet = true;
@@ -164,20 +166,12 @@ class ChunkRaceEngine final : public ForwardingEngine {
     for (int j = 0; j < dim; ++j) y[j] = eng::rms_apply(x[j], r, w[j]);
   }
 };
-class ChunkRaceBackend final : public ForwardingBackend {
- public:
-  explicit ChunkRaceBackend(Backend& real) : ForwardingBackend(real), eng_(*real.engine()) {}
-  EngineBackend* engine() override { return &eng_; }
-
- private:
-  ChunkRaceEngine eng_;
-};
 
 TEST(RowsInvariantContract, LongRowsSeeASecondChunkRace) {
   Status st;
   auto cpu = select_backend("cpu", &st);
   ASSERT_TRUE(cpu && cpu->engine()) << st.message;
-  ChunkRaceBackend cb(*cpu);
+  EngineDecorated<ChunkRaceEngine> cb(*cpu);
   RunOptions o;
   o.cases = KC_TEST_CASES * 8;
   o.quiet = true;
