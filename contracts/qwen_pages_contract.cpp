@@ -54,6 +54,7 @@
 #include "contracts/faulty_backend.h"
 #include "contracts/framework.h"
 #include "contracts/refusals.h"
+#include "kernels/backend/kernel_paths.h"
 #include "kernels/attention/rows.h"
 #include "reference/attention_ref.h"
 #include "reference/bounds.h"
@@ -452,7 +453,20 @@ class QwenCaseRun {
       : run(run), be(be), c(c), plant(plant), cv(c.vars()), S(kShapes[c.shape]), d(S.head_dim), hq(S.q_heads),
         hkv(S.kv_heads), lay(2, hkv, d, c.fmt), g(c.seed), outp(size_t(kRows) * hq * d), outw(size_t(kRows) * hq * d) {}
 
+  // The case, then (cuda) the kernel variants its launches picked into numbers.coverage.kernel_path
+  // ("format/dD/path": the fma chain or the tensor cores, the cluster short path and its size,
+  // the merge with kept partials and with more than one chunk, the rope store's kernel, the
+  // keep's), once per case that noted it.
   void run_all() {
+    KernelPaths paths;
+    run_steps();
+    if (plant != Plant::none || run.in_control) return;
+    for (const std::string& k : paths.seen())
+      run.cover_value("kernel_path", std::string(format_name(c.fmt)) + "/d" + std::to_string(d) + "/" + k);
+  }
+
+ private:
+  void run_steps() {
     place_tails();
     cover();
     su = Setup{make_paged_cache(lay, c.ptok, lens, 2, c.seed), make_window_cache(lay, lens, 2, c.seed)};
@@ -471,7 +485,6 @@ class QwenCaseRun {
     check_tail_committed();
   }
 
- private:
   static constexpr int kF = 0, kA = 1, kB = 2;
   static constexpr int kRows = 6;
   static constexpr char kRowName[] = "FABCDE";

@@ -43,6 +43,7 @@ Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = cluster_launch(dim3(g.x * k.cl, g.y, g.z), dim3(kAttnThreads), k.smem, s, k.cl, &attr);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, k.fn, views, p, rows, tails, q, max_chunks, nsub, pm, pl, po));
+  KernelPaths::note("partial-short-cl" + std::to_string(k.cl));
   return Status::Ok();
 }
 
@@ -52,6 +53,7 @@ Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const Att
   if (n == 0 || max_chunks == 0) return Status::Ok();
   if (attn_uses_mma(fmt, d))
     return launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
+  KernelPaths::note("partial-fma");
   return launch_partial_fma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
 }
 
@@ -62,6 +64,8 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
   const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
   const bool kept = attn_uses_mma(fmt, d) && attn_keeps_partials(fmt, d);  // in L2 for the merge (mma_smem.h)
+  // The merge's loops over chunks (batches, tiles) run past their first trip only with chunks > 1.
+  KernelPaths::note(std::string(kept ? "merge-kept" : "merge") + (max_chunks > 1 ? ", chunks > 1" : ", 1 chunk"));
   return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, kept, out, s);
 }
 

@@ -363,6 +363,7 @@ Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* mov
   }
   if (!table) keep_kernel<128, 8, 0, 0><<<grid, 128, 0, s>>>(views, moves, lane_off);  // one plane after the other
   KC_LAUNCH_CHECK("keep_kernel");
+  KernelPaths::note(table ? "keep-table" : "keep-planes");
   return Status::Ok();
 }
 }  // namespace kc

@@ -5,6 +5,7 @@
 
 #include "kernels/backend/cuda_check.h"
 #include "kernels/backend/kernel_fit.h"
+#include "kernels/backend/kernel_paths.h"
 #include "kernels/layout/kv_layout.h"
 #include "kernels/attention/params.h"
 

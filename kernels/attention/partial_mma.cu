@@ -819,6 +819,7 @@ Status launch_partial_mma(const KvView* views, Format fmt, int hkv, int d, const
                          std::to_string(d) + " has no tensor-core partial");
   KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
+  KernelPaths::note("partial-mma");
 #ifdef KC_MMA_PHASES
   {
     unsigned long long h[8] = {};

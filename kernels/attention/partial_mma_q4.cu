@@ -603,6 +603,7 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
     KC_RETURN_IF_ERROR(attn_launch_short(cand[pick], dim3(max_chunks, hkv * nsub, n), s, views, p, rows, tails, q,
                                          max_chunks, nsub, pm, pl, po));
     KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel (short path)");
+    if (pk) KernelPaths::note("partial-packed");  // the short kernel's q4 parts side by side
 #ifdef KC_MMA_PHASES
     KC_CUDA_TRY(short_phases_print("q4", d, cand[pick].cl, s));
 #endif
@@ -622,6 +623,7 @@ Status launch_partial_mma_q4(const KvView* views, int hkv, int d, const AttnPara
   KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), smem));
   kern<<<grid, kAttnThreads, smem, s>>>(views, p, rows, tails, q, max_chunks, nsub, pm, pl, po);
   KC_LAUNCH_CHECK("attention_partial_mma_q4_kernel");
+  KernelPaths::note(pk ? "partial-mma-packed" : "partial-mma");
   return Status::Ok();
 }
 

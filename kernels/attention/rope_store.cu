@@ -863,6 +863,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     if (grid) {
       kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
+      KernelPaths::note("rope-ring");
       return Status::Ok();
     }
   }
@@ -889,6 +890,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     if (grid) {
       kern<<<unsigned(grid), kRopeTmaThreads, smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, kRopeTmaStages);
       KC_LAUNCH_CHECK("rope_store_tma_kernel");
+      KernelPaths::note("rope-bulk");
       return Status::Ok();
     }
   }
@@ -909,6 +911,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   if (stage > 48 * 1024) KC_RETURN_IF_ERROR(cuda_allow_smem(reinterpret_cast<const void*>(kern), stage));
   kern<<<unsigned(n), kRopeThreads, stage, s>>>(views, p, rows, q, k, v, q_out, ws);
   KC_LAUNCH_CHECK("rope_store_kernel");
+  KernelPaths::note(ws < slots ? "rope-block, stages > 1" : "rope-block");  // a row's head slots in stages of ws
   return Status::Ok();
 }
 }  // namespace kc

@@ -9,6 +9,7 @@
 
 #include "contracts/faulty_backend.h"
 #include "kernels/backend/forwarding.h"
+#include "kernels/backend/kernel_paths.h"
 #include "tests/contracts/contract_test_util.h"
 #include "kernels/attention/rows.h"
 
@@ -35,6 +36,7 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   const auto& cov = r.receipt["numbers"]["coverage"];
   ASSERT_TRUE(cov.is_object()) << r.receipt["numbers"].dump();
   EXPECT_EQ(cov["cases"], 3);
+  EXPECT_FALSE(cov.contains("kernel_path"));  // the twins note no kernel variant (one path each)
   for (const char* key : {"format", "shape", "page_tokens", "chunk", "scale", "scores", "lane_mix"}) {
     int sum = 0;
     for (const auto& [k, v] : cov[key].items()) sum += v.get<int>();
@@ -214,6 +216,39 @@ TEST(QwenPagesContract, RowsSoloSeesTheFirstRowChangeInABatch) {
     if (g["name"] == "rows==solo") solo_failed = g["failed"].get<int64_t>();
   EXPECT_GT(solo_failed, 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
+}
+
+// The kernel variants a case's launches note (KernelPaths, the cuda launchers) reach the
+// receipt's numbers.coverage.kernel_path as "format/dD/path", once per case; a control's
+// runs add nothing. A cpu decorator notes what the cuda launchers would.
+class NotingBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    KernelPaths::note("partial-test");
+    KernelPaths::note(n > 1 ? "batch" : "solo");
+    return ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+  }
+};
+
+TEST(QwenPagesContract, KernelPathsNotedByTheLaunchesAreCoveredPerCase) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu) << st.message;
+  NotingBackend nb(*cpu);
+  RunOptions o;
+  o.cases = 3;
+  o.quiet = true;
+  o.gates_only = true;  // no control: the coverage is the cases'
+  o.filter = R"(^qwen-pages\((?!.*probe=))";  // the three drawn cases: mxfp4 d256, fp8 d128, q4 d128
+  const RunResult r = run_contract(*find_contract("qwen-pages"), nb, o);
+  for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
+  // Each case once, however many of its launches noted a path; "solo" from rows==solo's.
+  nlohmann::json want = nlohmann::json::object();
+  for (const char* fd : {"mxfp4/d256/", "fp8/d128/", "q4/d128/"})
+    for (const char* path : {"partial-test", "batch", "solo"}) want[std::string(fd) + path] = 1;
+  EXPECT_EQ(r.receipt["numbers"]["coverage"]["kernel_path"], want) << r.receipt["numbers"]["coverage"].dump();
 }
 
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {

@@ -26,3 +26,5 @@ step base-device-arena timeout 100 /tmp/rcb/tests/kc_device_tests --gtest_filter
 wait $SWEEP
 cp ${OUT:-/tmp/out}/sweep2.tgz $W/ 2>/dev/null; tail -30 $W/sweep.log >> $W/steps.txt; pack
 cat $W/steps.txt
+# The kernel variants the default qwen-pages run reached on cuda (numbers.coverage.kernel_path).
+python3 -c "import json; c = json.load(open('$W/base-qwen-pages-cuda.json'))['numbers']['coverage']; print(json.dumps(c.get('kernel_path'), indent=0, sort_keys=True))" | tee $W/kernel-paths.txt
