@@ -1,6 +1,10 @@
 // The fp8-rows contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <vector>
+
+#include "contracts/codec_harness.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -23,6 +27,68 @@ TEST(Fp8RowsContract, CudaPassesWithEveryControlRed) {
 }
 
 TEST(Fp8RowsContract, FilterSelectsCases) { test::expect_filter_selects("fp8-rows", "ptok=16,", 6, 1); }
+
+// check_decoded (contracts/codec_harness.h, mutation round 6) on hand-made rows, apart from
+// any codec: decode==reference compares every row with its reference, the launch's first
+// row included; the bound gate measures the decoded values against the INPUTS (a reference
+// that the decode matches but that lies outside its bound fails it); a poisoned element
+// that decodes finite fails the bound gate even where its reference value agrees.
+struct HandWant {
+  std::vector<float> values;
+  std::vector<double> bound;
+};
+
+struct HandCheck {
+  int64_t decode_failed = 0, bound_failed = 0;
+};
+
+HandCheck hand_check(const std::function<void(const CaseRows&, std::vector<HandWant>&, std::vector<float>&)>& edit,
+                     int poisoned_j = -1) {
+  const CodecCase c{"fp8-rows", 16, 32, 1, 1, 3, 2, "normal", 9};
+  const CaseRows cr(c, Format::fp8, [](const CodecCase& cc, size_t n) {
+    std::vector<float> x(n * size_t(cc.head_dim));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * float(int(i % 13) - 6);
+    return x;
+  });
+  std::vector<HandWant> want(size_t(cr.n()));
+  std::vector<float> out(cr.x);
+  for (int i = 0; i < cr.n(); ++i) {
+    want[size_t(i)].values.assign(cr.row_x(i), cr.row_x(i) + cr.d);
+    want[size_t(i)].bound.assign(size_t(cr.d), 0.01);
+  }
+  edit(cr, want, out);
+  auto be = make_cpu_backend();
+  Run run(*be, nullptr, 1, 1, CaseSelection{}, true);
+  check_decoded(run, cr, out.data(), "decode-bound", [&](int i) -> const HandWant& { return want[size_t(i)]; },
+                [&](const HandWant&, int j) { return j == poisoned_j; });
+  HandCheck h;
+  for (const GateStat& g : run.gates()) {
+    if (g.name == "decode==reference") h.decode_failed = g.failed;
+    if (g.name == "decode-bound") h.bound_failed = g.failed;
+  }
+  return h;
+}
+
+TEST(CodecHarness, CheckDecodedSeesTheFirstRowTheInputsAndPoisonedElements) {
+  HandCheck h = hand_check([](const CaseRows&, std::vector<HandWant>&, std::vector<float>&) {});
+  EXPECT_EQ(h.decode_failed, 0);
+  EXPECT_EQ(h.bound_failed, 0);
+  // The launch's first row decodes one value off its reference (inside the bound).
+  h = hand_check([](const CaseRows&, std::vector<HandWant>&, std::vector<float>& out) { out[3] += 0.001f; });
+  EXPECT_EQ(h.decode_failed, 1) << "the first row is not compared";
+  EXPECT_EQ(h.bound_failed, 0);
+  // Reference and decode agree, 0.5 away from the input (bound 0.01): only the bound sees it.
+  h = hand_check([](const CaseRows& cr, std::vector<HandWant>& want, std::vector<float>& out) {
+    const size_t j = size_t(cr.d) + 5;  // row 1, element 5
+    out[j] += 0.5f;
+    want[1].values[5] += 0.5f;
+  });
+  EXPECT_EQ(h.decode_failed, 0);
+  EXPECT_EQ(h.bound_failed, 1) << "the bound gate measures against the reference, not the input";
+  // Element 7 of every row must decode NaN; it decodes to its (finite) reference value.
+  h = hand_check([](const CaseRows&, std::vector<HandWant>&, std::vector<float>&) {}, 7);
+  EXPECT_EQ(h.bound_failed, 1) << "a poisoned element that decodes finite passed the bound gate";
+}
 
 }  // namespace
 }  // namespace kc

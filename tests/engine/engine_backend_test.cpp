@@ -8,6 +8,7 @@
 
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
+#include "engine/ops.h"
 #include "kernels/backend/forwarding.h"
 #include "kernels/engine/engine_backend.h"
 
@@ -170,6 +171,41 @@ TEST(EngineBackend, MatmulPartsRefusesBeforeWriting) {
   parts[1].rows = 4;
   EXPECT_TRUE(e.matmul_parts(parts, 2, 8, x.data(), 2).ok);
   EXPECT_EQ(y0[0], 8.0f);  // 8 products of 1 x 1
+}
+
+// The host engine's own range checks (kernels/engine/cpu.cpp, mutation round 6): a token
+// outside 0 .. vocab - 1 (vocab itself, -1) is refused naming it, nothing written, and the
+// edges 0 and vocab - 1 embed their rows; a scratch slot outside 0 .. kScratchSlots - 1 is
+// refused and the last slot accepted.
+TEST(EngineBackend, HostEngineRefusesTokensAndSlotsOutsideTheirRange) {
+  auto cpu = make_cpu_backend();
+  EngineBackend& e = *cpu->engine();
+  const int64_t vocab = 4, dim = 2;
+  std::vector<uint16_t> E(size_t(vocab * dim));
+  for (size_t i = 0; i < E.size(); ++i) E[i] = uint16_t(0x3f80 + 0x10 * i);  // distinct bf16 values
+  for (int32_t bad : {int32_t(vocab), int32_t(-1)}) {
+    std::vector<float> out(2 * dim, -7.0f);
+    const int32_t tokens[2] = {0, bad};
+    const Status st = e.embed(E.data(), vocab, dim, tokens, 2, out.data());
+    EXPECT_FALSE(st.ok) << "token " << bad;
+    EXPECT_NE(st.message.find("tokens[1] " + std::to_string(bad)), std::string::npos) << st.message;
+    for (float v : out) EXPECT_EQ(v, -7.0f) << "token " << bad << ": written before the refusal";
+  }
+  std::vector<float> out(2 * dim, -7.0f);
+  const int32_t edges[2] = {0, int32_t(vocab - 1)};
+  ASSERT_TRUE(e.embed(E.data(), vocab, dim, edges, 2, out.data()).ok);
+  for (int j = 0; j < 2 * dim; ++j) {
+    const size_t src = size_t(j < dim ? j : (vocab - 1) * dim + (j - dim));
+    EXPECT_EQ(out[size_t(j)], bf16_bits_to_float(E[src])) << j;
+  }
+  void* p = nullptr;
+  for (int slot : {-1, EngineBackend::kScratchSlots}) {
+    const Status st = e.scratch(slot, 16, &p);
+    EXPECT_FALSE(st.ok) << "slot " << slot;
+    EXPECT_NE(st.message.find("slot out of range"), std::string::npos) << st.message;
+  }
+  EXPECT_TRUE(e.scratch(EngineBackend::kScratchSlots - 1, 16, &p).ok);
+  EXPECT_NE(p, nullptr);
 }
 
 }  // namespace
