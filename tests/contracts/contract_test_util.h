@@ -3,6 +3,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "contracts/contracts.h"
@@ -28,6 +30,40 @@ inline void expect_pass(const RunResult& r) {
   EXPECT_TRUE(r.pass) << summary_table(r.receipt);
   for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
   for (const auto& g : r.receipt["gates"]) EXPECT_TRUE(g["ok"].get<bool>()) << g.dump();
+}
+
+// Each control is red through the gate it exists for (its caught_by names that gate, among any
+// others): a fault that stopped faulting as designed (a "nondeterministic" decode that flips
+// the same way every call, a stray write that lands inside the output) can leave its control
+// red through another gate alone (host mutation sweep, round 6). `target` maps every control
+// of the receipt to its gate; a control it does not name fails the test.
+template <class Receipt>  // a RunResult's receipt (kc::Receipt) or its JSON
+void expect_controls_red_through(const Receipt& receipt, const std::map<std::string, std::string>& target) {
+  EXPECT_EQ(receipt["controls"].size(), target.size());
+  for (const auto& c : receipt["controls"]) {
+    const std::string name = c["name"];
+    const auto it = target.find(name);
+    if (it == target.end()) {
+      ADD_FAILURE() << "control " << name << " has no target gate in this test";
+      continue;
+    }
+    const nlohmann::json& by = c["caught_by"];
+    EXPECT_NE(std::find(by.begin(), by.end(), it->second), by.end())
+        << name << " is red, but not through " << it->second << ": caught by " << by.dump();
+  }
+}
+
+// The controls the row-codec harness gives every row-codec contract (contracts/codec_harness.cpp)
+// and the refusal controls, with their gates; a contract adds its own.
+inline std::map<std::string, std::string> codec_control_gates(std::map<std::string, std::string> own) {
+  std::map<std::string, std::string> t = {
+      {"swapped-page-table", "paged==window"}, {"planted-row", "paged==window"},     {"stray-write", "guards"},
+      {"encode-writes-its-input", "inputs"},   {"launch-dependent-encode", "rows==solo"},
+      {"nondeterministic-decode", "repeats"},  {"decode-writes-the-cache", "inputs"},
+      {"refusal-accepts-one-past", "refusals"}, {"refusal-unnamed", "refusals"},     {"refusal-writes-first", "refusals"},
+      {"refusal-writes-output-first", "refusals"}, {"refusal-paged-edge-accepted", "refusals"}};
+  t.insert(own.begin(), own.end());
+  return t;
 }
 
 // --filter on the cpu backend: of `cases` generated cases, `run` are run and the rest

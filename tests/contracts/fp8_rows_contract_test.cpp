@@ -16,6 +16,7 @@ using test::expect_pass;
 TEST(Fp8RowsContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
+  test::expect_controls_red_through(r.receipt, test::codec_control_gates({{"scale-from-neighbour", "decode==reference"}}));
   EXPECT_EQ(r.receipt["backend"], "cpu");
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
 }

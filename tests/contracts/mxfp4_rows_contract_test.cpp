@@ -12,6 +12,9 @@ using test::expect_pass;
 TEST(Mxfp4RowsContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
+  test::expect_controls_red_through(r.receipt, test::codec_control_gates({{"exponent-from-neighbour", "decode==reference"},
+                                                                          {"ties-away-from-zero", "codes==reference"},
+                                                                          {"floor-scale-clips", "exponents==reference"}}));
   EXPECT_EQ(r.receipt["backend"], "cpu");
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
 }

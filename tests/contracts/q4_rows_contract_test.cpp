@@ -15,6 +15,8 @@ using test::expect_pass;
 TEST(Q4RowsContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
+  test::expect_controls_red_through(r.receipt, test::codec_control_gates({{"scale-from-neighbour-group", "decode==reference"},
+                                                                          {"query-rotation-skipped", "qk-bound"}}));
   EXPECT_EQ(r.receipt["backend"], "cpu");
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
   EXPECT_EQ(r.receipt["controls"].size(), 14u);  // 5 planted setups + 4 backend-boundary faults + 5 refusals

@@ -29,26 +29,15 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   const RunResult r = run_qwen("cpu", 3);
   test::expect_pass(r);
   EXPECT_EQ(r.receipt["controls"].size(), 15u);  // 4 planted setups + 7 backend-boundary faults + 4 refusals
-  // Each control is red through the gate it exists for (among any others): a fault that stopped
-  // faulting as designed (a "nondeterministic" attention that flips the same way every call, a
-  // write "past the output" that lands inside it) can leave its control red through another gate
-  // alone (host mutation sweep, round 6).
-  const std::map<std::string, std::string> target = {
-      {"swapped-page-table", "paged==window"},      {"planted-row", "paged==window"},
-      {"reverse-order-moves", "keep==reference"},   {"dropped-key", "attention-bound"},
-      {"attention-writes-its-input", "inputs"},     {"launch-dependent-rows", "rows==solo"},
-      {"nondeterministic-attention", "repeats"},    {"write-past-output", "guards"},
-      {"rope-off-by-one-position", "rope-bound"},   {"empty-row-nan", "empty-rows"},
-      {"keep-skips-a-layer", "keep==reference"},    {"refusal-accepts-one-past", "refusals"},
-      {"refusal-unnamed", "refusals"},              {"refusal-writes-first", "refusals"},
-      {"refusal-writes-output-first", "refusals"}};
-  for (const auto& c : r.receipt["controls"]) {
-    const std::string name = c["name"];
-    ASSERT_TRUE(target.count(name)) << "a control this test does not know: " << name;
-    const nlohmann::json& by = c["caught_by"];
-    EXPECT_NE(std::find(by.begin(), by.end(), target.at(name)), by.end())
-        << name << " is red, but not through " << target.at(name) << ": caught by " << by.dump();
-  }
+  test::expect_controls_red_through(
+      r.receipt, {{"swapped-page-table", "paged==window"},      {"planted-row", "paged==window"},
+                  {"reverse-order-moves", "keep==reference"},   {"dropped-key", "attention-bound"},
+                  {"attention-writes-its-input", "inputs"},     {"launch-dependent-rows", "rows==solo"},
+                  {"nondeterministic-attention", "repeats"},    {"write-past-output", "guards"},
+                  {"rope-off-by-one-position", "rope-bound"},   {"empty-row-nan", "empty-rows"},
+                  {"keep-skips-a-layer", "keep==reference"},    {"refusal-accepts-one-past", "refusals"},
+                  {"refusal-unnamed", "refusals"},              {"refusal-writes-first", "refusals"},
+                  {"refusal-writes-output-first", "refusals"}});
 
   const auto& a = r.receipt["numbers"]["attention_arithmetic"];
   ASSERT_TRUE(a.is_object()) << r.receipt["numbers"].dump();

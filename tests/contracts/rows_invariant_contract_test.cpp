@@ -28,6 +28,13 @@ bool caught(const RunResult& r, const std::string& control, const std::string& g
 TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
+  test::expect_controls_red_through(r.receipt, {{"batch-split-k", "rows==solo"},
+                                                {"planted-row", "rows==solo"},
+                                                {"parts-ulp", "parts==matmul"},
+                                                {"writes-past-output", "guards"},
+                                                {"accepts-one-past", "refusals"},
+                                                {"unnamed-refusal", "refusals"},
+                                                {"writes-then-refuses", "refusals"}});
   EXPECT_EQ(r.receipt["controls"].size(), 7u);
   // Every gate but the device comparison ran on some case (64 cases: every kernel).
   for (const auto& g : r.receipt["gates"]) {

@@ -14,6 +14,15 @@ using test::expect_pass;
 TEST(ScalePlanesContract, CpuPassesWithEveryControlRed) {
   const RunResult r = run_on("cpu");
   expect_pass(r);
+  test::expect_controls_red_through(r.receipt, {{"dropped-scale-plane", "blob==cache"},
+                                                {"kv-scales-swapped", "blob==cache"},
+                                                {"stale-version-accepted", "refusals"},
+                                                {"truncated-accepted", "refusals"},
+                                                {"corrupted-byte-accepted", "refusals"},
+                                                {"refusal-accepts-one-past", "refusals"},
+                                                {"refusal-unnamed", "refusals"},
+                                                {"refusal-writes-first", "refusals"},
+                                                {"refusal-writes-output-first", "refusals"}});
   EXPECT_EQ(r.receipt["controls"].size(), 9u);  // 5 packer and unpacker faults + 4 refusals
   EXPECT_GT(r.receipt["cases"]["run"].get<int>(), 0);
   // Every byte gate ran on every case (none silently skipped).
