@@ -43,7 +43,7 @@ Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = cluster_launch(dim3(g.x * k.cl, g.y, g.z), dim3(kAttnThreads), k.smem, s, k.cl, &attr);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, k.fn, views, p, rows, tails, q, max_chunks, nsub, pm, pl, po));
-  KernelPaths::note("partial-short-cl" + std::to_string(k.cl));
+  if (KernelPaths::active()) KernelPaths::note(("partial-short-cl" + std::to_string(k.cl)).c_str());
   return Status::Ok();
 }
 
@@ -65,7 +65,8 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
   const bool kept = attn_uses_mma(fmt, d) && attn_keeps_partials(fmt, d);  // in L2 for the merge (mma_smem.h)
   // The merge's loops over chunks (batches, tiles) run past their first trip only with chunks > 1.
-  KernelPaths::note(std::string(kept ? "merge-kept" : "merge") + (max_chunks > 1 ? ", chunks > 1" : ", 1 chunk"));
+  KernelPaths::note(kept ? (max_chunks > 1 ? "merge-kept, chunks > 1" : "merge-kept, 1 chunk")
+                         : (max_chunks > 1 ? "merge, chunks > 1" : "merge, 1 chunk"));
   return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, kept, out, s);
 }
 

@@ -5,8 +5,9 @@
 // grid, a merge that reads kept partials, the rope store's ring, bulk-copy and block-per-row
 // kernels, and the keep's table and plane-by-plane kernels. The cuda launchers note each
 // choice; nothing is kept unless a KernelPaths is open on the calling thread (a contract opens
-// one per case), so a launch outside a contract costs one thread_local read. The cpu backend
-// notes nothing (its twins have one path each).
+// one per case), so a launch outside a contract costs one thread_local read (a launcher that
+// builds its path's name asks active() first). The cpu backend notes nothing (its twins have
+// one path each).
 #pragma once
 #include <string>
 #include <vector>
@@ -22,7 +23,9 @@ class KernelPaths {
   // Each path noted while this log was the thread's innermost open one, once, in the order first noted.
   const std::vector<std::string>& seen() const { return seen_; }
   // Records `path` in the thread's innermost open log, if any.
-  static void note(const std::string& path);
+  static void note(const char* path);
+  // Whether a log is open on this thread.
+  static bool active();
 
  private:
   KernelPaths* prev_;

@@ -16,7 +16,9 @@ using Paths = std::vector<std::string>;
 
 TEST(KernelPaths, NotesReachTheInnermostOpenLogOncePerPath) {
   KernelPaths::note("before any log");  // kept nowhere
+  EXPECT_FALSE(KernelPaths::active());
   KernelPaths outer;
+  EXPECT_TRUE(KernelPaths::active());
   KernelPaths::note("partial-mma");
   KernelPaths::note("merge-kept, chunks > 1");
   KernelPaths::note("partial-mma");
