@@ -25,6 +25,24 @@ inline RunResult run_contract_on(const std::string& contract, const std::string&
   return run_contract(*find_contract(contract), *be, o);
 }
 
+// A quiet run of `contract` on the cpu backend seen through the decorator Decorated (built
+// over the cpu backend: a ForwardingBackend, or EngineDecorated-like): `cases` generated
+// cases, those `filter` selects; gates_only skips the controls.
+template <class Decorated>
+RunResult run_cpu_through(const std::string& contract, int cases, const std::string& filter, bool gates_only = false) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  EXPECT_TRUE(cpu) << st.message;
+  if (!cpu) return {};
+  Decorated d(*cpu);
+  RunOptions o;
+  o.cases = cases;
+  o.quiet = true;
+  o.filter = filter;
+  o.gates_only = gates_only;
+  return run_contract(*find_contract(contract), d, o);
+}
+
 // Verdict pass, every gate ok, every control red.
 inline void expect_pass(const RunResult& r) {
   EXPECT_TRUE(r.pass) << summary_table(r.receipt);

@@ -44,15 +44,7 @@ class NanToZeroBackend final : public ForwardingBackend {
 };
 
 TEST(Q4RowsContract, DecodeAllScalesSeesANanScaleDecodedAsZero) {
-  Status st;
-  auto cpu = select_backend("cpu", &st);
-  ASSERT_TRUE(cpu) << st.message;
-  NanToZeroBackend nb(*cpu);
-  RunOptions o;
-  o.cases = KC_TEST_CASES;
-  o.quiet = true;
-  o.filter = "dist=normal,";
-  const RunResult r = run_contract(*find_contract("q4-rows"), nb, o);
+  const RunResult r = test::run_cpu_through<NanToZeroBackend>("q4-rows", KC_TEST_CASES, "dist=normal,");
   int64_t failed = -1;
   for (const auto& g : r.receipt["gates"])
     if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();

@@ -213,15 +213,7 @@ class FirstRowBatchedBackend final : public ForwardingBackend {
 };
 
 TEST(QwenPagesContract, RowsSoloSeesTheFirstRowChangeInABatch) {
-  Status st;
-  auto cpu = select_backend("cpu", &st);
-  ASSERT_TRUE(cpu) << st.message;
-  FirstRowBatchedBackend fb(*cpu);
-  RunOptions o;
-  o.cases = 3;
-  o.quiet = true;
-  o.gates_only = true;
-  const RunResult r = run_contract(*find_contract("qwen-pages"), fb, o);
+  const RunResult r = test::run_cpu_through<FirstRowBatchedBackend>("qwen-pages", 3, "", true);
   int64_t solo_failed = -1;
   for (const auto& g : r.receipt["gates"])
     if (g["name"] == "rows==solo") solo_failed = g["failed"].get<int64_t>();
@@ -244,16 +236,8 @@ class NotingBackend final : public ForwardingBackend {
 };
 
 TEST(QwenPagesContract, KernelPathsNotedByTheLaunchesAreCoveredPerCase) {
-  Status st;
-  auto cpu = select_backend("cpu", &st);
-  ASSERT_TRUE(cpu) << st.message;
-  NotingBackend nb(*cpu);
-  RunOptions o;
-  o.cases = 3;
-  o.quiet = true;
-  o.gates_only = true;  // no control: the coverage is the cases'
-  o.filter = R"(^qwen-pages\((?!.*probe=))";  // the three drawn cases: mxfp4 d256, fp8 d128, q4 d128
-  const RunResult r = run_contract(*find_contract("qwen-pages"), nb, o);
+  // The three drawn cases (mxfp4 d256, fp8 d128, q4 d128); no control: the coverage is the cases'.
+  const RunResult r = test::run_cpu_through<NotingBackend>("qwen-pages", 3, R"(^qwen-pages\((?!.*probe=))", true);
   for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
   // Each case once, however many of its launches noted a path; "solo" from rows==solo's.
   nlohmann::json want = nlohmann::json::object();

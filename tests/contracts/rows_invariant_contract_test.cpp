@@ -117,15 +117,7 @@ class EngineDecorated final : public ForwardingBackend {
 };
 
 TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
-  Status st;
-  auto cpu = select_backend("cpu", &st);
-  ASSERT_TRUE(cpu && cpu->engine()) << st.message;
-  EngineDecorated<ZeroSignEngine> zb(*cpu);
-  RunOptions o;
-  o.cases = KC_TEST_CASES * 8;
-  o.quiet = true;
-  o.filter = "op=add,";
-  const RunResult r = run_contract(*find_contract("rows-invariant"), zb, o);
+  const RunResult r = test::run_cpu_through<EngineDecorated<ZeroSignEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=add,");
   int64_t add_failed = -1;
   for (const auto& g : r.receipt["gates"]) {
     const std::string name = g["name"];
@@ -175,15 +167,8 @@ class ChunkRaceEngine final : public ForwardingEngine {
 };
 
 TEST(RowsInvariantContract, LongRowsSeeASecondChunkRace) {
-  Status st;
-  auto cpu = select_backend("cpu", &st);
-  ASSERT_TRUE(cpu && cpu->engine()) << st.message;
-  EngineDecorated<ChunkRaceEngine> cb(*cpu);
-  RunOptions o;
-  o.cases = KC_TEST_CASES * 8;
-  o.quiet = true;
-  o.filter = "op=(rms_norm|logits),";
-  const RunResult r = run_contract(*find_contract("rows-invariant"), cb, o);
+  const RunResult r =
+      test::run_cpu_through<EngineDecorated<ChunkRaceEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=(rms_norm|logits),");
   int64_t rms_failed = -1, logits_failed = -1;
   for (const auto& g : r.receipt["gates"]) {
     const std::string name = g["name"];
