@@ -10,9 +10,20 @@
 // one path each).
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kc {
+
+// The paths the cuda launchers note (kernels/attention/*.cu). The short path's name carries its
+// cluster size, which depends on the device, so only its prefix is listed.
+inline constexpr const char* kKernelPathNames[] = {
+    "partial-fma", "partial-mma", "partial-mma-packed", "partial-short-cl", "partial-packed",
+    "merge, 1 chunk", "merge, chunks > 1", "merge-kept, 1 chunk", "merge-kept, chunks > 1",
+    "rope-ring", "rope-bulk", "rope-block", "rope-block, stages > 1",
+    "keep-table", "keep-planes",
+};
+inline constexpr std::string_view kKernelPathShortPrefix = "partial-short-cl";
 
 class KernelPaths {
  public:
@@ -26,6 +37,13 @@ class KernelPaths {
   static void note(const char* path);
   // Whether a log is open on this thread.
   static bool active();
+  // Every name a launcher may note (kKernelPathNames; "partial-short-cl" followed by the
+  // cluster size). An open log keeps a name outside the list as "unregistered: <name>", so a
+  // launcher's new path cannot go missing from not_reached() unseen.
+  static bool registered(std::string_view path);
+  // The registered names (the short path as "partial-short-cl*") that none of `seen` matches:
+  // the kernels that a run's cases never reached.
+  static std::vector<std::string> not_reached(const std::vector<std::string>& seen);
 
  private:
   KernelPaths* prev_;

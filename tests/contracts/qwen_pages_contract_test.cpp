@@ -229,8 +229,8 @@ class NotingBackend final : public ForwardingBackend {
   using ForwardingBackend::ForwardingBackend;
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
                    const float* q, float* out) override {
-    KernelPaths::note("partial-test");
-    KernelPaths::note(n > 1 ? "batch" : "solo");
+    KernelPaths::note("partial-fma");
+    KernelPaths::note(n > 1 ? "merge, chunks > 1" : "merge, 1 chunk");
     return ForwardingBackend::attention(c, p, rows, n, tails, q, out);
   }
 };
@@ -239,11 +239,36 @@ TEST(QwenPagesContract, KernelPathsNotedByTheLaunchesAreCoveredPerCase) {
   // The three drawn cases (mxfp4 d256, fp8 d128, q4 d128); no control: the coverage is the cases'.
   const RunResult r = test::run_cpu_through<NotingBackend>("qwen-pages", 3, R"(^qwen-pages\((?!.*probe=))", true);
   for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
-  // Each case once, however many of its launches noted a path; "solo" from rows==solo's.
+  // Each case once, however many of its launches noted a path; "1 chunk" from rows==solo's.
   nlohmann::json want = nlohmann::json::object();
   for (const char* fd : {"mxfp4/d256/", "fp8/d128/", "q4/d128/"})
-    for (const char* path : {"partial-test", "batch", "solo"}) want[std::string(fd) + path] = 1;
+    for (const char* path : {"partial-fma", "merge, chunks > 1", "merge, 1 chunk"}) want[std::string(fd) + path] = 1;
   EXPECT_EQ(r.receipt["numbers"]["coverage"]["kernel_path"], want) << r.receipt["numbers"]["coverage"].dump();
+}
+
+// The default run's cases (drawn and probes) reach every kernel the cuda launchers can pick on
+// this device (kKernelPathNames): a path no case reaches is a kernel no gate checks (the device
+// mutation sweep's round-3 survivors were such paths).
+TEST(QwenPagesContract, CudaDefaultRunReachesEveryKernelPath) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  auto be = select_backend("cuda", &st);
+  ASSERT_TRUE(be) << st.message;
+  RunOptions o;
+  o.quiet = true;
+  o.gates_only = true;
+  const RunResult r = run_contract(*find_contract("qwen-pages"), *be, o);
+  for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
+  std::vector<std::string> seen;
+  for (const auto& [key, n] : r.receipt["numbers"]["coverage"]["kernel_path"].items()) {
+    const size_t slash = key.find('/', key.find('/') + 1);  // "format/dD/path"
+    ASSERT_NE(slash, std::string::npos) << key;
+    const std::string path = key.substr(slash + 1);
+    EXPECT_EQ(path.rfind("unregistered: ", 0), std::string::npos) << key << " (add it to kKernelPathNames)";
+    seen.push_back(path);
+  }
+  EXPECT_EQ(KernelPaths::not_reached(seen), std::vector<std::string>{}) << r.receipt["numbers"]["coverage"]["kernel_path"].dump(1);
 }
 
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {

@@ -2,6 +2,7 @@
 # The proofs that round 3's README leaves pending, in one H200 call (written in session 33, not yet run):
 #  A. a tree copy built unmutated (/tmp/rc): qwen-pages in full on cuda (its 32 probes), rows-invariant
 #     on cuda, kc_device_tests DeviceArena.* -- the new probes and tests must pass before a mutant counts;
+#     and (session 34) QwenPagesContract.CudaDefaultRunReachesEveryKernelPath;
 #  B. beside it, run-round2.sh over the seven survivors (merge-reload-barrier by its racecheck check,
 #     sanitize:racecheck:qwen-pages:len=9000) and the three mutants the call did not reach.
 #     TOTAL=560 bash reports/h200/mutation-sweep/round3/run-proofs.sh
@@ -18,11 +19,13 @@ rm -rf /tmp/rc; mkdir -p /tmp/rc
 tar cf - --exclude=./.git --exclude=./.deps --exclude=./.dev --exclude='./build*' . | tar xf - -C /tmp/rc
 step cfg cmake -S /tmp/rc -B /tmp/rcb -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DKC_DEVICE_MUTANTS=OFF -DKC_DEBUG_INFO=0
-step build ninja -C /tmp/rcb tools/tf-cuda-test tests/kc_device_tests
+step build ninja -C /tmp/rcb tools/tf-cuda-test tests/kc_device_tests tests/kc_contract_tests
 B=/tmp/rcb/tools/tf-cuda-test
 step base-qwen-pages timeout 200 $B qwen-pages --backend cuda --quiet --out $W/base-qwen-pages-cuda.json
 step base-rows-invariant timeout 100 $B rows-invariant --backend cuda --quiet --out $W/base-rows-invariant-cuda.json
 step base-device-arena timeout 100 /tmp/rcb/tests/kc_device_tests --gtest_filter='DeviceArena.*'
+# Session 34: every registered kernel path (kKernelPathNames) reached by the default run's cases.
+step kernel-path-test timeout 150 /tmp/rcb/tests/kc_contract_tests --gtest_filter='QwenPagesContract.CudaDefaultRunReachesEveryKernelPath'
 wait $SWEEP
 cp ${OUT:-/tmp/out}/sweep2.tgz $W/ 2>/dev/null; tail -30 $W/sweep.log >> $W/steps.txt; pack
 cat $W/steps.txt
