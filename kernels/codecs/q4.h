@@ -168,6 +168,36 @@ KC_HD uint8_t q4_nibble_of(float y, float s) {
   return uint8_t(int(k) + 8);
 }
 
+// q4_nibble_of's nibble by a reciprocal: y times r = fl(1 / s) (one division per group instead
+// of one per value), with q4_nibble_of itself where the product could round to another code.
+// For t = y / s exact, u = 2^-24 and |e_i| <= u (round to nearest, no subnormal result: r and s
+// are fp16 values' fp32 reciprocals, and a product below 2^-126 is far from any code boundary):
+//   q = fl(y / s) = t (1 + e1),   p = fl(y r) = t (1 + e2)(1 + e3),
+//   |p - q| <= (3u + u^2) |t| <= 3.0001 u |p|   (|t| <= |p| / (1 - u)^2).
+// The nibble is rint(clamp(x, -7, 7)) + 8 of x = q: non-decreasing in x, and constant except at
+// the half-integers +-0.5 .. +-6.5. So p gives q's nibble unless one of them lies within
+// |p - q| of p. With |p| >= 7.5 none does (that would need |p - q| > 1), and with |p| < 7.5,
+// |p - q| < 22.6 u < 2^-19. The fallback takes every p within 2^-18 of a half-integer below 7.5:
+// twice the bound. Its test: a = |p|, a - floor(a) is exact, and so is (a - floor(a)) - 0.5
+// from 0.25 up; below, the difference is near -0.5, far outside the window either way.
+// r must be fl(1 / s) for this s > 0 (q4_recip); y finite. Only products, floors and compares:
+// nothing a compiler may contract (the device spells the product __fmul_rn).
+KC_HD float q4_recip(float s) { return 1.0f / s; }
+KC_HD bool q4_recip_near_tie(float p) {
+  const float a = fabsf(p);
+  return a < 7.5f && fabsf((a - floorf(a)) - 0.5f) <= 0x1p-18f;
+}
+KC_HD uint8_t q4_nibble_by_recip(float y, float s, float r) {
+#if defined(__CUDA_ARCH__)
+  float t = __fmul_rn(y, r);
+#else
+  float t = y * r;
+#endif
+  if (q4_recip_near_tie(t)) return q4_nibble_of(y, s);
+  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
+  return uint8_t(int(rintf(t)) + 8);
+}
+
 // Dequantized rotated value of a nibble (exact in fp32); NaN canonical.
 KC_HD float q4_value(uint8_t nibble, float scale) {
   const float v = float(int(nibble & 15u) - 8) * scale;

@@ -5,6 +5,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -146,6 +147,54 @@ TEST(Q4Group, TiesRoundToEvenAndAmaxGetsCode7) {
   for (int i = 12; i < 32; ++i) EXPECT_EQ(e.code[i], 0);
   // Nibble order: element 0 low nibble of byte 0, element 1 high nibble.
   EXPECT_EQ(e.bytes[0], uint8_t((0 + 8) | ((2 + 8) << 4)));
+}
+
+// q4_nibble_by_recip (one reciprocal per group) gives q4_nibble_of's nibble for every fp16
+// scale: values around every rounding boundary (41 floats centred on fl(k s) for k = +-0.5 ..
+// +-7.5, the boundaries and the clamp), values drawn across [-8 s, 8 s], and the extremes. The
+// sweep reaches products that round to another code than the quotient: without its fallback the
+// reciprocal is wrong on some of them, so the comparison can fail, and each such disagreement
+// lies inside the fallback's window.
+TEST(Q4Group, ReciprocalNibbleIsTheDivisionsForEveryScale) {
+  const auto no_fallback = [](float y, float r) {
+    float t = y * r;
+    t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
+    return uint8_t(int(rintf(t)) + 8);
+  };
+  uint64_t checked = 0, fallbacks = 0, recip_wrong = 0, x = 0x9E3779B97F4A7C15ull;
+  auto check = [&](float y, float s, float r) {
+    const uint8_t want = q4_nibble_of(y, s);
+    ASSERT_EQ(q4_nibble_by_recip(y, s, r), want) << "y=" << y << " s=" << s;
+    const bool near = q4_recip_near_tie(y * r);
+    fallbacks += near;
+    if (no_fallback(y, r) != want) {
+      ++recip_wrong;
+      ASSERT_TRUE(near) << "the reciprocal's nibble differs outside the window: y=" << y << " s=" << s;
+    }
+    ++checked;
+  };
+  for (uint16_t h = 1; h <= 0x7BFF; ++h) {  // every positive finite fp16 scale
+    const float s = fp16_to_float(h), r = q4_recip(s);
+    for (int k = -15; k <= 15; k += 2) {  // k / 2: the half-integers -7.5 .. 7.5
+      float y = float(k) * 0.5f * s;
+      for (int i = 0; i < 20; ++i) y = std::nextafter(y, -INFINITY);
+      for (int i = 0; i < 41; ++i, y = std::nextafter(y, INFINITY)) check(y, s, r);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+    for (int i = 0; i < 64; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      check(float(int32_t(x >> 32)) * 0x1p-28f * s, s, r);  // [-8 s, 8 s)
+    }
+    for (float y : {0.0f, -0.0f, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                    std::numeric_limits<float>::denorm_min(), 1e30f, -1e-30f})
+      check(y, s, r);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(checked, uint64_t(0x7BFF) * (16 * 41 + 64 + 7));
+  EXPECT_GT(fallbacks, 0u);
+  EXPECT_GT(recip_wrong, 0u) << "the sweep never reached a product that rounds to another code";
+  std::printf("%llu values over 31743 scales: %llu took the division, %llu would round wrong by the reciprocal alone\n",
+              (unsigned long long)checked, (unsigned long long)fallbacks, (unsigned long long)recip_wrong);
 }
 
 TEST(Q4Group, DefinedEdgeRules) {
