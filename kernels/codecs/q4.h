@@ -176,26 +176,30 @@ KC_HD uint8_t q4_nibble_of(float y, float s) {
 //   |p - q| <= (3u + u^2) |t| <= 3.0001 u |p|   (|t| <= |p| / (1 - u)^2).
 // The nibble is rint(clamp(x, -7, 7)) + 8 of x = q: non-decreasing in x, and constant except at
 // the half-integers +-0.5 .. +-6.5. So p gives q's nibble unless one of them lies within
-// |p - q| of p. With |p| >= 7.5 none does (that would need |p - q| > 1), and with |p| < 7.5,
-// |p - q| < 22.6 u < 2^-19. The fallback takes every p within 2^-18 of a half-integer below 7.5:
-// twice the bound. Its test: a = |p|, a - floor(a) is exact, and so is (a - floor(a)) - 0.5
-// from 0.25 up; below, the difference is near -0.5, far outside the window either way.
-// r must be fl(1 / s) for this s > 0 (q4_recip); y finite. Only products, floors and compares:
-// nothing a compiler may contract (the device spells the product __fmul_rn).
+// |p - q| of p: never where |p| >= 7 (that needs |p - q| > 0.5), and where |p| < 7,
+// |p - q| < 21.1 u < 2^-19. The fallback takes every clamped product c within 2^-18 of a
+// half-integer: twice the bound. Its test, with k = rint(c): c - k is exact (|c - k| <= 0.5 and
+// Sterbenz, or k = 0), and so is |c - k| - 0.5 from |c - k| >= 0.25 up; below, the difference
+// is near -0.5, far outside the window either way. A clamped product (|p| > 7) is 0.5 from
+// 6.5 and 7.5 and never falls back.
+// r must be fl(1 / s) for this s > 0 (q4_recip); y finite. Only a product, a rint and
+// compares: nothing a compiler may contract (the device spells the product __fmul_rn).
 KC_HD float q4_recip(float s) { return 1.0f / s; }
-KC_HD bool q4_recip_near_tie(float p) {
-  const float a = fabsf(p);
-  return a < 7.5f && fabsf((a - floorf(a)) - 0.5f) <= 0x1p-18f;
+// The clamped product's code as a float (*k) and whether it lies within 2^-18 of a tie.
+KC_HD bool q4_recip_near_tie(float p, float* k) {
+  const float c = p < -7.0f ? -7.0f : (p > 7.0f ? 7.0f : p);
+  *k = rintf(c);
+  return fabsf(fabsf(c - *k) - 0.5f) <= 0x1p-18f;
 }
 KC_HD uint8_t q4_nibble_by_recip(float y, float s, float r) {
 #if defined(__CUDA_ARCH__)
-  float t = __fmul_rn(y, r);
+  const float p = __fmul_rn(y, r);
 #else
-  float t = y * r;
+  const float p = y * r;
 #endif
-  if (q4_recip_near_tie(t)) return q4_nibble_of(y, s);
-  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
-  return uint8_t(int(rintf(t)) + 8);
+  float k;
+  if (q4_recip_near_tie(p, &k)) return q4_nibble_of(y, s);
+  return uint8_t(int(k) + 8);
 }
 
 // Dequantized rotated value of a nibble (exact in fp32); NaN canonical.
