@@ -219,7 +219,7 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
     return 2;
   }
   std::cout << "export: " << list.size() << " cases of " << contract << " on " << be.name() << " -> " << out_dir
-            << " (check with: python3 tools/oracle_torch.py " << out_dir << ")\n";
+            << " (check with: python3 tools/oracle_torch.py " << shell_quote(out_dir) << ")\n";
   return 0;
 }
 

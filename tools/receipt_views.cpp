@@ -700,8 +700,25 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   o << "- base: " << base_path << ", " << base_receipt.device_line() << ", seed " << seed_of(base_receipt) << "\n";
   o << "- head: " << head_path << ", " << head_receipt.device_line() << ", seed " << seed_of(head_receipt) << "\n";
   if (base_receipt.device_line() != head_receipt.device_line()) notes.push_back("the two ran on different backends or devices");
-  if (!is_bench(head) && (base["seed"] != head["seed"] || base.value("cases", json()) != head.value("cases", json())))
+  // A receipt merged from shards (report --merge-out) counts each check outside the cases once per
+  // shard: its cases are an unsharded run's, and only its gate totals differ.
+  auto shards_of = [](const json& r) -> int64_t {
+    const json c = r.value("cases", json::object());
+    return c.is_object() && c.contains("merged_shards") && c["merged_shards"].is_number_integer()
+               ? c["merged_shards"].get<int64_t>()
+               : 1;
+  };
+  auto cases_sans_merge = [](const json& r) {
+    json c = r.value("cases", json());
+    if (c.is_object()) c.erase("merged_shards");
+    return c;
+  };
+  const int64_t base_shards = shards_of(base), head_shards = shards_of(head);
+  if (!is_bench(head) && (base["seed"] != head["seed"] || cases_sans_merge(base) != cases_sans_merge(head)))
     notes.push_back("seeds or case counts differ, so the cases (and worst cases) differ too");
+  if (base_shards != head_shards)
+    notes.push_back("merged from " + std::to_string(base_shards) + " shard(s) -> " + std::to_string(head_shards) +
+                    ": checks outside the cases count once per shard, so gate totals differ by design");
   const bool gate_kind = head["kind"] == "serve-gate" || head["kind"] == "kv-gate";
   // Kinds that run the same checks every time (their fixture's or options'): fewer is a check gone.
   const bool fixed_checks = gate_kind || head["kind"] == "serve-memory";
@@ -741,9 +758,11 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   const bool head_narrowed = hc.is_object() && ((hc.contains("filter") && hc["filter"].is_string() &&
                                                  !hc["filter"].get<std::string>().empty()) ||
                                                 hc.contains("case") || hc.contains("shard") || fewer);
+  // Fewer checks than a base merged from more shards is no check gone: the base counted each
+  // check outside the cases once per shard (a head of as many shards or more counts them as often).
   const bool same_cases = head["kind"] == "contract" && !head_narrowed && base["seed"] == head["seed"] &&
                           bc.is_object() && hc.is_object() && bc.value("requested", json()) == hc.value("requested", json()) &&
-                          !bc.value("requested", json()).is_null();
+                          !bc.value("requested", json()).is_null() && head_shards >= base_shards;
   Table gates{{"gate", "base", "head", "passed / total", "worst ratio", "change"}, {}};
   auto gate_row = [&](const std::string& name, const json* b, const json* h) {
     auto res = [](const json* g) { return g ? receipt_gate_status(*g) : std::string("-"); };

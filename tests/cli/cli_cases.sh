@@ -491,6 +491,49 @@ json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-q4.json" "$tmp/kvout.j
     "$bin" serve-memory --preset tiny --out "$tmp/sm.json" >/dev/null 2>&1 || fail "serve-memory"
     ed "$tmp/sm.json" "g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped'])" "$tmp/sm1.json"
     expect 1 "checks fewer" "$bin" diff "$tmp/sm.json" "$tmp/sm1.json" ;;
+  # A base merged from shards (report --merge-out, what premerge asks of a sharded base) counts each
+  # check outside the cases once per shard: an unsharded head of the same seed and cases checks
+  # no fewer (diff said "checks fewer", premerge failed; the note said the seeds or cases differ).
+  diff-merged-base)
+    for i in 1 2; do
+      "$bin" fp8-rows --backend cpu --cases 3 --seed 7 --quiet --shard $i/2 --out "$tmp/s$i.json" >/dev/null 2>&1 ||
+        fail "shard $i/2"
+    done
+    "$bin" fp8-rows --backend cpu --cases 3 --seed 7 --quiet --out "$tmp/whole.json" >/dev/null 2>&1 || fail "whole run"
+    "$bin" report "$tmp/s1.json" "$tmp/s2.json" --merge-out "$tmp/base" >/dev/null 2>&1 || fail "merge"
+    expect 0 "merged from 2 shard(s) -> 1" "$bin" diff "$tmp/base/fp8-rows.json" "$tmp/whole.json"
+    case "$out" in *"seeds or case counts differ"*) fail "the same seed and cases said to differ: $out";; esac
+    expect 0 "premerge: PASS" "$bin" premerge --base "$tmp/base" --backend cpu --contracts fp8-rows --quiet --out-dir "$tmp/pm"
+    # A head of fewer checks than a base of as many shards is still a regression.
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); g=next(g for g in r['gates'] if g['passed'] > 1); g.update(passed=1, total=1+g['skipped']); json.dump(r, open(sys.argv[2],'w'))" \
+      "$tmp/s1.json" "$tmp/s1c.json"
+    "$bin" report "$tmp/s1c.json" "$tmp/s2.json" --merge-out "$tmp/head" >/dev/null 2>&1 || fail "merge of the head"
+    expect 1 "checks fewer" "$bin" diff "$tmp/base/fp8-rows.json" "$tmp/head/fp8-rows.json" ;;
+  # A merged receipt's numbers are the whole run's: the refusal probes, dealt to the shards, are
+  # summed, and a number the shards disagree on is listed per shard only (shard 1's stood alone for
+  # the run: fp8-rows' refusal_probes 17 of 34, q4-rows' worst unclipped ratio 0.34 of 0.59).
+  merge-numbers)
+    for c in fp8-rows:2 q4-rows:3; do
+      name=${c%:*} n=${c#*:}
+      i=1; while [ $i -le $n ]; do
+        "$bin" $name --backend cpu --cases 5 --seed 7 --quiet --shard $i/$n --out "$tmp/$name/s$i.json" >/dev/null 2>&1 ||
+          fail "$name shard $i/$n"
+        i=$((i + 1))
+      done
+      "$bin" $name --backend cpu --cases 5 --seed 7 --quiet --out "$tmp/$name/whole.json" >/dev/null 2>&1 || fail "$name whole"
+      "$bin" report "$tmp/$name"/s*.json --merge-out "$tmp/m" >/dev/null 2>&1 || fail "$name merge"
+      python3 - "$tmp/m/$name.json" "$tmp/$name/whole.json" <<'PY' || fail "$name: the merged numbers are not the whole run's"
+import json, sys
+m, w = (json.load(open(f))["numbers"] for f in sys.argv[1:3])
+bad = [(k, v, w.get(k)) for k, v in m.items() if k not in ("coverage", "per_shard") and v != w.get(k)]
+print(bad) if bad else None
+sys.exit(1 if bad else 0)
+PY
+    done
+    grep -q '"per_shard"' "$tmp/m/q4-rows.json" || fail "q4-rows: no number listed per shard" ;;
+  # The printed oracle command runs as printed: a folder with a space is quoted (it was not).
+  export-path-quoted)
+    expect 0 "python3 tools/oracle_torch.py '$tmp/e x'" "$bin" export qwen-pages --backend cpu --cases 1 --out "$tmp/e x" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
