@@ -859,6 +859,18 @@ int run_main(int argc, char** argv) {
       std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
       return kUsage;
     }
+    // Nor may an output replace the serve fixture the run reads (--junit wrote its XML over
+    // fixtures/serve/ci.json, after every contract had run).
+    std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
+    if (!o.junit.empty()) outs.push_back({"--junit", o.junit});
+    for (auto& [c, s] : subs) outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / (c->name + ".json")).string()});
+    outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / "serve-gate.json").string()});
+    for (const auto& [opt, path] : outs)
+      if (kc::same_output(path, serve_fixture)) {
+        std::cerr << "tf-cuda-test: error: kernel-contract: " << opt << " " << (opt == "--junit" ? o.junit : o.out_dir)
+                  << " names the serve fixture " << serve_fixture << " (as " << path << "): the output would replace it\n";
+        return kUsage;
+      }
   }
   const std::string command = app.get_subcommands().front()->get_name();
   kc::Status st;

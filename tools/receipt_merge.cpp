@@ -329,6 +329,13 @@ int report_main(const std::vector<std::string>& files, const std::string& format
   if (!merge_out.empty()) {
     if (merged_out.empty()) return fail("--merge-out " + merge_out + ": no shard receipts among the files");
     std::string target;
+    // Nor a receipt read: the merge would replace a shard's receipt (kernel-contract --out-dir's
+    // <contract>.json, merged into its own folder).
+    for (const auto& [name, m] : merged_out)
+      for (const std::string& f : files)
+        if (same_output((std::filesystem::path(merge_out) / (name + ".json")).string(), f))
+          return fail("--merge-out " + merge_out + " names the receipt " + f + " (as " + name +
+                      ".json): the merged receipt would replace it");
     for (const auto& [name, m] : merged_out) {
       const Status st = prepare_output((std::filesystem::path(merge_out) / (name + ".json")).string(), &target);
       if (!st.ok) return fail("--merge-out " + st.message);

@@ -534,6 +534,32 @@ PY
   # The printed oracle command runs as printed: a folder with a space is quoted (it was not).
   export-path-quoted)
     expect 0 "python3 tools/oracle_torch.py '$tmp/e x'" "$bin" export qwen-pages --backend cpu --cases 1 --out "$tmp/e x" ;;
+  # kernel-contract's outputs may not replace the serve fixture it reads: --junit naming it ran
+  # every contract and wrote the XML over it; nor may --out-dir's serve-gate.json be the fixture.
+  kc-out-names-fixture)
+    mkdir "$tmp/fx"
+    serve_fixture "$tmp/fx/ci.json" "$SMALL; del f['golden']" || fail "setup"
+    cp "$tmp/fx/ci.json" "$tmp/ci.copy"
+    expect 2 "--junit $tmp/fx/ci.json names the serve fixture $tmp/fx/ci.json" \
+      "$bin" kernel-contract --backend cpu --quiet --serve-fixture "$tmp/fx/ci.json" --junit "$tmp/fx/ci.json" --out-dir "$tmp/k"
+    cmp -s "$tmp/fx/ci.json" "$tmp/ci.copy" || fail "the fixture was replaced"
+    [ ! -e "$tmp/k" ] || fail "receipts written before the outputs were refused: $(ls -A "$tmp/k")"
+    cp "$tmp/fx/ci.json" "$tmp/fx/serve-gate.json"
+    expect 2 "--out-dir $tmp/fx names the serve fixture $tmp/fx/serve-gate.json" \
+      "$bin" kernel-contract --backend cpu --quiet --serve-fixture "$tmp/fx/serve-gate.json" --out-dir "$tmp/fx"
+    cmp -s "$tmp/fx/serve-gate.json" "$tmp/ci.copy" || fail "the fixture was replaced by the receipt"
+    [ ! -e "$tmp/fx/fp8-rows.json" ] || fail "receipts written before the outputs were refused" ;;
+  # report --merge-out may not replace a receipt it reads: shard 1's <contract>.json, merged into
+  # its own folder, was replaced by the merge.
+  merge-out-names-input)
+    for i in 1 2; do
+      "$bin" fp8-rows --backend cpu --cases 2 --seed 7 --quiet --shard $i/2 --out "$tmp/s$i/fp8-rows.json" >/dev/null 2>&1 ||
+        fail "shard $i/2"
+    done
+    cp "$tmp/s1/fp8-rows.json" "$tmp/s1.copy"
+    expect 2 "--merge-out $tmp/s1 names the receipt $tmp/s1/fp8-rows.json" \
+      "$bin" report "$tmp/s1/fp8-rows.json" "$tmp/s2/fp8-rows.json" --merge-out "$tmp/s1"
+    cmp -s "$tmp/s1/fp8-rows.json" "$tmp/s1.copy" || fail "the shard's receipt was replaced" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
