@@ -551,6 +551,12 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     return refuse(why);
   }
   // Outputs, checked before the run.
+  // The head's receipts go to --out-dir's head/: a base that is that folder (the last premerge's
+  // head/, as the next one's base) would have its receipts replaced by the head's.
+  if (o.head_dir.empty() &&
+      path_key(file_of(o.base_dir, "premerge.md")) == path_key(file_of(file_of(o.out_dir, "head"), "premerge.md")))
+    return refuse("--base " + o.base_dir + " is --out-dir " + o.out_dir + "'s head/ (" + file_of(o.out_dir, "head") +
+                  "), where the head's receipts are written: they would replace the base's; pass another --out-dir");
   const std::string md_path = file_of(o.out_dir, "premerge.md");
   std::string target;
   st = prepare_output(md_path, &target);

@@ -560,6 +560,18 @@ PY
     expect 2 "--merge-out $tmp/s1 names the receipt $tmp/s1/fp8-rows.json" \
       "$bin" report "$tmp/s1/fp8-rows.json" "$tmp/s2/fp8-rows.json" --merge-out "$tmp/s1"
     cmp -s "$tmp/s1/fp8-rows.json" "$tmp/s1.copy" || fail "the shard's receipt was replaced" ;;
+  # premerge writes the head's receipts to --out-dir's head/: a base that is that folder (the last
+  # premerge's head/ as the next base, the default --out-dir) had its receipts replaced.
+  premerge-base-is-head-out)
+    mkdir -p "$tmp/pm/head" && cp "$src/reports/cpu/fp8-rows.json" "$tmp/pm/head/" && cp "$tmp/pm/head/fp8-rows.json" "$tmp/b.copy"
+    expect 2 "--base $tmp/pm/head/ is --out-dir $tmp/pm's head/" \
+      "$bin" premerge --base "$tmp/pm/head/" --out-dir "$tmp/pm" --backend cpu --contracts fp8-rows --quiet
+    cmp -s "$tmp/pm/head/fp8-rows.json" "$tmp/b.copy" || fail "the base receipt was replaced"
+    [ ! -e "$tmp/pm/premerge.md" ] || fail "premerge.md written before the refusal"
+    mkdir -p "$tmp/premerge" && mv "$tmp/pm/head" "$tmp/premerge/"
+    cd "$tmp" && expect 2 "--base premerge/head is --out-dir premerge's head/" \
+      "$bin" premerge --base premerge/head --backend cpu --contracts fp8-rows --quiet
+    cmp -s "$tmp/premerge/head/fp8-rows.json" "$tmp/b.copy" || fail "the base receipt was replaced (default --out-dir)" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
