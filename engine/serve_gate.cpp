@@ -755,7 +755,10 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   };
 
   CaseSelection sel;
-  Run run(*be, nullptr, 0, np, sel, false);
+  Run run(*be, nullptr, 0, np, sel, cmd.quiet);
+  // Progress lines (which arm runs), none with --quiet (kernel-contract's); errors still go to err.
+  std::ostream nowhere(nullptr);
+  std::ostream& progress = cmd.quiet ? nowhere : err;
   run.declare("concurrent == solo", "every prompt's tokens and logits bytes in the forward and reverse concurrent arms (queued, window and paged lanes mixed) equal the prompt alone");
   run.declare("paged == contiguous", "pages-all arm equals the all-windows (pool off) arm, token and logits bytes");
   run.declare("drafted == plain", "chain-drafted decoding (verify over tails, keep) equals plain greedy, token and logits bytes");
@@ -772,7 +775,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   std::map<std::string, Arm> windows_first;
   const bool many = fx.parallel.size() > 1;
   for (const std::string& fmt : fx.formats) {
-    err << "serve-gate: " << fmt << ": solo\n";
+    progress << "serve-gate: " << fmt << ": solo\n";
     Arm& s = solo[fmt];
     run_solo(fmt, true, &s);
     for (const ServeResult& r : s.res) saved[fmt].push_back(r.saved);
@@ -789,7 +792,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       ServeConfig c;
       c.parallel = par;
       Arm a;
-      err << "serve-gate: " << fmt << ": parallel " << par << ": concurrent forward, reverse\n";
+      progress << "serve-gate: " << fmt << ": parallel " << par << ": concurrent forward, reverse\n";
       c.page = Pfirst;
       run_arm("concurrent-forward" + sfx, fmt, c, fwd, false, nullptr, true, &a);
       gate_pairs(run, "concurrent == solo", s, a, true);
@@ -798,7 +801,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       run_arm("concurrent-reverse" + sfx, fmt, c, rev, false, nullptr, true, &a);
       gate_pairs(run, "concurrent == solo", s, a, true);
       gate_pool(run, a);
-      err << "serve-gate: " << fmt << ": parallel " << par << ": windows, pages-all\n";
+      progress << "serve-gate: " << fmt << ": parallel " << par << ": windows, pages-all\n";
       ServeConfig wc = c;
       wc.all_windows = true;
       Arm win;
@@ -817,7 +820,7 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
         run_arm("concurrent-forward" + sfx, fmt, c, fwd, false, nullptr, false, &a);
         gate_pairs(run, "paged == contiguous", win, a, true);
       }
-      err << "serve-gate: " << fmt << ": parallel " << par << ": drafted\n";
+      progress << "serve-gate: " << fmt << ": parallel " << par << ": drafted\n";
       ServeConfig dc = c;
       dc.page = Pfirst;
       dc.draft_tokens = fx.draft_tokens;
@@ -825,14 +828,14 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
       gate_pairs(run, "drafted == plain", s, a, true);
       gate_drafted(run, "drafted == plain", a);
       gate_pool(run, a);
-      err << "serve-gate: " << fmt << ": parallel " << par << ": drafted-tree\n";
+      progress << "serve-gate: " << fmt << ": parallel " << par << ": drafted-tree\n";
       ServeConfig tc = dc;
       tc.draft_tree = fx.draft_tree;
       run_arm("drafted-tree" + sfx, fmt, tc, fwd, false, nullptr, true, &a);
       gate_pairs(run, "tree-drafted == plain", s, a, true);
       gate_drafted(run, "tree-drafted == plain", a);
       gate_pool(run, a);
-      err << "serve-gate: " << fmt << ": parallel " << par << ": resumed\n";
+      progress << "serve-gate: " << fmt << ": parallel " << par << ": resumed\n";
       ServeConfig rc = c;
       rc.pages_all = fx.pages_all;
       rc.page = Plast;

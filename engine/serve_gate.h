@@ -79,6 +79,7 @@ struct ServeGateCommand {
   std::string out_file;
   std::vector<std::string> argv;
   nlohmann::json* receipt = nullptr;  // when set, receives the receipt (the command line's --junit)
+  bool quiet = false;                 // no progress lines on err (kernel-contract --quiet)
 };
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err);
 

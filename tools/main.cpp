@@ -913,6 +913,7 @@ int run_main(int argc, char** argv) {
     sgc.backend = be->name();
     sgc.out_file = (std::filesystem::path(o.out_dir) / "serve-gate.json").string();
     sgc.argv = args;
+    sgc.quiet = o.quiet;
     nlohmann::json sgr;  // for --junit: the serve gate is one of the run's receipts
     sgc.receipt = &sgr;
     std::cout << "\nserve-gate " << serve_fixture << " on " << be->name() << ":\n";
