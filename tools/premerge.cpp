@@ -940,6 +940,11 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
   }
   std::vector<std::string> not_compared = run_notes;
+  // The base's contract receipts that --contracts left out: a PASS speaks for the named ones only.
+  if (!o.contracts.empty())
+    for (const auto& [n, r] : base.contracts)
+      if (std::find(o.contracts.begin(), o.contracts.end(), n) == o.contracts.end())
+        not_compared.push_back("base " + file_of(o.base_dir, n + ".json") + ": not among --contracts");
   for (const auto& x : base.ignored) not_compared.push_back("base " + x);
   for (const auto& x : head.ignored) not_compared.push_back("head " + x);
   if (!not_compared.empty()) {

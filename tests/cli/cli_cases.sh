@@ -575,6 +575,14 @@ PY
     cd "$tmp" && expect 2 "--base premerge/head is --out-dir premerge's head/" \
       "$bin" premerge --base premerge/head --backend cpu --contracts fp8-rows --quiet
     cmp -s "$tmp/premerge/head/fp8-rows.json" "$tmp/b.copy" || fail "the base receipt was replaced (default --out-dir)" ;;
+  # premerge --contracts: premerge.md lists the base's contract receipts it left out (a PASS said
+  # nothing of them).
+  premerge-contracts-listed)
+    expect 0 "premerge: PASS" "$bin" premerge --base "$src/reports/cpu" --head "$src/reports/cpu" --backend cpu \
+      --contracts fp8-rows --out-dir "$tmp/pm" --quiet
+    grep -q -F "q4-rows.json: not among --contracts" "$tmp/pm/premerge.md" ||
+      fail "premerge.md does not list q4-rows as not compared: $(cat "$tmp/pm/premerge.md")"
+    if grep -q -F "fp8-rows.json: not among" "$tmp/pm/premerge.md"; then fail "fp8-rows listed as left out"; fi ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
