@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
@@ -50,6 +51,37 @@ TEST(Q4RowsContract, DecodeAllScalesSeesANanScaleDecodedAsZero) {
     if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();
   EXPECT_GT(failed, 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
+}
+
+// decode-all-scales decodes every fp16 scale pattern, the negative ones too: a decode that
+// drops a finite scale's sign (decodes with |s|) fails it. The encoder writes no negative
+// scale, so no other gate meets one.
+class AbsScaleDecodeBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    const int d = c.lay.head_dim;
+    if (st.ok && f == Format::q4)
+      for (int i = 0; i < n; ++i) {
+        const uint8_t* sc = kv_scale(c.view(r[i].lane), r[i].layer, r[i].kv, r[i].head, r[i].pos);
+        for (int g = 0; g < d / 32; ++g) {
+          uint16_t h;
+          std::memcpy(&h, sc + 2 * g, 2);
+          if ((h & 0x8000) && (h & 0x7C00) != 0x7C00)
+            for (int j = 0; j < 32; ++j) o[size_t(i) * d + 32 * g + j] = -o[size_t(i) * d + 32 * g + j];
+        }
+      }
+    return st;
+  }
+};
+
+TEST(Q4RowsContract, DecodeAllScalesSeesANegativeScaleDecodedAsPositive) {
+  const RunResult r = test::run_cpu_through<AbsScaleDecodeBackend>("q4-rows", 1, "^$", true);
+  int64_t failed = -1;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();
+  EXPECT_GT(failed, 0) << summary_table(r.receipt);
 }
 
 TEST(Q4RowsContract, FilterSelectsCases) { test::expect_filter_selects("q4-rows", "dist=ties,", 6, 1); }

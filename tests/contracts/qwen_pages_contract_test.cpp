@@ -194,8 +194,11 @@ TEST(Framework, NaNRatioIsNeverReplaced) {
   EXPECT_TRUE(std::isnan(worst));
 }
 
-// rows==solo runs every row of a launch alone, the first included: an attention whose first
-// row changes (one bit of one value) whenever other rows share its launch fails that gate.
+// rows==solo runs every row of a launch alone, the first included, and compares every float
+// of it: an attention whose first row changes (one bit of its last value, the last head's
+// last element) whenever other rows share its launch fails that gate. (The control
+// launch-dependent-rows flips a row's first value; mutation sweep round 7,
+// qp-rows-solo-one-float-short.)
 class FirstRowBatchedBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
@@ -203,10 +206,11 @@ class FirstRowBatchedBackend final : public ForwardingBackend {
                    const float* q, float* out) override {
     const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
     if (st.ok && n > 1) {
+      float* last = out + size_t(p.q_heads) * c.lay.head_dim - 1;
       uint32_t u;
-      std::memcpy(&u, out, 4);
+      std::memcpy(&u, last, 4);
       u ^= 1u;
-      std::memcpy(out, &u, 4);
+      std::memcpy(last, &u, 4);
     }
     return st;
   }
@@ -269,6 +273,103 @@ TEST(QwenPagesContract, CudaDefaultRunReachesEveryKernelPath) {
     seen.push_back(path);
   }
   EXPECT_EQ(KernelPaths::not_reached(seen), std::vector<std::string>{}) << r.receipt["numbers"]["coverage"]["kernel_path"].dump(1);
+}
+
+// ---- mutation sweep round 7 (reports/mutation-sweep/host-7-local/) ----
+
+// The drawn cases' keep moves overlap (a destination an earlier move of the call reads from,
+// draw: tails of 3 and 4 rows): a keep whose small calls run their moves last to first
+// (fine for moves that do not overlap) fails keep==reference on the drawn cases alone. The
+// long keeps (820 moves in one call) are left in order, so they cannot be what sees it.
+class SmallKeepsReversedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status keep(Cache& c, const KeepMove* m, int n) override {
+    if (n >= 16) return ForwardingBackend::keep(c, m, n);
+    for (int i = n - 1; i >= 0; --i) KC_RETURN_IF_ERROR(ForwardingBackend::keep(c, m + i, 1));
+    return Status::Ok();
+  }
+};
+
+int64_t gate_failed(const RunResult& r, const std::string& gate) {
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == gate) return g["failed"].get<int64_t>();
+  return -1;
+}
+
+TEST(QwenPagesContract, DrawnKeepsOverlapSoMoveOrderMatters) {
+  // Case 1: fp8, pages of 48, a tail of 4 (0.4 s on cpu).
+  const RunResult r = test::run_cpu_through<SmallKeepsReversedBackend>("qwen-pages", 2, R"(^qwen-pages\(.*ptok=48,(?!.*probe=))", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);
+  EXPECT_GT(gate_failed(r, "keep==reference"), 0) << summary_table(r.receipt);
+}
+
+// store==reference compares every byte of a q4 group's codes: a rope store that leaves a wrong
+// code in a group's last byte (element 30 of group 0 of head 0's V rows, within the store's
+// bounds) fails it.
+class LastCodeByteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    if (st.ok && c.lay.format == Format::q4)
+      for (int i = 0; i < n; ++i) {
+        uint8_t* b = kv_row(c.view(rows[i].lane), p.layer, 1, 0, rows[i].slot) + 15;
+        *b = uint8_t((*b & 0xF0) | ((*b & 0x0F) == 8 ? 9 : 8));  // code 0 or 1
+      }
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, StoreBytesSeeAGroupsLastCodeByte) {
+  // Case 2: q4, pages of 128.
+  const RunResult r = test::run_cpu_through<LastCodeByteBackend>("qwen-pages", 3, R"(^qwen-pages\(.*fmt=q4,ptok=128,(?!.*probe=))", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);
+  EXPECT_GT(gate_failed(r, "store==reference"), 0) << summary_table(r.receipt);
+}
+
+// empty-rows compares bytes: a row with no keys must come out +0, and -0 (equal as a value) fails.
+class NegativeZeroEmptyRowsBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    const size_t m = size_t(p.q_heads) * c.lay.head_dim;
+    if (st.ok)
+      for (int r = 0; r < n; ++r)
+        if (rows[r].len + rows[r].tail_len == 0) std::fill_n(out + r * m, m, -0.0f);
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, EmptyRowsMustBePositiveZeroBytes) {
+  // Case 3: bf16, pages of 256 (0.2 s on cpu).
+  const RunResult r = test::run_cpu_through<NegativeZeroEmptyRowsBackend>("qwen-pages", 4, R"(^qwen-pages\(.*ptok=256,(?!.*probe=))", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);
+  EXPECT_GT(gate_failed(r, "empty-rows"), 0) << summary_table(r.receipt);
+}
+
+// The drawn cases reach RoPE positions near 262,144 (every third case, from case 2: the angles
+// the rope-bound gate's description promises), seen at the rope store's rows.
+class MaxPositionBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  static inline int32_t max_pos = -1;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    for (int i = 0; i < n; ++i) max_pos = std::max(max_pos, rows[i].pos);
+    return ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+  }
+};
+
+TEST(QwenPagesContract, DrawnCasesReachPositionsNear262144) {
+  MaxPositionBackend::max_pos = -1;
+  const RunResult r = test::run_cpu_through<MaxPositionBackend>("qwen-pages", 6, R"(^qwen-pages\(.*ptok=1,(?!.*probe=))", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);  // case 5 (mxfp4, pages of 1)
+  EXPECT_GT(MaxPositionBackend::max_pos, 250000);
+  EXPECT_LT(MaxPositionBackend::max_pos, 262144);
 }
 
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {

@@ -181,6 +181,60 @@ TEST(RowsInvariantContract, LongRowsSeeASecondChunkRace) {
   EXPECT_FALSE(r.pass);
 }
 
+// ---- mutation sweep round 7 (reports/mutation-sweep/host-7-local/) ----
+
+// argmax rows of NaN put one NaN at the front: an argmax that starts from x[0] (best = x[0],
+// then x[k] > best) never leaves a NaN there and returns 0, where the reference skips NaN.
+// Only argmax==reference sees it (the same in a batch and alone). Controls included: the
+// whole run, not only up to the first failure (--gates-only stops there).
+class FirstElementArgmaxEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
+    KC_RETURN_IF_ERROR(in_.argmax(x, n, len, out));  // its refusals
+    for (int i = 0; i < n; ++i) {
+      const float* r = x + int64_t(i) * len;
+      int32_t best = 0;
+      for (int64_t k = 1; k < len; ++k)
+        if (r[k] > r[best]) best = int32_t(k);
+      out[i] = best;
+    }
+    return Status::Ok();
+  }
+};
+
+TEST(RowsInvariantContract, ArgmaxSeesANanAtTheFront) {
+  const RunResult r =
+      test::run_cpu_through<EngineDecorated<FirstElementArgmaxEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=argmax,");
+  int64_t argmax_failed = -1;
+  for (const auto& g : r.receipt["gates"]) {
+    const std::string name = g["name"];
+    if (name == "argmax==reference") argmax_failed = g["failed"].get<int64_t>();
+    else if (name != "refusals") EXPECT_EQ(g["failed"].get<int64_t>(), 0) << name;
+  }
+  // Each of the 8 argmax cases among the 64 (batches of 7 rows and more) holds a row of NaNs
+  // with one at the front, so each fails; the random NaNs alone reach the front in 1 of them.
+  EXPECT_EQ(argmax_failed, 8) << summary_table(r.receipt);
+}
+
+// The refusals gate probes rms_norm's eps at its edge, the first invalid value (-1e-30): an
+// engine whose check allows a small negative eps (eps < -1e-6 refused) fails it.
+class SmallNegativeEpsEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    return in_.rms_norm(x, w, n, dim, eps < 0.0f && eps >= -1e-6f ? 0.0f : eps, out);
+  }
+};
+
+TEST(RowsInvariantContract, RefusalsProbeEpsAtItsEdge) {
+  const RunResult r = test::run_cpu_through<EngineDecorated<SmallNegativeEpsEngine>>("rows-invariant", 1, "^$", true);
+  int64_t refusals_failed = -1;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "refusals") refusals_failed = g["failed"].get<int64_t>();
+  EXPECT_EQ(refusals_failed, 1) << summary_table(r.receipt);  // rms_norm(eps, first invalid) -1e-30 accepted
+}
+
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

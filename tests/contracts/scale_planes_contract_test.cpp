@@ -1,6 +1,10 @@
 // The scale-planes contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "kernels/backend/forwarding.h"
+#include "kernels/layout/bits.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -49,6 +53,66 @@ TEST(ScalePlanesContract, ControlsAreCaughtByTheRightGates) {
   EXPECT_TRUE(caught("stale-version-accepted", "refusals"));
   EXPECT_TRUE(caught("truncated-accepted", "refusals"));
   EXPECT_TRUE(caught("corrupted-byte-accepted", "refusals"));
+}
+
+// ---- mutation sweep round 7 (reports/mutation-sweep/host-7-local/) ----
+
+// The drawn runs start one before a page boundary (the last slot of a page) as well as at
+// random offsets: counted here at the pack and unpack calls that succeed, for pages of 48
+// tokens or more (the random offsets, 0..40, never land there).
+class PageEdgeRunsBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  static inline int edge_runs = 0;
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    const Status st = ForwardingBackend::pack(c, lane, p0, n, b);
+    if (st.ok) note(c, lane, p0, n);
+    return st;
+  }
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
+    const Status st = ForwardingBackend::unpack(c, lane, p0, b);
+    if (st.ok) note(c, lane, p0, 2);
+    return st;
+  }
+
+ private:
+  static void note(const Cache& c, int lane, int64_t p0, int64_t n) {
+    const ViewDesc& v = c.views[size_t(lane)];
+    if (v.paged() && v.ptok >= 48 && n >= 2 && p0 % v.ptok == v.ptok - 1) ++edge_runs;
+  }
+};
+
+TEST(ScalePlanesContract, DrawnRunsStartAtAPagesLastSlot) {
+  PageEdgeRunsBackend::edge_runs = 0;
+  // The first 64 cases: every ordered pair of addressing modes once (under a second on cpu).
+  const RunResult r = test::run_cpu_through<PageEdgeRunsBackend>("scale-planes", 64, R"(^scale-planes\()", true);
+  for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
+  EXPECT_GT(PageEdgeRunsBackend::edge_runs, 0);
+}
+
+// field-table reads every entry's kind: a packer that writes field 0 (codes) as a scales field
+// (the checksum resealed, so only the table is wrong) fails it.
+class WrongKindBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    const Status st = ForwardingBackend::pack(c, lane, p0, n, b);
+    if (st.ok && b->size() >= 64 + 48 + 8) {
+      const uint32_t kind = uint32_t(FieldKind::scales);
+      std::memcpy(b->data() + 64 + 36, &kind, 4);
+      const uint64_t h = fnv1a(b->data(), b->size() - 8);
+      std::memcpy(b->data() + b->size() - 8, &h, 8);
+    }
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, FieldTableReadsEachEntrysKind) {
+  const RunResult r = test::run_cpu_through<WrongKindBackend>("scale-planes", 2, R"(^scale-planes\()", true);
+  int64_t failed = -1;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "field-table") failed = g["failed"].get<int64_t>();
+  EXPECT_GT(failed, 0) << summary_table(r.receipt);
 }
 
 TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {

@@ -129,6 +129,65 @@ const std::vector<PartsCase> kPartsCases = {
     {{5, 13, 300}, 264, 1}, {{5, 13, 300}, 264, 3},  {{7, 2}, 1032, 8},   {{7, 2}, 1032, 11},
     {{33}, 37, 5},          {{64, 9, 1}, 2056, 2},   {{130, 18}, 8, 4},   {{3, 3, 3}, 16, 8}};
 
+// The forwarding decorators (kernels/backend/forwarding.h) pass each call on to the same
+// operation with its arguments in order: pack its pos0 and count, keep its moves, an
+// engine's hold_alias to hold_alias (on cuda it shares the base cache's device copy; hold
+// makes one of its own). The host engine's hold and hold_alias both do nothing, so only a
+// decorator that records the calls sees which one arrived (mutation sweep round 7:
+// fwd-pack-count-as-pos, fwd-keep-dropped, fwd-engine-hold-alias-as-hold).
+class RecordingBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  int64_t pack_p0 = -1, pack_n = -1;
+  int keep_moves = 0;
+  Status pack(const Cache&, int, int64_t p0, int64_t n, std::vector<uint8_t>*) override {
+    pack_p0 = p0, pack_n = n;
+    return Status::Ok();
+  }
+  Status keep(Cache&, const KeepMove*, int n) override {
+    keep_moves += n;
+    return Status::Ok();
+  }
+};
+class RecordingEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  int holds = 0, aliases = 0, releases = 0;
+  Status hold(Cache&) override { return ++holds, Status::Ok(); }
+  Status hold_alias(Cache&, Cache&) override { return ++aliases, Status::Ok(); }
+  Status release(Cache&) override { return ++releases, Status::Ok(); }
+};
+class Plain final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+};
+class PlainEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+};
+
+TEST(EngineBackend, ForwardingDecoratorsPassEachCallOnUnchanged) {
+  auto cpu = make_cpu_backend();
+  RecordingBackend rec(*cpu);
+  Plain fwd(rec);
+  Cache a, b;
+  std::vector<uint8_t> blob;
+  ASSERT_TRUE(fwd.pack(a, 0, 3, 5, &blob).ok);
+  EXPECT_EQ(rec.pack_p0, 3);
+  EXPECT_EQ(rec.pack_n, 5);
+  const KeepMove moves[2] = {{0, 4, 1}, {0, 6, 2}};
+  ASSERT_TRUE(fwd.keep(a, moves, 2).ok);
+  EXPECT_EQ(rec.keep_moves, 2);
+  RecordingEngine eng(*cpu->engine());
+  PlainEngine fe(eng);
+  ASSERT_TRUE(fe.hold_alias(a, b).ok);
+  ASSERT_TRUE(fe.hold(b).ok);
+  ASSERT_TRUE(fe.release(a).ok);
+  EXPECT_EQ(eng.aliases, 1);
+  EXPECT_EQ(eng.holds, 1);
+  EXPECT_EQ(eng.releases, 1);
+}
+
 TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCpu) {
   auto cpu = make_cpu_backend();
   auto twin_be = make_cpu_backend();

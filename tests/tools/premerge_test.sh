@@ -157,6 +157,16 @@ case "$case_" in
     edit "$d/head/bench-attention.json" "r['rows']=r['rows'][:1]"
     expect 1 "161 of 162 base rows are missing from the head" -- --base "$d/base" --head "$d/head" --out-dir "$d/fewrows"
     cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
+    # One base row missing is a check gone as much as 161 are (mutation sweep round 7,
+    # pm-one-missing-row-passes).
+    edit "$d/head/bench-attention.json" "r['rows']=r['rows'][1:]"
+    expect 1 "1 of 162 base rows are missing from the head" -- --base "$d/base" --head "$d/head" --out-dir "$d/onerow"
+    cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
+    # A target the base measured and a head in the base's mode did not: a regression, not a note
+    # (round 7, pm-unmeasured-target-note).
+    edit "$d/head/bench-attention.json" "t=r['targets'][0]; assert t['measured']; t['measured']=False; t['met']=False"
+    expect 1 "measured -> not measured by the head" -- --base "$d/base" --head "$d/head" --out-dir "$d/unmeasured"
+    cp "$d/attn-sdpa.json" "$d/head/bench-attention.json"
     # A launch-bound row (bench compact 1 MiB, about 10 us): 15 % slower passes (limit 1.25), 40 % fails.
     edit "$d/head/bench-compact.json" "x=r['rows'][0]; assert x['median_us'] < 20, x['median_us']; x['of_ceiling']/=1.15"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/short"

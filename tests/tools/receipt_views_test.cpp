@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -371,10 +372,30 @@ TEST(ReceiptViews, DiffFindsEachKindOfRegression) {
   EXPECT_EQ(d.regressions, 1) << d.text;
   EXPECT_NE(d.text.find("target bf16 of ceiling: met -> removed"), std::string::npos) << d.text;
 
+  // A row the base ran (verified), missing from the head: its check went with it (mutation
+  // sweep round 7, rv-bench-row-removed-note).
+  json fewer = bench_receipt();
+  fewer["rows"].erase(1);
+  ASSERT_TRUE(diff_receipts(Receipt(bench_receipt()), "a", Receipt(fewer), "b", &d).ok);
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_NE(d.text.find("row b8 fp8 window removed"), std::string::npos) << d.text;
+
   // Improvements are counted but are not regressions.
   ASSERT_TRUE(diff_receipts(Receipt(hb), "a", Receipt(bench_receipt()), "b", &d).ok);
   EXPECT_EQ(d.regressions, 0);
   EXPECT_EQ(d.improvements, 1);
+}
+
+// format_ratio: 4 significant digits, more where 4 would round a ratio across 1 from either
+// side, so a worst ratio just over its bound never reads as 1 (mutation sweep round 7,
+// receipt-format-ratio-hides-above-one).
+TEST(ReceiptViews, FormatRatioNeverRoundsAcrossOne) {
+  EXPECT_EQ(format_ratio(0.25), "0.25");
+  EXPECT_EQ(format_ratio(1.0), "1");
+  EXPECT_EQ(format_ratio(0.999999), "0.999999");
+  EXPECT_EQ(format_ratio(1.00001), "1.00001");
+  EXPECT_EQ(format_ratio(1.0000000000000002), "1.0000000000000002");
+  EXPECT_EQ(format_ratio(std::nan("")), "nan");
 }
 
 TEST(ReceiptViews, DiffRefusesDifferentContracts) {

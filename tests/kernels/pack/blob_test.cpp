@@ -66,6 +66,25 @@ TEST(PackBlob, HeaderBytesAreTheDocumentedOnes) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&b[64 + 48 * 7])), "L0.V.h1.scales");
 }
 
+// Field names of 16 characters and more (layer 10 and kv head 10 on: "L11.V.h11.scales") fit
+// the table's 32-byte name field and read back whole: the blob of such a layout unpacks
+// (mutation sweep round 7, blob-name-bytes-16: a 16-byte field cut them to 15).
+TEST(PackBlob, LongFieldNamesRoundTrip) {
+  const KvLayout lay(12, 12, 32, Format::q4);
+  const PackPlan p = pack_plan(lay, 2);
+  EXPECT_EQ(p.fields.back().name, "L11.V.h11.scales");
+  const Cache src = make_window_cache(lay, {4}, 0, 7);
+  Cache dst = make_window_cache(lay, {4}, 0, 8);
+  std::vector<uint8_t> b;
+  ASSERT_TRUE(pack_cpu(src, 0, 1, 2, &b).ok);
+  const size_t last = 64 + 48 * size_t(lay.field_count() - 1);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(&b[last])), "L11.V.h11.scales");
+  const Status st = unpack_cpu(dst, 0, 1, b);
+  ASSERT_TRUE(st.ok) << st.message;
+  for (int f = 0; f < lay.field_count(); ++f)
+    EXPECT_EQ(std::memcmp(kv_field_row(dst.view(0), f, 2), kv_field_row(src.view(0), f, 2), lay.field(f).bytes_per_pos), 0) << f;
+}
+
 // pack -> unpack between any two addressing modes restores every field's rows.
 RC_GTEST_PROP(PackBlob, RoundTripAnyModes, ()) {
   const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4, Format::mxfp4);
