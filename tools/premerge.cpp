@@ -437,6 +437,13 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     if (!why.empty())
       return refuse("base " + file_of(o.base_dir, name + ".json") + " " + why +
                     ": a base receipt must run every case (kernel-contract --out-dir)");
+    // The head runs the base's case count: one --cases cannot give (4294967297 wrapped to 1 case).
+    if (r.contains("cases") && r["cases"].contains("requested") &&
+        (!r["cases"]["requested"].is_number_integer() || r["cases"]["requested"].get<int64_t>() < 1 ||
+         r["cases"]["requested"].get<int64_t>() > std::numeric_limits<int>::max()))
+      return refuse("base " + file_of(o.base_dir, name + ".json") + ": cases.requested " +
+                    r["cases"]["requested"].dump() + ": expected 1 to " + std::to_string(std::numeric_limits<int>::max()) +
+                    " (what --cases takes), the head runs the base's count");
   }
   // The base's backend: one for all its compared receipts.
   std::string base_backend;

@@ -583,6 +583,15 @@ PY
     grep -q -F "q4-rows.json: not among --contracts" "$tmp/pm/premerge.md" ||
       fail "premerge.md does not list q4-rows as not compared: $(cat "$tmp/pm/premerge.md")"
     if grep -q -F "fp8-rows.json: not among" "$tmp/pm/premerge.md"; then fail "fp8-rows listed as left out"; fi ;;
+  # premerge runs the head with the base's case count: a count --cases cannot take is refused
+  # (4294967297 ran as 1 case, and premerge passed).
+  premerge-base-cases-range)
+    mkdir "$tmp/b"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['cases']['requested']=4294967297; json.dump(r, open(sys.argv[2],'w'))" \
+      "$src/reports/cpu/fp8-rows.json" "$tmp/b/fp8-rows.json"
+    expect 2 "base $tmp/b/fp8-rows.json: cases.requested 4294967297: expected 1 to 2147483647" \
+      "$bin" premerge --base "$tmp/b" --backend cpu --contracts fp8-rows --out-dir "$tmp/pm" --quiet
+    [ ! -e "$tmp/pm" ] || fail "premerge wrote before refusing" ;;
   # 10. Bytes that are not UTF-8 on the command line reach the receipt as \xNN (the JSON writer
   # threw and the process aborted after the run).
   argv-not-utf8)
