@@ -39,8 +39,8 @@ inline bool worse_ratio(double ratio, double worst) { return !std::isnan(worst) 
 struct CaseSelection {
   std::string filter;                    // ECMAScript regex, searched in the line; empty: no filter
   std::optional<std::string> case_line;  // exact, literal line
-  // --shard i/n (shards > 1): only the cases whose line's FNV-1a hash is i-1 modulo n; the
-  // other shards' cases count as filtered out. Controls and checks outside the generated
+  // --shard i/n (shards > 1): the selected cases are dealt in turn, the k-th (from 0) to shard
+  // k mod n + 1, and this run takes shard i's; the other shards' cases count as filtered out. Controls and checks outside the generated
   // cases run in every shard.
   int shard = 1, shards = 1;
   bool any() const { return !filter.empty() || case_line.has_value(); }

@@ -498,6 +498,11 @@ TEST(Backend, FillRefusesARangeOutsideTheCacheAndCpuHasNoDeviceMemory) {
   ASSERT_FALSE(st.ok);
   EXPECT_NE(st.message.find("fill: range 0"), std::string::npos) << st.message;
   for (uint8_t b : c.mem) EXPECT_EQ(b, 1);  // nothing written
+  // At the exact edge: one byte past the end refused (the range check is offset + bytes > size,
+  // not > size + 1), a range ending at the end filled.
+  ByteRange one_past{57, 8};
+  ASSERT_FALSE(be->fill(c, &one_past, 1, 0).ok);
+  for (uint8_t b : c.mem) EXPECT_EQ(b, 1);
   ByteRange ok[2] = {{0, 4}, {60, 4}};
   ASSERT_TRUE(be->fill(c, ok, 2, 0x7f).ok);
   EXPECT_EQ(c.mem[3], 0x7f);
