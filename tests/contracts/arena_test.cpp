@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include "kernels/backend/forwarding.h"
+#include "tests/contracts/contract_test_util.h"
 
 namespace kc {
 namespace {
@@ -26,6 +30,30 @@ TEST(Arena, GuardViolationsSeeTheFirstAndLastByteOfEachArena) {
     kv_row(c.view(0), 0, 0, 0, 0)[0] ^= 0x01;
     EXPECT_EQ(guard_violations(c, c0.mem, mask, nullptr), 0);
   }
+}
+
+// arena-offsets' refused fill ends exactly one byte past the memory: a fill whose range check is
+// one byte short (a range ending at size + 1 taken as ending at the end) fails the fill gate.
+// Mutation sweep round 7, ao-refused-fill-two-past: with the probe two bytes past, this
+// backend refused it and the gate passed. One case, gates only (the contract's memory is past
+// 4 GiB: about 3 s and 4.2 GB on cpu).
+class FillOneBytePastBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
+    std::vector<ByteRange> r(ranges, ranges + n);
+    for (ByteRange& x : r)
+      if (x.offset <= c.mem.size() && x.bytes == c.mem.size() - x.offset + 1) --x.bytes;  // the off-by-one
+    return ForwardingBackend::fill(c, r.data(), n, value);
+  }
+};
+
+TEST(ArenaOffsetsContract, RefusedFillEndsOneBytePastTheMemory) {
+  const RunResult r = test::run_cpu_through<FillOneBytePastBackend>("arena-offsets", 1, "", true);
+  bool seen = false;
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == "fill") seen = g["failed"].get<int64_t>() > 0;
+  EXPECT_TRUE(seen) << summary_table(r.receipt);
 }
 
 }  // namespace
