@@ -32,7 +32,7 @@
 //                    inputs; worst error/bound ratio recorded
 //   keep==reference  rows after keep equal sequential in-order moves on logical rows
 //   guards, inputs   nothing outside the written rows changed; inputs unchanged
-//   non-finite       NaN / +Inf in q, K, V (bf16, fp8, q4): NaN stays NaN in the store and
+//   non-finite       NaN / +Inf in q, K, V (bf16, fp8, q4, mxfp4): NaN stays NaN in the store and
 //                    in every attention row that reads it (design.md's policy); the rest as
 //                    without it
 // Controls: swapped page table, planted row, overlapping moves in reverse order, one key
@@ -1522,7 +1522,7 @@ void declare_gates(Run& run) {
   run.declare("keep==reference", "rows after keep equal sequential in-order moves on logical rows, every field");
   run.declare("guards", "no byte outside the rows written changed; output canaries intact");
   run.declare("inputs", "inputs and the attended cache hash the same after each launch");
-  run.declare("non-finite", "a NaN or +Inf in q, K or V (bf16, fp8, q4) stays NaN or non-finite where design.md says, in the stored row, the rotated query and every attention row that reads it; every other byte as without it");
+  run.declare("non-finite", "a NaN or +Inf in q, K or V (bf16, fp8, q4, mxfp4) stays NaN or non-finite where design.md says, in the stored row, the rotated query and every attention row that reads it; every other byte as without it");
 }
 
 QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tail, uint64_t seed) {
