@@ -50,10 +50,7 @@ class FillOneBytePastBackend final : public ForwardingBackend {
 
 TEST(ArenaOffsetsContract, RefusedFillEndsOneBytePastTheMemory) {
   const RunResult r = test::run_cpu_through<FillOneBytePastBackend>("arena-offsets", 1, "", true);
-  bool seen = false;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "fill") seen = g["failed"].get<int64_t>() > 0;
-  EXPECT_TRUE(seen) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "fill"), 0) << summary_table(r.receipt);
 }
 
 }  // namespace

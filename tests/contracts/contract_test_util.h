@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "contracts/contracts.h"
@@ -12,8 +13,10 @@
 
 namespace kc::test {
 
-inline RunResult run_contract_on(const std::string& contract, const std::string& backend, int cases,
-                                 const std::string& filter = "") {
+// A quiet run of `contract` on `backend`: `cases` generated cases (none: the contract's
+// default), those `filter` selects; gates_only skips the controls.
+inline RunResult run_contract_on(const std::string& contract, const std::string& backend, std::optional<int> cases,
+                                 const std::string& filter = "", bool gates_only = false) {
   Status st;
   auto be = select_backend(backend, &st);
   EXPECT_TRUE(be) << st.message;
@@ -22,6 +25,7 @@ inline RunResult run_contract_on(const std::string& contract, const std::string&
   o.cases = cases;
   o.quiet = true;
   o.filter = filter;
+  o.gates_only = gates_only;
   return run_contract(*find_contract(contract), *be, o);
 }
 
@@ -41,6 +45,13 @@ RunResult run_cpu_through(const std::string& contract, int cases, const std::str
   o.filter = filter;
   o.gates_only = gates_only;
   return run_contract(*find_contract(contract), d, o);
+}
+
+// The failed count of the receipt's gate `gate`; -1 where the receipt has no such gate.
+inline int64_t gate_failed(const RunResult& r, const std::string& gate) {
+  for (const auto& g : r.receipt["gates"])
+    if (g["name"] == gate) return g["failed"].get<int64_t>();
+  return -1;
 }
 
 // Verdict pass, every gate ok, every control red.

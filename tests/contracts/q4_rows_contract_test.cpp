@@ -46,10 +46,7 @@ class NanToZeroBackend final : public ForwardingBackend {
 
 TEST(Q4RowsContract, DecodeAllScalesSeesANanScaleDecodedAsZero) {
   const RunResult r = test::run_cpu_through<NanToZeroBackend>("q4-rows", KC_TEST_CASES, "dist=normal,");
-  int64_t failed = -1;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();
-  EXPECT_GT(failed, 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "decode-all-scales"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 
@@ -78,10 +75,7 @@ class AbsScaleDecodeBackend final : public ForwardingBackend {
 
 TEST(Q4RowsContract, DecodeAllScalesSeesANegativeScaleDecodedAsPositive) {
   const RunResult r = test::run_cpu_through<AbsScaleDecodeBackend>("q4-rows", 1, "^$", true);
-  int64_t failed = -1;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "decode-all-scales") failed = g["failed"].get<int64_t>();
-  EXPECT_GT(failed, 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "decode-all-scales"), 0) << summary_table(r.receipt);
 }
 
 TEST(Q4RowsContract, FilterSelectsCases) { test::expect_filter_selects("q4-rows", "dist=ties,", 6, 1); }

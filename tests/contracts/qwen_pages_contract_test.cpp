@@ -218,10 +218,7 @@ class FirstRowBatchedBackend final : public ForwardingBackend {
 
 TEST(QwenPagesContract, RowsSoloSeesTheFirstRowChangeInABatch) {
   const RunResult r = test::run_cpu_through<FirstRowBatchedBackend>("qwen-pages", 3, "", true);
-  int64_t solo_failed = -1;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "rows==solo") solo_failed = g["failed"].get<int64_t>();
-  EXPECT_GT(solo_failed, 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "rows==solo"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 
@@ -256,13 +253,7 @@ TEST(QwenPagesContract, KernelPathsNotedByTheLaunchesAreCoveredPerCase) {
 TEST(QwenPagesContract, CudaDefaultRunReachesEveryKernelPath) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
-  Status st;
-  auto be = select_backend("cuda", &st);
-  ASSERT_TRUE(be) << st.message;
-  RunOptions o;
-  o.quiet = true;
-  o.gates_only = true;
-  const RunResult r = run_contract(*find_contract("qwen-pages"), *be, o);
+  const RunResult r = test::run_contract_on("qwen-pages", "cuda", std::nullopt, "", true);  // the default cases
   for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
   std::vector<std::string> seen;
   for (const auto& [key, n] : r.receipt["numbers"]["coverage"]["kernel_path"].items()) {
@@ -291,17 +282,11 @@ class SmallKeepsReversedBackend final : public ForwardingBackend {
   }
 };
 
-int64_t gate_failed(const RunResult& r, const std::string& gate) {
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == gate) return g["failed"].get<int64_t>();
-  return -1;
-}
-
 TEST(QwenPagesContract, DrawnKeepsOverlapSoMoveOrderMatters) {
   // Case 1: fp8, pages of 48, a tail of 4 (0.4 s on cpu).
   const RunResult r = test::run_cpu_through<SmallKeepsReversedBackend>("qwen-pages", 2, R"(^qwen-pages\(.*ptok=48,(?!.*probe=))", true);
   EXPECT_EQ(r.receipt["cases"]["run"], 1);
-  EXPECT_GT(gate_failed(r, "keep==reference"), 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "keep==reference"), 0) << summary_table(r.receipt);
 }
 
 // store==reference compares every byte of a q4 group's codes: a rope store that leaves a wrong
@@ -326,7 +311,7 @@ TEST(QwenPagesContract, StoreBytesSeeAGroupsLastCodeByte) {
   // Case 2: q4, pages of 128.
   const RunResult r = test::run_cpu_through<LastCodeByteBackend>("qwen-pages", 3, R"(^qwen-pages\(.*fmt=q4,ptok=128,(?!.*probe=))", true);
   EXPECT_EQ(r.receipt["cases"]["run"], 1);
-  EXPECT_GT(gate_failed(r, "store==reference"), 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "store==reference"), 0) << summary_table(r.receipt);
 }
 
 // empty-rows compares bytes: a row with no keys must come out +0, and -0 (equal as a value) fails.
@@ -348,7 +333,7 @@ TEST(QwenPagesContract, EmptyRowsMustBePositiveZeroBytes) {
   // Case 3: bf16, pages of 256 (0.2 s on cpu).
   const RunResult r = test::run_cpu_through<NegativeZeroEmptyRowsBackend>("qwen-pages", 4, R"(^qwen-pages\(.*ptok=256,(?!.*probe=))", true);
   EXPECT_EQ(r.receipt["cases"]["run"], 1);
-  EXPECT_GT(gate_failed(r, "empty-rows"), 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "empty-rows"), 0) << summary_table(r.receipt);
 }
 
 // The drawn cases reach RoPE positions near 262,144 (every third case, from case 2: the angles

@@ -229,10 +229,7 @@ class SmallNegativeEpsEngine final : public ForwardingEngine {
 
 TEST(RowsInvariantContract, RefusalsProbeEpsAtItsEdge) {
   const RunResult r = test::run_cpu_through<EngineDecorated<SmallNegativeEpsEngine>>("rows-invariant", 1, "^$", true);
-  int64_t refusals_failed = -1;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "refusals") refusals_failed = g["failed"].get<int64_t>();
-  EXPECT_EQ(refusals_failed, 1) << summary_table(r.receipt);  // rms_norm(eps, first invalid) -1e-30 accepted
+  EXPECT_EQ(test::gate_failed(r, "refusals"), 1) << summary_table(r.receipt);  // rms_norm(eps, first invalid) -1e-30 accepted
 }
 
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {

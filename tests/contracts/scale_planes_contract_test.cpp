@@ -109,10 +109,7 @@ class WrongKindBackend final : public ForwardingBackend {
 
 TEST(ScalePlanesContract, FieldTableReadsEachEntrysKind) {
   const RunResult r = test::run_cpu_through<WrongKindBackend>("scale-planes", 2, R"(^scale-planes\()", true);
-  int64_t failed = -1;
-  for (const auto& g : r.receipt["gates"])
-    if (g["name"] == "field-table") failed = g["failed"].get<int64_t>();
-  EXPECT_GT(failed, 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "field-table"), 0) << summary_table(r.receipt);
 }
 
 TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {
