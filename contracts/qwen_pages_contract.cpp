@@ -13,7 +13,7 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 32 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 34 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
@@ -1567,6 +1567,9 @@ const QwenCase kProbes[] = {
     probe_case(kWideShape, Format::mxfp4, 16, 256, 120, 100, Probe::wide, 130),
     probe_case(kWideShape, Format::fp8, 16, 256, 120, 100, Probe::wide, 131),
     probe_case(kWideShape, Format::q4, 16, 256, 120, 100, Probe::wide, 132),
+    // d 64 and 32: the bulk-copy rope store (rope-bulk), its encoders on ties
+    probe_case(3, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 133),
+    probe_case(6, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 134),
 };
 
 void qwen_pages_body(Run& run) {

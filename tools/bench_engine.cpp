@@ -314,6 +314,7 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
       "download + host argmax; step time = decode seconds / decode steps, median of " + std::to_string(reps) +
       " runs, window / pages of 256 / pages of 16 interleaved within each run; paged_over_window = median over the "
       "runs of paged / window within a run; transformers: see transformers.method";
+  r["quick"] = o.quick;  // the mode premerge times a head in (argv may be premerge's own)
   r["tokens_per_lane"] = tokens;
   r["prompt"] = prompt;
   nlohmann::json mj = nlohmann::json::array();

@@ -62,10 +62,10 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 32 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 34 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 32);
+  EXPECT_EQ(probes, 34);
   // q4 scale ties on both store kernels and both head_dims; bf16 over many chunks on the
   // tensor-core shapes (d 256 twice); the wide shape's second stage in three formats.
   EXPECT_EQ(cov["probe"]["q4-ties/q4/d128"], 2);
@@ -78,6 +78,9 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
                         "tiny/bf16/d256", "tiny/fp8/d128", "tiny/q4/d128", "tiny/mxfp4/d128"})
     EXPECT_EQ(cov["probe"][k], 1) << k;
   EXPECT_EQ(cov["probe"]["v-ties/fp8/d128"], 2);  // rotary dims 128 and 20
+  // fp8 and q4 at d 64 and 32: the bulk-copy rope store, which the drawn cases reach by chance
+  EXPECT_EQ(cov["probe"]["v-ties/fp8/d64"], 1);
+  EXPECT_EQ(cov["probe"]["q4-ties/q4/d32"], 1);
   EXPECT_EQ(cov["probe"]["zero-groups/q4/d128"], 2);
   // The six long keeps ran (once per run, whatever the case count).
   for (const char* k : {"bf16/d128", "fp8/d256", "q4/d128", "q4/d32", "mxfp4/d32", "mxfp4/d64"})

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -279,6 +281,72 @@ TEST(DeviceArena, AFailedAllocationLeavesNoStaleError) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   DevBuf<uint8_t> small;  // and the device goes on working
   EXPECT_TRUE(small.alloc(1024).ok);
+#endif
+}
+
+// Input and output rows past 2^31 floats (device mutation sweep round 3,
+// fp8-encode-row-index-32bit: a row offset computed in 32-bit int wraps there and reads
+// another row's values). One call per format of 2^23 + 2 rows of 256 (8 GiB + 2 KiB of
+// floats): every row but the last two reads zeros into one cache row; the last two, at
+// offsets 2^31 and 2^31 + 256 floats, carry drawn values into two others. The cache bytes
+// must equal the host twin's, and a decode of the same rows into the same buffer must put
+// the twin's values at those offsets. Needs about 8.7 GB of device memory (skipped below
+// that); on the H200 each format takes milliseconds of device time.
+TEST(DeviceArena, RowCodecsIndexRowsPast2To31Floats) {
+  skip_without_device();
+  if (::testing::Test::IsSkipped()) return;
+#ifdef KC_HAVE_CUDA
+  constexpr int d = 256;
+  constexpr int n = (1 << 23) + 2;
+  const size_t floats = size_t(n) * d;  // 2^31 + 512
+  size_t free_b = 0, total_b = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  if (free_b < floats * 4 + size_t(n) * sizeof(RowRef) + (size_t(1) << 30))
+    GTEST_SKIP() << "needs " << (floats * 4 >> 20) << " MiB of device memory and more; " << (free_b >> 20) << " MiB free";
+  float* dx = nullptr;
+  RowRef* dr = nullptr;
+  ASSERT_EQ(cudaMalloc(&dx, floats * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dr, size_t(n) * sizeof(RowRef)), cudaSuccess);
+  std::unique_ptr<float, decltype(&cudaFree)> hold_x(dx, &cudaFree);
+  std::unique_ptr<RowRef, decltype(&cudaFree)> hold_r(dr, &cudaFree);
+  const std::vector<float> drawn = random_rows(2, d, 31);
+  for (Format f : {Format::fp8, Format::q4, Format::mxfp4}) {
+    SCOPED_TRACE(format_name(f));
+    const KvLayout lay(1, 1, d, f);
+    Cache host = make_paged_cache(lay, 4, {3}, 1, 7);
+    const std::vector<RowRef> three = {{0, 0, 0, 0, 0}, {0, 0, 1, 0, 1}, {0, 0, 0, 0, 2}};
+    std::vector<float> x3(3 * d, 0.0f);
+    std::copy(drawn.begin(), drawn.end(), x3.begin() + d);
+    std::vector<RowRef> rows(size_t(n), three[0]);
+    rows[n - 2] = three[1];
+    rows[n - 1] = three[2];
+
+    Cache dev_image = host;
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    DeviceArena arena;
+    ASSERT_TRUE(arena.load(dev_image, s).ok);
+    ASSERT_EQ(cudaMemsetAsync(dx, 0, floats * 4, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dx + size_t(n - 2) * d, drawn.data(), drawn.size() * 4, cudaMemcpyHostToDevice, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dr, rows.data(), rows.size() * sizeof(RowRef), cudaMemcpyHostToDevice, s), cudaSuccess);
+    ASSERT_TRUE(launch_encode_rows(f, arena.views(), dx, dr, n, d, s).ok);
+    ASSERT_EQ(cudaMemsetAsync(dx, 0xFF, floats * 4, s), cudaSuccess);  // NaN everywhere the decode does not write
+    ASSERT_TRUE(launch_decode_rows(f, arena.views(), dr, n, d, dx, s).ok);
+    std::vector<float> out(3 * d);
+    ASSERT_EQ(cudaMemcpyAsync(out.data(), dx, size_t(d) * 4, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(out.data() + d, dx + size_t(n - 2) * d, 2 * size_t(d) * 4, cudaMemcpyDeviceToHost, s),
+              cudaSuccess);
+    ASSERT_TRUE(arena.store(dev_image, s).ok);
+    ASSERT_TRUE(finish_stream(s).ok);
+    cudaStreamDestroy(s);
+
+    ASSERT_TRUE(encode_rows_host(f, host, x3.data(), three.data(), 3).ok);
+    std::vector<float> want(3 * d);
+    ASSERT_TRUE(decode_rows_host(f, host, three.data(), 3, want.data()).ok);
+    EXPECT_TRUE(dev_image.mem == host.mem) << "device cache bytes differ from the host twin's";
+    EXPECT_EQ(0, memcmp(out.data(), want.data(), out.size() * 4)) << "decoded rows differ from the host twin's";
+    EXPECT_NE(want[d], 0.0f);  // the drawn rows are not zeros, so a read of a zero row shows
+  }
 #endif
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The proofs that round 3's README leaves pending, in one H200 call (written in session 33, not yet run):
-#  A. a tree copy built unmutated (/tmp/rc): qwen-pages in full on cuda (its 32 probes), rows-invariant
+#  A. a tree copy built unmutated (/tmp/rc): qwen-pages in full on cuda (its probes), rows-invariant
 #     on cuda, kc_device_tests DeviceArena.* -- the new probes and tests must pass before a mutant counts;
 #     and (session 34) QwenPagesContract.CudaDefaultRunReachesEveryKernelPath;
 #  B. beside it, run-round2.sh over the seven survivors (merge-reload-barrier by its racecheck check,
