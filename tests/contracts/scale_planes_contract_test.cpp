@@ -112,6 +112,24 @@ TEST(ScalePlanesContract, FieldTableReadsEachEntrysKind) {
   EXPECT_GT(test::gate_failed(r, "field-table"), 0) << summary_table(r.receipt);
 }
 
+// A pack whose range check lets a window lane's count run one position past the window
+// (it packs one position fewer and says Ok): the refusal probe at one past fails it.
+class PackOnePastAWindowBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    if (lane >= 0 && lane < int(c.views.size()) && !c.views[size_t(lane)].paged() && p0 >= 0 && n > 1 &&
+        p0 + n == c.views[size_t(lane)].capacity() + 1)
+      return ForwardingBackend::pack(c, lane, p0, n - 1, b);
+    return ForwardingBackend::pack(c, lane, p0, n, b);
+  }
+};
+
+TEST(ScalePlanesContract, RefusalsProbePackOnePastAWindow) {
+  const RunResult r = test::run_cpu_through<PackOnePastAWindowBackend>("scale-planes", 1, R"(^refusals\(op=pack,)", true);
+  EXPECT_GT(test::gate_failed(r, "refusals"), 0) << summary_table(r.receipt);
+}
+
 TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

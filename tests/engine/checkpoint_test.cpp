@@ -194,6 +194,20 @@ TEST(Checkpoint, ByteLevelLoadRefusesConfigsTheKernelsCannotRun) {
   }
 }
 
+// The engine addresses positions up to 2^31 - 1: that many is taken, one more refused.
+TEST(Checkpoint, EngineConfigTakesPositionsUpTo2To31Minus1) {
+  Qwen3Config c = small_config(false);
+  c.vocab_size = 258;
+  c.head_dim = c.rotary_dim = 32;
+  c.max_position_embeddings = std::numeric_limits<int32_t>::max();
+  const Status ok = check_engine_config(c, "m/config.json");
+  EXPECT_TRUE(ok.ok) << ok.message;
+  c.max_position_embeddings += 1;
+  const Status st = check_engine_config(c, "m/config.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("max_position_embeddings: 2147483648 is more positions"), std::string::npos) << st.message;
+}
+
 TEST(Checkpoint, ShardedCheckpointLoadsTheSameWeights) {
   TempDir one, two;
   const Qwen3Config c = small_config(false);
@@ -426,6 +440,19 @@ TEST(Checkpoint, RefusesBadShardIndexes) {
     setup(dir, ts, j);
     expect_refused(dir.str(), dir.file(idx) + ": weight_map.model.layers.9.mlp.up_proj.weight: " + shard +
                                   " holds no such tensor");
+  }
+  {
+    TempDir dir;  // a tensor stored in two shards: the one the map does not name refuses it
+    const std::string second = "model-00002-of-00002.safetensors";
+    json j = good;
+    j["weight_map"]["model.norm.weight"] = second;
+    setup(dir, ts, j);
+    const TensorToWrite* norm = nullptr;
+    for (const auto& t : ts)
+      if (t.name == "model.norm.weight") norm = &t;
+    ASSERT_NE(norm, nullptr);
+    ASSERT_TRUE(write_safetensors(dir.file(second), {*norm}).ok);
+    expect_refused(dir.str(), dir.file(shard) + ": model.norm.weight: the weight_map places it in " + second);
   }
   {
     TempDir dir;  // the map names a shard that does not exist

@@ -159,6 +159,28 @@ TEST(EngineGenerate, CommandPrintsAndWritesItsResult) {
   EXPECT_NE(md.find("| kv cache | fp8, pages of 3 |"), std::string::npos) << md;
 }
 
+// A prompt token must be an id of the vocabulary: vocab_size (one past the last) and -1 are
+// refused by name before any forward; vocab_size - 1 is a token.
+TEST(EngineGenerate, RefusesATokenOneOutsideTheVocabulary) {
+  auto cpu = make_cpu_backend();
+  const int32_t V = int32_t(fixture_model().config().vocab_size);
+  std::vector<GenerateResult> out;
+  for (int32_t t : {V, -1}) {
+    const Status st = generate(fixture_model(), *cpu, {{{kTokEos, t}, 1, 0}}, {}, &out);
+    EXPECT_FALSE(st.ok) << t;
+    EXPECT_NE(st.message.find("request 0: token " + std::to_string(t) + " out of the vocabulary"), std::string::npos)
+        << st.message;
+  }
+  const Status ok = generate(fixture_model(), *cpu, {{{kTokEos, V - 1}, 1, 0}}, {}, &out);
+  EXPECT_TRUE(ok.ok) << ok.message;
+}
+
+// The printed continuation holds the byte tokens only: <|bos|> (256) and <|eos|> (257) are
+// not bytes, nor is a negative id.
+TEST(EngineGenerate, DecodeBytesKeepsOnlyByteTokens) {
+  EXPECT_EQ(decode_bytes({kTokBos, 'a', kTokEos, 255, -1, 0, 'b'}), std::string("a\xff\0b", 4));
+}
+
 TEST(EngineGenerate, BadInputExits2NamingIt) {
   test::TempDir dir;
   test::write_bytes(dir.file("notes.txt"), "x");

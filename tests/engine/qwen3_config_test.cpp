@@ -153,6 +153,8 @@ TEST(Qwen3Config, RefusesEveryMissingIllTypedOrInconsistentFieldByName) {
   cases.push_back({"sliding window", [](json& j) { j["use_sliding_window"] = true; }, "use_sliding_window: true is not supported"});
   cases.push_back({"layer types", [](json& j) { j["layer_types"] = {"full_attention", "sliding_attention"}; },
                    "layer_types[1]: \"sliding_attention\" is not supported"});
+  cases.push_back({"layer types first", [](json& j) { j["layer_types"] = {"sliding_attention", "full_attention"}; },
+                   "layer_types[0]: \"sliding_attention\" is not supported"});
   // Inconsistent.
   cases.push_back({"kv heads", [](json& j) { j["num_key_value_heads"] = 3; },
                    "num_key_value_heads: 3 does not divide num_attention_heads 4"});
@@ -189,6 +191,21 @@ TEST(Qwen3Config, RefusesEveryMissingIllTypedOrInconsistentFieldByName) {
     EXPECT_NE(st.message.find("m/config.json: " + b.expect), std::string::npos)
         << b.what << ": '" << st.message << "' lacks 'm/config.json: " << b.expect << "'";
   }
+}
+
+// architectures names the model when any of its entries is Qwen3ForCausalLM, first or last.
+TEST(Qwen3Config, ArchitecturesNameQwen3AnywhereInTheList) {
+  for (const json& a : {json{"Qwen3ForCausalLM", "Qwen3Model"}, json{"Qwen3Model", "Qwen3ForCausalLM"}}) {
+    json j = good_config();
+    j["architectures"] = a;
+    Qwen3Config c;
+    const Status st = parse(j, &c);
+    EXPECT_TRUE(st.ok) << a.dump() << ": " << st.message;
+  }
+  json j = good_config();
+  j["architectures"] = {"Qwen3Model", "LlamaForCausalLM"};
+  Qwen3Config c;
+  EXPECT_FALSE(parse(j, &c).ok);
 }
 
 // The layer limit (4096): 4096 layers read, 4097 are refused by name.

@@ -197,6 +197,10 @@ TEST(Safetensors, RefusesEveryBadFileClassNamingFileTensorAndReason) {
       {"empty file", "", {"truncated: 0 bytes"}},
       {"shorter than the length", std::string("\x05\x00\x00", 3), {"truncated: 3 bytes"}},
       {"header length past the end", le64(64) + "{}", {"header length: 64 bytes runs past the end of the file (2 bytes"}},
+      // One byte past: the length's own 8 bytes count (a check against the whole file size
+      // lets the parser read past the mapping).
+      {"header length one byte past the end", le64(3) + "{}",
+       {"header length: 3 bytes runs past the end of the file (2 bytes follow the length)"}},
       {"header length absurd", le64(1ull << 62) + "{}", {"header length:", "exceeds the 100 MB limit"}},
       {"header not JSON", file_with("{\"w\": ", ""), {"header: not JSON"}},
       {"header not an object", file_with("[1, 2]", ""), {"header: expected a JSON object, got an array"}},

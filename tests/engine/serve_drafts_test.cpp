@@ -462,6 +462,25 @@ TEST(ServeMemory, NumbersFollowFromTheLayoutAndTheControlsAreRed) {
   EXPECT_NE(text.find("54 x " + std::to_string(page) + " B"), std::string::npos) << text;
 }
 
+// The default pool holds every lane's whole context: a context that ends inside a page takes
+// that page too (32800 positions on pages of 256: 129 pages a lane, 516 for 4 lanes).
+TEST(ServeMemory, DefaultPoolRoundsAPartialPageUp) {
+  test::TempDir dir;
+  ServeMemoryCommand cmd;
+  cmd.preset = "qwen35-27b-attn";
+  cmd.context = 32800;
+  cmd.out_file = dir.file("mem.json");
+  std::ostringstream o, e;
+  ASSERT_EQ(serve_memory_command(cmd, o, e), 0) << o.str() << e.str();
+  nlohmann::json r;
+  const Status ls = Receipt::load(cmd.out_file, &r);
+  ASSERT_TRUE(ls.ok) << ls.message;
+  EXPECT_EQ(r["memory"]["pool_pages"], 516);
+  const uint64_t page = 256ull * (2 * 4 * 2 * 256 * 2);
+  for (const auto& a : r["memory"]["arms"])
+    if (a["arm"] == "pool") EXPECT_EQ(a["arena_bytes"].get<uint64_t>(), 516 * page);
+}
+
 TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
   test::TempDir dir;
   const std::vector<std::pair<std::function<void(ServeMemoryCommand&)>, std::string>> bad = {

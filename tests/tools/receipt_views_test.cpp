@@ -624,6 +624,46 @@ TEST(ReceiptViews, KvDepthVerdictIsTheBars) {
   EXPECT_TRUE(st.ok) << st.message;
 }
 
+// An at-least target whose value equals its limit is met (and an at-most one too).
+TEST(ReceiptViews, ATargetAtItsLimitIsMet) {
+  json r = engine_bench_receipt();
+  r["targets"][1]["value"] = 2.0;  // >= 2
+  r["targets"][0]["value"] = 1.05;  // <= 1.05
+  Status st = Receipt::check(r, "eng.json");
+  EXPECT_TRUE(st.ok) << st.message;
+  r["targets"][1]["met"] = false;
+  st = Receipt::check(r, "eng.json");
+  EXPECT_NE(st.message.find("targets[1].met: false contradicts value 2 >= 2"), std::string::npos) << st.message;
+}
+
+// Receipt::check: a kv depth given twice is refused wherever the two entries are, next to
+// each other included.
+TEST(ReceiptViews, KvDepthGivenTwiceIsRefusedEvenNextToItself) {
+  const json r = committed("reports/h200/kv-gate-long-fp8.json");
+  ASSERT_GE(r["kv"]["depths"].size(), 3u);
+  for (size_t i : {size_t(1), size_t(2)}) {
+    json bad = r;
+    bad["kv"]["depths"][i]["depth"] = bad["kv"]["depths"][0]["depth"];
+    const Status st = Receipt::check(bad, "k.json");
+    EXPECT_FALSE(st.ok) << i;
+    EXPECT_NE(st.message.find("kv.depths[" + std::to_string(i) + "].depth: 1024 appears twice"), std::string::npos)
+        << st.message;
+  }
+}
+
+// cases.shard is i/n as --shard writes it: no shard 0 and no leading zero.
+TEST(ReceiptViews, ShardFieldHasNoZeroOrLeadingZero) {
+  json r = committed("reports/cpu/rows-invariant.json");
+  r["cases"]["shard"] = "1/2";
+  Status st = Receipt::check(r, "s.json");
+  EXPECT_TRUE(st.ok) << st.message;
+  for (const char* bad : {"0/2", "02/4", "1/04", "1/0"}) {
+    r["cases"]["shard"] = bad;
+    st = Receipt::check(r, "s.json");
+    EXPECT_NE(st.message.find("cases.shard: expected a string i/n"), std::string::npos) << bad << ": " << st.message;
+  }
+}
+
 // The command premerge replays for a gate receipt: its argv less the files it wrote (--out,
 // --junit, --bf16-cache, spelled "--x v" or "--x=v"); a serve-gate that kernel-contract wrote
 // stands for `serve-gate FIXTURE --backend B`, the fixture relative to the repository.

@@ -109,6 +109,20 @@ TEST(Junit, ReceiptErrorsAreAnErrorCase) {
   EXPECT_NE(xml.find("cpu: encode_rows: &lt;refused&gt;"), std::string::npos);
 }
 
+// A case's text lists its first 20 lines and then how many more there are.
+TEST(Junit, TextListsTwentyLinesThenHowManyMore) {
+  json r = receipt("reports/cpu/fp8-rows.json");
+  r["errors"] = json::array();
+  for (int i = 0; i < 25; ++i) r["errors"].push_back("e" + std::to_string(i));
+  r["verdict"] = "fail";
+  const JunitSuite s = junit_suite(r);
+  const JunitCase* e = find_case(s, "errors");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->text.find("e0\n"), std::string::npos) << e->text;
+  EXPECT_NE(e->text.find("\ne19\n... 5 more\n"), std::string::npos) << e->text;
+  EXPECT_EQ(e->text.find("e20"), std::string::npos) << e->text;
+}
+
 TEST(Junit, BenchTargetsAreCases) {
   json r = receipt("reports/h200/bench-attention.json");
   r["targets"][0]["measured"] = false;
@@ -186,6 +200,22 @@ TEST(Merge, AGreenControlInOneShardIsGreen) {
   ASSERT_TRUE(merge_shards(s, {"s1.json", "s2.json"}, &m).ok);
   EXPECT_EQ(m["verdict"], "fail");
   EXPECT_FALSE(m["controls"][0]["red"].get<bool>());
+}
+
+// A control that one shard did not run is not the run's control: green, named, the merge fails.
+TEST(Merge, AControlMissingFromOneShardIsGreen) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  const std::string name = s[1]["controls"][0]["name"].get<std::string>();
+  s[1]["controls"].erase(0);
+  json m;
+  const Status st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  ASSERT_TRUE(st.ok) << st.message;
+  EXPECT_EQ(m["verdict"], "fail");
+  ASSERT_EQ(m["controls"][0]["name"], name);
+  EXPECT_FALSE(m["controls"][0]["red"].get<bool>());
+  EXPECT_NE(m["verdict_reasons"].dump().find("control " + name + " ran in 1 of 2 shards"), std::string::npos)
+      << m["verdict_reasons"].dump();
 }
 
 TEST(Merge, WorstRatioIsTheWorstShardsAndNanWins) {
