@@ -13,7 +13,7 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 34 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 37 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
@@ -524,9 +524,12 @@ class QwenCaseRun {
   }
 
   // Coverage in the receipt (numbers.coverage): cases per format, shape, page size, chunk,
-  // scale, score regime and lane mix, so a reviewer sees what ran.
+  // scale, score regime and lane mix, so a reviewer sees what ran. `dims` (drawn cases and
+  // probes alike): format, head_dim and rotary dims, what the cuda rope store and partials pick
+  // their kernel by.
   void cover() {
     if (plant != Plant::none || run.in_control) return;
+    run.cover_value("dims", std::string(format_name(c.fmt)) + "/d" + std::to_string(d) + "/r" + std::to_string(S.rot_dims));
     if (c.probe != Probe::none) {  // once per run, apart from the drawn cases' counts
       run.cover_value("probe", std::string(probe_name(c.probe)) + "/" + format_name(c.fmt) + "/d" + std::to_string(d));
       return;
@@ -1567,9 +1570,13 @@ const QwenCase kProbes[] = {
     probe_case(kWideShape, Format::mxfp4, 16, 256, 120, 100, Probe::wide, 130),
     probe_case(kWideShape, Format::fp8, 16, 256, 120, 100, Probe::wide, 131),
     probe_case(kWideShape, Format::q4, 16, 256, 120, 100, Probe::wide, 132),
-    // d 64 and 32: the bulk-copy rope store (rope-bulk), its encoders on ties
+    // d 64 and 32: the bulk-copy rope store (rope-bulk), its encoders on ties; with the first
+    // nine drawn cases (their shapes and formats fixed by index) every format at every head_dim
     probe_case(3, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 133),
     probe_case(6, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 134),
+    probe_case(6, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 135),
+    probe_case(5, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 136),
+    probe_case(6, Format::mxfp4, 16, 256, 300, 200, Probe::huge_v, 137),
 };
 
 void qwen_pages_body(Run& run) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include "contracts/faulty_backend.h"
 #include "kernels/backend/forwarding.h"
@@ -62,10 +63,10 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 34 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 37 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 34);
+  EXPECT_EQ(probes, 37);
   // q4 scale ties on both store kernels and both head_dims; bf16 over many chunks on the
   // tensor-core shapes (d 256 twice); the wide shape's second stage in three formats.
   EXPECT_EQ(cov["probe"]["q4-ties/q4/d128"], 2);
@@ -79,8 +80,8 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
     EXPECT_EQ(cov["probe"][k], 1) << k;
   EXPECT_EQ(cov["probe"]["v-ties/fp8/d128"], 2);  // rotary dims 128 and 20
   // fp8 and q4 at d 64 and 32: the bulk-copy rope store, which the drawn cases reach by chance
-  EXPECT_EQ(cov["probe"]["v-ties/fp8/d64"], 1);
-  EXPECT_EQ(cov["probe"]["q4-ties/q4/d32"], 1);
+  for (const char* k : {"v-ties/fp8/d64", "v-ties/fp8/d32", "q4-ties/q4/d32", "q4-ties/q4/d64", "huge-v/mxfp4/d32"})
+    EXPECT_EQ(cov["probe"][k], 1) << k;
   EXPECT_EQ(cov["probe"]["zero-groups/q4/d128"], 2);
   // The six long keeps ran (once per run, whatever the case count).
   for (const char* k : {"bf16/d128", "fp8/d256", "q4/d128", "q4/d32", "mxfp4/d32", "mxfp4/d64"})
@@ -248,6 +249,55 @@ TEST(QwenPagesContract, KernelPathsNotedByTheLaunchesAreCoveredPerCase) {
   for (const char* fd : {"mxfp4/d256/", "fp8/d128/", "q4/d128/"})
     for (const char* path : {"partial-fma", "merge, chunks > 1", "merge, 1 chunk"}) want[std::string(fd) + path] = 1;
   EXPECT_EQ(r.receipt["numbers"]["coverage"]["kernel_path"], want) << r.receipt["numbers"]["coverage"].dump();
+}
+
+// A backend whose rope store refuses every call: each case stops right after its coverage
+// is counted (QwenCaseRun::run_steps), so a run costs little more than drawing its inputs.
+class StoreRefusedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache&, const RopeParams&, const RopeRow*, int, const float*, const float*, const float*,
+                    float*) override {
+    return Status::Error("refused: this test counts the cases' dims only");
+  }
+};
+
+// Every format at every head_dim, and fp8, q4 and mxfp4 with rotary dims that are not a
+// multiple of 8, from cases no seed changes: the first nine drawn cases (their shapes and formats
+// are fixed by index) and the probes. The cuda rope store and partials pick their kernel by these
+// (numbers.coverage.dims); the H200's first kernel-path run found the bulk-copy store (fp8 and q4
+// at d 32 and 64) reached by no case of the default seed.
+TEST(QwenPagesContract, FixedCasesCoverEveryFormatAtEveryHeadDim) {
+  Status st;
+  auto cpu = select_backend("cpu", &st);
+  ASSERT_TRUE(cpu) << st.message;
+  StoreRefusedBackend refusing(*cpu);
+  RunOptions o;
+  o.cases = 9;
+  o.seed = 7;      // not the default: the nine are fixed whatever the seed
+  o.quiet = true;  // not gates_only: that stops at the first failing case
+  testing::internal::CaptureStderr();  // each refused case prints its ERROR line
+  const RunResult r = run_contract(*find_contract("qwen-pages"), refusing, o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  size_t refused = 0;
+  for (size_t at = err.find("refused: this test"); at != std::string::npos; at = err.find("refused: this test", at + 1))
+    ++refused;
+  EXPECT_GE(refused, size_t(9 + 37));  // every case stopped at its first store (the non-finite ones too)
+  const auto& dims = r.receipt["numbers"]["coverage"]["dims"];
+  ASSERT_TRUE(dims.is_object()) << r.receipt["numbers"].dump();
+  std::set<std::string> fd, odd_rotary;
+  int n = 0;
+  for (const auto& [k, v] : dims.items()) {  // "format/dD/rR"
+    const size_t r_at = k.rfind("/r");
+    ASSERT_NE(r_at, std::string::npos) << k;
+    fd.insert(k.substr(0, r_at));
+    if (std::stoi(k.substr(r_at + 2)) % 8 != 0) odd_rotary.insert(k.substr(0, k.find('/')));
+    n += v.get<int>();
+  }
+  EXPECT_EQ(n, 9 + 37);  // the nine drawn cases and the probes
+  for (const char* f : {"bf16", "fp8", "q4", "mxfp4"})
+    for (int d : {32, 64, 128, 256}) EXPECT_EQ(fd.count(std::string(f) + "/d" + std::to_string(d)), 1u) << f << " d" << d;
+  for (const char* f : {"fp8", "q4", "mxfp4"}) EXPECT_EQ(odd_rotary.count(f), 1u) << f;
 }
 
 // The default run's cases (drawn and probes) reach every kernel the cuda launchers can pick on

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Session 35's follow-up to run-proofs.sh, in one H200 call:
 #  A. an unmutated build of the tree (/tmp/rc):
-#     - qwen-pages in full on cuda: its 34 probes, the two new ones (fp8 d64, q4 d32) on the
-#       bulk-copy rope store that run-proofs.sh's kernel-path test found unreached ("rope-bulk");
+#     - qwen-pages in full on cuda: its 37 probes, five new ones (fp8 d64 and d32, q4 d32 and d64,
+#       mxfp4 d32), among them the bulk-copy rope store that run-proofs.sh's kernel-path test found
+#       unreached ("rope-bulk");
 #     - QwenPagesContract.CudaDefaultRunReachesEveryKernelPath;
 #     - kc_device_tests DeviceArena.* (RowCodecsIndexRowsPast2To31Floats among them);
-#     - racecheck over the three wide probes, and memcheck + racecheck over the two new probes:
+#     - racecheck over the three wide probes, and memcheck + racecheck over the five new probes:
 #       a check must be clean on the unmutated tree before a mutant it turns red counts.
 #  B. beside it, run-round2.sh over rope-kernel-stage-barrier (its new check,
 #     sanitize:racecheck:qwen-pages:probe=wide), fp8-encode-row-index-32bit (the new device
@@ -32,8 +33,8 @@ step kernel-path-test timeout 150 /tmp/rcb/tests/kc_contract_tests --gtest_filte
 step base-device-arena timeout 150 /tmp/rcb/tests/kc_device_tests --gtest_filter='DeviceArena.*'
 SAN="compute-sanitizer --error-exitcode 99"
 step racecheck-wide timeout 200 $SAN --tool racecheck $B qwen-pages --backend cuda --gates-only --quiet --filter 'probe=wide' --out $W/racecheck-wide.json
-step memcheck-new-probes timeout 100 $SAN --tool memcheck $B qwen-pages --backend cuda --gates-only --quiet --filter 'probe=(v|q4)-ties,seed=13[34]\)' --out $W/memcheck-new-probes.json
-step racecheck-new-probes timeout 100 $SAN --tool racecheck $B qwen-pages --backend cuda --gates-only --quiet --filter 'probe=(v|q4)-ties,seed=13[34]\)' --out $W/racecheck-new-probes.json
+step memcheck-new-probes timeout 100 $SAN --tool memcheck $B qwen-pages --backend cuda --gates-only --quiet --filter 'probe=.*,seed=13[3-7]\)' --out $W/memcheck-new-probes.json
+step racecheck-new-probes timeout 100 $SAN --tool racecheck $B qwen-pages --backend cuda --gates-only --quiet --filter 'probe=.*,seed=13[3-7]\)' --out $W/racecheck-new-probes.json
 wait $SWEEP
 cp ${OUT:-/tmp/out}/sweep2.tgz $W/ 2>/dev/null; tail -30 $W/sweep.log >> $W/steps.txt; pack
 cat $W/steps.txt
