@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "contracts/codec_harness.h"
+#include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -89,6 +90,29 @@ TEST(CodecHarness, CheckDecodedSeesTheFirstRowTheInputsAndPoisonedElements) {
   // Element 7 of every row must decode NaN; it decodes to its (finite) reference value.
   h = hand_check([](const CaseRows&, std::vector<HandWant>&, std::vector<float>&) {}, 7);
   EXPECT_EQ(h.bound_failed, 1) << "a poisoned element that decodes finite passed the bound gate";
+}
+
+// Decode's paged==window gate compares every decoded float (host mutation sweep, round 9: a
+// comparison of n * d bytes, a quarter of the output, passed every control, since the planted
+// rows and the swapped page table already fail the encode side's paged==window). A decode that
+// alters the window cache's last float, and nothing else, fails it.
+class WindowDecodeLastFloatBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (st.ok && n > 1 && !c.views[r[n - 1].lane].paged()) {
+      float& last = o[size_t(n) * c.lay.head_dim - 1];
+      last = last == 0.0f ? 1.0f : -last;
+    }
+    return st;
+  }
+};
+
+TEST(Fp8RowsContract, DecodePagedEqualsWindowComparesEveryFloat) {
+  const RunResult r = test::run_cpu_through<WindowDecodeLastFloatBackend>("fp8-rows", 1, "", true);
+  EXPECT_GT(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
 }
 
 }  // namespace

@@ -117,6 +117,18 @@ TEST(Pool, UnclaimDropsTheLiveRunAndKeepsTheOneAwaitingItsFence) {
   EXPECT_EQ(off, 6u * 256);
 }
 
+// Runs are claimed from the arena's last 256-byte boundary down (host mutation sweep, round 9:
+// every test arena was a multiple of 256, so a run placed from the arena's very end, off the
+// 256-byte grid, passed). An arena of 10 pages and 100 bytes puts a 512-byte run at page 8.
+TEST(Pool, RunsSitBelowTheArenasLast256ByteBoundary) {
+  Pool p(10 * 256 + 100, 256);
+  uint64_t off = 0;
+  ASSERT_TRUE(p.claim_run(0, {{"a", 300, 0}}, 512, &off).ok);
+  EXPECT_EQ(off, 8u * 256);
+  EXPECT_EQ(off % 256, 0u);
+  EXPECT_EQ(p.free_pages(), 8);
+}
+
 struct Tiny {
   Qwen3Weights w, dw;
   Model m, d;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +148,28 @@ TEST(Q4Group, TiesRoundToEvenAndAmaxGetsCode7) {
   for (int i = 12; i < 32; ++i) EXPECT_EQ(e.code[i], 0);
   // Nibble order: element 0 low nibble of byte 0, element 1 high nibble.
   EXPECT_EQ(e.bytes[0], uint8_t((0 + 8) | ((2 + 8) << 4)));
+}
+
+// An Inf scale (fp16 0x7C00 or 0xFC00) poisons the group: the twin decodes it as NaN (q4_finite)
+// and so must the reference's q4_decode_bytes (host mutation sweep, round 9: the contract's
+// decode-all-scales probes give every group a nibble 8, and 0 * Inf is NaN, so a reference that
+// poisoned only NaN scales passed; a group of one sign predicted +-Inf at element 0).
+TEST(Q4Group, InfScaleDecodesToNanInTheReferenceAsInTheTwin) {
+  for (uint16_t h : {uint16_t(0x7C00), uint16_t(0xFC00)})
+    for (uint8_t byte : {uint8_t(0xFF), uint8_t(0x00), uint8_t(0x99)}) {
+      uint8_t codes[16];
+      std::memset(codes, byte, 16);
+      uint8_t scale2[2];
+      std::memcpy(scale2, &h, 2);
+      const std::array<double, 32> want = ref::q4_decode_bytes(codes, h);
+      float got[32];
+      q4_decode_group(codes, scale2, got);
+      for (int j = 0; j < 32; ++j) {
+        EXPECT_TRUE(std::isnan(want[j])) << std::hex << "scale 0x" << h << " bytes 0x" << int(byte) << std::dec
+                                         << " element " << j << ": reference " << want[j];
+        EXPECT_TRUE(std::isnan(got[j])) << "twin, element " << j;
+      }
+    }
 }
 
 // q4_nibble_by_recip (one reciprocal per group) gives q4_nibble_of's nibble for every fp16
