@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Session 36, device call 2 (call 1's receipts did not come back: a call returns at most 8 files,
+# and call 1 wrote 12; this one packs them into two): from HEAD (.dev/snap, as call1.sh),
+#  1. kernel-contract --backend cuda: every contract's receipt and the serve gate's ci fixture;
+#  2. tools/sanitize.py over the qwen-pages-probes run (the 37 probes) under the four tools, with
+#     the four controls: a receipt of its own (the full sanitize receipt, ~700 s of tool time,
+#     does not fit one call; call 1's logs hold every other run at bf3f179, all ok).
+# Returns $OUT/receipts.tgz and $OUT/logs.tgz.
+set -uo pipefail
+export PATH=/usr/local/cuda/bin:$PATH
+T0=$SECONDS
+W=/tmp/w2; L=$W/logs; R=$W/receipts; mkdir -p $L $R
+pack() { tar czf $OUT/logs.tgz -C $W logs 2>/dev/null; tar czf $OUT/receipts.tgz -C $W receipts 2>/dev/null; }
+H=$(cat .dev/snap/head)
+rm -rf .git && git init -q && cp .dev/snap/pack-*.pack .dev/snap/pack-*.idx .git/objects/pack/ && echo $H > .git/shallow \
+  && git update-ref refs/heads/main $H && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD \
+  && { git update-index -q --refresh > /dev/null; true; } || { echo "git snapshot failed"; exit 4; }
+git rev-parse HEAD > $L/head.txt; git status --short --untracked-files=no > $L/status.txt
+echo "head $(cat $L/head.txt), changed tracked files: $(wc -l < $L/status.txt)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=ON > $L/cmake.log 2>&1 || { tail -20 $L/cmake.log; exit 2; }
+P="tf-cuda-test-plant-merge-no-barrier tf-cuda-test-plant-merge-read-past-end tf-cuda-test-plant-merge-barrier-two-sites tf-cuda-test-plant-merge-read-unwritten"
+ninja -C build tf-cuda-test $P > $L/build.log 2>&1 || { tail -30 $L/build.log; exit 2; }
+echo "build $((SECONDS-T0)) s"
+B=build/tools/tf-cuda-test
+timeout 200 $B kernel-contract --backend cuda --out-dir $R > $L/kernel-contract.log 2>&1
+echo "kernel-contract rc=$? ($((SECONDS-T0)) s)"; grep -E "^[a-z0-9-]+: (pass|fail) -" $L/kernel-contract.log | cut -c1-150
+pack
+timeout $((570 - (SECONDS-T0))) python3 tools/sanitize.py --bin $B --plant-bin build --jobs 4 --runs qwen-pages-probes \
+  --out $R/sanitize-probes.json --logs $L/sanitize > $L/sanitize.out 2>&1
+echo "sanitize (qwen-pages-probes) rc=$? ($((SECONDS-T0)) s)"
+pack
+grep -E "^(memcheck|racecheck|synccheck|initcheck|control)" $L/sanitize.out | awk '{printf "%s %s %s | ", $1, $2, $NF} END {print ""}'
+tail -3 $L/sanitize.out
+ls $R; echo "total $((SECONDS-T0)) s"
