@@ -3,7 +3,8 @@
 # and call 1 wrote 12; this one packs them into two): from HEAD (.dev/snap, as call1.sh),
 #  1. tools/h200_receipts.sh (KC_PREBUILT=1 KC_SKIP_BENCH=1): the seven contracts' receipts with
 #     the README's commands (the benches' receipts stay bd907ab's: no kernel changed since);
-#  2. tools/sanitize.py over the qwen-pages-probes run (the 37 probes) under the four tools, with
+#  2. tools/sanitize.py over the qwen-pages-probes run (the 37 probes) and rows-invariant (the two
+#     runs call 1 had not reached under racecheck) under the four tools, with
 #     the four controls: a receipt of its own (the full sanitize receipt, ~700 s of tool time,
 #     does not fit one call; call 1's logs hold every other run at bf3f179, all ok).
 # Returns $OUT/receipts.tgz and $OUT/logs.tgz.
@@ -28,9 +29,9 @@ mkdir -p $L/receipts
 KC_PREBUILT=1 KC_SKIP_BENCH=1 timeout 200 tools/h200_receipts.sh $R $L/receipts > $L/h200_receipts.log 2>&1
 echo "h200_receipts rc=$? ($((SECONDS-T0)) s)"; cat $L/h200_receipts.log | cut -c1-150
 pack
-timeout $((570 - (SECONDS-T0))) python3 tools/sanitize.py --bin $B --plant-bin build --jobs 4 --runs qwen-pages-probes \
+timeout $((570 - (SECONDS-T0))) python3 tools/sanitize.py --bin $B --plant-bin build --jobs 4 --runs qwen-pages-probes,rows-invariant \
   --out $R/sanitize-probes.json --logs $L/sanitize > $L/sanitize.out 2>&1
-echo "sanitize (qwen-pages-probes) rc=$? ($((SECONDS-T0)) s)"
+echo "sanitize (qwen-pages-probes, rows-invariant) rc=$? ($((SECONDS-T0)) s)"
 pack
 grep -E "^(memcheck|racecheck|synccheck|initcheck|control)" $L/sanitize.out | awk '{printf "%s %s %s | ", $1, $2, $NF} END {print ""}'
 tail -3 $L/sanitize.out
