@@ -47,11 +47,20 @@ build_head() {
   # shellcheck disable=SC2086  # one target per word
   ninja -C build tf-cuda-test $targets
 }
+# The base's source: a worktree, or where the checkout is a snapshot without the base commit
+# (tools/h200_git_from_snap.sh on the device) the archive tools/h200_snap.sh wrote for it.
 build_base() {
   git worktree remove --force "$base_src" 2>/dev/null
   rm -rf "$base_src"
-  git worktree add --detach "$base_src" "$base" && cfg "$base_src" "$base_build" -DKC_DEVICE_MUTANTS=OFF &&
-    ninja -C "$base_build" tf-cuda-test
+  if git cat-file -e "$base^{commit}" 2>/dev/null; then
+    git worktree add --detach "$base_src" "$base" || return
+  elif [ -f .dev/snap/base.tar.gz ] && [ "$(cat .dev/snap/base 2>/dev/null)" = "$base" ]; then
+    mkdir -p "$base_src" && tar xzf .dev/snap/base.tar.gz -C "$base_src" || return
+  else
+    echo "h200_premerge: base $base is not in git and .dev/snap holds no archive of it (tools/h200_snap.sh)"
+    return 2
+  fi
+  cfg "$base_src" "$base_build" -DKC_DEVICE_MUTANTS=OFF && ninja -C "$base_build" tf-cuda-test
 }
 # racecheck over the gates only: the receipt's verdict is fail by design (no control runs), so
 # exit 1 with "0 hazards" is a clean run; a hazard makes compute-sanitizer exit 9.

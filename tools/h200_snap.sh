@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Writes .dev/snap/: HEAD's commit and tree objects (a pack of ~100 KB, no blobs) and the commit's
-# hash, for a device call over a copy of the working tree that has no .git (the device tool copies
-# tracked files only, and the repository with its history is too large to carry). On the device,
-# reports/h200/receipts-s36/call1.sh shows the use: a shallow git dir from the pack, read-tree HEAD,
-# update-index --refresh (hashes every tracked file), so git rev-parse / git status, and through
-# them the receipts' git.commit and git.dirty, say what they would in a clone.
+# Writes .dev/snap/ for a device call over a copy of the working tree that has no .git (the device
+# tool copies tracked files only, and the repository with its history is too large to carry):
+#   head      HEAD's commit hash;
+#   pack-*    HEAD's commit and tree objects (a pack of ~100 KB, no blobs);
+#   base      the base commit (KC_BASE, else the commit reports/h200/fp8-rows.json names: the base
+#             tools/h200_premerge.sh builds) and base.tar.gz, its tree without reports/ and
+#             fixtures/models/ (~0.7 MB: what a build and the benches need).
+# On the device, tools/h200_git_from_snap.sh makes a shallow git dir from the pack (read-tree
+# HEAD, update-index --refresh: every tracked file hashed), so git rev-parse / git status, and
+# through them the receipts' git.commit and git.dirty, say what they would in a clone; and
+# tools/h200_premerge.sh builds its base from base.tar.gz where the base commit is not in git.
 # Usage: tools/h200_snap.sh   (from the repository root; carry .dev with the call)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -12,5 +17,9 @@ rm -rf .dev/snap && mkdir -p .dev/snap
 h=$(git rev-parse HEAD)
 { echo "$h"; git rev-parse "HEAD^{tree}"; git ls-tree -r -t HEAD | awk '$2 == "tree" {print $3}'; } | git pack-objects -q .dev/snap/pack > /dev/null
 echo "$h" > .dev/snap/head
+base=${KC_BASE:-$(python3 -c "import json; print(json.load(open('reports/h200/fp8-rows.json'))['git']['commit'])")}
+base=$(git rev-parse --verify "$base^{commit}")
+echo "$base" > .dev/snap/base
+git archive --format=tar.gz "$base" -- . ':!reports' ':!fixtures/models' > .dev/snap/base.tar.gz
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "h200_snap.sh: the working tree differs from HEAD: the device's git status will say so" >&2
-echo "$h"
+echo "head $h, base $base"
