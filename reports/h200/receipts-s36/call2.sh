@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, device call 2 (call 1's receipts did not come back: a call returns at most 8 files,
-# and call 1 wrote 12; this one packs them into two): from HEAD (.dev/snap, as call1.sh),
+# and call 1 wrote 12; this one packs them into two): from HEAD (.dev/snap: tools/h200_snap.sh here, tools/h200_git_from_snap.sh there),
 #  1. tools/h200_receipts.sh (KC_PREBUILT=1 KC_SKIP_BENCH=1): the seven contracts' receipts with
 #     the README's commands (the benches' receipts stay bd907ab's: no kernel changed since);
 #  2. tools/sanitize.py over the qwen-pages-probes run (the 37 probes) and rows-invariant (the two
@@ -13,12 +13,8 @@ export PATH=/usr/local/cuda/bin:$PATH
 T0=$SECONDS
 W=/tmp/w2; L=$W/logs; R=$W/receipts; mkdir -p $L $R
 pack() { tar czf $OUT/logs.tgz -C $W logs 2>/dev/null; tar czf $OUT/receipts.tgz -C $W receipts 2>/dev/null; }
-H=$(cat .dev/snap/head)
-rm -rf .git && git init -q && cp .dev/snap/pack-*.pack .dev/snap/pack-*.idx .git/objects/pack/ && echo $H > .git/shallow \
-  && git update-ref refs/heads/main $H && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD \
-  && { git update-index -q --refresh > /dev/null; true; } || { echo "git snapshot failed"; exit 4; }
-git rev-parse HEAD > $L/head.txt; git status --short --untracked-files=no > $L/status.txt
-echo "head $(cat $L/head.txt), changed tracked files: $(wc -l < $L/status.txt)"
+tools/h200_git_from_snap.sh | tee $L/head.txt || exit 4
+git status --short --untracked-files=no > $L/status.txt
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=ON > $L/cmake.log 2>&1 || { tail -20 $L/cmake.log; exit 2; }
 P="tf-cuda-test-plant-merge-no-barrier tf-cuda-test-plant-merge-read-past-end tf-cuda-test-plant-merge-barrier-two-sites tf-cuda-test-plant-merge-read-unwritten"
