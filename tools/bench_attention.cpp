@@ -32,6 +32,12 @@ std::string key(const Shape& s, int b, int ctx) {
 }
 }  // namespace
 
+nlohmann::json bench_target(const std::string& name, double value, double limit, bool at_least) {
+  const bool measured = value > 0;
+  return {{"name", name}, {"value", value}, {"limit", limit}, {"at_least", at_least},
+          {"met", measured && (at_least ? value >= limit : value <= limit)}, {"measured", measured}};
+}
+
 int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   const auto t_start = std::chrono::steady_clock::now();  // the receipt's timings.total_s
   const std::vector<Shape> shapes = {{24, 4, 256}, {32, 8, 128}};
@@ -181,9 +187,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   };
   nlohmann::json targets = nlohmann::json::array();
   auto target = [&](const std::string& name, double value, double limit, bool at_least) {
-    const bool measured = value > 0;
-    targets.push_back({{"name", name}, {"value", value}, {"limit", limit}, {"at_least", at_least},
-                       {"met", measured && (at_least ? value >= limit : value <= limit)}, {"measured", measured}});
+    targets.push_back(bench_target(name, value, limit, at_least));
   };
   const double w8 = get(k8 + "/bf16/window");
   // bf16 window achieved / ceiling of one configuration (0 when it was not timed).

@@ -32,6 +32,10 @@ struct BenchOptions {
   std::vector<std::string> argv;
   nlohmann::json device;
 };
+// One target of a bench receipt: {name, value, limit, at_least, met, measured}. A value of 0
+// (or below) is a ratio that was not measured (its rows not timed) and is never met; otherwise
+// met is value >= limit (at_least) or value <= limit, the limit itself included.
+nlohmann::json bench_target(const std::string& name, double value, double limit, bool at_least);
 // Returns the exit code: 0 every target met, 1 a target missed, 2 bad input.
 int bench_attention_main(const BenchOptions& o, Receipt* receipt);
 }  // namespace kc

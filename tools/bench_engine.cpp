@@ -37,17 +37,18 @@
 
 namespace kc {
 
-namespace {
-namespace fs = std::filesystem;
-using engine::Model;
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
+double bench_median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+namespace {
+namespace fs = std::filesystem;
+using engine::Model;
+using Clock = std::chrono::steady_clock;
+
 
 std::string addr_name(int page) {  // (appended, not "p" + to_string: gcc 12's -O3 -Wrestrict false positive)
   if (!page) return "window";
@@ -102,7 +103,7 @@ Status long_step(const Model& m, Backend& be, int parallel, int ctx, int reps, d
   const Status rs = eb->release(cache);
   KC_RETURN_IF_ERROR(st);
   KC_RETURN_IF_ERROR(rs);
-  *step_us = median(t);
+  *step_us = bench_median(t);
   return Status::Ok();
 }
 
@@ -219,7 +220,7 @@ int profile_engine(const BenchOptions& o, Backend& be, const std::vector<BenchMo
       const double wb = weight_bytes_per_step(bm.w.config);
       nlohmann::json row = {{"config", cfg},
                             {"kernels", legacy ? "legacy" : "current"},
-                            {"step_us", median(t)},
+                            {"step_us", bench_median(t)},
                             {"steps_profiled", pr.steps},
                             {"gpu_span_us", pr.gpu_span_us / steps},
                             {"kernels_sum_us", sum / steps},
@@ -227,13 +228,13 @@ int profile_engine(const BenchOptions& o, Backend& be, const std::vector<BenchMo
                             {"matmul_us", mm / steps},
                             {"weight_bytes_per_step", wb},
                             {"weight_tb_s_over_matmul_time", mm > 0 ? wb / (mm / steps * 1e-6) / 1e12 : 0.0},
-                            {"weight_tb_s_over_step", wb / (median(t) * 1e-6) / 1e12},
+                            {"weight_tb_s_over_step", wb / (bench_median(t) * 1e-6) / 1e12},
                             {"kinds", kinds}};
       out["rows"].push_back(row);
-      std::cout << "\n" << cfg << "  kernels " << (legacy ? "legacy" : "current") << ": step " << median(t)
+      std::cout << "\n" << cfg << "  kernels " << (legacy ? "legacy" : "current") << ": step " << bench_median(t)
                 << " us (wall), device span " << pr.gpu_span_us / steps << " us, kernels " << sum / steps
                 << " us, host enqueue " << pr.host_enqueue_us / steps << " us; weights " << wb / 1e6 << " MB/step: "
-                << std::setprecision(2) << wb / (median(t) * 1e-6) / 1e12 << " TB/s over the step, "
+                << std::setprecision(2) << wb / (bench_median(t) * 1e-6) / 1e12 << " TB/s over the step, "
                 << (mm > 0 ? wb / (mm / steps * 1e-6) / 1e12 : 0.0) << " TB/s over the products' time"
                 << std::setprecision(1) << "\n";
       for (const auto& k : pr.kinds)
@@ -404,12 +405,12 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
           }
         const std::string cfg = bm.name + "/p" + std::to_string(P);
         for (int page : pages) {
-          const double m = median(t[page]);
+          const double m = bench_median(t[page]);
           // paged / window: the median over runs of the ratio within a run (the two were
           // timed next to each other, so a slow drift of the host cancels).
           std::vector<double> ratio;
           for (size_t i = 0; i < t[page].size(); ++i) ratio.push_back(t[page][i] / t[0][i]);
-          const double w = median(ratio);
+          const double w = bench_median(ratio);
           step[cfg + "/" + fname + "/" + addr_name(page)] = page ? w : m;
           nlohmann::json row = {{"config", cfg},
                                 {"format", fname},
@@ -419,7 +420,7 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
                                 {"step_us_min", *std::min_element(t[page].begin(), t[page].end())},
                                 {"step_us_max", *std::max_element(t[page].begin(), t[page].end())},
                                 {"decode_tok_s", double(P) * 1e6 / m},
-                                {"ttft_ms", median(tt[page]) * 1e3},
+                                {"ttft_ms", bench_median(tt[page]) * 1e3},
                                 {"cache_bytes", cb[page]},
                                 {"runs", t[page].size()}};
           if (page) row["paged_over_window"] = w;

@@ -1,4 +1,6 @@
 #pragma once
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "tools/bench_attention.h"
@@ -15,5 +17,8 @@ class Backend;
 // time <= 1.02 and paged(16)/window <= 1.05 at parallel 8 (each model and cache format),
 // ours >= 2x transformers' tok/s at parallel 8 (each model).
 // Returns 0 every target met, 1 a target missed or not measured, 2 bad input.
+// The median the bench reports (step times, paged / window ratios): the middle value, or the
+// mean of the two middle values of an even count; 0 for none.
+double bench_median(std::vector<double> v);
 int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt);
 }  // namespace kc

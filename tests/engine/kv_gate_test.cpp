@@ -182,6 +182,23 @@ TEST(KvFixture, ShippedFixturesParse) {
   }
 }
 
+// A fixture without a bar is judged by the bar its schema and kv_gate.h name as the default:
+// mean KL <= 0.01 and worst-token KL <= 0.1. Every shipped fixture gives its bar, so nothing else
+// reads KvBar's defaults (mutation sweep round 10: a default of 0.1 passed every test).
+TEST(KvFixture, NoBarTakesTheSchemasDefaultBar) {
+  const auto schema = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/schema/kv-fixture.schema.json"));
+  const auto& bar = schema["properties"]["bar"]["properties"];
+  nlohmann::json j = ci_fixture();
+  j.erase("bar");
+  KvFixture f;
+  std::string err;
+  ASSERT_TRUE(parse_kv_fixture(j, kSrc + "/fixtures/kv", &f, &err)) << err;
+  EXPECT_EQ(f.bar.mean_kl, 0.01);
+  EXPECT_EQ(f.bar.mean_kl, bar["mean_kl"]["default"].get<double>());
+  EXPECT_EQ(f.bar.worst_token_kl, 0.1);
+  EXPECT_EQ(f.bar.worst_token_kl, bar["worst_token_kl"]["default"].get<double>());
+}
+
 TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
   test::TempDir dir;
   struct Bad {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,8 @@
 #include "engine/make_model.h"
 #include "engine/serve.h"
 #include "engine/serve_gate.h"
+#include "kernels/codecs/bf16.h"
+#include "kernels/codecs/fp8.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
@@ -120,6 +123,16 @@ TEST(Pool, UnclaimDropsTheLiveRunAndKeepsTheOneAwaitingItsFence) {
 // Runs are claimed from the arena's last 256-byte boundary down (host mutation sweep, round 9:
 // every test arena was a multiple of 256, so a run placed from the arena's very end, off the
 // 256-byte grid, passed). An arena of 10 pages and 100 bytes puts a 512-byte run at page 8.
+// A freed page is filled with Pool::kPoison so that a stale read is loud, never plausible: the
+// byte 0x7f is E4M3's NaN in an fp8 page, and 0x7f7f is about 3.4e38 in a bf16 page (and NaN as
+// a q4 group's fp16 scale). A zero poison would read as plausible zeros in every format
+// (mutation sweep round 10: the serve tests compared the fill with kPoison, whatever it was).
+TEST(Pool, PoisonReadsAsNanInFp8AndHugeInBf16) {
+  EXPECT_NE(Pool::kPoison, 0);
+  EXPECT_TRUE(std::isnan(kc::e4m3_decode(Pool::kPoison)));
+  EXPECT_GT(kc::bf16_to_float(uint16_t(Pool::kPoison * 0x101)), 1e38f);
+}
+
 TEST(Pool, RunsSitBelowTheArenasLast256ByteBoundary) {
   Pool p(10 * 256 + 100, 256);
   uint64_t off = 0;
@@ -576,6 +589,20 @@ TEST(ServeFixture, Suite12IsTheSuiteItNames) {
   EXPECT_EQ(f.pages, (std::vector<int>{256}));
   EXPECT_TRUE(f.pages_all);
   EXPECT_EQ(f.formats, (std::vector<std::string>{"bf16", "fp8"}));
+}
+
+// A fixture without prefill_chunk prefills by the schema's default, 16 prompt rows per lane per
+// round; both shipped fixtures give the field, so nothing else reads ServeFixture's default
+// (mutation sweep round 10: a default of 256 passed every test).
+TEST(ServeFixture, NoPrefillChunkTakesTheSchemasDefault) {
+  const auto schema = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/schema/serve-fixture.schema.json"));
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kSrc + "/fixtures/serve/ci.json"));
+  j.erase("prefill_chunk");
+  ServeFixture f;
+  std::string err;
+  ASSERT_TRUE(parse_serve_fixture(j, kSrc + "/fixtures/serve", &f, &err)) << err;
+  EXPECT_EQ(f.prefill_chunk, 16);
+  EXPECT_EQ(f.prefill_chunk, schema["properties"]["prefill_chunk"]["default"].get<int>());
 }
 
 TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {

@@ -19,10 +19,12 @@ case "$exe" in
   *plant*) n=${FAKE_PLANT_FINDINGS:-3};;  # a plant binary is not run: only its summary matters
   *) eval "\"$exe\" $args"; rc=$?;;
 esac
-case " $* " in *" ${FAKE_FIND_CONTRACT:-none} "*) [ "$tool" = "${FAKE_FIND_TOOL:-none}" ] && n=2;; esac
+case " $* " in *" ${FAKE_FIND_CONTRACT:-none} "*) [ "$tool" = "${FAKE_FIND_TOOL:-none}" ] && n=${FAKE_FIND_N:-2};; esac
 [ -n "${FAKE_SPANS:-}" ] && echo "$tool $t_begin $(date +%s%N)" >> "$FAKE_SPANS"
 [ "${FAKE_NO_SUMMARY:-}" = "$tool" ] && exit 139
-if [ "$tool" = racecheck ]; then echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
+# FAKE_RACE_WARNINGS: racecheck's hazards are all warnings (its summary counts hazards = errors + warnings).
+if [ "$tool" = racecheck ] && [ -n "${FAKE_RACE_WARNINGS:-}" ]; then echo "========= RACECHECK SUMMARY: $n hazards displayed (0 errors, $n warnings)"
+elif [ "$tool" = racecheck ]; then echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
 else echo "========= ERROR SUMMARY: $n errors"; fi
 [ "$n" -gt 0 ] && exit "$code"; exit $rc
 FAKE
@@ -51,6 +53,15 @@ rc=$(run finding FAKE_FIND_TOOL=memcheck FAKE_FIND_CONTRACT=scale-planes)
 [ "$rc" = 1 ] || fail "a memcheck finding: exit $rc, expected 1"
 field "$t/finding.json" "d['verdict_reasons'][0]" | grep -q '^memcheck:scale-planes: 2 finding' || fail "finding not named"
 "$bin" report "$t/finding.json" > /dev/null 2>&1; [ $? = 1 ] || fail "report of a failing sanitize receipt: exit not 1"
+
+# One finding is a finding (the stand-in's default is 2), and racecheck's count is its hazards,
+# warnings included: hazards that are all warnings are findings too (mutation sweep round 10).
+rc=$(run onefinding FAKE_FIND_TOOL=memcheck FAKE_FIND_CONTRACT=scale-planes FAKE_FIND_N=1)
+[ "$rc" = 1 ] || fail "a single memcheck finding: exit $rc, expected 1"
+field "$t/onefinding.json" "d['verdict_reasons'][0]" | grep -q '^memcheck:scale-planes: 1 finding' || fail "a single finding not named"
+rc=$(run racewarn FAKE_FIND_TOOL=racecheck FAKE_FIND_CONTRACT=fp8-rows FAKE_RACE_WARNINGS=1)
+[ "$rc" = 1 ] || fail "racecheck hazards that are all warnings: exit $rc, expected 1"
+field "$t/racewarn.json" "d['verdict_reasons'][0]" | grep -q '^racecheck:fp8-rows: 2 finding' || fail "racecheck warnings not counted as findings"
 
 rc=$(run nosummary FAKE_NO_SUMMARY=racecheck)
 [ "$rc" = 1 ] || fail "a crashed racecheck run (no summary): exit $rc, expected 1"
@@ -82,6 +93,11 @@ rc=$(run jobs3find --jobs 3 FAKE_FIND_TOOL=racecheck FAKE_FIND_CONTRACT=fp8-rows
 [ "$rc" = 1 ] || fail "--jobs 3 with a racecheck finding: exit $rc, expected 1"
 field "$t/jobs3find.json" "d['verdict_reasons'][0]" | grep -q '^racecheck:fp8-rows: 2 finding' || fail "--jobs 3: finding not named"
 python3 "$src/tools/sanitize.py" --bin "$bin" --jobs 0 > /dev/null 2>&1; [ $? = 2 ] || fail "--jobs 0: exit not 2"
+# --seed takes 0 .. 2^64 - 1, as the contracts do: 2^64 is refused before anything runs.
+python3 "$src/tools/sanitize.py" --bin "$bin" --seed 18446744073709551616 --dry-run > /dev/null 2>&1; [ $? = 2 ] ||
+  fail "--seed 2^64: exit not 2"
+python3 "$src/tools/sanitize.py" --bin "$bin" --seed 18446744073709551615 --runs fp8-rows --tools memcheck --skip-controls \
+  --dry-run > /dev/null 2>&1 || fail "--seed 2^64 - 1: exit $?, expected 0"
 
 # --resume: a receipt of memcheck alone, then the rest; only racecheck runs, and the receipt is
 # the one-go run's. A kept FAIL stays a failure; another commit, seed or file is refused.
@@ -118,6 +134,16 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['controls']=d['co
   "$t/clean.json" "$t/ctlonly2.json"
 san --tools memcheck,racecheck --resume "$t/ctlonly2.json" --out "$t/resctl2.json" --logs "$t/l6" > /dev/null 2>&1 ||
   fail "--resume with only a control left, same commit: exit $?, expected 0"
+# A control kept green stays a failure; a receipt of another device is refused like one of
+# another commit (mutation sweep round 10).
+san --tools memcheck,racecheck --resume "$t/greencontrol.json" --out "$t/resgreen.json" --logs "$t/l7" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume of a receipt with green controls: exit $rc, expected 1"
+field "$t/resgreen.json" "d['verdict_reasons'][0]" | grep -q '^control merge-barrier-dropped: green in' || fail "--resume: kept green control not named"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['device']['name']='another device'; json.dump(d, open(sys.argv[2], 'w'))" \
+  "$t/part.json" "$t/partdev.json"
+san --tools memcheck,racecheck --resume "$t/partdev.json" --out "$t/resdev.json" --logs "$t/l8" > /dev/null 2>&1; rc=$?
+[ "$rc" = 1 ] || fail "--resume of another device's receipt: exit $rc, expected 1"
+field "$t/resdev.json" "d['errors'][0]" | grep -q "names device" || fail "--resume: another device not named"
 san --resume "$t/part.json" --seed 2 --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume with another seed: exit not 2"
 san --resume "$t/nothing.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a missing file: exit not 2"
 san --resume "$src/reports/h200/scale-planes.json" --out "$t/x.json" > /dev/null 2>&1; [ $? = 2 ] || fail "--resume of a contract receipt: exit not 2"
@@ -142,4 +168,4 @@ field "$t/kvgate.json" "d['gates'][1]['skip_reason']" | grep -q 'rows-invariant'
 for f in $(grep -o "$src/fixtures/[^ ]*" "$t/engine.out"); do [ -f "$f" ] || fail "engine runs: $f missing"; done
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1, no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, the engine runs' commands, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1 (one, racecheck warnings), no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, the engine runs' commands, bad arguments 2: ok"
