@@ -1,0 +1,53 @@
+#!/bin/bash
+# tools/h200_snap.sh and tools/h200_git_from_snap.sh: a copy of a repository's tracked files
+# without .git, given .dev/snap, gets a git dir whose HEAD is the snapshot's commit and whose
+# git status is clean while the files are HEAD's and names a file changed after the copy; the
+# base archive holds the base commit's files but not reports/ or fixtures/models/; a copy without
+# a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
+# Usage: h200_snap_test.sh SOURCE_DIR
+set -u
+src=$1
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fail() { echo "h200_snap_test: $*"; exit 1; }
+r=$t/repo
+mkdir -p "$r/sub" "$r/reports/h200" "$r/fixtures/models"
+cd "$r" || exit 1
+git init -q && git config user.email t@t && git config user.name t
+echo one > a.txt && echo base > sub/b.txt && echo model > fixtures/models/m.bin && echo '{}' > reports/h200/x.json
+git add -A && git commit -qm base || fail "no base commit"
+base=$(git rev-parse HEAD)
+printf '{"git": {"commit": "%s"}}\n' "$base" > reports/h200/fp8-rows.json
+echo two > a.txt && printf '#!/bin/sh\n' > run.sh && chmod +x run.sh
+git add -A && git commit -qm head || fail "no head commit"
+head=$(git rev-parse HEAD)
+out=$(bash "$src/tools/h200_snap.sh" 2>&1) || fail "h200_snap.sh failed: $out"
+[ "$(cat .dev/snap/head)" = "$head" ] || fail "snap/head is not HEAD"
+[ "$(cat .dev/snap/base)" = "$base" ] || fail "snap/base is not the commit fp8-rows.json names"
+ls .dev/snap/pack-*.pack > /dev/null 2>&1 || fail "no pack"
+# the pack holds no blob
+for p in .dev/snap/pack-*.idx; do
+  git verify-pack -v "$p" | grep -q ' blob ' && fail "the pack holds blobs"
+done
+tar tzf .dev/snap/base.tar.gz > "$t/base.list" || fail "base.tar.gz unreadable"
+grep -qx 'sub/b.txt' "$t/base.list" || fail "base archive lacks sub/b.txt"
+grep -q '^reports/\|^fixtures/models/' "$t/base.list" && fail "base archive holds reports/ or fixtures/models/"
+mkdir -p "$t/base" && tar xzf .dev/snap/base.tar.gz -C "$t/base" && [ "$(cat "$t/base/a.txt")" = one ] ||
+  fail "base archive's a.txt is not the base's"
+# the device's copy: tracked files and .dev, no .git
+c=$t/copy
+mkdir -p "$c" && git archive HEAD | tar -x -C "$c" && cp -r .dev "$c/" || fail "copy"
+cd "$c" || exit 1
+out=$(bash "$src/tools/h200_git_from_snap.sh") || fail "h200_git_from_snap.sh failed: $out"
+[ "$out" = "head $head, changed tracked files: 0" ] || fail "unexpected: $out"
+[ "$(git rev-parse HEAD)" = "$head" ] || fail "HEAD is not the snapshot's commit"
+[ -z "$(git status --porcelain --untracked-files=no)" ] || fail "a clean copy reads dirty: $(git status --short)"
+echo changed >> sub/b.txt
+[ "$(git status --porcelain --untracked-files=no)" = " M sub/b.txt" ] || fail "a changed file is not seen: $(git status --short)"
+out=$(bash "$src/tools/h200_git_from_snap.sh")
+[ "$out" = "head $head, changed tracked files: 1" ] || fail "a rerun after the change says: $out"
+# a copy without the snapshot
+rm -rf .dev .git
+bash "$src/tools/h200_git_from_snap.sh" > /dev/null 2>&1
+[ $? = 4 ] || fail "no snapshot: exit 4 expected"
+echo "h200_snap_test: ok"
