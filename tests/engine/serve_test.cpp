@@ -120,9 +120,6 @@ TEST(Pool, UnclaimDropsTheLiveRunAndKeepsTheOneAwaitingItsFence) {
   EXPECT_EQ(off, 6u * 256);
 }
 
-// Runs are claimed from the arena's last 256-byte boundary down (host mutation sweep, round 9:
-// every test arena was a multiple of 256, so a run placed from the arena's very end, off the
-// 256-byte grid, passed). An arena of 10 pages and 100 bytes puts a 512-byte run at page 8.
 // A freed page is filled with Pool::kPoison so that a stale read is loud, never plausible: the
 // byte 0x7f is E4M3's NaN in an fp8 page, and 0x7f7f is about 3.4e38 in a bf16 page (and NaN as
 // a q4 group's fp16 scale). A zero poison would read as plausible zeros in every format
@@ -133,6 +130,9 @@ TEST(Pool, PoisonReadsAsNanInFp8AndHugeInBf16) {
   EXPECT_GT(kc::bf16_to_float(uint16_t(Pool::kPoison * 0x101)), 1e38f);
 }
 
+// Runs are claimed from the arena's last 256-byte boundary down (host mutation sweep, round 9:
+// every test arena was a multiple of 256, so a run placed from the arena's very end, off the
+// 256-byte grid, passed). An arena of 10 pages and 100 bytes puts a 512-byte run at page 8.
 TEST(Pool, RunsSitBelowTheArenasLast256ByteBoundary) {
   Pool p(10 * 256 + 100, 256);
   uint64_t off = 0;
