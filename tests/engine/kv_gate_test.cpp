@@ -1,9 +1,10 @@
 // kv-gate (issue 18): the float64 KL arithmetic against hand-computed values, the fixture
 // validator's refusals (exit 2 naming the field, nothing written), the ci fixture's verdict
-// on the cpu backend with every control red, and the bf16 arm's store (the second run reads
-// it and gives the same numbers).
+// on the cpu backend with every control red, the controls' plants doing what their controls
+// describe, and the bf16 arm's store (the second run reads it and gives the same numbers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,12 +15,89 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/kv_gate.h"
+#include "engine/kv_plant_backend.h"
+#include "engine/model.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
 namespace {
 
 const std::string kSrc = KC_SOURCE_DIR;
+
+// The controls' plants (engine/kv_plant_backend.h) do what the controls say they do, on the
+// cpu backend. scales_from_neighbour_row: after a rope store of slots 0..3 (handed over out
+// of order), slot s holds the scale the real store gave slot s + 1, and the last slot keeps
+// its own; the codes are the real ones.
+TEST(KvPlant, NeighbourScalesAreTheNextRowsAndTheLastKeepsItsOwn) {
+  auto cpu = make_cpu_backend();
+  const int d = 32, n = 4;
+  const KvLayout lay(1, 1, d, Format::fp8);
+  Cache real, planted;
+  ASSERT_TRUE(make_engine_cache(lay, {{8, 0}}, &real).ok);
+  ASSERT_TRUE(make_engine_cache(lay, {{8, 0}}, &planted).ok);
+  std::vector<float> q(n * d, 0.5f), k(n * d), v(n * d), qo(n * d);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < d; ++i) {
+      k[r * d + i] = float(r + 1) * 0.75f * float(i % 5 - 2);
+      v[r * d + i] = float(r + 1) * 0.5f * float(i % 3 - 1);
+    }
+  const RopeParams p{1, d, 1e6, 0};
+  const std::vector<RopeRow> rows = {{0, 2, 2}, {0, 0, 0}, {0, 3, 3}, {0, 1, 1}};
+  std::vector<float> k_in(n * d), v_in(n * d);  // row i of the call holds the values of its slot
+  for (int i = 0; i < n; ++i) {
+    std::copy(k.begin() + rows[i].slot * d, k.begin() + (rows[i].slot + 1) * d, k_in.begin() + i * d);
+    std::copy(v.begin() + rows[i].slot * d, v.begin() + (rows[i].slot + 1) * d, v_in.begin() + i * d);
+  }
+  ASSERT_TRUE(cpu->rope_store(real, p, rows.data(), n, q.data(), k_in.data(), v_in.data(), qo.data()).ok);
+  KvPlantBackend pb(*cpu, KvPlant::scales_from_neighbour_row);
+  ASSERT_TRUE(pb.rope_store(planted, p, rows.data(), n, q.data(), k_in.data(), v_in.data(), qo.data()).ok);
+  EXPECT_EQ(pb.planted(), 1);
+  const KvView rv = real.view(0), pv = planted.view(0);
+  for (int kv = 0; kv < 2; ++kv)
+    for (int s = 0; s < n; ++s) {
+      SCOPED_TRACE("kv " + std::to_string(kv) + " slot " + std::to_string(s));
+      const int from = std::min(s + 1, n - 1);
+      if (s + 1 < n) {  // the test has power: neighbouring rows' scales differ
+        ASSERT_NE(std::memcmp(kv_scale(rv, 0, kv, 0, s), kv_scale(rv, 0, kv, 0, s + 1), lay.scale_bytes), 0);
+      }
+      EXPECT_EQ(std::memcmp(kv_scale(pv, 0, kv, 0, s), kv_scale(rv, 0, kv, 0, from), lay.scale_bytes), 0);
+      EXPECT_EQ(std::memcmp(kv_row(pv, 0, kv, 0, s), kv_row(rv, 0, kv, 0, s), lay.code_bytes), 0);
+    }
+}
+
+// probe_query_zeroed: only lane 1's rows (the recall probes') score a zero query, and only
+// calls that hold such a row count as planted (a run whose probe lane never attended is
+// reported as "the plant never acted").
+TEST(KvPlant, ProbePlantActsOnLaneOneRowsOnly) {
+  auto cpu = make_cpu_backend();
+  const int d = 32;
+  const KvLayout lay(1, 1, d, Format::bf16);
+  Cache c;
+  ASSERT_TRUE(make_engine_cache(lay, {{8, 0}, {8, 0}}, &c).ok);
+  std::vector<float> q(2 * d), k(2 * d), v(2 * d), qo(2 * d);
+  for (int i = 0; i < 2 * d; ++i) q[i] = 0.25f * float(i % 7 - 3), k[i] = 0.5f * float(i % 5 - 2), v[i] = float(i % 9);
+  const RopeParams rp{1, d, 1e6, 0};
+  for (int lane = 0; lane < 2; ++lane) {
+    const std::vector<RopeRow> rows = {{lane, 0, 0}, {lane, 1, 1}};
+    ASSERT_TRUE(cpu->rope_store(c, rp, rows.data(), 2, q.data(), k.data(), v.data(), qo.data()).ok);
+  }
+  const AttnParams ap{1, 0, 16, 1.0f / std::sqrt(float(d))};
+  KvPlantBackend pb(*cpu, KvPlant::probe_query_zeroed);
+  const AttnRow lane0{0, 2, 0, 0}, both[2] = {{0, 2, 0, 0}, {1, 2, 0, 0}};
+  std::vector<float> out(2 * d), want(2 * d);
+  ASSERT_TRUE(pb.attention(c, ap, &lane0, 1, {}, q.data(), out.data()).ok);
+  EXPECT_EQ(pb.planted(), 0) << "a call without a lane-1 row counted as planted";
+  ASSERT_TRUE(cpu->attention(c, ap, &lane0, 1, {}, q.data(), want.data()).ok);
+  EXPECT_EQ(std::memcmp(out.data(), want.data(), d * 4), 0);
+  ASSERT_TRUE(pb.attention(c, ap, both, 2, {}, q.data(), out.data()).ok);
+  EXPECT_EQ(pb.planted(), 1);
+  std::vector<float> qz(q);
+  std::fill(qz.begin() + d, qz.end(), 0.0f);
+  ASSERT_TRUE(cpu->attention(c, ap, both, 2, {}, qz.data(), want.data()).ok);
+  EXPECT_EQ(std::memcmp(out.data(), want.data(), 2 * d * 4), 0);
+  ASSERT_TRUE(cpu->attention(c, ap, both, 2, {}, q.data(), want.data()).ok);
+  EXPECT_NE(std::memcmp(out.data() + d, want.data() + d, d * 4), 0) << "lane 1's zero query changed nothing";
+}
 
 TEST(KvGateMath, KlAgainstAHandComputedCase) {
   // P = (1/2, 1/2); Q = (1/4, 3/4) from logits (0, ln 3):

@@ -5,16 +5,31 @@
 # a hazard only while the toy source has its barrier dropped. A mutant that only the
 # sanitizer sees is caught by the check on cuda, and never red without cuda in --backends or
 # with a bad check; the sanitizer gets the tool, exit code 99, the contract and the filter;
-# the source is restored after each mutant.
+# the source is restored after each mutant. Then the sweep's verdicts on the same tree, with a
+# stand-in contract whose gate fails while the source says "wrong" and a stand-in build that
+# fails while it says "nocompile": a failed gate is caught, gates that held (--gates-only's exit
+# 1, no failed gate named) survive, an `old` found twice is not applied and edits nothing, an
+# edit that does not build is a build-error whose checks never run, a ctest: check builds
+# `all`, and the sweep exits 1 with a single survivor and 0 when every mutant is caught.
 src=$1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 mkdir -p "$tmp/tree" "$tmp/build/tools"
 printf 'stage();\n__syncthreads();\nuse();\n' > "$tmp/tree/k.cu"
-printf 'rule nop\n  command = true\nbuild tools/tf-cuda-test: phony\nbuild all: phony\n' > "$tmp/build/build.ninja"
-cat > "$tmp/build/tools/tf-cuda-test" <<'T'
+cat > "$tmp/build/build.ninja" <<N
+rule compile
+  command = if grep -q nocompile $tmp/tree/k.cu; then echo 'k.cu:1: error: nocompile'; exit 1; fi
+rule mark
+  command = echo all >> $tmp/built
+build compiled: compile
+build allmark: mark
+build tools/tf-cuda-test: phony compiled
+build all: phony compiled allmark
+N
+cat > "$tmp/build/tools/tf-cuda-test" <<T
 #!/bin/sh
+if grep -q wrong "$tmp/tree/k.cu"; then echo "fp8-rows: fail because gate decode==reference failed"; exit 1; fi
 echo "verdict: fail (controls skipped: --gates-only)"; exit 1
 T
 cat > "$tmp/san" <<T
@@ -47,4 +62,28 @@ grep -q dropped "$tmp/tree/k.cu" && fail "the source was not restored"
 run cpu cpu
 [ "$(st cpu drop-barrier)" = "survived  [-1]" ] || fail "drop-barrier without cuda: $(st cpu drop-barrier)"
 [ -e "$tmp/tree/.mutation-sweep-active" ] && fail "the marker was left behind"
-echo "mutation_sweep sanitize check: ok"
+printf 'x();\nx();\n' > "$tmp/tree/k2.cu"
+cat > "$tmp/vm.json" <<'J'
+[{"id": "gate-red", "file": "k.cu", "old": "use();", "new": "use(); /* wrong */", "expect": ["fp8-rows"]},
+ {"id": "gates-hold", "file": "k.cu", "old": "stage();", "new": "stage(); ", "expect": ["fp8-rows"]},
+ {"id": "twice", "file": "k2.cu", "old": "x();", "new": "y();", "expect": ["fp8-rows"]},
+ {"id": "no-build", "file": "k.cu", "old": "use();", "new": "use(); /* nocompile wrong */", "expect": ["fp8-rows"]},
+ {"id": "ctest-all", "file": "k.cu", "old": "use();", "new": "use();  ", "expect": ["ctest:^no-such-test$"]}]
+J
+vrun() { python3 "$src/tools/mutation_sweep.py" --root "$tmp/tree" --build "$tmp/build" --work "$tmp/w" --no-final-build \
+  --timeout 30 --backends cpu --out "$tmp/$1.json" "$tmp/vm.json" $2 > "$tmp/$1.log" 2>&1; }
+rm -f "$tmp/built"
+vrun v; rc=$?
+[ "$(st v gate-red)" = "caught fp8-rows/cpu [1]" ] || fail "a failed gate: $(st v gate-red)"
+[ "$(st v gates-hold)" = "survived  [1]" ] || fail "gates that held (exit 1, no failed gate named): $(st v gates-hold)"
+[ "$(st v twice)" = "not-applied  []" ] || fail "an old found twice: $(st v twice)"
+[ "$(cat "$tmp/tree/k2.cu")" = "$(printf 'x();\nx();\n')" ] || fail "an old found twice was edited"
+[ "$(st v no-build)" = "build-error  []" ] || fail "an edit that does not build: $(st v no-build)"
+grep -q nocompile "$tmp/tree/k.cu" && fail "the edit that does not build was not restored"
+grep -qx all "$tmp/built" 2>/dev/null || fail "a ctest: check did not build all"
+[ $rc -eq 1 ] || fail "the verdict sweep's exit: $rc (want 1)"
+vrun one "--only ^gates-hold$"; rc=$?
+[ $rc -eq 1 ] || fail "a single survivor: exit $rc (want 1)"
+vrun none "--only ^gate-red$"; rc=$?
+[ $rc -eq 0 ] || fail "every mutant caught: exit $rc (want 0)"
+echo "mutation_sweep sanitize check and verdicts: ok"

@@ -2,8 +2,9 @@
 // the command line accepts (1 .. 1024), both formats and both head_dims it serves: the V
 // ring's stages issued before the softmax never overlap q's fragments or the scores; no
 // stage overlaps the arrays the p.v still reads; the p.v's group-sum exchange fits in q's
-// fragment space; alignment; the per-block limit of sm_90; and, at the bench's chunk of
-// 512, the resident blocks per SM the register budget asks for still fit in shared memory.
+// fragment space; every array holds what the kernel puts there; alignment; the per-block
+// limit of sm_90; the size the launch asks for is the kernel's own layout; and, at the bench's
+// chunk of 512, the resident blocks per SM the register budget asks for still fit in shared memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +40,14 @@ void check_all_widths() {
     ASSERT_LE(m.pf, m.vrows);
     ASSERT_LE(m.vrows, m.ksc);
     ASSERT_LE(m.psh, m.total);
+    // Each array after the scores holds what the kernel puts there (a width that is not a
+    // multiple of 16 still has its last, partial key tile).
+    ASSERT_GE(m.vrows - m.pf, size_t((w + 15) / 16) * attn_mma_parts(F) * 32 * 8) << "p's fragments";
+    ASSERT_GE(m.ksc - m.vrows, size_t((w + 15) / 16 * 16) * 8) << "V row pointers";
+    ASSERT_GE(m.vsc - m.ksc, size_t(w) * 4) << "K row scales";
+    ASSERT_GE(m.qsh - m.vsc, size_t(w) * 4) << "V row scales";
+    ASSERT_GE(m.psh - m.qsh, size_t(kAttnHeadsPerBlock) * 4) << "q's shifts";
+    ASSERT_GE(m.total - m.psh, size_t(kAttnHeadsPerBlock) * 4) << "p's shifts";
     ASSERT_EQ(m.qf % 16, 0u);
     ASSERT_EQ(m.ss % 16, 0u);
     ASSERT_EQ(m.pf % 16, 0u);
@@ -78,6 +87,8 @@ void check_q4_widths() {
     ASSERT_GE(m.slot - m.pgb, size_t(m.w16) * 8);
     ASSERT_GE(m.wm - m.slot, size_t(m.w16) * 4);
     ASSERT_LE(m.qsh, m.total);
+    ASSERT_GE(m.qsh - m.wm, size_t(kAttnThreads / 32) * (D / 32) * 4) << "every warp's largest V scales";
+    ASSERT_GE(m.total - m.qsh, size_t(kAttnHeadsPerBlock) * 4) << "q's shifts end inside the total";
     for (size_t off : {m.ss, m.qf, m.vsc, m.pgb, m.slot, m.wm}) ASSERT_EQ(off % 16, 0u);
     ASSERT_LE(m.total, kMaxSmemPerBlock);
   }
@@ -157,6 +168,29 @@ TEST(MmaSmem, ShortPathLayoutsHoldForEveryChunkWidth) {
   check_q4_short_widths<256, 2>();
   check_q4_short_widths<256, 4>();
   check_q4_short_widths<256, 8>();
+}
+
+// mma_smem(), the size the launch asks for (attention/partial_mma.cu), is the layout the
+// kernel of that format and head_dim computes for itself (MmaTune<D, F>::smem), field by field.
+template <int D, Format F>
+void check_launch_layout() {
+  for (int w = 1; w <= 1024; ++w) {
+    const MmaSmem a = mma_smem(w, D, F), b = MmaTune<D, F>::smem(w);
+    SCOPED_TRACE(std::string(format_name(F)) + " d" + std::to_string(D) + " chunk " + std::to_string(w));
+    const size_t fa[] = {a.ring, a.qf, a.ss, a.pf, a.vrows, a.ksc, a.vsc, a.qsh, a.psh, a.total};
+    const size_t fb[] = {b.ring, b.qf, b.ss, b.pf, b.vrows, b.ksc, b.vsc, b.qsh, b.psh, b.total};
+    for (int i = 0; i < 10; ++i) ASSERT_EQ(fa[i], fb[i]) << "field " << i;
+  }
+}
+
+TEST(MmaSmem, LaunchSizeIsTheKernelsOwnLayout) {
+  check_launch_layout<128, Format::bf16>();
+  check_launch_layout<128, Format::fp8>();
+  check_launch_layout<256, Format::bf16>();
+  check_launch_layout<256, Format::fp8>();
+  // The four layouts differ at the bench's chunk, so a swapped pair cannot agree by chance.
+  EXPECT_NE((MmaTune<256, Format::bf16>::smem(512).total), (MmaTune<256, Format::fp8>::smem(512).total));
+  EXPECT_NE((MmaTune<128, Format::bf16>::smem(512).total), (MmaTune<128, Format::fp8>::smem(512).total));
 }
 
 // The layout's arithmetic itself: with pre > 1 q's fragments and the scores sit at the
