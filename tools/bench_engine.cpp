@@ -50,7 +50,6 @@ namespace fs = std::filesystem;
 using engine::Model;
 using Clock = std::chrono::steady_clock;
 
-
 std::string addr_name(int page) {  // (appended, not "p" + to_string: gcc 12's -O3 -Wrestrict false positive)
   if (!page) return "window";
   std::string s = "p";
