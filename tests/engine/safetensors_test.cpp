@@ -94,6 +94,21 @@ TEST(Conversions, F16RoundsEveryMidpointToEven) {
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
 }
 
+TEST(Conversions, NanWithItsPayloadInTheDroppedBitsStaysNan) {
+  // A NaN whose payload lies only in the bits the narrowing drops must not become inf:
+  // the encoders set the quiet bit. The every-code tests encode only NaNs decoded from
+  // bf16 / fp16 codes, whose payload survives the shift.
+  for (uint32_t u : {0x7F800001u, 0xFF800001u, 0x7F80FFFFu, 0x7F801FFFu, 0xFF801000u, 0x7FC00000u}) {
+    const float x = std::bit_cast<float>(u);
+    ASSERT_TRUE(std::isnan(x));
+    const uint16_t b = f32_to_bf16(x), h = f32_to_f16(x);
+    EXPECT_TRUE(std::isnan(bf16_to_f32(b))) << std::hex << u << " -> bf16 " << b;
+    EXPECT_TRUE(std::isnan(f16_to_f32(h))) << std::hex << u << " -> f16 " << h;
+    EXPECT_EQ(b & 0x8000u, (u >> 16) & 0x8000u) << "NaN keeps its sign";
+    EXPECT_EQ(h & 0x8000u, (u >> 16) & 0x8000u) << "NaN keeps its sign";
+  }
+}
+
 // ---- Round trips.
 
 std::vector<float> representable(Dtype d, size_t n, uint32_t seed) {
@@ -264,6 +279,27 @@ TEST(Safetensors, RefusesEveryBadFileClassNamingFileTensorAndReason) {
        {"w: data_offsets: end 8589934592 is past the data section (8 bytes"}},
       {"empty name", file_with(R"({"": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})", ""),
        {"(empty name): a tensor name must not be empty"}},
+      // The 100 MB limit admits 100 MB itself: a length at the limit is judged against the
+      // file (past its end here), one byte more is over the limit.
+      {"header length at the 100 MB limit", le64(100ull << 20) + "{}",
+       {"header length: 104857600 bytes runs past the end of the file (2 bytes"}},
+      {"header length one byte over the limit", le64((100ull << 20) + 1) + "{}",
+       {"header length: 104857601 bytes exceeds the 100 MB limit"}},
+      // Several names repeated: the refusal names the first repeat met in the file.
+      {"two names repeated",
+       file_with(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                     "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]},
+                     "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                     "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                 d8),
+       {"safetensors: a: name occurs twice in the header"}},
+      // A dimension past INT64_MAX is refused even where a 0 keeps the product at 0 (the
+      // shape would hold a negative int64).
+      {"dimension past INT64_MAX beside a 0",
+       file_with(R"({"w": {"dtype": "F32", "shape": [9223372036854775808, 0], "data_offsets": [0, 0]}})", ""),
+       {"w: shape: [9223372036854775808,0] has more elements than 2^64"}},
+      {"three offsets", file_with(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8, 16]}})", d8),
+       {"w: data_offsets: expected an array of two integers, got an array of 3"}},
   };
   TempDir dir;
   int i = 0;
@@ -287,6 +323,43 @@ TEST(Safetensors, AcceptsAnEmptyHeaderObjectAndZeroSizedTensors) {
   const Status st = SafetensorsFile::open(p, &f);
   ASSERT_TRUE(st.ok) << st.message;
   EXPECT_EQ(f.tensors().size(), 1u);
+}
+
+TEST(Safetensors, AZeroSizedTensorMayStartWhereANonEmptyOneDoes) {
+  // Tensors at one offset are ordered by their end, not by name: "b" (0 bytes at 0) sorts
+  // before "a" ([0, 8)) although the header names it second.
+  TempDir dir;
+  const std::string p = dir.file("z.safetensors");
+  test::write_bytes(p, file_with(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                     "b": {"dtype": "BF16", "shape": [3, 0], "data_offsets": [0, 0]}})",
+                                 std::string(8, '\0')));
+  SafetensorsFile f;
+  const Status st = SafetensorsFile::open(p, &f);
+  ASSERT_TRUE(st.ok) << st.message;
+  ASSERT_EQ(f.tensors().size(), 2u);
+  ASSERT_NE(f.find("b"), nullptr);
+  EXPECT_EQ(f.find("b")->numel(), 0u);
+}
+
+TEST(Safetensors, ReadRefusesACountOtherThanTheTensors) {
+  TempDir dir;
+  const std::string p = dir.file("c.safetensors");
+  ASSERT_TRUE(write_safetensors(p, {{"t", Dtype::f32, {3}, {1, 2, 3}}}).ok);
+  SafetensorsFile f;
+  ASSERT_TRUE(SafetensorsFile::open(p, &f).ok);
+  const TensorInfo* t = f.find("t");
+  ASSERT_NE(t, nullptr);
+  float buf[4] = {9, 9, 9, 9};
+  for (uint64_t count : {0u, 2u, 4u}) {
+    const Status st = f.read_f32(*t, buf, count);
+    ASSERT_FALSE(st.ok) << count;
+    EXPECT_NE(st.message.find("t: 3 elements, caller expected " + std::to_string(count)), std::string::npos)
+        << st.message;
+  }
+  EXPECT_EQ(buf[0], 9.0f) << "a refused read writes nothing";
+  ASSERT_TRUE(f.read_f32(*t, buf, 3).ok);
+  EXPECT_EQ(buf[2], 3.0f);
+  EXPECT_EQ(buf[3], 9.0f);
 }
 
 TEST(Safetensors, RefusesMissingFilesAndDirectories) {
