@@ -28,8 +28,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-bool is_int(const nlohmann::json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
-
 bool read_file(const std::string& path, std::string* out) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
@@ -60,6 +58,8 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
       return fail(it.key(), "unknown field");
+  for (const char* k : {"$schema", "note"})
+    if (j.contains(k) && !j[k].is_string()) return fail(k, "must be a string");
   KvFixture f;
   const auto resolve = [&](const std::string& p) {
     fs::path x(p);
@@ -73,8 +73,8 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
     return true;
   };
   const auto int_in = [&](const nlohmann::json& v, const std::string& fld, long long lo, long long hi, int* x) {
-    if (!is_int(v)) return fail(fld, "must be an integer");
-    const long long n = v.get<long long>();
+    long long n = 0;
+    if (!json_integer(v, &n)) return fail(fld, "must be an integer");
     if (n < lo || n > hi) return fail(fld, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
     *x = int(n);
     return true;
@@ -758,11 +758,12 @@ bool kv_training_context(const std::string& model_dir, int64_t max_position_embe
     return false;
   }
   const auto& v = j["training"]["seq"];
-  if (!is_int(v) || v.get<long long>() < 1 || v.get<long long>() > (1LL << 40)) {
+  long long seq = 0;
+  if (!json_integer(v, &seq) || seq < 1 || seq > (1LL << 40)) {
     *err = file + ": field training.seq: must be a positive integer";
     return false;
   }
-  *positions = v.get<int64_t>();
+  *positions = seq;
   *source = "fixture.json training.seq (the longest sequence the model trained on)";
   return true;
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,9 +56,25 @@ struct Sha256 {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_int(const nlohmann::json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
-
 }  // namespace
+
+bool json_integer(const nlohmann::json& v, long long* x) {
+  constexpr long long kCap = 1LL << 62;
+  if (v.is_number_unsigned()) {  // before is_number_integer, which is true for unsigned too
+    const uint64_t u = v.get<uint64_t>();
+    *x = u > uint64_t(kCap) ? kCap : static_cast<long long>(u);
+    return true;
+  }
+  if (v.is_number_integer()) {
+    *x = std::clamp(v.get<long long>(), -kCap, kCap);
+    return true;
+  }
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::trunc(d)) return false;
+  *x = d >= 0x1p62 ? kCap : d <= -0x1p62 ? -kCap : static_cast<long long>(d);
+  return true;
+}
 
 nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend) {
   if (!f.golden.is_object() || !f.golden.contains(format)) return nullptr;
@@ -101,12 +118,14 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
       return fail(it.key(), "unknown field");
+  for (const char* k : {"$schema", "note"})
+    if (j.contains(k) && !j[k].is_string()) return fail(k, "must be a string");
   ServeFixture f;
   auto need = [&](const char* k) { return j.contains(k); };
   auto get_int = [&](const char* k, int lo, int hi, int* v) {
     if (!need(k)) return fail(k, "missing");
-    if (!is_int(j[k])) return fail(k, "must be an integer");
-    const long long x = j[k].get<long long>();
+    long long x = 0;
+    if (!json_integer(j[k], &x)) return fail(k, "must be an integer");
     if (x < lo || x > hi) return fail(k, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
     *v = int(x);
     return true;
@@ -144,8 +163,8 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
       vals.push_back({"parallel", &pj});
     }
     for (const auto& [fld, v] : vals) {
-      if (!is_int(*v)) return fail(fld, "must be an integer");
-      const long long x = v->get<long long>();
+      long long x = 0;
+      if (!json_integer(*v, &x)) return fail(fld, "must be an integer");
       // At least 2: one lane is a solo run (concurrent == solo would compare a run with itself),
       // and the controls run at the first value with a paged lane beside a window lane.
       if (x < 2 || x > 64) return fail(fld, "must be in 2..64 (one lane is not concurrent)");
@@ -160,12 +179,12 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   if (!j["pages"].is_array() || j["pages"].empty() || j["pages"].size() > 2)
     return fail("pages", "must be an array of one or two page sizes");
   for (size_t i = 0; i < j["pages"].size(); ++i) {
-    const auto& p = j["pages"][i];
-    if (!is_int(p) || p.get<long long>() < 1 || p.get<long long>() > 65536)
+    long long x = 0;
+    if (!json_integer(j["pages"][i], &x) || x < 1 || x > 65536)
       return fail("pages[" + std::to_string(i) + "]", "must be an integer in 1..65536");
-    if (std::find(f.pages.begin(), f.pages.end(), p.get<int>()) != f.pages.end())
-      return fail("pages[" + std::to_string(i) + "]", "repeats " + std::to_string(p.get<int>()));
-    f.pages.push_back(p.get<int>());
+    if (std::find(f.pages.begin(), f.pages.end(), int(x)) != f.pages.end())
+      return fail("pages[" + std::to_string(i) + "]", "repeats " + std::to_string(x));
+    f.pages.push_back(int(x));
   }
   if (need("pages_all")) {
     if (!j["pages_all"].is_boolean()) return fail("pages_all", "must be true or false");
@@ -196,9 +215,9 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
     if (d.contains("layers") == d.contains("model"))
       return fail("draft", "give exactly one of layers (the target's first layers) and model (a draft checkpoint)");
     if (d.contains("layers")) {
-      if (!is_int(d["layers"]) || d["layers"].get<long long>() < 1 || d["layers"].get<long long>() > 1024)
-        return fail("draft.layers", "must be an integer in 1..1024");
-      f.draft_layers = d["layers"];
+      long long x = 0;
+      if (!json_integer(d["layers"], &x) || x < 1 || x > 1024) return fail("draft.layers", "must be an integer in 1..1024");
+      f.draft_layers = int(x);
     } else {
       if (!d["model"].is_string() || d["model"].get<std::string>().empty())
         return fail("draft.model", "must be a non-empty string");
@@ -207,16 +226,17 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
       f.draft_model_dir = p.lexically_normal().string();
     }
     if (!d.contains("tokens")) return fail("draft.tokens", "missing");
-    if (!is_int(d["tokens"]) || d["tokens"].get<long long>() < 1 || d["tokens"].get<long long>() > 64)
-      return fail("draft.tokens", "must be an integer in 1..64");
-    f.draft_tokens = d["tokens"];
+    long long tokens = 0;
+    if (!json_integer(d["tokens"], &tokens) || tokens < 1 || tokens > 64) return fail("draft.tokens", "must be an integer in 1..64");
+    f.draft_tokens = int(tokens);
     if (d.contains("tree")) {
       const auto& t = d["tree"];
       if (!t.is_array() || t.empty() || t.size() > 16) return fail("draft.tree", "must be an array of 1..16 branchings");
       for (size_t i = 0; i < t.size(); ++i) {
-        if (!is_int(t[i]) || t[i].get<long long>() < 1 || t[i].get<long long>() > 8)
+        long long x = 0;
+        if (!json_integer(t[i], &x) || x < 1 || x > 8)
           return fail("draft.tree[" + std::to_string(i) + "]", "must be an integer in 1..8");
-        f.draft_tree.push_back(t[i].get<int>());
+        f.draft_tree.push_back(int(x));
       }
       // A chain (every branching 1) is the plain draft: its node's ancestors are every node
       // before it, so the tree arm would repeat the drafted arm and tree-tails-all-nodes could

@@ -277,6 +277,29 @@ TEST(KvFixture, NoBarTakesTheSchemasDefaultBar) {
   EXPECT_EQ(f.bar.worst_token_kl, bar["worst_token_kl"]["default"].get<double>());
 }
 
+// Whole-valued floats are integers, as in the schema (JSON Schema 2020-12): the same fixture
+// with every integer written as a float reads the same.
+TEST(KvFixture, WholeValuedFloatsAreIntegersAsInTheSchema) {
+  const nlohmann::json j = ci_fixture();
+  nlohmann::json g = j;
+  for (const char* k : {"rows", "decode_steps", "prefill_chunk"}) g[k] = g[k].get<double>();
+  for (auto& x : g["depths"]) x = x.get<double>();
+  for (auto& x : g["recall"][0]["depths"]) x = x.get<double>();
+  g["control_depths"] = {g["depths"][1]};
+  ASSERT_TRUE(g["rows"].is_number_float());
+  KvFixture a, b;
+  std::string err;
+  ASSERT_TRUE(parse_kv_fixture(j, kSrc + "/fixtures/kv", &a, &err)) << err;
+  ASSERT_TRUE(parse_kv_fixture(g, kSrc + "/fixtures/kv", &b, &err)) << err;
+  EXPECT_EQ(b.rows, a.rows);
+  EXPECT_EQ(b.decode_steps, a.decode_steps);
+  EXPECT_EQ(b.prefill_chunk, a.prefill_chunk);
+  EXPECT_EQ(b.depths, a.depths);
+  ASSERT_EQ(b.recall.size(), a.recall.size());
+  EXPECT_EQ(b.recall[0].depths, a.recall[0].depths);
+  EXPECT_EQ(b.control_depths, std::vector<int>{a.depths[1]});
+}
+
 TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
   test::TempDir dir;
   struct Bad {
@@ -361,6 +384,10 @@ TEST(KvFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
        }},
       {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
       // One probe keyed twice (name and depth): it counted twice in the recall summary.
+      {"field $schema: must be a string", [](nlohmann::json& j) { j["$schema"] = nullptr; }},
+      {"field note: must be a string", [](nlohmann::json& j) { j["note"] = 3; }},
+      {"field rows: must be an integer", [](nlohmann::json& j) { j["rows"] = 32.5; }},
+      {"field rows: must be in 1..65536", [](nlohmann::json& j) { j["rows"] = UINT64_MAX; }},
       {"field recall[0].depths[1]: repeats", [](nlohmann::json& j) { j["recall"][0]["depths"].push_back(j["recall"][0]["depths"][0]); }},
   };
   for (const Bad& b : bad) {

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -605,6 +607,70 @@ TEST(ServeFixture, NoPrefillChunkTakesTheSchemasDefault) {
   EXPECT_EQ(f.prefill_chunk, schema["properties"]["prefill_chunk"]["default"].get<int>());
 }
 
+// JSON Schema's integers are numbers with no fraction, written either way (16, 16.0, 1.6e1): the
+// schema accepts a fixture with 16.0 wherever it wants an integer, so the validator does too and
+// reads the same fixture (the fixture fuzz found every integer field refused as a float).
+TEST(ServeFixture, WholeValuedFloatsAreIntegersAsInTheSchema) {
+  const nlohmann::json j = good_fixture();
+  nlohmann::json g = j;
+  for (const char* k : {"new_tokens", "pool_pages", "context", "prefill_chunk"}) g[k] = g[k].get<double>();
+  g["parallel"] = g["parallel"].get<double>();
+  for (auto& x : g["pages"]) x = x.get<double>();
+  g["draft"]["tokens"] = g["draft"]["tokens"].get<double>();
+  for (auto& x : g["draft"]["tree"]) x = x.get<double>();
+  ASSERT_TRUE(g["new_tokens"].is_number_float());
+  ServeFixture a, b;
+  std::string err;
+  ASSERT_TRUE(parse_serve_fixture(j, kSrc + "/fixtures/serve", &a, &err)) << err;
+  ASSERT_TRUE(parse_serve_fixture(g, kSrc + "/fixtures/serve", &b, &err)) << err;
+  EXPECT_EQ(b.new_tokens, a.new_tokens);
+  EXPECT_EQ(b.pool_pages, a.pool_pages);
+  EXPECT_EQ(b.context, a.context);
+  EXPECT_EQ(b.prefill_chunk, a.prefill_chunk);
+  EXPECT_EQ(b.parallel, a.parallel);
+  EXPECT_EQ(b.pages, a.pages);
+  EXPECT_EQ(b.draft_tokens, a.draft_tokens);
+  EXPECT_EQ(b.draft_tree, a.draft_tree);
+  // The layers form of the draft too.
+  g["draft"].erase("model");
+  g["draft"]["layers"] = 1.0;
+  ASSERT_TRUE(parse_serve_fixture(g, kSrc + "/fixtures/serve", &b, &err)) << err;
+  EXPECT_EQ(b.draft_layers, 1);
+}
+
+TEST(ServeFixture, JsonIntegerReadsEveryFormAndClampsWhatDoesNotFit) {
+  const auto val = [](const char* text) { return nlohmann::json::parse(text); };
+  long long x = 7;
+  EXPECT_TRUE(json_integer(val("16"), &x));
+  EXPECT_EQ(x, 16);
+  EXPECT_TRUE(json_integer(val("16.0"), &x));
+  EXPECT_EQ(x, 16);
+  EXPECT_TRUE(json_integer(val("1.6e1"), &x));
+  EXPECT_EQ(x, 16);
+  EXPECT_TRUE(json_integer(val("-3"), &x));
+  EXPECT_EQ(x, -3);
+  EXPECT_TRUE(json_integer(val("-0.0"), &x));
+  EXPECT_EQ(x, 0);
+  EXPECT_TRUE(json_integer(val("18446744073709551615"), &x));  // unsigned: clamped, not -1
+  EXPECT_EQ(x, 1LL << 62);
+  EXPECT_TRUE(json_integer(val("-9223372036854775808"), &x));
+  EXPECT_EQ(x, -(1LL << 62));
+  EXPECT_TRUE(json_integer(val("1e300"), &x));
+  EXPECT_EQ(x, 1LL << 62);
+  EXPECT_TRUE(json_integer(val("-1e300"), &x));
+  EXPECT_EQ(x, -(1LL << 62));
+  EXPECT_TRUE(json_integer(val("4611686018427387904"), &x));  // 2^62 itself
+  EXPECT_EQ(x, 1LL << 62);
+  x = 7;
+  for (const char* bad : {"16.5", "-0.25", "\"16\"", "true", "null", "[16]", "{}"}) {
+    EXPECT_FALSE(json_integer(val(bad), &x)) << bad;
+    EXPECT_EQ(x, 7) << bad;
+  }
+  EXPECT_FALSE(json_integer(nlohmann::json(std::numeric_limits<double>::infinity()), &x));
+  EXPECT_FALSE(json_integer(nlohmann::json(std::numeric_limits<double>::quiet_NaN()), &x));
+  EXPECT_EQ(x, 7);
+}
+
 TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
   test::TempDir dir;
   const std::string model = kSrc + "/fixtures/models/stdlib-bytes-3m";
@@ -677,6 +743,16 @@ TEST(ServeFixture, EachBadClassExits2NamingTheFieldAndWritesNothing) {
       {"field golden.bf16.cuda[0]: must be 16 lowercase hex digits",
        [](nlohmann::json& j) { j["golden"]["bf16"] = {{"cuda", std::vector<std::string>(5, "XYZ")}}; }},
       {"field colour: unknown field", [](nlohmann::json& j) { j["colour"] = "red"; }},
+      // The schema's type rules for the two free-text fields (the fixture fuzz: a number passed).
+      {"field $schema: must be a string", [](nlohmann::json& j) { j["$schema"] = 1; }},
+      {"field note: must be a string", [](nlohmann::json& j) { j["note"] = {"a", "b"}; }},
+      // A fraction is no integer; a whole value past every bound is out of range, never wrapped
+      // (2^64 - 1 read as a long long is -1).
+      {"field new_tokens: must be an integer", [](nlohmann::json& j) { j["new_tokens"] = 16.5; }},
+      {"field new_tokens: must be in 3..4096", [](nlohmann::json& j) { j["new_tokens"] = 1e300; }},
+      {"field new_tokens: must be in 3..4096", [](nlohmann::json& j) { j["new_tokens"] = UINT64_MAX; }},
+      {"field pages[0]: must be an integer in 1..65536",
+       [](nlohmann::json& j) { j["pages"][0] = 0x1p70; }},
   };
   for (const Bad& b : bad) {
     nlohmann::json j = good_fixture();
