@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""The fixture validators against their published schemas, on mutated fixtures.
+"""The input validators against their published schemas, on mutated documents.
 
-    fixture_fuzz.py PROBE SCHEMA_DIR FIXTURE... [--count N] [--seed S] [--show K]
+    fixture_fuzz.py PROBE SCHEMA_DIR [--receipt-schema FILE] DOC... [--count N] [--seed S] [--show K]
 
-PROBE is tests/tools/fixture_probe (parse_serve_fixture / parse_kv_fixture as a filter).
-SCHEMA_DIR holds serve-fixture.schema.json and kv-fixture.schema.json; each FIXTURE names
-its schema in "$schema". Every fixture must be valid and accepted as it is. Then N mutants
+PROBE is tests/tools/fixture_probe (parse_serve_fixture, parse_kv_fixture, Receipt::check and
+contracts/json_schema.h as a filter). SCHEMA_DIR holds serve-fixture.schema.json and
+kv-fixture.schema.json; a fixture DOC names its schema in "$schema", a receipt DOC carries
+"schema": "kernel-contracts/receipt/1" (then --receipt-schema is needed). Every DOC must be
+valid and accepted as it is. Then N mutants
 per fixture (default 400; seed S, default 1): one to three edits at random places (a field
 deleted, a value retyped or set to a schema bound, +-1 or a whole-valued float, an array
 emptied or an item repeated, a string emptied or doubled, a field added), each judged by
@@ -15,7 +17,11 @@ jsonschema (Draft 2020-12) and by the probe. A defect is:
     the cross-field rules the schema's description lists (CROSS below);
   - unnamed: a refusal that names no field, or a field that no edit touched nor any cross-field
     rule ties to a touched one (PARTNERS below);
-  - exception: the probe threw; or it crashed (fewer answers than questions).
+  - exception: the probe threw; or it crashed (fewer answers than questions);
+  - json_schema.h disagrees with jsonschema: every document also goes to contracts/json_schema.h
+    with its schema, whose verdict must be jsonschema's (both ways).
+For receipts, CROSS lists Receipt::check's self-contradictions, and a refusal's field is not
+matched against the edits.
 A self-check runs first: fabricated answers of each defect kind must be reported, and a
 fabricated right answer must not. Exit 0 with no defect, 1 with any (the first K printed,
 default 12, each with its edits and a fixture to replay), 77 without python3-jsonschema."""
