@@ -2,6 +2,8 @@
 // for tests/tools/fixture_fuzz.py: one JSON object per input line,
 //   {"kind": "serve" | "kv" | "receipt", "dir": FIXTURE_FOLDER (or the receipt's file), "fixture": {...}}
 //   {"kind": "schema", "dir": SCHEMA_FILE, "fixture": DOCUMENT}  (contracts/json_schema.h alone)
+//   {"kind": "checkpoint", "dir": MODEL_FOLDER, "fixture": null}  (check_qwen3_checkpoint, then
+//     load_qwen3_checkpoint: tests/tools/checkpoint_fuzz.py)
 // and one per output line, in order:
 //   {"ok": true} | {"ok": false, "err": "field F: reason"} | {"exception": "what"}
 // An exception is a validator defect (a bad fixture must be refused by name, never thrown at);
@@ -16,6 +18,7 @@
 
 #include "contracts/json_schema.h"
 #include "contracts/receipt.h"
+#include "engine/checkpoint.h"
 #include "engine/kv_gate.h"
 #include "engine/serve_gate.h"
 
@@ -34,8 +37,8 @@ int main() {
       return 2;
     }
     if (!in.is_object() || !in.contains("kind") || !in.contains("dir") || !in.contains("fixture") ||
-        !in["kind"].is_string() || !in["dir"].is_string() || (in["kind"] != "serve" && in["kind"] != "kv" && in["kind"] != "receipt" && in["kind"] != "schema")) {
-      std::cerr << "fixture_probe: line " << n << ": expected {\"kind\": \"serve\"|\"kv\"|\"receipt\"|\"schema\", \"dir\", \"fixture\"}\n";
+        !in["kind"].is_string() || !in["dir"].is_string() || (in["kind"] != "serve" && in["kind"] != "kv" && in["kind"] != "receipt" && in["kind"] != "schema" && in["kind"] != "checkpoint")) {
+      std::cerr << "fixture_probe: line " << n << ": expected {\"kind\": \"serve\"|\"kv\"|\"receipt\"|\"schema\"|\"checkpoint\", \"dir\", \"fixture\"}\n";
       return 2;
     }
     nlohmann::json out;
@@ -58,6 +61,15 @@ int main() {
         }
         err = schemas[path].validate(in["fixture"]);
         ok = err.empty();
+      } else if (in["kind"] == "checkpoint") {
+        const std::string dir = in["dir"].get<std::string>();
+        kc::Status st = kc::engine::check_qwen3_checkpoint(dir);
+        if (st.ok) {
+          kc::engine::Qwen3Weights w;
+          st = kc::engine::load_qwen3_checkpoint(dir, &w);
+        }
+        ok = st.ok;
+        err = st.message;
       } else if (in["kind"] == "receipt") {
         const kc::Status st = kc::Receipt::check(in["fixture"], in["dir"].get<std::string>());
         ok = st.ok;
