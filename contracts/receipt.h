@@ -130,9 +130,10 @@ class Receipt {
   // ---- reading ----
   // Checks every field report and diff read (the required fields of
   // reports/schema/receipt.schema.json and their types, a bench's rows and targets, a
-  // kv-gate's per-depth view) and that the receipt does not contradict itself. The first
-  // problem comes back as "FILE: FIELD: reason", e.g.
-  // "r.json: gates[2].passed: expected an integer, got a string".
+  // kv-gate's per-depth view) and that the receipt does not contradict itself; then every
+  // other rule of that schema, compiled in (contracts/json_schema.h). The first problem comes
+  // back as "FILE: FIELD: reason", e.g. "r.json: gates[2].passed: expected an integer, got a
+  // string", or "r.json: host: expected a string, got a number (receipt schema)".
   static Status check(const nlohmann::json& doc, const std::string& file);
   // Reads FILE (a regular file, JSON) and checks it; *out is untouched on error.
   static Status load(const std::string& path, Receipt* out);
