@@ -18,7 +18,7 @@ PROBE (tests/tools/fixture_probe) answers for each folder. A defect is:
   - a refusal that does not begin with the folder (it must name the file it is about);
   - accepted where it must not be: a tensor's name, dtype or shape other than the base's, the
     length prefix changed, the data cut short or its ranges not tiling it exactly, or a config
-    field that sets a shape changed in value;
+    field that sets a shape changed to another value (null may mean its default);
   - refused where it must not be: the header padded with spaces and nothing else.
 Exit 0 with no defect, 1 with any (the first K printed, default 12), 2 for bad usage."""
 import copy
@@ -161,7 +161,8 @@ def mutate(rng, base_cfg, base_hdr, base_data, d, nums):
         must = "refuse"
     else:
         for k in SHAPE_KEYS:
-            if k in cfg and k in base_cfg and not same_value(cfg[k], base_cfg[k]):
+            # null may stand for the field's default (Hugging Face reads head_dim: null so).
+            if k in cfg and k in base_cfg and cfg[k] is not None and not same_value(cfg[k], base_cfg[k]):
                 must = "refuse"
     # What the header edits imply.
     if raw is None and must != "refuse":

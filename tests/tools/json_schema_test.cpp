@@ -55,6 +55,14 @@ TEST(JsonSchema, EnumConstAndUniqueItemsCompareNumbersByValue) {
   EXPECT_NE(check(R"({"const": {"a": [1, 2]}})", R"({"a": [2, 1]})"), "");
   EXPECT_EQ(check(R"({"uniqueItems": true})", "[1, 1.0]"), "(top level)[1]: 1.0 repeats item 0 (the items must be unique)");
   EXPECT_EQ(check(R"({"uniqueItems": true})", R"([{"a": 1}, {"a": 2}])"), "");
+  // By value, exactly: nlohmann's == calls 2^64 - 1 equal to -1 (an unsigned cast to signed)
+  // and 2^53 + 1 equal to 2^53 written as a float (an integer cast to double); JSON Schema does
+  // not (mutation sweep round 13: uniqueItems through == survived).
+  EXPECT_EQ(check(R"({"uniqueItems": true})", "[18446744073709551615, -1]"), "");
+  EXPECT_EQ(check(R"({"uniqueItems": true})", "[9007199254740993, 9007199254740992.0]"), "");
+  EXPECT_EQ(check(R"({"uniqueItems": true})", R"([{"a": 18446744073709551615}, {"a": -1}])"), "");
+  EXPECT_NE(check(R"({"enum": [-1]})", "18446744073709551615"), "");
+  EXPECT_NE(check(R"({"const": 9007199254740992.0})", "9007199254740993"), "");
 }
 
 TEST(JsonSchema, StringsCountCodePointsAndPatternsSearch) {

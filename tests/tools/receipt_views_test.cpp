@@ -127,6 +127,22 @@ TEST(ReceiptViews, CheckRefusesAWrongTotalAndAPassWithOneError) {
               std::string::npos)
         << st.message;
   }
+  // Counts each within 2^63 - 1 whose sum is not: refused for the sum's range, with no int64_t
+  // overflow on the way. The sum used to be formed first, undefined behaviour that UBSan
+  // reported under the fixture fuzz; this case shows it only in a KC_SANITIZE_HOST build (where
+  // the sum wraps, to 0 here, the message is the same).
+  {
+    json big = contract_receipt();
+    big["gates"][1]["passed"] = INT64_MAX;
+    big["gates"][1]["failed"] = INT64_MAX;
+    big["gates"][1]["skipped"] = 2;
+    big["gates"][1]["ok"] = false;
+    big["gates"][1]["total"] = 0;  // what the sum wraps to
+    const Status st = check_as_read(big, "o.json");
+    EXPECT_FALSE(st.ok);
+    EXPECT_NE(st.message.find("o.json: gates[1].total: passed + failed + skipped is above 2^63 - 1"), std::string::npos)
+        << st.message;
+  }
   json bad = contract_receipt();
   bad["errors"] = {"qwen-pages(x=1): the backend refused"};
   Status st = check_as_read(bad, "e.json");
