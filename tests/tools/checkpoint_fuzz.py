@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixture_fuzz import NUMBERS, mutate_once  # noqa: E402
+from fixture_fuzz import NUMBERS, mutate_once, parse_args  # noqa: E402
 
 SHAPE_KEYS = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
               "num_key_value_heads", "head_dim", "dtype", "torch_dtype", "tie_word_embeddings"}
@@ -176,15 +176,7 @@ def mutate(rng, base_cfg, base_hdr, base_data, d, nums):
 
 
 def main():
-    args = sys.argv[1:]
-    opts = {"--count": 300, "--seed": 1, "--show": 12}
-    rest = []
-    while args:
-        a = args.pop(0)
-        if a in opts:
-            opts[a] = int(args.pop(0))
-        else:
-            rest.append(a)
+    opts, rest = parse_args(sys.argv[1:], {"--count": 300, "--seed": 1, "--show": 12})
     if len(rest) != 2:
         print(__doc__)
         return 2

@@ -26,6 +26,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from fixture_fuzz import parse_args  # noqa: E402
 
 INTS = ["0", "1", "2", "3", "7", "64", "65", "256", "65536", "1048576", "2147483647", "2147483648", "4294967296",
         "9223372036854775807", "9223372036854775808", "18446744073709551615", "18446744073709551616", "-1",
@@ -126,15 +128,7 @@ def self_check():
 
 
 def main():
-    args = sys.argv[1:]
-    opts = {"--count": 200, "--seed": 1, "--timeout": 30, "--show": 12}
-    rest = []
-    while args:
-        a = args.pop(0)
-        if a in opts:
-            opts[a] = int(args.pop(0))
-        else:
-            rest.append(a)
+    opts, rest = parse_args(sys.argv[1:], {"--count": 200, "--seed": 1, "--timeout": 30, "--show": 12})
     if len(rest) != 1:
         print(__doc__)
         return 2

@@ -33,11 +33,6 @@ import re
 import subprocess
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    print("SKIP: the python3 jsonschema module is missing (apt-get install python3-jsonschema)")
-    sys.exit(77)
 
 # Refusals of schema-valid fixtures that the schema's description announces (cross-field rules,
 # files). Anything else a validator refuses must be refused by the schema too.
@@ -283,16 +278,27 @@ def self_check():
     return True
 
 
-def main():
-    args = sys.argv[1:]
-    opts = {"--count": 400, "--seed": 1, "--show": 12, "--receipt-schema": ""}
-    rest = []
+def parse_args(args, opts):
+    """The fuzzers' command lines: --NAME VALUE for each name in opts (an int where its default is
+    one), the rest positional. Returns (opts, positional)."""
+    opts, rest, args = dict(opts), [], list(args)
     while args:
         a = args.pop(0)
-        if a in opts:
-            opts[a] = args.pop(0) if a == "--receipt-schema" else int(args.pop(0))
+        if a in opts and args:
+            v = args.pop(0)
+            opts[a] = int(v) if isinstance(opts[a], int) else v
         else:
             rest.append(a)
+    return opts, rest
+
+
+def main():
+    try:  # here, not at the top: checkpoint_fuzz.py and cli_fuzz.py import this file without it
+        import jsonschema
+    except ImportError:
+        print("SKIP: the python3 jsonschema module is missing (apt-get install python3-jsonschema)")
+        return 77
+    opts, rest = parse_args(sys.argv[1:], {"--count": 400, "--seed": 1, "--show": 12, "--receipt-schema": ""})
     if len(rest) < 3:
         print(__doc__)
         return 2
