@@ -18,10 +18,8 @@ const std::set<std::string>& annotations() {
 }
 
 bool is_integral(const json& v) {
-  if (v.is_number_integer()) return true;  // signed and unsigned
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  return std::isfinite(d) && d == std::trunc(d);
+  long long unused;
+  return json_integer(v, &unused);
 }
 
 long double as_ld(const json& v) {

@@ -1,8 +1,12 @@
-// What a JSON value is, as an error message names it: "expected a string, got a number"; and
+// What a JSON value is, as an error message names it: "expected a string, got a number"; an
+// integer as JSON Schema reads one (json_integer); and
 // the strict parse every reader of a file a person may edit uses (fixtures, configs, receipts).
 // Header-only: receipts (contracts/receipt.cpp) and the engine's config and checkpoint
 // readers (engine/) say it the same way.
 #pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -11,6 +15,29 @@
 #include <nlohmann/json.hpp>
 
 namespace kc {
+
+// A JSON Schema integer (2020-12: a number whose fractional part is zero, so 16, 16.0 and 1.6e1
+// alike, as the fixture and receipt schemas accept): true with *x its value clamped to +-2^62 (a
+// larger one fails every range check and never wraps); false for a fraction, a non-finite value
+// or another type. The fixture validators read every integer field through it, and
+// contracts/json_schema.h's "integer" is the same test.
+inline bool json_integer(const nlohmann::json& v, long long* x) {
+  constexpr long long kCap = 1LL << 62;
+  if (v.is_number_unsigned()) {  // before is_number_integer, which is true for unsigned too
+    const uint64_t u = v.get<uint64_t>();
+    *x = u > uint64_t(kCap) ? kCap : static_cast<long long>(u);
+    return true;
+  }
+  if (v.is_number_integer()) {
+    *x = std::clamp(v.get<long long>(), -kCap, kCap);
+    return true;
+  }
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::trunc(d)) return false;
+  *x = d >= 0x1p62 ? kCap : d <= -0x1p62 ? -kCap : static_cast<long long>(d);
+  return true;
+}
 
 inline std::string json_type_name(const nlohmann::json& v) {
   if (v.is_null()) return "null";

@@ -593,21 +593,24 @@ bool check_receipt(const json& r, Checker& c) {
 
 }  // namespace
 
-// The compiled-in schema (reports/schema/receipt.schema.json), or why it does not load.
-static const JsonSchema* receipt_schema(std::string* why) {
-  static std::string error;
-  static const JsonSchema* schema = [] {
-    auto* s = new JsonSchema;
+// The compiled-in schema (reports/schema/receipt.schema.json), compiled once, or why it does not
+// load.
+struct LoadedSchema {
+  JsonSchema schema;
+  std::string error;  // empty when it loaded
+};
+static const LoadedSchema& receipt_schema() {
+  static const LoadedSchema loaded = [] {
+    LoadedSchema l;
     try {
-      if (JsonSchema::compile(json::parse(kReceiptSchemaText), s, &error)) return static_cast<const JsonSchema*>(s);
+      if (!JsonSchema::compile(json::parse(kReceiptSchemaText), &l.schema, &l.error) && l.error.empty())
+        l.error = "no reason given";
     } catch (const json::exception& e) {
-      error = e.what();
+      l.error = e.what();
     }
-    delete s;
-    return static_cast<const JsonSchema*>(nullptr);
+    return l;
   }();
-  if (!schema) *why = error;
-  return schema;
+  return loaded;
 }
 
 Status Receipt::check(const json& doc, const std::string& file) {
@@ -615,10 +618,9 @@ Status Receipt::check(const json& doc, const std::string& file) {
   if (!check_receipt(doc, c)) return Status::Error(c.error);
   // Then every rule of the published schema that the checks above do not read (a field no view
   // prints, an enum, a bound): a receipt the schema refuses is refused here too.
-  std::string why;
-  const JsonSchema* schema = receipt_schema(&why);
-  if (!schema) return Status::Error(file + ": the compiled-in receipt schema does not load: " + why);
-  if (const std::string e = schema->validate(doc); !e.empty()) return Status::Error(file + ": " + e + " (receipt schema)");
+  const LoadedSchema& s = receipt_schema();
+  if (!s.error.empty()) return Status::Error(file + ": the compiled-in receipt schema does not load: " + s.error);
+  if (const std::string e = s.schema.validate(doc); !e.empty()) return Status::Error(file + ": " + e + " (receipt schema)");
   return Status::Ok();
 }
 

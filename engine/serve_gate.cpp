@@ -6,7 +6,6 @@
 #include <array>
 #include <chrono>
 #include <climits>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -58,23 +57,6 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-bool json_integer(const nlohmann::json& v, long long* x) {
-  constexpr long long kCap = 1LL << 62;
-  if (v.is_number_unsigned()) {  // before is_number_integer, which is true for unsigned too
-    const uint64_t u = v.get<uint64_t>();
-    *x = u > uint64_t(kCap) ? kCap : static_cast<long long>(u);
-    return true;
-  }
-  if (v.is_number_integer()) {
-    *x = std::clamp(v.get<long long>(), -kCap, kCap);
-    return true;
-  }
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d != std::trunc(d)) return false;
-  *x = d >= 0x1p62 ? kCap : d <= -0x1p62 ? -kCap : static_cast<long long>(d);
-  return true;
-}
 
 nlohmann::json golden_for(const ServeFixture& f, const std::string& format, const std::string& backend) {
   if (!f.golden.is_object() || !f.golden.contains(format)) return nullptr;

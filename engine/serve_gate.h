@@ -36,12 +36,6 @@ struct ServeFixture {
   nlohmann::json golden;
 };
 
-// A JSON Schema integer (2020-12: a number whose fractional part is zero, so 16, 16.0 and 1.6e1
-// alike, as the fixture schemas accept): true with *x its value clamped to +-2^62 (a larger one
-// fails every range check and never wraps); false for a fraction, a non-finite value or another
-// type. The fixture validators read every integer field through it.
-bool json_integer(const nlohmann::json& v, long long* x);
-
 // Validates field by field; the error names the field ("prompts[2]: must be a non-empty string").
 bool parse_serve_fixture(const nlohmann::json& j, const std::string& fixture_dir, ServeFixture* out, std::string* err);
 // FNV-1a 64 of the token ids (int32 little-endian), 16 hex digits: the golden hash.

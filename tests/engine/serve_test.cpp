@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/json_type.h"
 #include "engine/generate.h"
 #include "engine/make_model.h"
 #include "engine/serve.h"
