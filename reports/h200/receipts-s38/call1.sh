@@ -2,6 +2,7 @@
 # Session 38, device call 1: diagnostics for issue 20 (nothing here is a receipt).
 #  1. floor.cu: what CUDA events around one or two launches cost on an idle device (the
 #     b1 x 4K rows are timed that way: the host's enqueue is inside the events);
+#  1b. imma_probe.cu: the q4 score step's issue cost, fp16 (today) against int8 IMMA with q in 2 or 3 digits;
 #  2. bench attention b1 x 4K, bf16 / fp8 / q4 window, both shapes, timing events, graph and gated;
 #  3. ncu (--clock-control none, --set full) of one launch of the q4 tensor-core partial at
 #     32K x b8 window, d256 and d128, and its SASS with per-instruction executed counts
@@ -19,6 +20,8 @@ rm -rf .git && git init -q && cp .dev/snap/pack-*.pack .dev/snap/pack-*.idx .git
 echo "head $H, changed tracked files: $(git status --short --untracked-files=no | wc -l)" | tee $W/head.txt
 nvcc -arch=sm_90 -O2 -o $W/floor reports/h200/receipts-s38/floor.cu > $W/floor-build.log 2>&1 && $W/floor > $W/floor.txt 2>&1
 cat $W/floor.txt
+nvcc -arch=sm_90 -O3 -o $W/imma reports/h200/receipts-s38/imma_probe.cu > $W/imma-build.log 2>&1 && $W/imma > $W/imma.txt 2>&1
+cat $W/imma.txt
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=OFF > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 ninja -C build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; exit 2; }
