@@ -44,6 +44,7 @@ for s in "d256 24q/4kv/d256" "d128 32q/8kv/d128"; do set -- $s
   ncu -i $W/q4-$1.ncu-rep --page details > $W/details-q4-$1.txt 2>&1
   ncu -i $W/q4-$1.ncu-rep --page source --csv --print-source sass > $W/sass-q4-$1.csv 2>&1
   grep -E "Duration|Registers Per|Executed Instructions  |Issued Warp Per|No Eligible|Achieved Occupancy|DRAM Throughput" $W/details-q4-$1.txt | head -9
+  python3 reports/h200/receipts-s38/sass_mix.py $W/sass-q4-$1.csv 22 > $W/mix-q4-$1.txt 2>&1; head -24 $W/mix-q4-$1.txt
   pack
 done
 timeout 120 ncu --clock-control none -c 12 --set full -o $W/b1-d256 $B bench attention --reps 1 --script-dir /tmp/nosdpa \
