@@ -6,7 +6,8 @@
 #  B (prologue-B.patch): the same loads together, stored at once, before q (fewer live registers).
 # Same arithmetic: the bench's out_fnv1a must equal main's on every row. bench attention, q4 and
 # bf16 rows of both shapes, main / A / B interleaved, 3 rounds; then qwen-pages --backend cuda
-# (default cases, controls) on the faster variant. Returns $OUT/s38-call2.tgz.
+# (default cases, controls) on the faster variant, and memcheck / synccheck / racecheck over its q4
+# cases while time lasts. Returns $OUT/s38-call2.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 T0=$SECONDS; W=/tmp/w2; mkdir -p $W /tmp/bin
@@ -73,6 +74,17 @@ if [ -x /tmp/bin/$P ]; then
 import json; d=json.load(open('$W/qp-$P.json')); print(d['verdict'], d['cases'])
 print(' gates:', ' '.join(f\"{g['name']} {g['passed']}/{g['failed']}\" for g in d['gates']))
 print(' controls red:', sum(1 for c in d['controls'] if c.get('red') or c.get('status') in ('red','caught')), 'of', len(d['controls']))" 2>&1 | head -8
+fi
+pack
+# The sanitizers on the picked variant's q4 cases, while the call's time lasts (racecheck and
+# synccheck: the change moves loads across q's shuffles and the block barrier's neighbours).
+if [ -x /tmp/bin/$P ]; then
+  for tool in memcheck synccheck racecheck; do
+    [ $((SECONDS-T0)) -lt 400 ] || { echo "$tool: not run (time)"; continue; }
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/bin/$P qwen-pages --backend cuda --cases 30 \
+      --filter 'fmt=q4' --gates-only --quiet --out $W/san-$tool.json > $W/san-$tool.log 2>&1
+    echo "$tool $P rc=$? ($((SECONDS-T0)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' $W/san-$tool.log | tail -1)"
+  done
 fi
 pack
 echo "total $((SECONDS-T0)) s"
