@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 38, device call 2: the q4 partial's prologue (call 1's ncu: the V scale load's first use
 # holds 6.3 % (d256) / 4.4 % (d128) of all stall samples, the prologue 29 % of d256's samples).
-#  A (prologue-A.patch): the first 2 x 256 keys' page-table loads, then their V scale loads, go out
-#    together before q's rotation and fragments, and reach shared memory after them;
+#  A (HEAD: prologue-A.patch applied): the first 2 x 256 keys' page-table loads, then their V scale
+#    loads, go out together before q's rotation and fragments, and reach shared memory after them;
 #  B (prologue-B.patch): the same loads together, stored at once, before q (fewer live registers).
 # Same arithmetic: the bench's out_fnv1a must equal main's on every row. bench attention, q4 and
 # bf16 rows of both shapes, main / A / B interleaved, 3 rounds; then qwen-pages --backend cuda
@@ -21,13 +21,16 @@ echo "head $H, changed tracked files: $(git status --short --untracked-files=no 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=OFF > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 ninja -C build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; exit 2; }
-cp build/tools/tf-cuda-test /tmp/bin/main; echo "build main $((SECONDS-T0)) s"
-for v in A B; do
-  git apply $S/prologue-$v.patch && ninja -C build tf-cuda-test > $W/build-$v.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/$v \
-    || { echo "build $v failed"; tail -20 $W/build-$v.log; }
-  git apply -R $S/prologue-$v.patch
-  echo "build $v $((SECONDS-T0)) s"
-done
+cp build/tools/tf-cuda-test /tmp/bin/A; echo "build A (HEAD) $((SECONDS-T0)) s"
+# main = HEAD without A; B = main with prologue-B.patch; then the tree and build/ back to HEAD.
+git apply -R $S/prologue-A.patch && ninja -C build tf-cuda-test > $W/build-main.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/main \
+  || { echo "build main failed"; tail -20 $W/build-main.log; }
+echo "build main $((SECONDS-T0)) s"
+git apply $S/prologue-B.patch && ninja -C build tf-cuda-test > $W/build-B.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/B \
+  || { echo "build B failed"; tail -20 $W/build-B.log; }
+git apply -R $S/prologue-B.patch && git apply $S/prologue-A.patch && ninja -C build tf-cuda-test > $W/build-head.log 2>&1 \
+  && cmp -s build/tools/tf-cuda-test /tmp/bin/A && echo "build/ is HEAD's again ($((SECONDS-T0)) s), git: $(git status --short --untracked-files=no | wc -l) changed" \
+  || echo "build/ rebuilt from HEAD's tree (not byte-identical to the first build, or a step failed)"
 mkdir -p /tmp/nosdpa && echo 'import sys; sys.exit(3)' > /tmp/nosdpa/bench_sdpa.py
 F='(24q/4kv/d256|32q/8kv/d128)/(b8/ctx32768|b32/ctx32768|b1/ctx131072|b8/ctx4096|b1/ctx4096)/(bf16|q4)/window'
 for r in 1 2 3; do
@@ -67,8 +70,9 @@ print("pick", min(g, key=g.get) if g else "none")
 PY
 cat $W/ab-summary.txt; pack
 P=$(tail -1 $W/ab-summary.txt | awk '{print $2}')
+Q=/tmp/bin/$P; [ "$P" = A ] && Q=build/tools/tf-cuda-test  # HEAD's binary: a receipt at HEAD's commit
 if [ -x /tmp/bin/$P ]; then
-  timeout 200 /tmp/bin/$P qwen-pages --backend cuda --quiet --out $W/qp-$P.json > $W/qp-$P.log 2>&1
+  timeout 200 $Q qwen-pages --backend cuda --quiet --out $W/qp-$P.json > $W/qp-$P.log 2>&1
   echo "qwen-pages $P rc=$? ($((SECONDS-T0)) s)"
   python3 -c "
 import json; d=json.load(open('$W/qp-$P.json')); print(d['verdict'], d['cases'])
@@ -81,7 +85,7 @@ pack
 if [ -x /tmp/bin/$P ]; then
   for tool in memcheck synccheck racecheck; do
     [ $((SECONDS-T0)) -lt 300 ] || { echo "$tool: not run (time)"; continue; }
-    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/bin/$P qwen-pages --backend cuda --cases 30 \
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $Q qwen-pages --backend cuda --cases 30 \
       --filter 'fmt=q4' --gates-only --quiet --out $W/san-$tool.json > $W/san-$tool.log 2>&1
     echo "$tool $P rc=$? ($((SECONDS-T0)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' $W/san-$tool.log | tail -1)"
   done
