@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 38, device call 2: the q4 partial's prologue (call 1's ncu: the V scale load's first use
-# holds 6.3 % (d256) / 4.4 % (d128) of all stall samples, the prologue 29 % of d256's samples).
+# Session 38, device call 2 (prepared, not run: the session's device time ran out): the q4
+# partial's prologue (call 1's ncu: the V scale load's first use holds 6.3 % (d256) / 4.4 % (d128)
+# of all stall samples, the prologue 29 % of d256's samples).
 #  A (HEAD: prologue-A.patch applied): the first 2 x 256 keys' page-table loads, then their V scale
 #    loads, go out together before q's rotation and fragments, and reach shared memory after them;
 #  B (prologue-B.patch, with KC_S38_B=1 only): the same loads together, stored at once, before q.
@@ -8,6 +9,8 @@
 # bf16 rows of both shapes, main / A / B interleaved, 3 rounds; then qwen-pages --backend cuda
 # (default cases, controls) on the faster variant, and memcheck / synccheck / racecheck over its q4
 # cases while time lasts. Returns $OUT/s38-call2.tgz.
+# Before the call: git apply reports/h200/receipts-s38/prologue-A.patch, commit (HEAD = A: its
+# receipts then carry a clean commit), tools/h200_snap.sh. Main is HEAD without the patch.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 T0=$SECONDS; W=/tmp/w2; mkdir -p $W /tmp/bin
@@ -18,6 +21,8 @@ rm -rf .git && git init -q && cp .dev/snap/pack-*.pack .dev/snap/pack-*.idx .git
   && git update-ref refs/heads/main $H && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD \
   && { git update-index -q --refresh > /dev/null; true; } || { echo "git snapshot failed"; exit 4; }
 echo "head $H, changed tracked files: $(git status --short --untracked-files=no | wc -l)" | tee $W/head.txt
+git apply --check -R $S/prologue-A.patch 2> /dev/null \
+  || { echo "HEAD does not hold prologue-A.patch: apply and commit it first (git apply $S/prologue-A.patch)"; exit 2; }
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=OFF > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 ninja -C build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; exit 2; }
