@@ -98,8 +98,8 @@ pack
 # synccheck: the change moves loads across q's shuffles and the block barrier's neighbours).
 if [ -x /tmp/bin/$P ]; then
   for tool in memcheck synccheck racecheck; do
-    [ $((SECONDS-T0)) -lt 200 ] || { echo "$tool: not run (time)"; continue; }
-    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $Q qwen-pages --backend cuda --cases 30 \
+    [ $((SECONDS-T0)) -lt 420 ] || { echo "$tool: not run (time)"; continue; }
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $Q qwen-pages --backend cuda --cases 30 \
       --filter 'fmt=q4' --gates-only --quiet --out $W/san-$tool.json > $W/san-$tool.log 2>&1
     echo "$tool $P rc=$? ($((SECONDS-T0)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' $W/san-$tool.log | tail -1)"
   done
