@@ -494,7 +494,9 @@ int run_main(int argc, char** argv) {
                        "A tf-cuda-test built from the base receipts' commit (clean tree): rows slower in both runs are "
                        "timed again in a same-call A/B, two rounds of the base build's bench and then the head's over "
                        "those rows alone, and a time stays a regression only when the head is past its limit in every "
-                       "round (receipts in head/ab/). Cuda runs only; not with --head");
+                       "round (receipts in head/ab/). A bench whose base receipt names another card (device.name) "
+                       "than this device has every row timed so, and is compared by that A/B alone; without "
+                       "--base-bin such a run is refused. Cuda runs only; not with --head");
   premerge->add_flag("--skip-gates", pm.skip_gates,
                      "Do not replay the base's serve-gate and kv-gate receipts (listed as not replayed). Without it "
                      "each runs its own command again with this build (--out in head/, a fresh --bf16-cache there), "

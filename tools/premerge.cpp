@@ -149,8 +149,16 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
 // `ab` (or null): the same-call A/B of the rows slower in both runs (--base-bin), an array of
 // rounds {"base": the base build's receipt, "head": the head's}; a time it finds past its limit
 // in fewer than all of its rounds held.
+// Base and head timed on two cards (cross_card_why): their targets and verdicts are notes, and
+// each time is compared in the same-call A/B alone, which must cover it (every row is timed
+// there when premerge runs the head across cards); a time it does not cover is a regression.
 void compare_bench(const json& base, const json& head, const json& confirm, const json& ab, const PremergeOptions& o,
                    Compared* c, std::vector<RowChange>* rows) {
+  const std::string cross = cross_card_why(base, head);
+  if (!cross.empty())
+    c->notes.push_back(cross + ": two cards, so their ratios to the ceiling and to SDPA do not compare; each time is "
+                       "compared in the same-call A/B against the base build on the head's card, and targets and "
+                       "verdicts are not compared");
   std::map<std::string, const json*> bt;
   for (const auto& t : base["targets"]) bt[t["name"].get<std::string>()] = &t;
   // A head timed with --quick against a full base (a --head folder) measures fewer targets: those
@@ -175,7 +183,12 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     if (target_limit_loosened(b, t))
       c->regressions.push_back("target " + n + ": limit loosened (" + fmt_sig(b["limit"].get<double>()) + " -> " +
                                fmt_sig(t["limit"].get<double>()) + ")");
-    if (b["met"].get<bool>() && !hmet)
+    if (!cross.empty()) {
+      if (b["met"].get<bool>() != hmet)
+        c->notes.push_back("target " + n + ": " + (hmet ? "not met -> met" : "met -> not met") + " (" +
+                           fmt_sig(b["value"].get<double>()) + " -> " + fmt_sig(t["value"].get<double>()) +
+                           ") on another card: not compared");
+    } else if (b["met"].get<bool>() && !hmet)
       c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
                                fmt_sig(t["value"].get<double>()) + ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
     else if (!b["met"].get<bool>() && hmet)
@@ -192,10 +205,14 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   if (unmeasured)
     c->notes.push_back(std::to_string(unmeasured) + " base targets not in the head's receipt (--quick times fewer configurations)");
   // The bench's own verdict and its rows' verification, as diff reads them.
+  // Across cards a verdict follows the card's targets: a note (rows that erred or lost their
+  // verification are regressions row by row, below).
   if (base["verdict"] == "pass" && head["verdict"] == "fail")
-    c->regressions.push_back("verdict pass -> fail" + (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
-                                                            ? ": " + head["verdict_reasons"][0].get<std::string>()
-                                                            : std::string()));
+    (cross.empty() ? c->regressions : c->notes)
+        .push_back("verdict pass -> fail" + std::string(cross.empty() ? "" : " on another card") +
+                   (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
+                        ? ": " + head["verdict_reasons"][0].get<std::string>()
+                        : std::string()));
   std::map<std::string, const json*> brows, crows;
   for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
   if (confirm.is_object())
@@ -214,6 +231,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       rows_of("head", hm);
     }
   int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0, held_ab = 0;
+  int no_ab = 0;  // across cards: times the same-call A/B did not cover
   std::set<std::string> hash_fields;  // the output hashes that differ somewhere
   for (const auto& r : head["rows"]) {
     const std::string k = bench_row_key(r);
@@ -236,6 +254,31 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       }
     other_bytes += other;
     for (const TimeSlowdown& t : time_slowdowns(*brows[k], r, again, o)) {
+      if (!cross.empty()) {  // the time's group and limit from the ratios; its comparison from the A/B alone
+        std::vector<std::pair<const json*, const json*>> rounds;
+        for (auto& [bm, hm] : ab_rows) rounds.emplace_back(bm.count(k) ? bm[k] : nullptr, hm.count(k) ? hm[k] : nullptr);
+        const AbTimes a = ab_times(t.group, rounds, t.limit);
+        const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
+        const std::string row = "row " + k + (t.group.empty() ? "" : " (" + t.group + ")");
+        const std::string field = "same-call A/B, " + (t.group.empty() ? std::string("median_us") : t.group + "_us");
+        if (a.rounds == 0) {
+          ++no_ab;
+          rows->push_back({what, field, std::nan(""), std::nan(""), std::numeric_limits<double>::infinity(), t.limit});
+          c->regressions.push_back(row + ": not compared: " + cross + ", and no round of a same-call A/B against the " +
+                                   "base build timed it (premerge --base-bin times every row when the cards differ)");
+          continue;
+        }
+        ++compared;
+        if (t.launch_bound) ++short_rows;
+        rows->push_back({what, field, a.base_us, a.head_us, a.least, t.limit});
+        if (a.slower == a.rounds) {
+          ++slower;
+          c->regressions.push_back(row + ": slower in every round of the same-call A/B against the base build (" +
+                                   a.detail + "), limit " + fmt_sig(t.limit, 3) +
+                                   (t.launch_bound ? " (launch-bound row)" : ""));
+        }
+        continue;
+      }
       if (!std::isnan(t.head)) ++compared;  // a ratio the head lacks is a regression, not a comparison
       if (t.launch_bound) ++short_rows;
       const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
@@ -263,17 +306,24 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       }
     }
   }
-  c->notes.push_back(std::to_string(compared) + " measured times of " + std::to_string(head["rows"].size()) +
-                     " head rows compared by their same-run ratios, " + std::to_string(slower) +
-                     " slower by every ratio" + (confirm.is_object() ? " in both runs" : "") + "; " +
-                     std::to_string(one_yardstick) +
-                     " past the limit by some ratio or run only (another yardstick of the same run, or the re-run, "
-                     "says the time held); " +
-                     std::to_string(short_rows) + " launch-bound (under " + fmt_sig(o.short_row_us) + " us, limit " +
-                     fmt_sig(o.max_slowdown_short, 3) + ")" +
-                     (ab.is_array() ? "; " + std::to_string(held_ab) +
-                                          " slower in both runs but held in the same-call A/B against the base build"
-                                    : std::string()));
+  if (!cross.empty())
+    c->notes.push_back(std::to_string(compared) + " measured times of " + std::to_string(head["rows"].size()) +
+                       " head rows compared in the same-call A/B against the base build (head / base time, every "
+                       "round), " + std::to_string(slower) + " slower in every round; " + std::to_string(no_ab) +
+                       " not timed there; " + std::to_string(short_rows) + " launch-bound (under " +
+                       fmt_sig(o.short_row_us) + " us, limit " + fmt_sig(o.max_slowdown_short, 3) + ")");
+  else
+    c->notes.push_back(std::to_string(compared) + " measured times of " + std::to_string(head["rows"].size()) +
+                       " head rows compared by their same-run ratios, " + std::to_string(slower) +
+                       " slower by every ratio" + (confirm.is_object() ? " in both runs" : "") + "; " +
+                       std::to_string(one_yardstick) +
+                       " past the limit by some ratio or run only (another yardstick of the same run, or the re-run, "
+                       "says the time held); " +
+                       std::to_string(short_rows) + " launch-bound (under " + fmt_sig(o.short_row_us) + " us, limit " +
+                       fmt_sig(o.max_slowdown_short, 3) + ")" +
+                       (ab.is_array() ? "; " + std::to_string(held_ab) +
+                                            " slower in both runs but held in the same-call A/B against the base build"
+                                      : std::string()));
   // A head whose rows match none of the base's compared nothing: that is no pass.
   if (unmatched > 0 && unmatched == int(head["rows"].size()) && !base["rows"].empty())
     c->regressions.push_back("no head row has a base row of the same name (config, format, addressing, ...): " +
@@ -283,8 +333,10 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   // Rows matched by name but with no same-run ratio both carry: nothing was timed against the
   // base, which is no pass either (whatever else the head holds).
   if (unmatched < int(head["rows"].size()) && compared == 0 && !head["rows"].empty() && !base["rows"].empty())
-    c->regressions.push_back("no measured time compared: the " + std::to_string(head["rows"].size()) +
-                             " head rows share no same-run ratio (of_ceiling, ours / SDPA, ...) with their base rows");
+    c->regressions.push_back("no measured time compared: the " + std::to_string(head["rows"].size()) + " head rows " +
+                             (cross.empty() ? "share no same-run ratio (of_ceiling, ours / SDPA, ...) with their base rows"
+                                            : "have no time that a same-call A/B against the base build measured (" +
+                                                  cross + ")"));
   // The head runs in the base's mode, so every base row must be timed again: a row the head
   // left out escaped the comparison.
   {
@@ -329,14 +381,16 @@ std::string ab_file(const std::string& dir, const std::string& what, const char*
 
 using RunBench = std::function<int(const std::string&, const BenchOptions&, Receipt*)>;
 
-// The same-call A/B of bench `what` over `rows` (the head's rows slower in both of its runs):
+// The same-call A/B of bench `what` over `rows` (the head's rows slower in both of its runs, or
+// every row when the base was timed on another card; `which` says which, for the note):
 // two rounds, each the base build's run (o.base_bin, a process of its own) and then the head's,
 // in bo's mode, over those rows alone. The receipts go to head_out/ab/. *ab gets the rounds, or
 // null and a note when the A/B cannot be used (the base build wrote no receipt, or one of
 // another commit than base_receipt's, or of a dirty tree). An error: a receipt not written.
 Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::vector<json>& rows,
                     const json& base_receipt, const std::string& head_out, const RunBench& run_bench,
-                    const PremergeOptions& o, std::ostream& err, std::vector<std::string>* notes, json* ab) {
+                    const PremergeOptions& o, std::ostream& err, std::vector<std::string>* notes, json* ab,
+                    const std::string& which) {
   *ab = json();
   const std::string filter = ab_filter(what, rows);
   const std::string want = base_receipt.contains("git") && base_receipt["git"].is_object() ? base_receipt["git"].value("commit", "") : "";
@@ -382,8 +436,8 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
     KC_RETURN_IF_ERROR(write_json_atomic(ab_file(dir, what, "head", round, ".json"), h));
     rounds.push_back({{"base", b}, {"head", h.doc()}});
   }
-  notes->push_back("bench " + what + ": " + std::to_string(rows.size()) +
-                   " rows slower in both runs timed again in a same-call A/B against the base build " + o.base_bin +
+  notes->push_back("bench " + what + ": " + std::to_string(rows.size()) + " " + which +
+                   " timed in a same-call A/B against the base build " + o.base_bin +
                    " (commit " + want.substr(0, 12) + "), 2 rounds, base then head (head/ab/)");
   *ab = std::move(rounds);
   return Status::Ok();
@@ -557,6 +611,17 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     why += " compare a base of the same contracts, or pass --allow-contract-changes when the change adds or removes contracts";
     return refuse(why);
   }
+  // Benches run here against a base timed on another card: their ratios do not carry across
+  // cards, so only a same-call A/B against the base build compares, and it needs --base-bin.
+  if (o.head_dir.empty() && head_backend == "cuda" && o.base_bin.empty()) {
+    const std::string card = be->device().name;
+    for (const auto& [n, r] : base.benches)
+      if (const std::string why = cross_card_why(r, card); !why.empty())
+        return refuse("bench " + n + ": " + why + " (" + file_of(o.base_dir, "bench-" + n + ".json") +
+                      " device.name): bench ratios of two cards do not compare; pass --base-bin with a tf-cuda-test "
+                      "built from the base's commit (every row is then timed against it in a same-call A/B on this "
+                      "card), or run premerge on " + receipt_card(r));
+  }
   // Outputs, checked before the run.
   // The head's receipts go to --out-dir's head/: a base that is that folder (the last premerge's
   // head/, as the next one's base) would have its receipts replaced by the head's.
@@ -660,9 +725,18 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         if (!st.ok) return refuse(st.message);
         head_benches[what] = rec;
         head_receipts.push_back(rec);
+        if (!base.benches.count(what)) continue;
+        // A base timed on another card: every row in the same-call A/B (its times alone compare;
+        // --base-bin is required for this case before anything runs).
+        if (const std::string cross = cross_card_why(base.benches[what], rec); !cross.empty()) {
+          std::vector<json> all(rec["rows"].begin(), rec["rows"].end());
+          st = same_call_ab(what, bo, all, base.benches[what], head_out, run_bench, o, err, &run_notes, &head_ab[what],
+                            "rows (every row: " + cross + ")");
+          if (!st.ok) return refuse(st.message);
+          continue;
+        }
         // When rows are slower than the limit the bench runs once more, in the same mode
         // and over the same rows; compare_bench counts a row only when both runs are slower.
-        if (!base.benches.count(what)) continue;
         const std::set<std::string> slow = slow_rows(base.benches[what], rec, o);
         if (slow.empty()) continue;
         if (!o.quiet)
@@ -684,7 +758,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         for (const auto& r : rec["rows"])
           if (slow.count(bench_row_key(r)) && again.count(bench_row_key(r))) both.push_back(r);
         if (both.empty()) continue;
-        st = same_call_ab(what, bo, both, base.benches[what], head_out, run_bench, o, err, &run_notes, &head_ab[what]);
+        st = same_call_ab(what, bo, both, base.benches[what], head_out, run_bench, o, err, &run_notes, &head_ab[what],
+                          "rows slower in both runs");
         if (!st.ok) return refuse(st.message);
       }
     } else {

@@ -17,6 +17,10 @@
 // their absolute times compare. A time stays a regression only when the head is slower than the
 // base build past its limit in every round; the A/B is not used (a note says why) when the base
 // build's receipt names another commit than the base receipt's or a dirty tree.
+// A bench whose base receipt names another card (receipt_card) than the head's: its ratios do
+// not carry across cards, so premerge running the head refuses it without --base-bin and, with
+// it, times every row in the same-call A/B; each time is compared there alone (a time no round
+// timed is a regression) and the bench's targets and verdict are notes. --head folders likewise.
 // The base folder holds receipts as kernel-contract --out-dir writes them (<contract>.json)
 // and benches as bench-<name>.json; other files are listed as not compared. Refused with
 // exit 2, naming the mismatch, before anything runs: a base of another backend, a base of
@@ -101,6 +105,15 @@ std::string bench_l2_policy(const nlohmann::json& receipt);
 // committed ones were).
 bool bench_quick_mode(const nlohmann::json& receipt);
 
+// The card a receipt was measured on: its device.name, "" when it records none. A bench's
+// ratios to its ceiling and to SDPA are those of its card (an H100 and an H200 differ in
+// bandwidth, clocks and caches), so premerge compares a head's bench times with its base's
+// only on one card; across cards only the same-call A/B against the base build compares.
+std::string receipt_card(const nlohmann::json& receipt);
+// Why bench receipts `base` and `head` cannot be compared by their rows' ratios ("" when they
+// can): both name a card, and not the same one.
+std::string cross_card_why(const nlohmann::json& base, const nlohmann::json& head_or_device_name);
+
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,
                                          const nlohmann::json* rerun_row, const PremergeOptions& o);
@@ -118,6 +131,8 @@ std::string ab_filter(const std::string& what, const std::vector<nlohmann::json>
 struct AbTimes {
   int rounds = 0, slower = 0;
   std::string detail;
+  double least = 0;                // the smallest head / base time of the rounds (0: no round)
+  double base_us = 0, head_us = 0;  // that round's times
 };
 AbTimes ab_times(const std::string& group, const std::vector<std::pair<const nlohmann::json*, const nlohmann::json*>>& rounds,
                  double limit);

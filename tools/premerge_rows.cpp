@@ -109,6 +109,18 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
   return out;
 }
 
+std::string receipt_card(const json& receipt) {
+  if (!receipt.is_object() || !receipt.contains("device") || !receipt["device"].is_object()) return "";
+  const json& d = receipt["device"];
+  return d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>() : "";
+}
+
+std::string cross_card_why(const json& base, const json& head) {
+  const std::string b = receipt_card(base), h = head.is_string() ? head.get<std::string>() : receipt_card(head);
+  if (b.empty() || h.empty() || b == h) return "";
+  return "the base was timed on " + b + ", the head on " + h;
+}
+
 std::string ab_filter(const std::string& what, const std::vector<json>& rows) {
   if (what == "pack" || rows.empty()) return "";
   auto escaped = [](const std::string& w) {
@@ -146,6 +158,7 @@ AbTimes ab_times(const std::string& group, const std::vector<std::pair<const jso
     if (!(bt > 0) || !(ht > 0) || !std::isfinite(bt) || !std::isfinite(ht)) continue;
     ++a.rounds;
     if (ht / bt > limit) ++a.slower;
+    if (a.rounds == 1 || ht / bt < a.least) a.least = ht / bt, a.base_us = bt, a.head_us = ht;
     a.detail += (a.detail.empty() ? "" : ", ") + std::string("head ") + fmt_sig(ht, 4) + " / base " + fmt_sig(bt, 4) +
                 " us (" + fmt_sig(ht / bt, 3) + "x)";
   }

@@ -17,7 +17,9 @@
 #              unless the head is slower in every round (an A/B of another base commit is not used); a head bench
 #              of another L2 policy than its base (l2_policy) is refused, exit 2; a row whose output
 #              hash (out_fnv1a, out_hash) changed is still compared and listed; a head none of whose rows has a
-#              base row's name compared nothing: exit 1
+#              base row's name compared nothing: exit 1; a head timed on another card (device.name)
+#              than its base: every time compared in its ab/ alone (exit 1 for a time it lacks or that
+#              is slower in every round), targets and verdicts are notes
 #   gates      a base's serve-gate / kv-gate receipts: replayed by the head and diffed (cpu, kv-gate on
 #              fixtures/kv/ci.json); with --head a control gone green or a missing receipt is a regression,
 #              --skip-gates lists them; a replay refused (fixture gone) or a command not the gate's is a
@@ -205,6 +207,37 @@ case "$case_" in
     expect 2 "L2 policy mismatch: $d/base/bench-compact.json was timed with l2_policy" -- --base "$d/base" --head "$d/head" --out-dir "$d/l2"
     [ ! -e "$d/l2/premerge.md" ] || fail "the L2 policy mismatch wrote premerge.md"
     cp "$d/base/bench-compact.json" "$d/head/"
+    # A head timed on another card (device.name): its ratios do not compare with the base's, so
+    # each time is compared in the same-call A/B alone. Without one: exit 1, every time named.
+    mkdir "$d/cross" && cp "$d/base"/*.json "$d/cross/"
+    for b in attention pack compact; do
+      edit "$d/cross/bench-$b.json" "r['device']['name']='NVIDIA H100 80GB HBM3'; [x.update({k: v * 1.08 for k, v in x.items() if k.endswith('of_ceiling')}) for x in r['rows']]"
+    done
+    expect 1 "not compared: the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3, and no round of a same-call A/B" -- \
+      --base "$d/base" --head "$d/cross" --out-dir "$d/x1"
+    grep -q '162 measured times of 162 head rows compared' "$d/x1/premerge.md" && fail "ratios of two cards were compared"
+    # With the A/B of every row (as premerge --base-bin writes it across cards): its times decide;
+    # a target met -> not met and a verdict pass -> fail on the other card are notes.
+    mkdir "$d/cross/ab"
+    for b in attention pack compact; do for i in 1 2; do
+      cp "$d/base/bench-$b.json" "$d/cross/ab/bench-$b-base-$i.json"; cp "$d/cross/bench-$b.json" "$d/cross/ab/bench-$b-head-$i.json"
+    done; done
+    edit "$d/cross/bench-compact.json" "t=[t for t in r['targets'] if t['met']][0]; t['met']=False; t['value']=0.5; r['verdict']='fail'; r['verdict_reasons']=['row '+t['name']+': 0.5 < 0.85']"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x2"
+    grep -q 'bench attention | [a-z]* -> [a-z]* | 0 | 0 | the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3: two cards.*162 measured times of 162 head rows compared in the same-call A/B against the base build (head / base time, every round), 0 slower in every round; 0 not timed there' "$d/x2/premerge.md" ||
+      fail "the A/B of every row did not decide: $(grep '^| bench attention' "$d/x2/premerge.md")"
+    grep -q 'met -> not met (.* -> 0.5) on another card: not compared' "$d/x2/premerge.md" || fail "the target on another card is not a note"
+    grep -q '| same-call A/B, median_us |' "$d/x2/premerge.md" || fail "the row table does not give the A/B's times"
+    # A row slower in one round only holds; in every round it is a regression, with the A/B's times.
+    edit "$d/cross/ab/bench-attention-head-1.json" "x=r['rows'][5]; x['median_us']*=1.3"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x3"
+    edit "$d/cross/ab/bench-attention-head-2.json" "x=r['rows'][5]; x['median_us']*=1.3"
+    expect 1 "slower in every round of the same-call A/B against the base build (head" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x4"
+    grep -q 'FAIL - 1 regression' "$d/x4/premerge.md" || fail "premerge.md: $(head -1 "$d/x4/premerge.md")"
+    # An A/B round that lacks a row leaves that row's time uncompared: a regression.
+    edit "$d/cross/ab/bench-attention-head-2.json" "r['rows']=r['rows'][6:]"
+    edit "$d/cross/ab/bench-attention-head-1.json" "r['rows']=r['rows'][6:]"
+    expect 1 "FAIL - 6 regressions" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x5"
     # One row 10 % slower (its time, so both of its same-run ratios: ours / SDPA is 1.1x from
     # above, now achieved / ceiling too); one target met -> not met.
     edit "$d/head/bench-attention.json" "$long_row; x['of_ceiling']*=0.9; x['median_us']/=0.9"

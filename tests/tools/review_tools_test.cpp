@@ -458,6 +458,26 @@ TEST(Premerge, ASameCallAbHoldsATimeUnlessEveryRoundIsSlower) {
   EXPECT_EQ(ab_times("", {{&zero, &h1}}, 1.05).rounds, 0);
 }
 
+TEST(Premerge, BenchTimesOfTwoCardsDoNotCompare) {
+  const json h200 = {{"device", {{"name", "NVIDIA H200"}}}}, h100 = {{"device", {{"name", "NVIDIA H100 80GB HBM3"}}}};
+  EXPECT_EQ(receipt_card(h200), "NVIDIA H200");
+  EXPECT_EQ(receipt_card(json{{"device", {{"name", 7}}}}), "");  // not a name
+  EXPECT_EQ(receipt_card(json()), "");
+  EXPECT_EQ(cross_card_why(h200, h200), "");
+  EXPECT_EQ(cross_card_why(h200, h100), "the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(cross_card_why(h200, json("NVIDIA H100 80GB HBM3")), cross_card_why(h200, h100));  // a device's name
+  EXPECT_EQ(cross_card_why(h200, json("NVIDIA H200")), "");
+  EXPECT_EQ(cross_card_why(json::object(), h100), "");  // a receipt without a card: nothing to tell apart
+  EXPECT_EQ(cross_card_why(receipt("reports/h200/bench-attention.json"), h200), "");
+  // The A/B's smallest head / base time, for the row table.
+  const json b = {{"median_us", 100.0}}, h1 = {{"median_us", 110.0}}, h2 = {{"median_us", 104.0}};
+  const AbTimes a = ab_times("", {{&b, &h1}, {&b, &h2}}, 1.05);
+  EXPECT_NEAR(a.least, 1.04, 1e-12);
+  EXPECT_EQ(a.head_us, 104.0);
+  EXPECT_EQ(a.base_us, 100.0);
+  EXPECT_EQ(a.slower, 1);
+}
+
 int count(const std::string& s, const std::string& what) {
   int n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
