@@ -14,6 +14,8 @@
 # 4. qwen-pages on the tensor-core shapes (deep: --cases 120), then memcheck, synccheck and
 #    racecheck over a part of those cases.
 # 5. with KC_AB_CONTROL=1, the control of premerge's same-call A/B (below): it must go red.
+# KC_BASE_HERE=1: the base receipts are made first by the base build on this card (for a card
+# other than reports/h200's; gates then not replayed): see make_base_receipts below.
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
 # (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_SKIP_GATES=1, KC_AB_CONTROL=1.
 # Every step's output is in OUT_DIR/<step>.log, premerge's folder is OUT_DIR/pm. The table
@@ -56,6 +58,17 @@ build_base() {
     git worktree add --detach "$base_src" "$base" || return
   elif [ -f .dev/snap/base.tar.gz ] && [ "$(cat .dev/snap/base 2>/dev/null)" = "$base" ]; then
     mkdir -p "$base_src" && tar xzf .dev/snap/base.tar.gz -C "$base_src" || return
+    # A git dir for the archive from the snapshot's pack (the base's commit and trees), so the
+    # base build's receipts name its commit: the paths the archive leaves out (reports/,
+    # fixtures/models/: no build reads them) are skip-worktree, and git status compares every
+    # other tracked file with the commit. Without the base in the pack: commit "unknown".
+    local here=$PWD
+    (cd "$base_src" && git init -q && cp "$here"/.dev/snap/pack-*.pack "$here"/.dev/snap/pack-*.idx .git/objects/pack/ &&
+      echo "$base" > .git/shallow && git update-ref refs/heads/main "$base" && git symbolic-ref HEAD refs/heads/main &&
+      git read-tree HEAD && { git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin; } &&
+      { git update-index -q --refresh > /dev/null; true; } &&
+      echo "base git: $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)") ||
+      { rm -rf "$base_src/.git"; echo "base git: the snapshot's pack lacks $base (commit unknown in its receipts)"; }
   else
     echo "h200_premerge: base $base is not in git and .dev/snap holds no archive of it (tools/h200_snap.sh)"
     return 2
@@ -83,8 +96,36 @@ if [ "$head_rc" != 0 ] || [ "$base_rc" != 0 ]; then
   exit 2
 fi
 bin=build/tools/tf-cuda-test
-step premerge "$bin" premerge --base reports/h200 --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
-  --out-dir "$out/pm" --junit "$out/pm/junit.xml" $([ "${KC_SKIP_GATES:-0}" = 1 ] && echo --skip-gates)
+# KC_BASE_HERE=1: the base's receipts are made here first, by the base build, on this card:
+# every contract (kernel-contract) and the four benches, into OUT_DIR/base-here, and premerge
+# compares the head with them. For a card other than reports/h200's: premerge compares bench
+# ratios of one card only (across cards every row would go to the same-call A/B). The gates
+# are not replayed then (reports/h200's gate receipts are the H200's).
+base_receipts=reports/h200
+make_base_receipts() {
+  local b=$base_build/tools/tf-cuda-test d=$out/base-here rc
+  rm -rf "$d" && mkdir -p "$d" || return 2
+  "$b" kernel-contract --backend cuda --out-dir "$d" --quiet > "$out/base-here-contracts.log" 2>&1
+  rc=$?
+  [ "$rc" -le 1 ] || { tail -5 "$out/base-here-contracts.log"; return "$rc"; }
+  for w in attention pack compact rope-store; do
+    local extra=""
+    [ "$w" = attention ] && extra="--script-dir tools"
+    [ "$w" = compact ] || [ "$w" = rope-store ] && extra="--l2 flush"
+    # shellcheck disable=SC2086  # options, one per word
+    "$b" bench "$w" $extra --out "$d/bench-$w.json" > "$out/base-here-bench-$w.log" 2>&1
+    rc=$?
+    [ "$rc" -le 1 ] || { tail -5 "$out/base-here-bench-$w.log"; return "$rc"; }
+  done
+  echo "base receipts on $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['name'])" "$d/bench-attention.json"): $(ls "$d" | wc -l) files"
+}
+if [ "${KC_BASE_HERE:-0}" = 1 ]; then
+  base_receipts=$out/base-here
+  step base-here make_base_receipts
+fi
+gates_flag=$([ "${KC_SKIP_GATES:-0}" = 1 ] || [ "${KC_BASE_HERE:-0}" = 1 ] && echo --skip-gates)
+step premerge "$bin" premerge --base "$base_receipts" --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
+  --out-dir "$out/pm" --junit "$out/pm/junit.xml" $gates_flag
 if [ "$mutants" = ON ]; then
   step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi

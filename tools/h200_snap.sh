@@ -2,7 +2,7 @@
 # Writes .dev/snap/ for a device call over a copy of the working tree that has no .git (the device
 # tool copies tracked files only, and the repository with its history is too large to carry):
 #   head      HEAD's commit hash;
-#   pack-*    HEAD's commit and tree objects (a pack of ~100 KB, no blobs);
+#   pack-*    HEAD's and the base's commit and tree objects (a pack of ~200 KB, no blobs);
 #   base      the base commit (KC_BASE, else the commit reports/h200/fp8-rows.json names: the base
 #             tools/h200_premerge.sh builds) and base.tar.gz, its tree without reports/ and
 #             fixtures/models/ (~0.7 MB: what a build and the benches need).
@@ -15,10 +15,17 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 rm -rf .dev/snap && mkdir -p .dev/snap
 h=$(git rev-parse HEAD)
-{ echo "$h"; git rev-parse "HEAD^{tree}"; git ls-tree -r -t HEAD | awk '$2 == "tree" {print $3}'; } | git pack-objects -q .dev/snap/pack > /dev/null
-echo "$h" > .dev/snap/head
 base=${KC_BASE:-$(python3 -c "import json; print(json.load(open('reports/h200/fp8-rows.json'))['git']['commit'])")}
 base=$(git rev-parse --verify "$base^{commit}")
+# The pack holds HEAD's and the base's commit and trees: the base's archive gets a git dir too.
+{
+  for c in "$h" "$base"; do
+    echo "$c"
+    git rev-parse "$c^{tree}"
+    git ls-tree -r -t "$c" | awk '$2 == "tree" {print $3}'
+  done
+} | sort -u | git pack-objects -q .dev/snap/pack > /dev/null
+echo "$h" > .dev/snap/head
 echo "$base" > .dev/snap/base
 git archive --format=tar.gz "$base" -- . ':!reports' ':!fixtures/models' > .dev/snap/base.tar.gz
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "h200_snap.sh: the working tree differs from HEAD: the device's git status will say so" >&2
