@@ -4,14 +4,14 @@
 # base receipts are made first by the base build on that card (KC_BASE_HERE=1), so premerge
 # compares one card's ratios, and rows slower in both runs go to the same-call A/B. Then the cuda
 # mutants (skipped: KC_SKIP_MUTANTS=1, the session's device time ran short after failed starts), qwen-pages deep
-# and the sanitizers (tools/h200_premerge.sh), while the call's 380 s last.
+# and the sanitizers (tools/h200_premerge.sh), while the call's KC_CALL_S (default 380) seconds last.
 # Before the call: KC_BASE=b07ff9e tools/h200_snap.sh (carry .deps and .dev). Returns $OUT/s39-call3.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 bash tools/h200_git_from_snap.sh || exit 4
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 mkdir -p /tmp/v
-KC_BASE=$(cat .dev/snap/base) KC_BASE_HERE=1 KC_SKIP_MUTANTS=1 KC_PREFIX=$PWD/.deps/usr timeout 380 bash tools/h200_premerge.sh /tmp/v > /tmp/v/v.out 2>&1
+KC_BASE=$(cat .dev/snap/base) KC_BASE_HERE=1 KC_SKIP_MUTANTS=1 KC_PREFIX=$PWD/.deps/usr timeout ${KC_CALL_S:-380} bash tools/h200_premerge.sh /tmp/v > /tmp/v/v.out 2>&1
 echo "h200_premerge rc=$?"
 tail -14 /tmp/v/v.out
 tar czf $OUT/s39-call3.tgz -C /tmp v --exclude='v/base-here/*.log' 2>/dev/null
