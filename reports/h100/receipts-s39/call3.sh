@@ -5,7 +5,8 @@
 # compares one card's ratios, and rows slower in both runs go to the same-call A/B. Then the cuda
 # mutants (skipped: KC_SKIP_MUTANTS=1, the session's device time ran short after failed starts), qwen-pages deep
 # and the sanitizers (tools/h200_premerge.sh), while the call's KC_CALL_S (default 380) seconds last.
-# Before the call: KC_BASE=b07ff9e tools/h200_snap.sh (carry .deps and .dev). Returns $OUT/s39-call3.tgz.
+# Before the call: git apply reports/h100/receipts-s39/kept.patch, commit, KC_BASE=b07ff9e tools/h200_snap.sh
+# (carry .deps and .dev). Returns $OUT/s39-call3.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 bash tools/h200_git_from_snap.sh || exit 4

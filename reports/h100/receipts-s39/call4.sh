@@ -4,7 +4,8 @@
 # (kept.patch reversed), same call: bench attention's q4 and bf16 rows of both shapes,
 # interleaved, 2 rounds (out_fnv1a must match on every row); qwen-pages --backend cuda at HEAD
 # (a receipt of a clean commit); memcheck and synccheck over its q4 cases; all within KC_CALL_S
-# (default 200) seconds. Before the call: tools/h200_snap.sh (carry .deps and .dev).
+# (default 200) seconds. Before the call: git apply reports/h100/receipts-s39/kept.patch, commit,
+# tools/h200_snap.sh (carry .deps and .dev).
 # Returns $OUT/s39-call4.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
