@@ -613,15 +613,9 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   }
   // Benches run here against a base timed on another card: their ratios do not carry across
   // cards, so only a same-call A/B against the base build compares, and it needs --base-bin.
-  if (o.head_dir.empty() && head_backend == "cuda" && o.base_bin.empty()) {
-    const std::string card = be->device().name;
-    for (const auto& [n, r] : base.benches)
-      if (const std::string why = cross_card_why(r, card); !why.empty())
-        return refuse("bench " + n + ": " + why + " (" + file_of(o.base_dir, "bench-" + n + ".json") +
-                      " device.name): bench ratios of two cards do not compare; pass --base-bin with a tf-cuda-test "
-                      "built from the base's commit (every row is then timed against it in a same-call A/B on this "
-                      "card), or run premerge on " + receipt_card(r));
-  }
+  if (o.head_dir.empty() && head_backend == "cuda" && o.base_bin.empty())
+    if (const std::string why = cross_card_refusal(base.benches, be->device().name, o.base_dir); !why.empty())
+      return refuse(why);
   // Outputs, checked before the run.
   // The head's receipts go to --out-dir's head/: a base that is that folder (the last premerge's
   // head/, as the next one's base) would have its receipts replaced by the head's.

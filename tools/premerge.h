@@ -29,6 +29,7 @@
 // or inconsistent receipt (file, field, reason).
 #pragma once
 #include <cmath>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -113,6 +114,11 @@ std::string receipt_card(const nlohmann::json& receipt);
 // Why bench receipts `base` and `head` cannot be compared by their rows' ratios ("" when they
 // can): both name a card, and not the same one.
 std::string cross_card_why(const nlohmann::json& base, const nlohmann::json& head_or_device_name);
+
+// Why premerge running the head on `card` without --base-bin refuses a base of these bench
+// receipts (name -> receipt), "" when it does not: the first bench timed on another card.
+std::string cross_card_refusal(const std::map<std::string, nlohmann::json>& base_benches, const std::string& card,
+                               const std::string& base_dir);
 
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,

@@ -121,6 +121,17 @@ std::string cross_card_why(const json& base, const json& head) {
   return "the base was timed on " + b + ", the head on " + h;
 }
 
+std::string cross_card_refusal(const std::map<std::string, json>& base_benches, const std::string& card,
+                               const std::string& base_dir) {
+  for (const auto& [n, r] : base_benches)
+    if (const std::string why = cross_card_why(r, json(card)); !why.empty())
+      return "bench " + n + ": " + why + " (" + (base_dir.empty() ? std::string() : base_dir + "/") + "bench-" + n +
+             ".json device.name): bench ratios of two cards do not compare; pass --base-bin with a tf-cuda-test "
+             "built from the base's commit (every row is then timed against it in a same-call A/B on this card), "
+             "or run premerge on " + receipt_card(r);
+  return "";
+}
+
 std::string ab_filter(const std::string& what, const std::vector<json>& rows) {
   if (what == "pack" || rows.empty()) return "";
   auto escaped = [](const std::string& w) {

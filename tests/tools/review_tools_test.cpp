@@ -469,6 +469,16 @@ TEST(Premerge, BenchTimesOfTwoCardsDoNotCompare) {
   EXPECT_EQ(cross_card_why(h200, json("NVIDIA H200")), "");
   EXPECT_EQ(cross_card_why(json::object(), h100), "");  // a receipt without a card: nothing to tell apart
   EXPECT_EQ(cross_card_why(receipt("reports/h200/bench-attention.json"), h200), "");
+  // premerge running the head on another card without --base-bin: refused, naming the bench,
+  // both cards and the way out.
+  const std::map<std::string, json> benches = {{"attention", h200}, {"pack", json::object()}};
+  EXPECT_EQ(cross_card_refusal(benches, "NVIDIA H200", "reports/h200"), "");
+  EXPECT_EQ(cross_card_refusal({{"pack", json::object()}}, "NVIDIA H100 80GB HBM3", "b"), "");
+  const std::string why = cross_card_refusal(benches, "NVIDIA H100 80GB HBM3", "reports/h200");
+  EXPECT_EQ(why.rfind("bench attention: the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3 "
+                      "(reports/h200/bench-attention.json device.name)", 0), 0u) << why;
+  EXPECT_NE(why.find("pass --base-bin"), std::string::npos) << why;
+  EXPECT_NE(why.find("or run premerge on NVIDIA H200"), std::string::npos) << why;
   // The A/B's smallest head / base time, for the row table.
   const json b = {{"median_us", 100.0}}, h1 = {{"median_us", 110.0}}, h2 = {{"median_us", 104.0}};
   const AbTimes a = ab_times("", {{&b, &h1}, {&b, &h2}}, 1.05);
