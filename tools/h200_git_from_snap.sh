@@ -3,12 +3,28 @@
 # from .dev/snap (tools/h200_snap.sh): HEAD is the snapshot's commit, the index is read from its
 # tree and refreshed, so `git status --untracked-files=no` compares every tracked file's content
 # with HEAD's. Prints the commit and the number of changed tracked files; exit 4 on failure.
+#   tools/h200_git_from_snap.sh              the copy (the current folder)
+#   tools/h200_git_from_snap.sh --base DIR   DIR, where .dev/snap/base.tar.gz was unpacked: a git
+#       dir at the base commit (.dev/snap/base), so a build there names it in its receipts; the
+#       paths the archive leaves out (reports/, fixtures/models/: no build reads them) are
+#       skip-worktree, and git status compares every other tracked file with the base's.
 set -uo pipefail
-h=$(cat .dev/snap/head 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/head (run tools/h200_snap.sh and carry .dev)"; exit 4; }
-rm -rf .git && git init -q && cp .dev/snap/pack-*.pack .dev/snap/pack-*.idx .git/objects/pack/ && echo "$h" > .git/shallow &&
-  git update-ref refs/heads/main "$h" && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD || {
-  echo "h200_git_from_snap: the snapshot did not load"
+snap=$PWD/.dev/snap
+if [ "${1:-}" = --base ]; then
+  dir=${2:?"--base DIR"}
+  c=$(cat "$snap/base" 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/base (run tools/h200_snap.sh and carry .dev)"; exit 4; }
+  cd "$dir" || exit 4
+else
+  c=$(cat "$snap/head" 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/head (run tools/h200_snap.sh and carry .dev)"; exit 4; }
+fi
+rm -rf .git && git init -q && cp "$snap"/pack-*.pack "$snap"/pack-*.idx .git/objects/pack/ && echo "$c" > .git/shallow &&
+  git update-ref refs/heads/main "$c" && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD || {
+  rm -rf .git
+  echo "h200_git_from_snap: the snapshot did not load (its pack lacks $c?)"
   exit 4
 }
+if [ "${1:-}" = --base ]; then
+  git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin
+fi
 git update-index -q --refresh > /dev/null
-echo "head $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)"
+echo "$([ "${1:-}" = --base ] && echo base || echo head) $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)"

@@ -49,26 +49,20 @@ build_head() {
   # shellcheck disable=SC2086  # one target per word
   ninja -C build tf-cuda-test $targets
 }
-# The base's source: a worktree, or where the checkout is a snapshot without the base commit
-# (tools/h200_git_from_snap.sh on the device) the archive tools/h200_snap.sh wrote for it.
+# The base's source: the archive tools/h200_snap.sh wrote for it (a device copy made from a
+# snapshot, tools/h200_git_from_snap.sh), else a worktree of the base commit.
 build_base() {
   git worktree remove --force "$base_src" 2>/dev/null
   rm -rf "$base_src"
-  if git cat-file -e "$base^{commit}" 2>/dev/null; then
-    git worktree add --detach "$base_src" "$base" || return
-  elif [ -f .dev/snap/base.tar.gz ] && [ "$(cat .dev/snap/base 2>/dev/null)" = "$base" ]; then
+  # The archive first: a snapshot's git holds the base's commit and trees (so cat-file finds the
+  # commit) but none of its files, which a worktree would need.
+  if [ -f .dev/snap/base.tar.gz ] && [ "$(cat .dev/snap/base 2>/dev/null)" = "$base" ]; then
     mkdir -p "$base_src" && tar xzf .dev/snap/base.tar.gz -C "$base_src" || return
-    # A git dir for the archive from the snapshot's pack (the base's commit and trees), so the
-    # base build's receipts name its commit: the paths the archive leaves out (reports/,
-    # fixtures/models/: no build reads them) are skip-worktree, and git status compares every
-    # other tracked file with the commit. Without the base in the pack: commit "unknown".
-    local here=$PWD
-    (cd "$base_src" && git init -q && cp "$here"/.dev/snap/pack-*.pack "$here"/.dev/snap/pack-*.idx .git/objects/pack/ &&
-      echo "$base" > .git/shallow && git update-ref refs/heads/main "$base" && git symbolic-ref HEAD refs/heads/main &&
-      git read-tree HEAD && { git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin; } &&
-      { git update-index -q --refresh > /dev/null; true; } &&
-      echo "base git: $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)") ||
-      { rm -rf "$base_src/.git"; echo "base git: the snapshot's pack lacks $base (commit unknown in its receipts)"; }
+    # A git dir at the base commit, so the base build's receipts name it (commit "unknown" when
+    # the snapshot's pack lacks it).
+    bash tools/h200_git_from_snap.sh --base "$base_src" || echo "base git: none (its receipts name commit unknown)"
+  elif git cat-file -e "$base^{commit}" 2>/dev/null; then
+    git worktree add --detach "$base_src" "$base" || return
   else
     echo "h200_premerge: base $base is not in git and .dev/snap holds no archive of it (tools/h200_snap.sh)"
     return 2

@@ -2,8 +2,9 @@
 # tools/h200_snap.sh and tools/h200_git_from_snap.sh: a copy of a repository's tracked files
 # without .git, given .dev/snap, gets a git dir whose HEAD is the snapshot's commit and whose
 # git status is clean while the files are HEAD's and names a file changed after the copy; the
-# base archive holds the base commit's files but not reports/ or fixtures/models/; a copy without
-# a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
+# base archive holds the base commit's files but not reports/ or fixtures/models/, and unpacked
+# gets a git dir at the base commit (--base: clean, a changed file seen; a base the pack lacks is
+# refused with no git dir left); a copy without a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
 # Usage: h200_snap_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -46,6 +47,25 @@ echo changed >> sub/b.txt
 [ "$(git status --porcelain --untracked-files=no)" = " M sub/b.txt" ] || fail "a changed file is not seen: $(git status --short)"
 out=$(bash "$src/tools/h200_git_from_snap.sh")
 [ "$out" = "head $head, changed tracked files: 1" ] || fail "a rerun after the change says: $out"
+# the base archive unpacked beside it gets a git dir at the base commit (--base): clean, though
+# the archive leaves out reports/ and fixtures/models/ (skip-worktree), and a changed file shows
+b=$t/base-src
+mkdir -p "$b" && tar xzf .dev/snap/base.tar.gz -C "$b" || fail "unpack base"
+out=$(bash "$src/tools/h200_git_from_snap.sh" --base "$b") || fail "--base failed: $out"
+[ "$out" = "base $base, changed tracked files: 0" ] || fail "--base says: $out"
+[ "$(git -C "$b" rev-parse HEAD)" = "$base" ] || fail "the base's git dir is not at the base commit"
+[ -e "$b/reports" ] && fail "the base archive unpacked reports/"
+echo changed >> "$b/a.txt"
+[ "$(git -C "$b" status --porcelain --untracked-files=no)" = " M a.txt" ] || fail "a changed base file is not seen: $(git -C "$b" status --short)"
+[ "$(git rev-parse HEAD)" = "$head" ] || fail "--base moved the copy's own HEAD"
+# a snapshot whose pack lacks the base commit: refused, and no git dir is left
+mkdir "$t/old" && cp .dev/snap/base .dev/snap/base.tar.gz "$t/old/" && cd "$t/old" && mkdir -p .dev/snap x &&
+  mv base base.tar.gz .dev/snap/ && echo 0123456789012345678901234567890123456789 > .dev/snap/base &&
+  cp "$c"/.dev/snap/pack-* .dev/snap/ || fail "old snapshot"
+bash "$src/tools/h200_git_from_snap.sh" --base x > /dev/null 2>&1
+[ $? = 4 ] || fail "a base not in the pack: exit 4 expected"
+[ -e x/.git ] && fail "a failed --base left a git dir"
+cd "$c" || exit 1
 # a copy without the snapshot
 rm -rf .dev .git
 bash "$src/tools/h200_git_from_snap.sh" > /dev/null 2>&1
