@@ -124,6 +124,7 @@ struct Compared {
   std::string base_verdict = "-", head_verdict = "-";
   std::vector<std::string> regressions, notes;
   int improvements = 0;
+  std::string cross_card;  // a bench's cross_card_why: compared by its same-call A/B alone
   std::string detail;  // the diff, Markdown
 };
 
@@ -155,6 +156,7 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
 void compare_bench(const json& base, const json& head, const json& confirm, const json& ab, const PremergeOptions& o,
                    Compared* c, std::vector<RowChange>* rows) {
   const std::string cross = cross_card_why(base, head);
+  c->cross_card = cross;
   if (!cross.empty())
     c->notes.push_back(cross + ": two cards, so their ratios to the ceiling and to SDPA do not compare; each time is "
                        "compared in the same-call A/B against the base build on the head's card, and targets and "
@@ -996,7 +998,14 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
      << any_head["device"]["name"].get<std::string>() << (o.head_dir.empty() ? " (run by premerge)" : ", receipts " + o.head_dir)
      << ". Base: " << o.base_dir << ", commit " << short_commit(base.contracts.begin()->second) << ". Bench rows compared by "
      << "same-run ratios (a time is slower when every ratio of its run says so), limit " << fmt_sig(o.max_slowdown, 3)
-     << "x slower, " << fmt_sig(o.max_slowdown_short, 3) << "x for launch-bound rows (under " << fmt_sig(o.short_row_us) << " us).\n\n";
+     << "x slower, " << fmt_sig(o.max_slowdown_short, 3) << "x for launch-bound rows (under " << fmt_sig(o.short_row_us) << " us)";
+  std::string cross_benches;  // benches timed on another card than their base: by the same-call A/B alone
+  for (const auto& c : all)
+    if (!c.cross_card.empty()) cross_benches += (cross_benches.empty() ? "" : ", ") + c.label;
+  if (!cross_benches.empty())
+    md << "; " << cross_benches << " on another card than the base's (device.name): each time by the same-call A/B "
+       << "against the base build alone, head / base time past the limit in every round";
+  md << ".\n\n";
   md << "### Regressions (" << regressions.size() << ")\n\n";
   for (const auto& r : regressions) md << "- " << r << "\n";
   if (regressions.empty()) md << "- none\n";
@@ -1007,7 +1016,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   if (!row_changes.empty()) {
     std::stable_sort(row_changes.begin(), row_changes.end(),
                      [](const RowChange& a, const RowChange& b) { return a.slowdown > b.slowdown; });
-    md << "\n### Bench rows: largest slowdowns (same-run ratios)\n\n| row | ratio (the time's smallest slowdown) | base | head | slowdown |\n|---|---|---|---|---|\n";
+    md << "\n### Bench rows: largest slowdowns (" << (cross_benches.empty() ? "same-run ratios" : "same-run ratios; across cards, the same-call A/B's times") << ")\n\n| row | ratio (the time's smallest slowdown) | base | head | slowdown |\n|---|---|---|---|---|\n";
     for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > row_changes[i].limit); ++i) {
       const RowChange& r = row_changes[i];
       md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | " << fmt_sig(r.slowdown, 3)

@@ -228,6 +228,10 @@ case "$case_" in
       fail "the A/B of every row did not decide: $(grep '^| bench attention' "$d/x2/premerge.md")"
     grep -q 'met -> not met (.* -> 0.5) on another card: not compared' "$d/x2/premerge.md" || fail "the target on another card is not a note"
     grep -q '| same-call A/B, median_us |' "$d/x2/premerge.md" || fail "the row table does not give the A/B's times"
+    grep -q 'bench attention, bench compact, bench pack on another card than the base.s (device.name): each time by the same-call A/B' "$d/x2/premerge.md" ||
+      fail "premerge.md's head does not say which benches went by the A/B: $(sed -n 3p "$d/x2/premerge.md")"
+    grep -q "^### Bench rows: largest slowdowns (same-run ratios; across cards, the same-call A/B's times)" "$d/x2/premerge.md" ||
+      fail "the row table's title: $(grep '^### Bench rows' "$d/x2/premerge.md")"
     # A row slower in one round only holds; in every round it is a regression, with the A/B's times.
     edit "$d/cross/ab/bench-attention-head-1.json" "x=r['rows'][5]; x['median_us']*=1.3"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x3"
