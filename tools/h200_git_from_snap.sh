@@ -10,21 +10,18 @@
 #       skip-worktree, and git status compares every other tracked file with the base's.
 set -uo pipefail
 snap=$PWD/.dev/snap
+mode=head
 if [ "${1:-}" = --base ]; then
-  dir=${2:?"--base DIR"}
-  c=$(cat "$snap/base" 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/base (run tools/h200_snap.sh and carry .dev)"; exit 4; }
-  cd "$dir" || exit 4
-else
-  c=$(cat "$snap/head" 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/head (run tools/h200_snap.sh and carry .dev)"; exit 4; }
+  mode=base
+  cd "${2:?"--base DIR"}" || exit 4
 fi
+c=$(cat "$snap/$mode" 2>/dev/null) || { echo "h200_git_from_snap: no .dev/snap/$mode (run tools/h200_snap.sh and carry .dev)"; exit 4; }
 rm -rf .git && git init -q && cp "$snap"/pack-*.pack "$snap"/pack-*.idx .git/objects/pack/ && echo "$c" > .git/shallow &&
   git update-ref refs/heads/main "$c" && git symbolic-ref HEAD refs/heads/main && git read-tree HEAD || {
   rm -rf .git
   echo "h200_git_from_snap: the snapshot did not load (its pack lacks $c?)"
   exit 4
 }
-if [ "${1:-}" = --base ]; then
-  git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin
-fi
+[ "$mode" = base ] && git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin
 git update-index -q --refresh > /dev/null
-echo "$([ "${1:-}" = --base ] && echo base || echo head) $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)"
+echo "$mode $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)"

@@ -155,7 +155,7 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
 // there when premerge runs the head across cards); a time it does not cover is a regression.
 void compare_bench(const json& base, const json& head, const json& confirm, const json& ab, const PremergeOptions& o,
                    Compared* c, std::vector<RowChange>* rows) {
-  const std::string cross = cross_card_why(base, head);
+  const std::string cross = cross_card_why(receipt_card(base), receipt_card(head));
   c->cross_card = cross;
   if (!cross.empty())
     c->notes.push_back(cross + ": two cards, so their ratios to the ceiling and to SDPA do not compare; each time is "
@@ -235,6 +235,12 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   int compared = 0, slower = 0, one_yardstick = 0, short_rows = 0, unmatched = 0, other_bytes = 0, held_ab = 0;
   int no_ab = 0;  // across cards: times the same-call A/B did not cover
   std::set<std::string> hash_fields;  // the output hashes that differ somewhere
+  // Row k's time in group g over the A/B's rounds (base build, head), limit `limit`.
+  auto ab_of = [&](const std::string& k, const std::string& g, double limit) {
+    std::vector<std::pair<const json*, const json*>> rounds;
+    for (auto& [bm, hm] : ab_rows) rounds.emplace_back(bm.count(k) ? bm[k] : nullptr, hm.count(k) ? hm[k] : nullptr);
+    return ab_times(g, rounds, limit);
+  };
   for (const auto& r : head["rows"]) {
     const std::string k = bench_row_key(r);
     if (!brows.count(k)) {
@@ -256,11 +262,9 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       }
     other_bytes += other;
     for (const TimeSlowdown& t : time_slowdowns(*brows[k], r, again, o)) {
+      const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
       if (!cross.empty()) {  // the time's group and limit from the ratios; its comparison from the A/B alone
-        std::vector<std::pair<const json*, const json*>> rounds;
-        for (auto& [bm, hm] : ab_rows) rounds.emplace_back(bm.count(k) ? bm[k] : nullptr, hm.count(k) ? hm[k] : nullptr);
-        const AbTimes a = ab_times(t.group, rounds, t.limit);
-        const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
+        const AbTimes a = ab_of(k, t.group, t.limit);
         const std::string row = "row " + k + (t.group.empty() ? "" : " (" + t.group + ")");
         const std::string field = "same-call A/B, " + (t.group.empty() ? std::string("median_us") : t.group + "_us");
         if (a.rounds == 0) {
@@ -283,12 +287,9 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       }
       if (!std::isnan(t.head)) ++compared;  // a ratio the head lacks is a regression, not a comparison
       if (t.launch_bound) ++short_rows;
-      const std::string what = head["name"].get<std::string>() + " " + k + (t.group.empty() ? "" : " (" + t.group + ")");
       rows->push_back({what, t.field, t.base, t.head, t.slowdown, t.limit});
       if (t.slowdown > t.limit) {
-        std::vector<std::pair<const json*, const json*>> rounds;
-        for (auto& [bm, hm] : ab_rows) rounds.emplace_back(bm.count(k) ? bm[k] : nullptr, hm.count(k) ? hm[k] : nullptr);
-        const AbTimes a = ab_times(t.group, rounds, t.limit);
+        const AbTimes a = ab_of(k, t.group, t.limit);
         const std::string row = "row " + k + (t.group.empty() ? "" : " (" + t.group + ")") + ": " + t.detail + ": " +
                                 fmt_sig(t.slowdown, 3) + "x slower by every same-run ratio" +
                                 (again ? " in both runs" : "") + ", limit " + fmt_sig(t.limit, 3) +
@@ -724,7 +725,7 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         if (!base.benches.count(what)) continue;
         // A base timed on another card: every row in the same-call A/B (its times alone compare;
         // --base-bin is required for this case before anything runs).
-        if (const std::string cross = cross_card_why(base.benches[what], rec); !cross.empty()) {
+        if (const std::string cross = cross_card_why(receipt_card(base.benches[what]), receipt_card(rec)); !cross.empty()) {
           std::vector<json> all(rec["rows"].begin(), rec["rows"].end());
           st = same_call_ab(what, bo, all, base.benches[what], head_out, run_bench, o, err, &run_notes, &head_ab[what],
                             "rows (every row: " + cross + ")");

@@ -111,9 +111,9 @@ bool bench_quick_mode(const nlohmann::json& receipt);
 // bandwidth, clocks and caches), so premerge compares a head's bench times with its base's
 // only on one card; across cards only the same-call A/B against the base build compares.
 std::string receipt_card(const nlohmann::json& receipt);
-// Why bench receipts `base` and `head` cannot be compared by their rows' ratios ("" when they
-// can): both name a card, and not the same one.
-std::string cross_card_why(const nlohmann::json& base, const nlohmann::json& head_or_device_name);
+// Why bench receipts timed on cards `base_card` and `head_card` (receipt_card) cannot be compared
+// by their rows' ratios ("" when they can): both cards are named, and not the same one.
+std::string cross_card_why(const std::string& base_card, const std::string& head_card);
 
 // Why premerge running the head on `card` without --base-bin refuses a base of these bench
 // receipts (name -> receipt), "" when it does not: the first bench timed on another card.

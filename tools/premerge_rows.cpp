@@ -3,6 +3,7 @@
 // kc_receipt_views so that the unit tests reach it without the contracts.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -115,18 +116,17 @@ std::string receipt_card(const json& receipt) {
   return d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>() : "";
 }
 
-std::string cross_card_why(const json& base, const json& head) {
-  const std::string b = receipt_card(base), h = head.is_string() ? head.get<std::string>() : receipt_card(head);
-  if (b.empty() || h.empty() || b == h) return "";
-  return "the base was timed on " + b + ", the head on " + h;
+std::string cross_card_why(const std::string& base_card, const std::string& head_card) {
+  if (base_card.empty() || head_card.empty() || base_card == head_card) return "";
+  return "the base was timed on " + base_card + ", the head on " + head_card;
 }
 
 std::string cross_card_refusal(const std::map<std::string, json>& base_benches, const std::string& card,
                                const std::string& base_dir) {
   for (const auto& [n, r] : base_benches)
-    if (const std::string why = cross_card_why(r, json(card)); !why.empty())
-      return "bench " + n + ": " + why + " (" + (base_dir.empty() ? std::string() : base_dir + "/") + "bench-" + n +
-             ".json device.name): bench ratios of two cards do not compare; pass --base-bin with a tf-cuda-test "
+    if (const std::string why = cross_card_why(receipt_card(r), card); !why.empty())
+      return "bench " + n + ": " + why + " (" + (std::filesystem::path(base_dir) / ("bench-" + n + ".json")).string() +
+             " device.name): bench ratios of two cards do not compare; pass --base-bin with a tf-cuda-test "
              "built from the base's commit (every row is then timed against it in a same-call A/B on this card), "
              "or run premerge on " + receipt_card(r);
   return "";

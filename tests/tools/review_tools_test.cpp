@@ -463,12 +463,11 @@ TEST(Premerge, BenchTimesOfTwoCardsDoNotCompare) {
   EXPECT_EQ(receipt_card(h200), "NVIDIA H200");
   EXPECT_EQ(receipt_card(json{{"device", {{"name", 7}}}}), "");  // not a name
   EXPECT_EQ(receipt_card(json()), "");
-  EXPECT_EQ(cross_card_why(h200, h200), "");
-  EXPECT_EQ(cross_card_why(h200, h100), "the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(cross_card_why(h200, json("NVIDIA H100 80GB HBM3")), cross_card_why(h200, h100));  // a device's name
-  EXPECT_EQ(cross_card_why(h200, json("NVIDIA H200")), "");
-  EXPECT_EQ(cross_card_why(json::object(), h100), "");  // a receipt without a card: nothing to tell apart
-  EXPECT_EQ(cross_card_why(receipt("reports/h200/bench-attention.json"), h200), "");
+  EXPECT_EQ(cross_card_why("NVIDIA H200", "NVIDIA H200"), "");
+  EXPECT_EQ(cross_card_why(receipt_card(h200), receipt_card(h100)),
+            "the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(cross_card_why("", "NVIDIA H100 80GB HBM3"), "");  // a receipt without a card: nothing to tell apart
+  EXPECT_EQ(cross_card_why(receipt_card(receipt("reports/h200/bench-attention.json")), "NVIDIA H200"), "");
   // premerge running the head on another card without --base-bin: refused, naming the bench,
   // both cards and the way out.
   const std::map<std::string, json> benches = {{"attention", h200}, {"pack", json::object()}};
