@@ -231,31 +231,68 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
 
   // Each key's position and V group scales as fp32 (a scale that is not finite as NaN;
   // 0 for the last tile's keys past n); this warp's largest |scale| bits per group (a scale
-  // that is not finite counts as 0: its keys' p' are NaN whatever the shift).
+  // that is not finite counts as 0: its keys' p' are NaN whatever the shift). The first
+  // KPT x 256 keys' loads (page table, then scale rows) go out together before q's
+  // fragments are built: positions reach shared memory at once, the scale rows after q
+  // (as the bf16 / fp8 kernel's meta loads); wider chunks go on in the loop after. Not in
+  // the regular d256 kernel (KPT 0: the whole loop before q), where the scale rows live
+  // across q cost more than the overlap gains (session 39, H100: 1.03-1.05x at 32K and
+  // 128K, against 0.95-0.98x for d128 and 0.94x for the d256 short path).
+  constexpr int KPT = D == 256 && CL == 1 ? 0 : 2;
   uint32_t vmx[NG];
 #pragma unroll
   for (int g = 0; g < NG; ++g) vmx[g] = 0;
-  for (int i = tid; i < nt * 16; i += kAttnThreads) {
+  auto key_meta = [&](int i, const KvPos& at, const SV& sv, bool pos) {
     if (i < n) {
-      const KvPos at = kv_pos(vp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
-      pgb[i] = at.page_base;
-      pslot[i] = at.slot;
-      const SV sv = ldg_mma<SV>(kv_plane_at(vsp, at));
+      if (pos) {
+        pgb[i] = at.page_base;
+        pslot[i] = at.slot;
+      }
 #pragma unroll
       for (int g = 0; g < NG; ++g) {
         const uint32_t h = sv_half(sv, g), mag = h & 0x7FFFu;
         vsf[g * W16 + i] = q4_scale_f32(h);
         vmx[g] = max(vmx[g], mag < 0x7C00u ? mag : 0u);
       }
-    } else {
+    } else if (i < nt * 16) {
 #pragma unroll
       for (int g = 0; g < NG; ++g) vsf[g * W16 + i] = 0.0f;
     }
-  }
+  };
+  auto key_loop = [&](int from) {  // keys from, from + 256, .. below nt x 16, loaded one by one
+    for (int i = from; i < nt * 16; i += kAttnThreads) {
+      KvPos at;
+      SV sv{};
+      if (i < n) {
+        at = kv_pos(vp, key_slot(blk.k0 + i, blk.row.len, blk.tail));
+        sv = ldg_mma<SV>(kv_plane_at(vsp, at));
+      }
+      key_meta(i, at, sv, true);
+    }
+  };
+  auto warp_max = [&] {
 #pragma unroll
-  for (int g = 0; g < NG; ++g) {
-    const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, vmx[g]);
-    if (lane == 0) wm[warp * NG + g] = m;
+    for (int g = 0; g < NG; ++g) {
+      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, vmx[g]);
+      if (lane == 0) wm[warp * NG + g] = m;
+    }
+  };
+  KvPos mat[KPT > 0 ? KPT : 1];
+  SV msv[KPT > 0 ? KPT : 1];
+  if constexpr (KPT == 0) {
+    key_loop(tid);
+    warp_max();
+  } else {
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) mat[k] = kv_pos(vp, key_slot(blk.k0 + tid + k * kAttnThreads, blk.row.len, blk.tail));
+#pragma unroll
+    for (int k = 0; k < KPT; ++k)
+      if (tid + k * kAttnThreads < n) {
+        msv[k] = ldg_mma<SV>(kv_plane_at(vsp, mat[k]));
+        pgb[tid + k * kAttnThreads] = mat[k].page_base;  // positions stored now: only the scale rows stay live across q
+        pslot[tid + k * kAttnThreads] = mat[k].slot;
+      }
   }
 
   // q of head slot `warp`, rotated (lane = element of each group), shifted, split: B
@@ -296,6 +333,12 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
       split_parts<true>(qs[e + 1], qs[e + 5], hi);
       qf[k * 32 + 4 * warp + t] = make_uint4(lo[0], hi[0], lo[1], hi[1]);
     }
+  }
+  if constexpr (KPT > 0) {
+#pragma unroll
+    for (int k = 0; k < KPT; ++k) key_meta(tid + k * kAttnThreads, mat[k], msv[k], false);
+    key_loop(tid + KPT * kAttnThreads);  // chunks wider than KPT x 256
+    warp_max();
   }
   // The V ring: stage st holds tiles st*RT .. of code rows, chunk ch of key k at
   // 16 (ch ^ ring_swz(k)), keys past n zero-filled (their p' is 0); one 16-byte copy per
