@@ -6,8 +6,9 @@
 #   tools/h200_git_from_snap.sh              the copy (the current folder)
 #   tools/h200_git_from_snap.sh --base DIR   DIR, where .dev/snap/base.tar.gz was unpacked: a git
 #       dir at the base commit (.dev/snap/base), so a build there names it in its receipts; the
-#       paths the archive leaves out (reports/, fixtures/models/: no build reads them) are
-#       skip-worktree, and git status compares every other tracked file with the base's.
+#       tracked paths the archive leaves out (reports/ but its schema/, fixtures/models/: no build
+#       reads them) are skip-worktree, and git status compares every other tracked file with the
+#       base's.
 set -uo pipefail
 snap=$PWD/.dev/snap
 mode=head
@@ -22,6 +23,10 @@ rm -rf .git && git init -q && cp "$snap"/pack-*.pack "$snap"/pack-*.idx .git/obj
   echo "h200_git_from_snap: the snapshot did not load (its pack lacks $c?)"
   exit 4
 }
-[ "$mode" = base ] && git ls-files -z -- reports fixtures/models | git update-index -z --skip-worktree --stdin
+if [ "$mode" = base ]; then
+  git ls-files -z -- reports fixtures/models | while IFS= read -r -d '' f; do
+    [ -e "$f" ] || printf '%s\0' "$f"
+  done | git update-index -z --skip-worktree --stdin
+fi
 git update-index -q --refresh > /dev/null
 echo "$mode $(git rev-parse HEAD), changed tracked files: $(git status --porcelain --untracked-files=no | wc -l)"

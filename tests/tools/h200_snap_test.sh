@@ -2,7 +2,8 @@
 # tools/h200_snap.sh and tools/h200_git_from_snap.sh: a copy of a repository's tracked files
 # without .git, given .dev/snap, gets a git dir whose HEAD is the snapshot's commit and whose
 # git status is clean while the files are HEAD's and names a file changed after the copy; the
-# base archive holds the base commit's files but not reports/ or fixtures/models/, and unpacked
+# base archive holds the base commit's files but not fixtures/models/ nor reports/ other than
+# reports/schema/ (the build reads the receipt schema), and unpacked
 # gets a git dir at the base commit (--base: clean, a changed file seen; a base the pack lacks is
 # refused with no git dir left); a copy without a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
 # Usage: h200_snap_test.sh SOURCE_DIR
@@ -12,10 +13,11 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 fail() { echo "h200_snap_test: $*"; exit 1; }
 r=$t/repo
-mkdir -p "$r/sub" "$r/reports/h200" "$r/fixtures/models"
+mkdir -p "$r/sub" "$r/reports/h200" "$r/reports/schema" "$r/fixtures/models"
 cd "$r" || exit 1
 git init -q && git config user.email t@t && git config user.name t
 echo one > a.txt && echo base > sub/b.txt && echo model > fixtures/models/m.bin && echo '{}' > reports/h200/x.json
+echo '{"s": 1}' > reports/schema/s.json && echo notes > reports/index.md
 git add -A && git commit -qm base || fail "no base commit"
 base=$(git rev-parse HEAD)
 printf '{"git": {"commit": "%s"}}\n' "$base" > reports/h200/fp8-rows.json
@@ -32,7 +34,9 @@ for p in .dev/snap/pack-*.idx; do
 done
 tar tzf .dev/snap/base.tar.gz > "$t/base.list" || fail "base.tar.gz unreadable"
 grep -qx 'sub/b.txt' "$t/base.list" || fail "base archive lacks sub/b.txt"
-grep -q '^reports/\|^fixtures/models/' "$t/base.list" && fail "base archive holds reports/ or fixtures/models/"
+grep -qx 'reports/schema/s.json' "$t/base.list" || fail "base archive lacks reports/schema/s.json (the build reads the schema)"
+grep -v '^reports/$\|^reports/schema/' "$t/base.list" | grep -q '^reports/\|^fixtures/models/' &&
+  fail "base archive holds reports/ other than schema/, or fixtures/models/"
 mkdir -p "$t/base" && tar xzf .dev/snap/base.tar.gz -C "$t/base" && [ "$(cat "$t/base/a.txt")" = one ] ||
   fail "base archive's a.txt is not the base's"
 # the device's copy: tracked files and .dev, no .git
@@ -48,13 +52,18 @@ echo changed >> sub/b.txt
 out=$(bash "$src/tools/h200_git_from_snap.sh")
 [ "$out" = "head $head, changed tracked files: 1" ] || fail "a rerun after the change says: $out"
 # the base archive unpacked beside it gets a git dir at the base commit (--base): clean, though
-# the archive leaves out reports/ and fixtures/models/ (skip-worktree), and a changed file shows
+# the archive leaves out reports/ but schema/, and fixtures/models/ (skip-worktree), and a changed
+# file shows, the schema's too
 b=$t/base-src
 mkdir -p "$b" && tar xzf .dev/snap/base.tar.gz -C "$b" || fail "unpack base"
 out=$(bash "$src/tools/h200_git_from_snap.sh" --base "$b") || fail "--base failed: $out"
 [ "$out" = "base $base, changed tracked files: 0" ] || fail "--base says: $out"
 [ "$(git -C "$b" rev-parse HEAD)" = "$base" ] || fail "the base's git dir is not at the base commit"
-[ -e "$b/reports" ] && fail "the base archive unpacked reports/"
+[ -e "$b/reports/h200" ] || [ -e "$b/reports/index.md" ] && fail "the base archive unpacked reports/ other than schema/"
+echo '{"s": 2}' > "$b/reports/schema/s.json"
+[ "$(git -C "$b" status --porcelain --untracked-files=no)" = " M reports/schema/s.json" ] ||
+  fail "a changed base schema is not seen: $(git -C "$b" status --short)"
+echo '{"s": 1}' > "$b/reports/schema/s.json"  # back (the pack holds no blob to check out)
 echo changed >> "$b/a.txt"
 [ "$(git -C "$b" status --porcelain --untracked-files=no)" = " M a.txt" ] || fail "a changed base file is not seen: $(git -C "$b" status --short)"
 [ "$(git rev-parse HEAD)" = "$head" ] || fail "--base moved the copy's own HEAD"
