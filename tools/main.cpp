@@ -458,11 +458,11 @@ int run_main(int argc, char** argv) {
       "premerge",
       "The pre-merge gate: run every contract for the head (with the base receipts' seeds and case counts; on the "
       "cuda backend also bench attention and pack, and rope-store and compact where the base has them, each in the "
-      "mode of the base's receipt, a bench run twice when rows are slower, and the command of each serve-gate and "
+      "mode of the base's receipt, a bench run twice when rows are slower or a target the base met is missed, and the command of each serve-gate and "
       "kv-gate receipt in the base), or read the head's receipts from --head, "
       "diff each against the base folder's receipt, write premerge.md (verdict, regressions, tables: the comment a "
       "reviewer pastes) and the diffs in --out-dir. Exit 1 on any regression (a gate ok -> FAIL, a control red -> "
-      "green, a target met -> not met, a bench row's time slower than --max-slowdown by every same-run ratio), each named; "
+      "green, a target met -> not met (in both runs of a bench run twice), a bench row's time slower than --max-slowdown by every same-run ratio), each named; "
       "2 for a base of another backend or contract set (the mismatch named) or unreadable receipts");
   premerge->add_option("--base", pm.base_dir,
                        "Folder of the merge base's receipts (<contract>.json as kernel-contract --out-dir writes them, "

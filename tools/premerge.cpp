@@ -142,9 +142,30 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
   return out;
 }
 
+// The target of a bench receipt named `name`, or null (no receipt, or no such target).
+const json* target_named(const json& bench, const std::string& name) {
+  if (!bench.is_object() || !bench.contains("targets")) return nullptr;
+  for (const auto& t : bench["targets"])
+    if (t["name"] == name) return &t;
+  return nullptr;
+}
+
+// The targets the base met and the head's run measured and missed (two receipts of one card):
+// the bench runs again, and compare_bench counts such a target only when the re-run misses it too.
+std::set<std::string> missed_targets(const json& base, const json& head) {
+  std::set<std::string> out;
+  for (const auto& t : head["targets"]) {
+    const json* b = target_named(base, t["name"].get<std::string>());
+    if (b && b->at("met").get<bool>() && t["measured"].get<bool>() && !t["met"].get<bool>())
+      out.insert(t["name"].get<std::string>());
+  }
+  return out;
+}
+
 // Bench: targets both runs measured, rows' same-run ratios, the verdict when a measured
 // target explains it. `confirm` (or null): the head's second run of the bench, made when its
-// first run found slower rows. A row's measured time counts as slower only when every same-run
+// first run found slower rows or missed a target the base met (a target counts as missed, and a
+// verdict as failed, only when the second run says so too). A row's measured time counts as slower only when every same-run
 // ratio of it, in both runs, is past its limit (time_slowdowns): one noisy measurement, or a
 // baseline (SDPA) whose own time moved, is not a regression.
 // `ab` (or null): the same-call A/B of the rows slower in both runs (--base-bin), an array of
@@ -190,10 +211,22 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
         c->notes.push_back("target " + n + ": " + (hmet ? "not met -> met" : "met -> not met") + " (" +
                            fmt_sig(b["value"].get<double>()) + " -> " + fmt_sig(t["value"].get<double>()) +
                            ") on another card: not compared");
-    } else if (b["met"].get<bool>() && !hmet)
-      c->regressions.push_back("target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
-                               fmt_sig(t["value"].get<double>()) + ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
-    else if (!b["met"].get<bool>() && hmet)
+    } else if (b["met"].get<bool>() && !hmet) {
+      // A target met by the base and missed by the head's run is measured again (the re-run):
+      // a target at its limit flips with the run's noise, so the head misses it only when both
+      // runs do.
+      const json* again = target_named(confirm, n);
+      const std::string what = "target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
+                               fmt_sig(t["value"].get<double>());
+      if (again && again->at("measured").get<bool>() && again->at("met").get<bool>())
+        c->notes.push_back(what + " in the first run, " + fmt_sig(again->at("value").get<double>()) +
+                           " in the re-run, limit " + fmt_sig(t["limit"].get<double>()) + "): held, the re-run meets it");
+      else
+        c->regressions.push_back(what + (again ? " in the first run, " + fmt_sig(again->at("value").get<double>()) +
+                                                     " in the re-run"
+                                               : std::string()) +
+                                 ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
+    } else if (!b["met"].get<bool>() && hmet)
       ++c->improvements;
   }
   // A head in the base's mode has every base target: one missing escaped the comparison (a
@@ -209,7 +242,11 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   // The bench's own verdict and its rows' verification, as diff reads them.
   // Across cards a verdict follows the card's targets: a note (rows that erred or lost their
   // verification are regressions row by row, below).
-  if (base["verdict"] == "pass" && head["verdict"] == "fail")
+  // A verdict the re-run passes again held, as a target does.
+  if (base["verdict"] == "pass" && head["verdict"] == "fail" && cross.empty() && confirm.is_object() &&
+      confirm["verdict"] == "pass")
+    c->notes.push_back("verdict pass -> fail in the first run, pass in the re-run: held");
+  else if (base["verdict"] == "pass" && head["verdict"] == "fail")
     (cross.empty() ? c->regressions : c->notes)
         .push_back("verdict pass -> fail" + std::string(cross.empty() ? "" : " on another card") +
                    (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
@@ -732,17 +769,21 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
           if (!st.ok) return refuse(st.message);
           continue;
         }
-        // When rows are slower than the limit the bench runs once more, in the same mode
-        // and over the same rows; compare_bench counts a row only when both runs are slower.
+        // When rows are slower than the limit, or targets the base met are missed, the bench
+        // runs once more, in the same mode and over the same rows; compare_bench counts a row
+        // (a target) only when both runs are slower (miss it).
         const std::set<std::string> slow = slow_rows(base.benches[what], rec, o);
-        if (slow.empty()) continue;
+        const std::set<std::string> missed = missed_targets(base.benches[what], rec);
+        if (slow.empty() && missed.empty()) continue;
         if (!o.quiet)
-          err << "premerge: bench " << what << ": " << slow.size() << " rows slower than their limit, the bench runs again\n";
+          err << "premerge: bench " << what << ": " << slow.size() << " rows slower than their limit, " << missed.size()
+              << " targets the base met missed; the bench runs again\n";
         Receipt second;
         const int rc2 = run_bench(what, bo, &second);
         if (second.doc().is_null()) {
-          run_notes.push_back("bench " + what + ": the re-run for " + std::to_string(slow.size()) +
-                              " slower rows wrote no receipt (exit " + std::to_string(rc2) + "); the first run stands");
+          run_notes.push_back("bench " + what + ": the re-run for " + std::to_string(slow.size()) + " slower rows and " +
+                              std::to_string(missed.size()) + " missed targets wrote no receipt (exit " +
+                              std::to_string(rc2) + "); the first run stands");
           continue;
         }
         st = write_json_atomic(file_of(head_out, "bench-" + what + "-rerun.json"), second);
