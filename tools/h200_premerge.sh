@@ -18,7 +18,8 @@
 # other than reports/h200's; gates then not replayed): see make_base_receipts below.
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
 # (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_SKIP_GATES=1, KC_AB_CONTROL=1.
-# Every step's output is in OUT_DIR/<step>.log, premerge's folder is OUT_DIR/pm. The table
+# Every step's output is in OUT_DIR/<step>.log (OUT_DIR/steps.txt: each step's start and end line as
+# it goes), premerge's folder is OUT_DIR/pm. The table
 # printed last gives each step's exit code and time; exit 1 when any step failed (premerge's
 # regressions included), 2 when a build failed.
 set -uo pipefail

@@ -1,0 +1,28 @@
+#!/bin/bash
+# tools/h200_steps.sh (sourced by the device scripts): step runs a command with its output in
+# NAME.log, adds the table line (exit code, seconds, the log's last line), keeps the worst exit
+# code, and writes steps.txt as it goes: a step's start, then its line when it ends, so a run
+# killed inside a step still shows the steps that ended and the one it was in.
+# Usage: h200_steps_test.sh SOURCE_DIR
+set -u
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fail() { echo "h200_steps_test: $*"; exit 1; }
+step_logs=$t
+# shellcheck source=../../tools/h200_steps.sh
+. "$1/tools/h200_steps.sh"
+step good sh -c 'echo first; echo all fine' || fail "a step exiting 0 returned $?"
+step bad sh -c 'echo broke; exit 3'
+[ $? = 3 ] || fail "a failing step did not return its exit code"
+step good2 true
+[ "$worst" = 3 ] || fail "worst is $worst, not 3"
+[ "$(cat "$t/bad.log")" = broke ] || fail "bad.log: $(cat "$t/bad.log")"
+printf '%s' "$table" | grep -q '^good  *rc=0  *[0-9]*s  all fine$' || fail "the table's good line: $table"
+printf '%s' "$table" | grep -q '^bad  *rc=3  *[0-9]*s  broke$' || fail "the table's bad line: $table"
+[ "$(grep -c . "$t/steps.txt")" = 6 ] || fail "steps.txt: $(cat "$t/steps.txt")"
+sed -n 3,4p "$t/steps.txt" | grep -q '^bad  *rc=3' || fail "steps.txt lacks bad's end after its start: $(cat "$t/steps.txt")"
+# A step killed from outside leaves its start, and the lines of the steps before it.
+( step_logs=$t/cut && mkdir -p "$step_logs" && table="" && worst=0 && step one true && timeout 1 bash -c ". '$1/tools/h200_steps.sh'; step_logs='$t/cut'; step two sleep 5" )
+[ "$(sed -n 1p "$t/cut/steps.txt")" = "one: started" ] && grep -q '^one  *rc=0' "$t/cut/steps.txt" &&
+  [ "$(tail -n 1 "$t/cut/steps.txt")" = "two: started" ] || fail "a cut run's steps.txt: $(cat "$t/cut/steps.txt")"
+echo "h200_steps_test: ok"
