@@ -13,9 +13,9 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 37 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 38 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
-// 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
+// 2^-4 .. 2^4 (also where only the regular tensor-core kernels run), fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
 // 72 head slots of 256) for paths and numerics the drawn data reach by chance.
 // Gates:
@@ -1577,6 +1577,10 @@ const QwenCase kProbes[] = {
     probe_case(6, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 135),
     probe_case(5, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 136),
     probe_case(6, Format::mxfp4, 16, 256, 300, 200, Probe::huge_v, 137),
+    // q4 d256, five chunks of 256 for 4 kv heads and 6 rows: too many blocks for the short path,
+    // so the regular q4 d256 kernel runs (at the drawn cases' sizes the short path takes it:
+    // 983675a's qwen-pages on the H200 never reached it)
+    probe_case(0, Format::q4, 48, 256, 1100, 1030, Probe::magnitudes, 138),
 };
 
 void qwen_pages_body(Run& run) {

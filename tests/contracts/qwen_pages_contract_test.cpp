@@ -63,10 +63,13 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 37 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 38 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 37);
+  EXPECT_EQ(probes, 38);
+  // Row magnitudes where the short path cannot take the partial: fp8 d128 and q4 d256.
+  EXPECT_EQ(cov["probe"]["magnitudes/fp8/d128"], 1);
+  EXPECT_EQ(cov["probe"]["magnitudes/q4/d256"], 1);
   // q4 scale ties on both store kernels and both head_dims; bf16 over many chunks on the
   // tensor-core shapes (d 256 twice); the wide shape's second stage in three formats.
   EXPECT_EQ(cov["probe"]["q4-ties/q4/d128"], 2);
@@ -284,7 +287,7 @@ TEST(QwenPagesContract, FixedCasesCoverEveryFormatAtEveryHeadDim) {
     if (std::stoi(k.substr(r_at + 2)) % 8 != 0) odd_rotary.insert(k.substr(0, k.find('/')));
     n += v.get<int>();
   }
-  EXPECT_EQ(n, 9 + 37);  // the nine drawn cases and the probes
+  EXPECT_EQ(n, 9 + 38);  // the nine drawn cases and the probes
   for (const char* f : {"bf16", "fp8", "q4", "mxfp4"})
     for (int d : {32, 64, 128, 256}) EXPECT_EQ(fd.count(std::string(f) + "/d" + std::to_string(d)), 1u) << f << " d" << d;
   for (const char* f : {"fp8", "q4", "mxfp4"}) EXPECT_EQ(odd_rotary.count(f), 1u) << f;
@@ -307,6 +310,18 @@ TEST(QwenPagesContract, CudaDefaultRunReachesEveryKernelPath) {
     seen.push_back(path);
   }
   EXPECT_EQ(KernelPaths::not_reached(seen), std::vector<std::string>{}) << r.receipt["numbers"]["coverage"]["kernel_path"].dump(1);
+  // A path's name alone can be reached by another format's kernel: each tensor-core format at
+  // each of its head_dims is a kernel of its own, and needs both its regular grid and its short
+  // path (983675a's default run on the H200 reached q4 d256's short path only).
+  const nlohmann::json& kp = r.receipt["numbers"]["coverage"]["kernel_path"];
+  for (const char* f : {"bf16", "fp8", "q4"})
+    for (const char* d : {"d128", "d256"}) {
+      const std::string at = std::string(f) + "/" + d + "/";
+      EXPECT_TRUE(kp.contains(at + "partial-mma")) << at << "partial-mma not reached: " << kp.dump(1);
+      bool short_path = false;
+      for (const auto& [key, n] : kp.items()) short_path |= key.rfind(at + "partial-short-cl", 0) == 0;
+      EXPECT_TRUE(short_path) << at << "partial-short-cl* not reached: " << kp.dump(1);
+    }
 }
 
 // ---- mutation sweep round 7 (reports/mutation-sweep/host-7-local/) ----
