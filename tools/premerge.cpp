@@ -142,26 +142,6 @@ std::set<std::string> slow_rows(const json& base, const json& head, const Premer
   return out;
 }
 
-// The target of a bench receipt named `name`, or null (no receipt, or no such target).
-const json* target_named(const json& bench, const std::string& name) {
-  if (!bench.is_object() || !bench.contains("targets")) return nullptr;
-  for (const auto& t : bench["targets"])
-    if (t["name"] == name) return &t;
-  return nullptr;
-}
-
-// The targets the base met and the head's run measured and missed (two receipts of one card):
-// the bench runs again, and compare_bench counts such a target only when the re-run misses it too.
-std::set<std::string> missed_targets(const json& base, const json& head) {
-  std::set<std::string> out;
-  for (const auto& t : head["targets"]) {
-    const json* b = target_named(base, t["name"].get<std::string>());
-    if (b && b->at("met").get<bool>() && t["measured"].get<bool>() && !t["met"].get<bool>())
-      out.insert(t["name"].get<std::string>());
-  }
-  return out;
-}
-
 // Bench: targets both runs measured, rows' same-run ratios, the verdict when a measured
 // target explains it. `confirm` (or null): the head's second run of the bench, made when its
 // first run found slower rows or missed a target the base met (a target counts as missed, and a

@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,12 @@ std::string cross_card_why(const std::string& base_card, const std::string& head
 // receipts (name -> receipt), "" when it does not: the first bench timed on another card.
 std::string cross_card_refusal(const std::map<std::string, nlohmann::json>& base_benches, const std::string& card,
                                const std::string& base_dir);
+
+// The target named `name` of a bench receipt, or null (no receipt, or no such target).
+const nlohmann::json* target_named(const nlohmann::json& bench, const std::string& name);
+// The targets the base met that the head's run measured and missed (two receipts of one card):
+// premerge runs that bench again, and counts such a target only when the re-run misses it too.
+std::set<std::string> missed_targets(const nlohmann::json& base, const nlohmann::json& head);
 
 // Times of a head row against its base row; `rerun` may be null.
 std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const nlohmann::json& head_row,

@@ -110,6 +110,23 @@ std::vector<TimeSlowdown> time_slowdowns(const json& base_row, const json& head_
   return out;
 }
 
+const json* target_named(const json& bench, const std::string& name) {
+  if (!bench.is_object() || !bench.contains("targets")) return nullptr;
+  for (const auto& t : bench["targets"])
+    if (t["name"] == name) return &t;
+  return nullptr;
+}
+
+std::set<std::string> missed_targets(const json& base, const json& head) {
+  std::set<std::string> out;
+  for (const auto& t : head["targets"]) {
+    const json* b = target_named(base, t["name"].get<std::string>());
+    if (b && b->at("met").get<bool>() && t["measured"].get<bool>() && !t["met"].get<bool>())
+      out.insert(t["name"].get<std::string>());
+  }
+  return out;
+}
+
 std::string receipt_card(const json& receipt) {
   if (!receipt.is_object() || !receipt.contains("device") || !receipt["device"].is_object()) return "";
   const json& d = receipt["device"];

@@ -487,6 +487,27 @@ TEST(Premerge, BenchTimesOfTwoCardsDoNotCompare) {
   EXPECT_EQ(a.slower, 1);
 }
 
+// A target met by the base and missed by the head's run sends the bench to premerge's re-run;
+// one the base missed too, one the head did not measure, or one only the head has does not.
+TEST(Premerge, TargetsTheBaseMetAndTheHeadMissedAreReRun) {
+  auto t = [](const std::string& name, bool measured, bool met, double value) {
+    return json{{"name", name}, {"measured", measured}, {"met", met}, {"value", value}, {"limit", 0.85}, {"at_least", true}};
+  };
+  const json base = {{"targets", {t("a", true, true, 0.8516), t("b", true, false, 0.8), t("c", true, true, 0.9),
+                                  t("d", true, true, 0.9)}}};
+  const json head = {{"targets", {t("a", true, false, 0.8416), t("b", true, false, 0.7), t("c", false, false, 0),
+                                  t("d", true, true, 0.95), t("e", true, false, 0.5)}}};
+  EXPECT_EQ(missed_targets(base, head), std::set<std::string>{"a"});
+  EXPECT_EQ(missed_targets(base, base), std::set<std::string>{});
+  ASSERT_NE(target_named(base, "b"), nullptr);
+  EXPECT_EQ(target_named(base, "b")->at("value"), 0.8);
+  EXPECT_EQ(target_named(base, "e"), nullptr);
+  EXPECT_EQ(target_named(json(), "a"), nullptr);  // no re-run receipt
+  // The committed H200 receipts against themselves: nothing to re-run.
+  const json attn = receipt("reports/h200/bench-attention.json");
+  EXPECT_EQ(missed_targets(attn, attn), std::set<std::string>{});
+}
+
 int count(const std::string& s, const std::string& what) {
   int n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
