@@ -14,10 +14,14 @@
 # 4. qwen-pages on the tensor-core shapes (deep: --cases 120), then memcheck, synccheck and
 #    racecheck over a part of those cases.
 # 5. with KC_AB_CONTROL=1, the control of premerge's same-call A/B (below): it must go red.
+# KC_DEADLINE_S: the seconds the run may take (a device call's limit, less the time to pack its
+# output): the steps after premerge get what is left (tools/h200_steps.sh, step_within), and one
+# that would get under 20 s is recorded "not run (time)" (exit 3), so the table still prints.
 # KC_BASE_HERE=1: the base receipts are made first by the base build on this card (for a card
 # other than reports/h200's; gates then not replayed): see make_base_receipts below.
 # Environment: KC_PREFIX (CMAKE_PREFIX_PATH of the dependencies, e.g. $PWD/.deps/usr), KC_BASE
-# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_SKIP_GATES=1, KC_AB_CONTROL=1.
+# (a base commit other than the receipts'), KC_SKIP_MUTANTS=1, KC_SKIP_SANITIZERS=1, KC_SKIP_GATES=1, KC_AB_CONTROL=1,
+# KC_DEADLINE_S.
 # Every step's output is in OUT_DIR/<step>.log (OUT_DIR/steps.txt: each step's start and end line as
 # it goes), premerge's folder is OUT_DIR/pm. The table
 # printed last gives each step's exit code and time; exit 1 when any step failed (premerge's
@@ -73,7 +77,7 @@ build_base() {
 # racecheck over the gates only: the receipt's verdict is fail by design (no control runs), so
 # exit 1 with "0 hazards" is a clean run; a hazard makes compute-sanitizer exit 9.
 racecheck_gates() {
-  timeout 400 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"
+  timeout "${step_limit:-400}" compute-sanitizer --tool racecheck --error-exitcode 9 "$@"
   local rc=$?
   [ "$rc" = 1 ] && return 0
   return $rc
@@ -122,18 +126,18 @@ gates_flag=$([ "${KC_SKIP_GATES:-0}" = 1 ] || [ "${KC_BASE_HERE:-0}" = 1 ] && ec
 step premerge "$bin" premerge --base "$base_receipts" --backend cuda --base-bin "$base_build/tools/tf-cuda-test" \
   --out-dir "$out/pm" --junit "$out/pm/junit.xml" $gates_flag
 if [ "$mutants" = ON ]; then
-  step mutants ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
+  step_within mutants 600 ctest --test-dir build -L cuda -R '^mutant[.]' -j4 --output-on-failure
 fi
 f='d(128|256)(-r64|-r20)?,fmt=(q4|fp8|bf16)'
-step deep "$bin" qwen-pages --backend cuda --cases 120 --filter "$f" --quiet --out "$out/qwen-pages-deep.json"
+step_within deep 400 "$bin" qwen-pages --backend cuda --cases 120 --filter "$f" --quiet --out "$out/qwen-pages-deep.json"
 if [ "${KC_SKIP_SANITIZERS:-0}" != 1 ]; then
   # The limits are several times the H200's times at 4f51b6e (memcheck 26 s, synccheck 11 s,
   # racecheck 52 s).
-  step memcheck timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
+  step_within memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
     --cases 32 --filter "$f" --quiet --out "$out/san-memcheck.json"
-  step synccheck timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
+  step_within synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$bin" qwen-pages --backend cuda \
     --cases 12 --filter "$f" --quiet --out "$out/san-synccheck.json"
-  step racecheck racecheck_gates "$bin" qwen-pages --backend cuda --cases 6 --filter "$f" --gates-only --quiet \
+  step_within racecheck 400 racecheck_gates "$bin" qwen-pages --backend cuda --cases 6 --filter "$f" --gates-only --quiet \
     --out "$out/san-racecheck.json"
 fi
 # The same-call A/B's control (KC_AB_CONTROL=1): premerge against a base of reports/h200's bench

@@ -24,6 +24,32 @@ step_record() {
   [ "$rc" -gt "$worst" ] && worst=$rc
   return "$rc"
 }
+# step_within NAME LIMIT_S CMD...: step NAME with CMD cut off after LIMIT_S seconds, or sooner when
+# KC_DEADLINE_S is set: then at most the seconds left until KC_DEADLINE_S after the script's start
+# ($SECONDS) less 10, for the steps after it to record; with fewer than 20 left (by the deadline)
+# nothing runs and the step is recorded "not run (time)", exit 3 (not a pass: what it checks went unchecked). A
+# device call has a hard limit, and a run it cuts off returns no table. CMD may be a shell
+# function: it then runs as it is, with the limit in $step_limit for its own timeout.
+step_within() {
+  local name=$1 limit=$2
+  shift 2
+  if [ -n "${KC_DEADLINE_S:-}" ]; then
+    local left=$((KC_DEADLINE_S - SECONDS - 10))
+    if [ "$left" -lt 20 ]; then
+      echo "not run (time): ${left}s left before KC_DEADLINE_S=$KC_DEADLINE_S" > "$step_logs/$name.log"
+      echo "$name: started" >> "$step_logs/steps.txt"
+      step_record "$name" 3 "$SECONDS"
+      return 3
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
+  step_limit=$limit
+  if [ "$(type -t "$1")" = function ]; then
+    step "$name" "$@"
+  else
+    step "$name" timeout "$limit" "$@"
+  fi
+}
 # cuda_mutant_targets BUILD: the targets of BUILD's cuda-labelled mutant tests (configured with
 # -DKC_DEVICE_MUTANTS=ON), for a build of those alone.
 cuda_mutant_targets() {

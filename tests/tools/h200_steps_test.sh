@@ -2,7 +2,8 @@
 # tools/h200_steps.sh (sourced by the device scripts): step runs a command with its output in
 # NAME.log, adds the table line (exit code, seconds, the log's last line), keeps the worst exit
 # code, and writes steps.txt as it goes: a step's start, then its line when it ends, so a run
-# killed inside a step still shows the steps that ended and the one it was in.
+# killed inside a step still shows the steps that ended and the one it was in; step_within cuts a
+# step at its limit, or at KC_DEADLINE_S less 10 s, and runs none with under 20 s left.
 # Usage: h200_steps_test.sh SOURCE_DIR
 set -u
 t=$(mktemp -d)
@@ -25,4 +26,20 @@ sed -n 3,4p "$t/steps.txt" | grep -q '^bad  *rc=3' || fail "steps.txt lacks bad'
 ( step_logs=$t/cut && mkdir -p "$step_logs" && table="" && worst=0 && step one true && timeout 1 bash -c ". '$1/tools/h200_steps.sh'; step_logs='$t/cut'; step two sleep 5" )
 [ "$(sed -n 1p "$t/cut/steps.txt")" = "one: started" ] && grep -q '^one  *rc=0' "$t/cut/steps.txt" &&
   [ "$(tail -n 1 "$t/cut/steps.txt")" = "two: started" ] || fail "a cut run's steps.txt: $(cat "$t/cut/steps.txt")"
+# step_within: the step's own limit without KC_DEADLINE_S; with it, no more than the time left
+# (less 10 s), and a step left under 20 s does not run: "not run (time)", exit 3.
+step_logs=$t/within && mkdir -p "$step_logs" && table="" && worst=0
+t0=$SECONDS
+step_within cut 1 sleep 5
+[ $? = 124 ] && [ $((SECONDS - t0)) -lt 4 ] || fail "step_within did not cut a step at its limit"
+show_limit() { echo "limit $step_limit"; }
+KC_DEADLINE_S=$((SECONDS + 40)) step_within fn 100 show_limit || fail "a function step failed"
+l=$(sed -n 's/^limit //p' "$step_logs/fn.log")
+[ "$l" -ge 27 ] && [ "$l" -le 30 ] || fail "the deadline's limit is $l, not about 30 (40 less 10)"
+KC_DEADLINE_S=$((SECONDS + 25)) step_within late 100 touch "$t/ran"
+[ $? = 3 ] || fail "a step past the deadline did not exit 3"
+[ ! -e "$t/ran" ] || fail "a step past the deadline ran"
+printf '%s' "$table" | grep -q '^late  *rc=3  *[0-9]*s  not run (time): 1[45]s left before KC_DEADLINE_S' ||
+  fail "the late step's table line: $(printf '%s' "$table" | tail -1)"
+[ "$worst" = 124 ] || fail "worst is $worst"
 echo "h200_steps_test: ok"
