@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2034  # step_logs comes from the sourcing script; its functions read step_limit
 # Sourced by tools/h200_receipts.sh and tools/h200_premerge.sh (bash).
 # step NAME CMD...: runs CMD with its output in $step_logs/NAME.log, adds a line to $table (the
 # exit code, the seconds, the log's last line) and keeps the largest exit code in $worst;
