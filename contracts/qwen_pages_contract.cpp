@@ -13,7 +13,7 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 38 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 42 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4 (also where only the regular tensor-core kernels run), fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
@@ -1581,6 +1581,15 @@ const QwenCase kProbes[] = {
     // so the regular q4 d256 kernel runs (at the drawn cases' sizes the short path takes it:
     // 983675a's qwen-pages on the H200 never reached it)
     probe_case(0, Format::q4, 48, 256, 1100, 1030, Probe::magnitudes, 138),
+    // With those above, every tensor-core kernel from the probes alone, whatever the seed (the
+    // drawn cases' sizes decide between the short path and the regular grid by chance): fp8
+    // d256 over 16 chunks of 64 x 2 kv heads x 6 rows, the regular kernel; q4 d128 at GQA
+    // group 6 (not the packed kernels) over 16 chunks (regular) and one chunk (short); bf16
+    // d128 over one chunk (short)
+    probe_case(4, Format::fp8, 16, 64, 1000, 700, Probe::magnitudes, 139),
+    probe_case(2, Format::q4, 16, 64, 1000, 700, Probe::magnitudes, 140),
+    probe_case(2, Format::q4, 16, 256, 120, 100, Probe::peaked, 141),
+    probe_case(1, Format::bf16, 16, 256, 120, 100, Probe::peaked, 142),
 };
 
 void qwen_pages_body(Run& run) {

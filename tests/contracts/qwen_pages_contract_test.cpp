@@ -63,13 +63,15 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 38 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 42 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 38);
+  EXPECT_EQ(probes, 42);
   // Row magnitudes where the short path cannot take the partial: fp8 d128 and q4 d256.
   EXPECT_EQ(cov["probe"]["magnitudes/fp8/d128"], 1);
+  EXPECT_EQ(cov["probe"]["magnitudes/fp8/d256"], 1);
   EXPECT_EQ(cov["probe"]["magnitudes/q4/d256"], 1);
+  EXPECT_EQ(cov["probe"]["magnitudes/q4/d128"], 2);  // group 4 (packed) and group 6
   // q4 scale ties on both store kernels and both head_dims; bf16 over many chunks on the
   // tensor-core shapes (d 256 twice); the wide shape's second stage in three formats.
   EXPECT_EQ(cov["probe"]["q4-ties/q4/d128"], 2);
@@ -78,7 +80,9 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   EXPECT_EQ(cov["probe"]["chunks/bf16/d128"], 1);
   for (const char* k : {"wide/mxfp4/d256", "wide/fp8/d256", "wide/q4/d256"}) EXPECT_EQ(cov["probe"][k], 1) << k;
   for (const char* k : {"huge-v/mxfp4/d128", "huge-v/mxfp4/d256"}) EXPECT_EQ(cov["probe"][k], 1) << k;
-  for (const char* k : {"peaked/q4/d128", "far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256",
+  EXPECT_EQ(cov["probe"]["peaked/q4/d128"], 2);  // groups 4 (packed) and 6
+  EXPECT_EQ(cov["probe"]["peaked/bf16/d128"], 1);
+  for (const char* k : {"far-max/bf16/d64", "v-binade/q4/d256", "magnitudes/fp8/d128", "v-ties/fp8/d256",
                         "tiny/bf16/d256", "tiny/fp8/d128", "tiny/q4/d128", "tiny/mxfp4/d128"})
     EXPECT_EQ(cov["probe"][k], 1) << k;
   EXPECT_EQ(cov["probe"]["v-ties/fp8/d128"], 2);  // rotary dims 128 and 20
@@ -287,7 +291,7 @@ TEST(QwenPagesContract, FixedCasesCoverEveryFormatAtEveryHeadDim) {
     if (std::stoi(k.substr(r_at + 2)) % 8 != 0) odd_rotary.insert(k.substr(0, k.find('/')));
     n += v.get<int>();
   }
-  EXPECT_EQ(n, 9 + 38);  // the nine drawn cases and the probes
+  EXPECT_EQ(n, 9 + 42);  // the nine drawn cases and the probes
   for (const char* f : {"bf16", "fp8", "q4", "mxfp4"})
     for (int d : {32, 64, 128, 256}) EXPECT_EQ(fd.count(std::string(f) + "/d" + std::to_string(d)), 1u) << f << " d" << d;
   for (const char* f : {"fp8", "q4", "mxfp4"}) EXPECT_EQ(odd_rotary.count(f), 1u) << f;
@@ -321,6 +325,35 @@ TEST(QwenPagesContract, CudaDefaultRunReachesEveryKernelPath) {
       bool short_path = false;
       for (const auto& [key, n] : kp.items()) short_path |= key.rfind(at + "partial-short-cl", 0) == 0;
       EXPECT_TRUE(short_path) << at << "partial-short-cl* not reached: " << kp.dump(1);
+    }
+}
+
+// The probes alone, whatever the seed, reach every tensor-core kernel: at bf16, fp8 and q4 and
+// head_dim 128 and 256, the regular grid (partial-mma) and the short path; at q4 d128 the packed
+// kernels too (GQA groups up to 4: partial-mma-packed, and partial-packed beside the short
+// path's name). The q4 d128 probes at group 6 are not packed (checked first), so partial-mma
+// there is the unpacked regular kernel; their short path shares its name with the packed one's.
+TEST(QwenPagesContract, CudaProbesAloneReachEveryTensorCoreKernel) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  ASSERT_FALSE(attn_mma_q4_packed(Format::q4, 128, 6));  // shape gqa6-6q1kv-d128
+  ASSERT_TRUE(attn_mma_q4_packed(Format::q4, 128, 4));   // shape qwen3-32q8kv-d128
+  const RunResult r = test::run_contract_on("qwen-pages", "cuda", std::nullopt, "probe=", true);
+  for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << g["name"];
+  const nlohmann::json& kp = r.receipt["numbers"]["coverage"]["kernel_path"];
+  auto count = [&](const std::string& key) { return kp.contains(key) ? kp[key].get<int>() : 0; };
+  for (const char* f : {"bf16", "fp8", "q4"})
+    for (const char* d : {"d128", "d256"}) {
+      const std::string at = std::string(f) + "/" + d + "/";
+      EXPECT_GT(count(at + "partial-mma"), 0) << at << "partial-mma not reached: " << kp.dump(1);
+      int short_path = 0;
+      for (const auto& [key, n] : kp.items())
+        if (key.rfind(at + "partial-short-cl", 0) == 0) short_path += n.get<int>();
+      EXPECT_GT(short_path, 0) << at << "partial-short-cl* not reached: " << kp.dump(1);
+      if (at == "q4/d128/") {
+        EXPECT_GT(count(at + "partial-mma-packed"), 0) << kp.dump(1);
+        EXPECT_GT(count(at + "partial-packed"), 0) << kp.dump(1);
+      }
     }
 }
 
