@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepared in session 40 for the next session's first device call (not run yet), at HEAD:
 # 1. QwenPagesContract.CudaDefaultRunReachesEveryKernelPath (per format and head_dim since
-#    325dde2) green, and its control: with KC_ATTN_SHORT=0 no short path is reached, so it must
-#    fail, naming the six short paths;
+#    325dde2) and CudaProbesAloneReachEveryTensorCoreKernel (9026d5f) green, and their control:
+#    with KC_ATTN_SHORT=0 no short path is reached, so both must fail, each naming the six short
+#    paths (12 messages);
 # 2. on an H200 only (the issue's targets are the H200's): the receipts the README cites,
 #    re-made at HEAD by tools/h200_receipts.sh with KC_PREBUILT=1 (the seven contracts, then the
 #    benches: the standing of d8bb6aa's q4 prologue), while KC_CALL_S (default 540) seconds last.
@@ -19,11 +20,11 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUD
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=OFF > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 ninja -C build tf-cuda-test kc_contract_tests > $W/build.log 2>&1 || { tail -30 $W/build.log; exit 2; }
 echo "build $((SECONDS-T0)) s"
-cov=QwenPagesContract.CudaDefaultRunReachesEveryKernelPath
-timeout 90 build/tests/kc_contract_tests --gtest_filter=$cov > $W/cov.log 2>&1
-echo "$cov rc=$? (0 wanted): $(grep -E '^\[  (PASSED|FAILED) ' $W/cov.log | head -1)"
-KC_ATTN_SHORT=0 timeout 90 build/tests/kc_contract_tests --gtest_filter=$cov > $W/cov-control.log 2>&1
-echo "control KC_ATTN_SHORT=0 rc=$? (1 wanted): $(grep -c 'partial-short-cl\* not reached' $W/cov-control.log) of 6 short paths named"
+cov=QwenPagesContract.CudaDefaultRunReachesEveryKernelPath:QwenPagesContract.CudaProbesAloneReachEveryTensorCoreKernel
+timeout 150 build/tests/kc_contract_tests --gtest_filter=$cov > $W/cov.log 2>&1
+echo "kernel-path tests rc=$? (0 wanted): $(grep -E '^\[  (PASSED|FAILED) ' $W/cov.log | head -1)"
+KC_ATTN_SHORT=0 timeout 150 build/tests/kc_contract_tests --gtest_filter=$cov > $W/cov-control.log 2>&1
+echo "control KC_ATTN_SHORT=0 rc=$? (1 wanted): $(grep -c 'partial-short-cl\* not reached' $W/cov-control.log) of 12 short-path messages (6 per test)"
 pack
 case "$card" in
   *H200*)
