@@ -15,9 +15,10 @@
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
 // After the drawn cases, 42 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
-// 2^-4 .. 2^4 (also where only the regular tensor-core kernels run), fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
+// 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
-// 72 head slots of 256) for paths and numerics the drawn data reach by chance.
+// 72 head slots of 256) for paths and numerics the drawn data reach by chance, and grids that
+// take every tensor-core kernel, the regular one and the short path, whatever the seed.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch

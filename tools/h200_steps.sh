@@ -37,10 +37,8 @@ step_within() {
   if [ -n "${KC_DEADLINE_S:-}" ]; then
     local left=$((KC_DEADLINE_S - SECONDS - 10))
     if [ "$left" -lt 20 ]; then
-      echo "not run (time): ${left}s left before KC_DEADLINE_S=$KC_DEADLINE_S" > "$step_logs/$name.log"
-      echo "$name: started" >> "$step_logs/steps.txt"
-      step_record "$name" 3 "$SECONDS"
-      return 3
+      step "$name" sh -c 'echo "not run (time): $0s left before KC_DEADLINE_S=$1"; exit 3' "$left" "$KC_DEADLINE_S"
+      return
     fi
     [ "$left" -lt "$limit" ] && limit=$left
   fi

@@ -196,16 +196,17 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       // a target at its limit flips with the run's noise, so the head misses it only when both
       // runs do.
       const json* again = target_named(confirm, n);
-      const std::string what = "target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
-                               fmt_sig(t["value"].get<double>());
-      if (again && again->at("measured").get<bool>() && again->at("met").get<bool>())
-        c->notes.push_back(what + " in the first run, " + fmt_sig(again->at("value").get<double>()) +
-                           " in the re-run, limit " + fmt_sig(t["limit"].get<double>()) + "): held, the re-run meets it");
-      else
-        c->regressions.push_back(what + (again ? " in the first run, " + fmt_sig(again->at("value").get<double>()) +
-                                                     " in the re-run"
-                                               : std::string()) +
-                                 ", limit " + fmt_sig(t["limit"].get<double>()) + ")");
+      const bool again_measured = again && again->at("measured").get<bool>();
+      const std::string what =
+          "target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
+          fmt_sig(t["value"].get<double>()) +
+          (!again ? std::string()
+                  : " in the first run, " +
+                        (again_measured ? fmt_sig(again->at("value").get<double>()) : std::string("not measured")) +
+                        " in the re-run") +
+          ", limit " + fmt_sig(t["limit"].get<double>()) + ")";
+      if (again_measured && again->at("met").get<bool>()) c->notes.push_back(what + ": held, the re-run meets it");
+      else c->regressions.push_back(what);
     } else if (!b["met"].get<bool>() && hmet)
       ++c->improvements;
   }
@@ -223,15 +224,16 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
   // Across cards a verdict follows the card's targets: a note (rows that erred or lost their
   // verification are regressions row by row, below).
   // A verdict the re-run passes again held, as a target does.
-  if (base["verdict"] == "pass" && head["verdict"] == "fail" && cross.empty() && confirm.is_object() &&
-      confirm["verdict"] == "pass")
-    c->notes.push_back("verdict pass -> fail in the first run, pass in the re-run: held");
-  else if (base["verdict"] == "pass" && head["verdict"] == "fail")
-    (cross.empty() ? c->regressions : c->notes)
-        .push_back("verdict pass -> fail" + std::string(cross.empty() ? "" : " on another card") +
-                   (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
-                        ? ": " + head["verdict_reasons"][0].get<std::string>()
-                        : std::string()));
+  if (base["verdict"] == "pass" && head["verdict"] == "fail") {
+    if (cross.empty() && confirm.is_object() && confirm["verdict"] == "pass")
+      c->notes.push_back("verdict pass -> fail in the first run, pass in the re-run: held");
+    else
+      (cross.empty() ? c->regressions : c->notes)
+          .push_back("verdict pass -> fail" + std::string(cross.empty() ? "" : " on another card") +
+                     (head.contains("verdict_reasons") && !head["verdict_reasons"].empty()
+                          ? ": " + head["verdict_reasons"][0].get<std::string>()
+                          : std::string()));
+  }
   std::map<std::string, const json*> brows, crows;
   for (const auto& r : base["rows"]) brows[bench_row_key(r)] = &r;
   if (confirm.is_object())
