@@ -46,21 +46,57 @@ struct AttnBlock {
 struct WarpSoftmax {
   float m, l, stored_max;
 };
-template <bool kWeighted, bool kMax>
+// U: the loads in flight per lane (below). 1 in the regular partials, whose register caps
+// (64 / 80 a thread) spill more with 8; 8 in the short-row path (one block per SM, up to
+// 255 registers), where the softmax sits on the launch's critical path.
+template <bool kWeighted, bool kMax, int U = 1>
 __device__ __forceinline__ WarpSoftmax warp_softmax(float* s, int n, int lane, const float* vs) {
 #ifdef KC_PLANT_ATTN_MAX_ZERO
   float m = 0.0f;  // planted bug (test builds only): the running max starts at 0, not -inf
 #else
   float m = -INFINITY;
 #endif
-  for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
-  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
   float l = 0.0f, pa = 0.0f;
-  for (int i = lane; i < n; i += 32) {
-    const float e = expf(s[i] - m);
-    s[i] = kWeighted ? e * vs[i] : e;
-    if constexpr (kMax) pa = fmaxf(pa, s[i]);
-    l += e;
+  if constexpr (U == 1) {
+    for (int i = lane; i < n; i += 32) m = fmaxf(m, s[i]);
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    for (int i = lane; i < n; i += 32) {
+      const float e = expf(s[i] - m);
+      s[i] = kWeighted ? e * vs[i] : e;
+      if constexpr (kMax) pa = fmaxf(pa, s[i]);
+      l += e;
+    }
+  } else {
+    // Both passes take the lane's values U at a time, every load of a batch issued before
+    // the first is used (the loads' latency once per batch, not once per key); the max, the
+    // sum and the stores run in the same order as one at a time, so the bytes do not change.
+    int i = lane;
+    for (; i + 32 * (U - 1) < n; i += 32 * U) {
+      float v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) v[u] = s[i + 32 * u];
+#pragma unroll
+      for (int u = 0; u < U; ++u) m = fmaxf(m, v[u]);
+    }
+    for (; i < n; i += 32) m = fmaxf(m, s[i]);
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    auto one = [&](int k, float x, float w) {
+      const float e = expf(x - m);
+      s[k] = kWeighted ? e * w : e;
+      if constexpr (kMax) pa = fmaxf(pa, s[k]);
+      l += e;
+    };
+    for (i = lane; i + 32 * (U - 1) < n; i += 32 * U) {
+      float v[U], w[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        v[u] = s[i + 32 * u];
+        w[u] = kWeighted ? vs[i + 32 * u] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) one(i + 32 * u, v[u], w[u]);
+    }
+    for (; i < n; i += 32) one(i, s[i], kWeighted ? vs[i] : 0.0f);
   }
   for (int off = 16; off > 0; off >>= 1) {
     l = l + __shfl_xor_sync(0xFFFFFFFFu, l, off);

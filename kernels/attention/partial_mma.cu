@@ -283,7 +283,7 @@ struct MmaVRing {
 //    row scale and its shift in psh[hw]), m and l to the partial arrays, then that head's
 //    p' B fragments: entry (tile, part, lane (w, t)): keys 2t, 2t+1 | 2t+8, 2t+9 of the
 //    tile; slots >= G are zero.
-template <int D, Format F>
+template <int D, Format F, int U = 1>  // U: warp_softmax's loads in flight per lane
 __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const AttnBlock& b, const AttnParams& p,
                                               int nt, int max_chunks, const float* vsc, float* pm, float* pl,
                                               uint2* pf, int* psh, bool write_ml = true) {
@@ -291,7 +291,7 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
   const int n = b.n, G = b.G;
   int sh = 0;
   if (hw < G) {
-    const WarpSoftmax sx = warp_softmax<M::kFp8, M::kFp8>(s, n, lane, vsc);
+    const WarpSoftmax sx = warp_softmax<M::kFp8, M::kFp8, U>(s, n, lane, vsc);
     if constexpr (M::kFp8) sh = attn_f16_shift(sx.stored_max);
     if (lane == 0) {
       if (write_ml) {
@@ -303,7 +303,7 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
     }
   }
   __syncwarp();
-  for (int i = lane; i < nt * 4; i += 32) {
+  auto entry = [&](int i) {
     const int kt = i / 4, t = i % 4;
     float x[4];
 #pragma unroll
@@ -316,6 +316,12 @@ __device__ __forceinline__ void mma_softmax_p(float* s, int hw, int lane, const 
     split_parts<M::kFp8>(x[2], x[3], hi);
 #pragma unroll
     for (int q3 = 0; q3 < M::NPT; ++q3) pf[(kt * M::NPT + q3) * 32 + 4 * hw + t] = make_uint2(lo[q3], hi[q3]);
+  };
+  if constexpr (U > 1) {  // short path: unrolled by 4, the later entries' loads out before the first's parts
+#pragma unroll 4
+    for (int i = lane; i < nt * 4; i += 32) entry(i);
+  } else {
+    for (int i = lane; i < nt * 4; i += 32) entry(i);
   }
 }
 
@@ -692,7 +698,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   KC_SHORT_PHASE(4);
 
   // 2. softmax and p's fragments (rank 0 writes m and l).
-  mma_softmax_p<D, F>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh, rank == 0);
+  mma_softmax_p<D, F, 8>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh, rank == 0);
   cp_async_wait<0>();
   __syncthreads();
   KC_SHORT_PHASE(5);
@@ -712,6 +718,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
     const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
     const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
     const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
+    // Unrolled by 4: the later tiles' shared-memory loads go out before the earlier tiles'
+    // products; o += c stays in tile order.
+#pragma unroll 4
     for (int kt = kg; kt < nt; kt += KG) {
       uint2 b[NPT];
 #pragma unroll

@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
   // 2. softmax of head slot `warp` (the order of the fma kernel); p stays in ss, 0 past n
   // up to the last tile's end (the p.v reads whole tiles; a head slot >= G is all 0).
   if (warp < G) {
-    const WarpSoftmax sx = warp_softmax<false, false>(ss + warp * S, n, lane, nullptr);
+    const WarpSoftmax sx = warp_softmax<false, false, (CL > 1 ? 8 : 1)>(ss + warp * S, n, lane, nullptr);
     if (lane == 0 && rank == 0) {
       const size_t pidx = (size_t(blk.r) * p.q_heads + blk.qh0 + warp) * max_chunks + blk.c;
       pm[pidx] = sx.m;
@@ -559,7 +559,10 @@ __global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D
     }
   };
   if constexpr (CL > 1) {
+    // Unrolled by 4: the later tiles' shared-memory loads go out before the earlier tiles'
+    // products; o += c stays in tile order.
     if (pv)
+#pragma unroll 4
       for (int kt = kg; kt < nt; kt += M::KG) pv_tile(kt, 0, kt);
     KC_SHORT_PHASE(6);
   } else {
