@@ -85,7 +85,7 @@ san() {  # san TOOL LIMIT_S: probes through the merge's batches and tiles, and t
   local t=$(( $2 < $(left) - 10 ? $2 : $(left) - 10 ))
   [ "$t" -ge 20 ] || { echo "$1: not run (time)"; return; }
   timeout $t compute-sanitizer --tool $1 --error-exitcode 9 /tmp/bin/head qwen-pages --backend cuda --cases 1 \
-    --filter 'probe=(chunks|far_max|peaked|tiny|q4-ties)' --gates-only --out $W/san-$1.json > $W/san-$1.log 2>&1
+    --filter 'probe=(chunks|far-max|peaked|tiny|q4-ties)' --gates-only --out $W/san-$1.json > $W/san-$1.log 2>&1
   echo "$1 (limit $t s) rc=$? ($((SECONDS-T0)) s): $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $W/san-$1.log | tail -1)"
   grep -E '^qwen-pages:' $W/san-$1.log | tail -1
   python3 -c "import json; kp=json.load(open('$W/san-$1.json'))['numbers']['coverage']['kernel_path']; print(sorted(k for k in kp if 'short' in k or 'merge' in k))" 2>/dev/null
