@@ -22,21 +22,24 @@ namespace kc {
 // memory kMergeTile chunks at a time and their partials loaded kMergeBatch chunks at a
 // time before the first is used. The merge is latency-bound (a few loads per thread), so
 // the first tile's m and l are staged by the pass that finds M, and the first batch of
-// partials is in flight during it; each later batch of a tile goes out before the sums of
-// the one before it. Each chunk's weight expf(m - M) is computed once per
+// partials is in flight during it. Each chunk's weight expf(m - M) is computed once per
 // block into shared memory (the same value in every thread, so the same bytes), not once
 // per element: a row of 256 chunks took 256 expf per thread.
 // Batch of 16: on the H200 (24q/4kv/d256) 54.8 us against 59.5 us before at 32K x b1 and
-// 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better.
+// 297 against 299 us at 32K x b8 (two alternating runs each); 32 and 64 were no better while
+// every thread computed every chunk's weight. Since the weights are computed once per block,
+// each batch costs about one round trip to the partials (0.85 us per batch of 16 on an H100,
+// where the merge added 16-19 us to b1 x 128K's 256 chunks: reports/h100/receipts-s41), so
+// the batch grows with the chunks: kMergeBatch up to 16 chunks, 32 up to 32, 64 above.
 constexpr int kMergeTile = 256, kMergeBatch = 16;
+constexpr int merge_batch(int max_chunks) { return max_chunks > 32 ? 64 : max_chunks > 16 ? 32 : kMergeBatch; }
 // kKept: the partial kept its outputs in L2 (attn_keeps_partials): they are read with an
 // evict_first policy, so that they leave L2 first once read.
-template <bool kKept>
+template <bool kKept, int U>
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d, int max_chunks, const float* pm,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
   __shared__ float tl[kMergeTile], tm[kMergeTile], tw[kMergeTile], wmax[kMaxHeadDim / 32];
-  constexpr int U = kMergeBatch;
   const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
@@ -44,20 +47,20 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   const AttnRow row = rows[r];
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
-  float oc[U], on[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j, and the next batch's
+  float oc[U];  // partials of chunks [t0 + c0, t0 + c0 + U) at element j
   const uint64_t last_use = kKept ? l2_policy_evict_first() : 0;
-  auto load_batch = [&](float (&to)[U], int c, int tn) {
+  auto load_batch = [&](int c, int tn) {
     if constexpr (kKept) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        to[u] = c + u < tn ? ldg_f32_l2(po + (base + c + u) * d + j, last_use) : 0.0f;
+        oc[u] = c + u < tn ? ldg_f32_l2(po + (base + c + u) * d + j, last_use) : 0.0f;
     } else {
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        to[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
+        oc[u] = c + u < tn ? __ldg(po + (base + c + u) * d + j) : 0.0f;
     }
   };
-  load_batch(oc, 0, min(nc, kMergeTile));
+  load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
   for (int c = j; c < nc; c += d) {
     const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
@@ -97,9 +100,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
       __syncthreads();
     }
     for (int c0 = 0; c0 < tn; c0 += U) {
-      if (t0 > 0 && c0 == 0) load_batch(oc, t0, t0 + tn);
-      const bool more = c0 + U < tn;
-      if (more) load_batch(on, t0 + c0 + U, t0 + tn);  // in flight during this batch's sums
+      if (t0 > 0 || c0 > 0) load_batch(t0 + c0, t0 + tn);
       // Branch-free, so the batch's loads, weights and products are scheduled ahead of
       // the two in-order sums; a chunk past the tile or without keys leaves them as they are.
 #pragma unroll
@@ -115,9 +116,6 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
         L = use ? Ln : L;
         acc = use ? an : acc;
       }
-      if (more)
-#pragma unroll
-        for (int u = 0; u < U; ++u) oc[u] = on[u];
     }
   }
 #ifdef KC_PLANT_MERGE_SKIP_NONFINITE
@@ -153,8 +151,11 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kept ? attention_merge_kernel<true> : attention_merge_kernel<false>, p, rows, d,
-                                 max_chunks, pm, pl, po, unrotate, out));
+  auto kern = [&]<int U>() { return kept ? attention_merge_kernel<true, U> : attention_merge_kernel<false, U>; };
+  const int u = merge_batch(max_chunks);
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, u == 64 ? kern.template operator()<64>() : u == 32 ? kern.template operator()<32>()
+                                                                                       : kern.template operator()<16>(),
+                                 p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
 #ifdef KC_PLANT_MERGE_READ_UNWRITTEN
   static float* never_written = nullptr;  // allocated once per process, kept to its end
