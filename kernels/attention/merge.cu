@@ -31,8 +31,12 @@ namespace kc {
 // each batch costs about one round trip to the partials (0.85 us per batch of 16 on an H100,
 // where the merge added 16-19 us to b1 x 128K's 256 chunks: reports/h100/receipts-s41), so
 // the batch grows with the chunks: kMergeBatch up to 16 chunks, 32 up to 32, 64 above.
+// Kept partials (bf16 d 256) stay at 16: they are read from the L2, and 64 was 2.8 % slower
+// than 16 there at b1 x 128K, where the others gain 2-4 % over 16 (same call).
 constexpr int kMergeTile = 256, kMergeBatch = 16;
-constexpr int merge_batch(int max_chunks) { return max_chunks > 32 ? 64 : max_chunks > 16 ? 32 : kMergeBatch; }
+constexpr int merge_batch(int max_chunks, bool kept) {
+  return kept ? kMergeBatch : max_chunks > 32 ? 64 : max_chunks > 16 ? 32 : kMergeBatch;
+}
 // kKept: the partial kept its outputs in L2 (attn_keeps_partials): they are read with an
 // evict_first policy, so that they leave L2 first once read.
 template <bool kKept, int U>
@@ -152,7 +156,7 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
   auto kern = [&]<int U>() { return kept ? attention_merge_kernel<true, U> : attention_merge_kernel<false, U>; };
-  const int u = merge_batch(max_chunks);
+  const int u = merge_batch(max_chunks, kept);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, u == 64 ? kern.template operator()<64>() : u == 32 ? kern.template operator()<32>()
                                                                                        : kern.template operator()<16>(),
                                  p, rows, d, max_chunks, pm, pl, po, unrotate, out));
