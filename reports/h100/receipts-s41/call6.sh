@@ -23,7 +23,7 @@ for t in gated partial; do
   echo "bench $t rc=$? ($((SECONDS-T0)) s)"
 done
 timeout 240 ncu --clock-control none -k 'regex:attention_(merge|partial)' --metrics gpu__time_duration.sum,sm__cycles_active.avg \
-  --csv $B bench attention --script-dir /tmp/nosdpa --filter "$F" --reps 3 --timing gated > $W/ncu.csv 2> $W/ncu.err
+  --csv $B bench attention --script-dir /tmp/nosdpa --filter "$F" --reps 3 --timing events > $W/ncu.csv 2> $W/ncu.err
 echo "ncu rc=$? ($((SECONDS-T0)) s)"
 pack
 python3 - $W <<'PY' | tee $W/summary.txt
