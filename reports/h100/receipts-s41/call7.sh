@@ -29,15 +29,20 @@ ninja -C build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; pack
 cp build/tools/tf-cuda-test /tmp/bin/c; echo "build C $((SECONDS-T0)) s"
 git apply -R $S/merge-c.patch && ninja -C build tf-cuda-test > $W/build-a.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/a \
   || { echo "build A failed"; tail -20 $W/build-a.log; }
-git apply $S/merge-b.patch && ninja -C build tf-cuda-test > $W/build-b.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/b \
-  || { echo "build B failed"; tail -20 $W/build-b.log; }
-git apply -R $S/merge-b.patch && git apply $S/merge-c.patch
+if [ "${KC_LEAN:-0}" != 1 ]; then  # KC_LEAN=1: A and C only, 2 rounds, shorter sanitizer limits (a short grant)
+  git apply $S/merge-b.patch && ninja -C build tf-cuda-test > $W/build-b.log 2>&1 && cp build/tools/tf-cuda-test /tmp/bin/b \
+    || { echo "build B failed"; tail -20 $W/build-b.log; }
+  git apply -R $S/merge-b.patch
+fi
+git apply $S/merge-c.patch
 echo "builds $((SECONDS-T0)) s, git: $(git status --short --untracked-files=no | wc -l) changed"
 mkdir -p /tmp/nosdpa && echo 'import sys; sys.exit(3)' > /tmp/nosdpa/bench_sdpa.py
 F='(b1/ctx131072|b1/ctx32768|b8/ctx32768|b1/ctx4096)/(bf16|fp8|q4)/(window|p16)'
-for r in 1 2 3; do
+rounds="1 2 3"; [ "${KC_LEAN:-0}" = 1 ] && rounds="1 2"
+for r in $rounds; do
   order="a b c"; [ $r = 2 ] && order="c a b"; [ $r = 3 ] && order="b c a"
   for v in $order; do
+    [ -x /tmp/bin/$v ] || continue
     timeout 90 /tmp/bin/$v bench attention --script-dir /tmp/nosdpa --filter "$F" --timing gated --out $W/ab-$v-$r.json > $W/ab-$v-$r.log 2>&1
     echo "bench $v $r rc=$? ($((SECONDS-T0)) s)"
   done
@@ -56,9 +61,10 @@ print(f"{'row (gated us, best of 3)':44s} {'A':>8s} {'B':>8s} {'C':>8s} {'B/A':>
 groups = {}
 for k in sorted(t):
     x = t[k]
-    if not all(v in x for v in "abc"):
+    if not all(v in x for v in "ac"):
         print(k, "missing", list(x)); continue
-    a, b, c = (min(x[v]) for v in "abc")
+    a, c = min(x["a"]), min(x["c"])
+    b = min(x["b"]) if "b" in x else (0.0, None)
     same = len({y for v in x.values() for _, y in v}) == 1
     g = k.split("/")[3] + "/" + k.split("/")[4]
     groups.setdefault(g, []).append((b[0] / a[0], c[0] / a[0]))
@@ -80,7 +86,5 @@ san() {  # san TOOL LIMIT_S
   grep -E '^qwen-pages:' $W/san-$1.log | tail -1
   pack
 }
-san racecheck 120
-san synccheck 60
-san memcheck 60
+if [ "${KC_LEAN:-0}" = 1 ]; then san racecheck 70; san memcheck 40; else san racecheck 120; san synccheck 60; san memcheck 60; fi
 echo "total $((SECONDS-T0)) s"
