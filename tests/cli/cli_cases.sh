@@ -69,7 +69,46 @@ case "$case_name" in
     grep -q "cases run 1\$" "$tmp/replay.txt" || fail "the replay ran other than one case: $(cat "$tmp/replay.txt")"
     grep "^FAIL " "$tmp/replay.txt" | grep -v -F "$line" | grep -v "e4m3(" && fail "the replay failed another case"
     grep -q -F "FAIL codes==reference $line" "$tmp/replay.txt" || grep -q -F "$line" "$tmp/replay.txt" ||
-      fail "the replay does not name the pasted case: $(cat "$tmp/replay.txt")" ;;
+      fail "the replay does not name the pasted case: $(cat "$tmp/replay.txt")"
+    # --gates-only (how the cpu mutant tests run; here the sampled conversion gate fails before any
+    # case, so the replay is the run's): the replay keeps it, and fails a gate again.
+    "$mutant" fp8-rows --backend cpu --cases 6 --seed 5 --quiet --gates-only > "$tmp/go.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the mutant passed --gates-only (exit $rc)"
+    cmd=$(sed -n 's/^replay: tf-cuda-test //p' "$tmp/go.txt" | head -n 1)
+    case "$cmd" in *" --gates-only"*) ;; *) fail "the --gates-only replay lost --gates-only: $cmd";; esac
+    eval "\"\$mutant\" $cmd --quiet" > "$tmp/goreplay.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the --gates-only replay did not fail (exit $rc): $(cat "$tmp/goreplay.txt")"
+    grep -q "^FAIL " "$tmp/goreplay.txt" || fail "the --gates-only replay failed no gate: $(cat "$tmp/goreplay.txt")" ;;
+  # A --gates-only run fails by design (no control ran); its replay keeps --gates-only (it was
+  # dropped, and the printed command, run, passed), and a run's replay keeps its --shard (with
+  # --case too: `--case L --shard 2/2` holds no case, and its replay without --shard passed). Every
+  # replay, run as printed, fails again; the receipts still read (report: 1, not 2).
+  replay-gates-only)
+    "$bin" fp8-rows --backend cpu --cases 4 --gates-only --quiet --out "$tmp/go.json" > "$tmp/go.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "a --gates-only run exited $rc, not 1"
+    grep -q -x "replay: tf-cuda-test fp8-rows --backend cpu --seed 20261129 --cases 4 --gates-only" "$tmp/go.txt" ||
+      fail "the printed replay is not the --gates-only run: $(grep replay "$tmp/go.txt")"
+    line=$("$bin" fp8-rows --backend cpu --cases 4 2>&1 | sed -n 's/^  \.\. case 2\/4 //p')
+    [ -n "$line" ] || fail "no case line printed"
+    "$bin" fp8-rows --backend cpu --cases 4 --gates-only --quiet --shard 2/2 --out "$tmp/sh.json" >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "a --gates-only shard did not exit 1"
+    "$bin" fp8-rows --backend cpu --cases 4 --quiet --case "$line" --shard 2/2 --out "$tmp/cs.json" >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "--case L --shard 2/2 did not exit 1"
+    for r in go sh cs; do
+      "$bin" report "$tmp/$r.json" >/dev/null 2>&1; rc=$?
+      [ $rc -eq 1 ] || fail "report $r.json: exit $rc, expected 1 (a failed, valid receipt)"
+      python3 -c "import json,sys; [print(c) for c in json.load(open(sys.argv[1]))['replay']]" "$tmp/$r.json" > "$tmp/$r.cmds" ||
+        fail "$r.json: no replay list"
+      [ -s "$tmp/$r.cmds" ] || fail "$r.json: an empty replay list"
+      while IFS= read -r c; do
+        case "$r:$c" in
+          go:*" --gates-only"*|sh:*" --gates-only"*" --shard 2/2"|cs:*" --shard 2/2") ;;
+          *) fail "$r.json: replay '$c' is not the run";;
+        esac
+        eval "\"\$bin\" ${c#tf-cuda-test } --quiet" > "$tmp/out.txt" 2>&1; rc=$?
+        [ $rc -eq 1 ] || fail "$r.json: the replay '$c' exited $rc, not 1 (a replayed failure came back green)"
+      done < "$tmp/$r.cmds"
+    done ;;
   # 2. File arguments that are folders or not regular files: exit 2, named, nothing printed.
   report-folder) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" report "$tmp/receipts" ;;
   diff-folder-base) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" diff "$tmp/receipts" "$h200/fp8-rows.json" ;;
