@@ -711,6 +711,21 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-attention.json" "$tmp/huge.jso
     f=$(printf 'x\357\277\277|')
     "$bin" fp8-rows --backend cpu --cases 1 --quiet --filter "$f" --out "$tmp/u.json" --junit "$tmp/u.xml" >/dev/null 2>&1
     python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$tmp/u.xml" || fail "malformed JUnit XML" ;;
+  # kv-gate --bf16-cache that can never hold the bf16 arm (a regular file, or a folder under one):
+  # exit 2 naming --bf16-cache and why, before any arm runs, nothing written. --bf16-only computed
+  # the arm, warned "not stored" and printed "computed and stored" with exit 0.
+  kv-cache-not-folder)
+    echo hi > "$tmp/plain"; cp "$tmp/plain" "$tmp/plain.orig"
+    before=$(ls -A "$tmp")
+    expect 2 "--bf16-cache $tmp/plain: exists and is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --bf16-only --backend cpu --bf16-cache "$tmp/plain"
+    case "$out" in *stored\ in*|*"computed and"*) fail "said stored: $out";; esac
+    expect 2 "--bf16-cache $tmp/plain/sub: cannot be created: $tmp/plain is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --bf16-only --backend cpu --bf16-cache "$tmp/plain/sub"
+    expect 2 "--bf16-cache $tmp/plain: exists and is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --format q4 --backend cpu --bf16-cache "$tmp/plain" --out "$tmp/r.json"
+    [ "$(ls -A "$tmp")" = "$before" ] || fail "a refused kv-gate wrote something: $(ls -A "$tmp")"
+    cmp -s "$tmp/plain" "$tmp/plain.orig" || fail "the plain file was changed" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0
