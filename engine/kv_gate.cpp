@@ -82,6 +82,8 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
     return true;
   };
   if (!nonempty_string(j, "name", "name", &f.name)) return false;
+  // The receipt's name is NAME/FORMAT, each part a file name (contracts/receipt.h).
+  if (!safe_file_name(f.name)) return fail("name", "must be a file name (not . or .., no /, \\ or NUL)");
   std::string model;
   if (!nonempty_string(j, "model", "model", &model)) return false;
   f.model_dir = resolve(model);

@@ -726,6 +726,58 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-attention.json" "$tmp/huge.jso
       "$bin" kv-gate "$src/fixtures/kv/ci.json" --format q4 --backend cpu --bf16-cache "$tmp/plain" --out "$tmp/r.json"
     [ "$(ls -A "$tmp")" = "$before" ] || fail "a refused kv-gate wrote something: $(ls -A "$tmp")"
     cmp -s "$tmp/plain" "$tmp/plain.orig" || fail "the plain file was changed" ;;
+  # A fixture's name becomes its receipt's (kv-gate: NAME/FORMAT), which report reads only as a file
+  # name: a fixture whose name is none is refused at once, field name, nothing written.
+  fixture-name-file-name)
+    python3 -c "
+import json, sys; k = json.load(open(sys.argv[1] + '/fixtures/kv/ci.json')); k['name'] = '../x'
+k['model'] = sys.argv[1] + '/fixtures/models/stdlib-bytes-3m'; k['tokens']['file'] = sys.argv[1] + '/fixtures/text/' + k['tokens']['file'].split('/')[-1]
+json.dump(k, open(sys.argv[2], 'w'))" "$src" "$tmp/kvname.json" || fail "could not write the kv fixture"
+    expect 2 "field name: must be a file name" "$bin" kv-gate "$tmp/kvname.json" --format q4 --backend cpu --bf16-cache "$tmp/c"
+    [ ! -e "$tmp/c" ] || fail "the bf16 arm's folder was made before the refusal"
+    serve_fixture "$tmp/sgname.json" "$SMALL; f['name'] = 'a/b'" || fail "could not write the serve fixture"
+    expect 2 "field name: must be a file name" "$bin" serve-gate "$tmp/sgname.json" --out "$tmp/sg.json"
+    [ ! -e "$tmp/sg.json" ] || fail "a serve-gate receipt was written" ;;
+  # A receipt's name is used as a file name (report --merge-out writes DIR/<name>.json): shards
+  # named "../../escaped" wrote DIR/../../escaped.json, outside DIR. Refused (exit 2, the file and
+  # the field named), nothing written anywhere.
+  merge-out-name-traversal)
+    for i in 1 2 3; do
+      "$bin" fp8-rows --backend cpu --cases 6 --quiet --shard $i/3 --out "$tmp/in/s$i.json" >/dev/null 2>&1; [ $? -le 1 ] || fail "shard $i/3"
+    done
+    for n in '../../escaped' '..' 'a\\b'; do
+      for i in 1 2 3; do
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']=sys.argv[3]; json.dump(r, open(sys.argv[2],'w'))" \
+          "$tmp/in/s$i.json" "$tmp/e$i.json" "$n" || fail "edit"
+      done
+      expect 2 "$tmp/e1.json: name: " "$bin" report --merge-out "$tmp/out/a/b/m" "$tmp/e1.json" "$tmp/e2.json" "$tmp/e3.json"
+      case "$out" in *"is not a file name"*) ;; *) fail "the name '$n' is not said to be no file name: $out";; esac
+      [ ! -e "$tmp/out" ] || fail "name '$n': report --merge-out wrote $(find "$tmp/out")"
+      [ -z "$(find "$tmp" -name 'escaped*')" ] || fail "name '$n': wrote $(find "$tmp" -name 'escaped*')"
+    done
+    # The same for every other kind: a serve-memory name with a /, a kv-gate's NAME/FORMAT with ..
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='x/../../y'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$src/reports/cpu-serve/serve-memory-qwen35-27b-attn-p4-c32768-fp8.json" "$tmp/sm.json"
+    expect 2 "$tmp/sm.json: name: \"x/../../y\" is not a file name" "$bin" report "$tmp/sm.json"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='../q4'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$h200/kv-gate-long-q4.json" "$tmp/kv.json"
+    expect 2 "$tmp/kv.json: name: \"../q4\" is not FIXTURE/FORMAT, each part a file name" "$bin" diff "$tmp/kv.json" "$tmp/kv.json" ;;
+  # report and diff read a contract receipt only of a contract this build knows (or the oracle's and
+  # sanitizer's receipts): exit 2 naming the file and the field, nothing printed.
+  report-unknown-contract)
+    cpu_receipt fp8-rows || fail "setup"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='no-such-contract'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$tmp/fp8-rows.json" "$tmp/u.json"
+    msg="$tmp/u.json: name: 'no-such-contract' is not a known contract (known: fp8-rows, qwen-pages"
+    expect 2 "$msg" "$bin" report "$tmp/u.json"
+    [ -z "$("$bin" report "$tmp/fp8-rows.json" "$tmp/u.json" 2>/dev/null)" ] || fail "report printed before the refusal"
+    expect 2 "$msg" "$bin" diff "$tmp/u.json" "$tmp/fp8-rows.json"
+    expect 2 "$msg" "$bin" diff "$tmp/fp8-rows.json" "$tmp/u.json"
+    [ -z "$("$bin" diff "$tmp/fp8-rows.json" "$tmp/u.json" 2>/dev/null)" ] || fail "diff printed before the refusal"
+    # The receipts of kind contract that tools/oracle_torch.py and tools/sanitize.py write still read.
+    for f in "$h200/oracle.json" "$h200/receipts-s36/sanitize-probes-983675a.json"; do
+      "$bin" report "$f" >/dev/null 2>&1; rc=$?; [ $rc -le 1 ] || fail "report $f: exit $rc"
+    done ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

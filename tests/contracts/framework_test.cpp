@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/contracts.h"
 #include "kernels/backend/backend.h"
 
 namespace kc {
@@ -153,6 +154,28 @@ TEST(Framework, AReplayRepeatsTheRunGatesOnlyAndShardKept) {
   r = run_opts(toy(false), RunOptions{});  // a passing run: nothing to replay
   EXPECT_TRUE(r.pass);
   EXPECT_TRUE(replays(r).empty());
+}
+
+// The receipt library's list of contracts (report and diff refuse a contract receipt of another
+// name) is the registry's, in its order; each name is a file name (report --merge-out writes
+// <contract>.json).
+TEST(Framework, TheReceiptLibraryKnowsTheRegisteredContracts) {
+  std::vector<std::string> names;
+  for (const ContractDef& c : contracts()) names.push_back(c.name);
+  EXPECT_EQ(registered_contract_names(), names);
+  for (const std::string& n : names) {
+    EXPECT_TRUE(safe_file_name(n)) << n;
+    EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", n}}, "r.json").ok) << n;
+  }
+  for (const char* n : {"oracle", "sanitize"})
+    EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", n}}, "r.json").ok) << n;
+  const Status st = check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", "toy"}}, "r.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_EQ(st.message.rfind("r.json: name: 'toy' is not a known contract (known: fp8-rows, ", 0), 0u) << st.message;
+  EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "bench"}, {"name", "toy"}}, "r.json").ok);
+  for (const char* bad : {"", ".", "..", "a/b", "a\\b", "../x"}) EXPECT_FALSE(safe_file_name(bad)) << bad;
+  EXPECT_FALSE(safe_file_name(std::string("a\0b", 3)));
+  EXPECT_TRUE(safe_file_name("..."));
 }
 
 }  // namespace
