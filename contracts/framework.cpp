@@ -318,15 +318,21 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
     r["cases"]["other_shards"] = run.cases_other_shard;  // of filtered_out: the other shards' cases
     r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
   }
-  // A ready-to-run command for each failing case (the first few), and for the run.
+  // A ready-to-run command for each failing case (the first few), and for the run. Each keeps
+  // --gates-only: without it a --gates-only run's replay (no failing case: the run failed for its
+  // skipped controls) ran the controls too and came back green.
   const std::string base_cmd = "tf-cuda-test " + c.name + " --backend " + be.name() + " --seed " +
-                               std::to_string(seed) + " --cases " + std::to_string(cases);
+                               std::to_string(seed) + " --cases " + std::to_string(cases) +
+                               (opts.gates_only ? " --gates-only" : "");
   nlohmann::json replays = nlohmann::json::array();
+  // A failing case's own line selects it alone, which shard 1 of any count holds: no --shard.
   for (const std::string& cl : run.failed_cases()) replays.push_back(base_cmd + " --case " + shell_quote(cl));
+  // The run's command keeps its selection and its shard, --case included: `--case L --shard 2/2`
+  // fails because shard 2 holds no case, and without --shard its replay ran the case and passed.
   if (!pass && replays.empty())
     replays.push_back(base_cmd + (opts.case_line ? " --case " + shell_quote(*opts.case_line)
                                                  : opts.filter.empty() ? "" : " --filter " + shell_quote(opts.filter)) +
-                      (opts.shards > 1 && !opts.case_line ? " --shard " + shard_text : ""));
+                      (opts.shards > 1 ? " --shard " + shard_text : ""));
   r["replay"] = replays;
   record_run(run, &r);
   if (run.controls_skipped() > 0) r["controls_skipped"] = run.controls_skipped();

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "contracts/json_schema.h"
+#include "kc_contract_names.h"
 #include "kc_git_info.h"
 #include "kc_receipt_schema.h"
 
@@ -27,6 +28,29 @@ std::string count_why(const nlohmann::json& v) {
                                 : "negative count " + v.dump();
 }
 }  // namespace
+
+bool safe_file_name(const std::string& w) {
+  return !w.empty() && w != "." && w != ".." && w.find_first_of(std::string("/\\\0", 3)) == std::string::npos;
+}
+
+const std::vector<std::string>& registered_contract_names() {
+  static const std::vector<std::string> names(std::begin(kContractNames), std::end(kContractNames));
+  return names;
+}
+
+Status check_known_contract(const nlohmann::json& r, const std::string& file) {
+  if (!r.is_object() || r.value("kind", "") != "contract" || !r.contains("name") || !r["name"].is_string())
+    return Status::Ok();
+  const std::string name = r["name"].get<std::string>();
+  std::string known;
+  for (const std::string& n : registered_contract_names()) {
+    if (n == name) return Status::Ok();
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  if (name == "oracle" || name == "sanitize") return Status::Ok();
+  return Status::Error(file + ": name: '" + name + "' is not a known contract (known: " + known +
+                       "; and oracle, sanitize: the receipts of tools/oracle_torch.py and tools/sanitize.py)");
+}
 
 bool from_contract_run(const nlohmann::json& r) {
   const nlohmann::json& a = r["argv"];
@@ -240,6 +264,20 @@ bool check_receipt(const json& r, Checker& c) {
       !c.strings(r, "", "verdict_reasons", true) ||
       !c.field(r, "", "cases", Want::object, true) || !c.field(r, "", "numbers", Want::object, true))
     return false;
+  // The name is a file name (report --merge-out writes DIR/<name>.json; a crafted "../../x" wrote
+  // outside DIR): a kv-gate's is FIXTURE/FORMAT, each part one.
+  {
+    const std::string n = r["name"].get<std::string>();
+    const size_t slash = n.find('/');
+    const bool kv = r["kind"] == "kv-gate";
+    const bool ok = kv ? slash != std::string::npos && safe_file_name(n.substr(0, slash)) &&
+                             safe_file_name(n.substr(slash + 1))
+                       : safe_file_name(n);
+    if (!ok)
+      return c.fail("name", json(n).dump(-1, ' ', false, json::error_handler_t::replace) +
+                                (kv ? " is not FIXTURE/FORMAT, each part a file name" : " is not a file name") +
+                                " (not empty, not . or .., no /, \\ or NUL: a receipt's name names its files)");
+  }
   if (!(r["timings"]["total_s"].get<double>() >= 0))
     return c.fail("timings.total_s", "a time below 0 (" + num_text(r["timings"]["total_s"].get<double>()) + ")");
   // seed: an unsigned integer; null only for a bench (no generator).

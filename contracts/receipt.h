@@ -26,6 +26,22 @@ inline constexpr const char* kReceiptSchema = "kernel-contracts/receipt/1";
 // (an embedded ' as '\''), so a printed command line pastes back as the same argv.
 std::string shell_quote(const std::string& word);
 
+// A word that may stand as one file name in a folder: not empty, not "." or "..", and no '/',
+// '\\' or NUL. A receipt's name is used as a file name (report --merge-out writes
+// DIR/<contract>.json), so Receipt::check holds every name to it (a kv-gate's FIXTURE/FORMAT: each
+// part).
+bool safe_file_name(const std::string& word);
+
+// The contracts this build registers (kc_add_contract, in their order; generated, as the
+// registry is, so the receipt library needs no contract).
+const std::vector<std::string>& registered_contract_names();
+// report and diff: a receipt of kind contract must name a registered contract, or one of the two
+// tools that write receipts of kind contract under names of their own: "oracle"
+// (tools/oracle_torch.py) and "sanitize" (tools/sanitize.py). "FILE: name: 'x' is not a known
+// contract (...)" otherwise. Not part of Receipt::check: premerge reads a base's receipt of a
+// contract the head no longer runs (--allow-contract-changes lists it as removed).
+Status check_known_contract(const nlohmann::json& doc, const std::string& file);
+
 // A contract-kind receipt written by the contract runner (argv[1] is the contract, kernel-contract
 // or premerge), not by another tool that borrows the kind (tools/sanitize.py).
 bool from_contract_run(const nlohmann::json& r);

@@ -196,9 +196,13 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
   if (!cmd.out_file.empty()) {
     // The receipt (reports/schema/receipt.schema.json, kind generate): nothing is random
     // (seed 0), no gates or controls; verdict pass once the tokens are out.
-    Receipt j(Receipt::Head{"generate", std::filesystem::path(cmd.model_dir).lexically_normal().filename().string(),
-                            be->name(), device_json(be->device()), cmd.argv, uint64_t(0)});
-    if (j["name"] == "" || j["name"] == ".") j["name"] = cmd.model_dir;
+    // Its name is the model folder's name, a file name as every receipt's (contracts/receipt.h):
+    // "m/", "." and "m/.." name their folder (the path itself, "m/", was once the name).
+    std::filesystem::path model = std::filesystem::absolute(cmd.model_dir).lexically_normal();
+    if (!model.has_filename() && model.has_parent_path()) model = model.parent_path();
+    std::string model_name = model.filename().string();
+    if (!safe_file_name(model_name)) model_name = "model";
+    Receipt j(Receipt::Head{"generate", model_name, be->name(), device_json(be->device()), cmd.argv, uint64_t(0)});
     j.set_verdict(true, {});
     nlohmann::json g;
     g["model"] = cmd.model_dir;

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "contracts/framework.h"
 #include "contracts/json_type.h"
 #include "engine/generate.h"
@@ -80,6 +82,8 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
     return true;
   };
   if (!nonempty_string(j, "name", "name", &f.name)) return false;
+  // The receipt's name is NAME/FORMAT, each part a file name (contracts/receipt.h).
+  if (!safe_file_name(f.name)) return fail("name", "must be a file name (not . or .., no /, \\ or NUL)");
   std::string model;
   if (!nonempty_string(j, "model", "model", &model)) return false;
   f.model_dir = resolve(model);
@@ -562,10 +566,45 @@ Status run_arm(const Model& m, Backend& be, const KvFixture& fx, const std::vect
 
 // ---- the bf16 arm's store: <dir>/<key>.json (metadata) + <key>.f32 (logits) ----
 
+// --bf16-cache before anything runs: a folder (a symlink to one is followed), or a path whose
+// nearest existing folder can hold it (store_bf16 creates the missing ones, as mkdir -p would).
+// Returns what is wrong, or "" when nothing is. A path that exists and is not a folder, or lies
+// under a file, can never hold the arm: *fatal. A folder that cannot be written (the arm may
+// still be read from it): *fatal only when `must_write` (--bf16-only, whose one job is to store
+// it). Checks only: nothing is created here.
+std::string cache_folder_problem(const std::string& dir, bool must_write, bool* fatal) {
+  std::error_code ec;
+  *fatal = true;
+  const fs::path p(dir);
+  const fs::file_status st = fs::status(p, ec);
+  fs::path have = p;
+  if (st.type() == fs::file_type::none) return "cannot be read (" + ec.message() + ")";
+  if (st.type() != fs::file_type::not_found) {
+    if (st.type() != fs::file_type::directory) return "exists and is not a folder";
+  } else {
+    for (;;) {  // the nearest path that exists above it
+      const fs::path up = have.has_parent_path() && have.parent_path() != have ? have.parent_path() : fs::path(".");
+      have = up;
+      const fs::file_status hs = fs::status(have, ec);
+      if (hs.type() == fs::file_type::not_found && have != fs::path(".")) continue;
+      if (hs.type() != fs::file_type::directory)
+        return "cannot be created: " + have.string() + " is not a folder";
+      break;
+    }
+  }
+  if (::access(have.c_str(), W_OK | X_OK) != 0) {
+    *fatal = must_write;
+    return have == p ? "the folder is not writable" : "cannot be created: " + have.string() + " is not writable";
+  }
+  *fatal = false;
+  return "";
+}
+
 struct Bf16Arm {
   ArmOut arm;
   bool from_cache = false;
   std::string file;
+  std::string store_error;  // computed, but not stored (why); the receipt says so
 };
 
 bool load_bf16(const std::string& base, const std::string& key, const KvFixture& fx, int vocab, Bf16Arm* out,
@@ -648,10 +687,18 @@ Status store_bf16(const std::string& base, const std::string& key, const nlohman
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(bin.data(), std::streamsize(bin.size()));
-    if (!f) return Status::Error(tmp + ": write failed");
+    f.close();
+    if (!f) {
+      fs::remove(tmp, ec);  // no half-written logits left behind
+      return Status::Error(tmp + ": write failed");
+    }
   }
   fs::rename(tmp, base + ".f32", ec);
-  if (ec) return Status::Error(base + ".f32: " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    return Status::Error(base + ".f32: " + why);
+  }
   return write_json_atomic(base + ".json", meta);
 }
 
@@ -822,6 +869,15 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     return bad("--backend " + cmd.backend + ": expected cpu, cuda or auto");
   if (cmd.bf16_cache.empty()) return bad("--bf16-cache: must name a folder");
   if (cmd.bf16_only && !cmd.out_file.empty()) return bad("--out: --bf16-only writes no receipt");
+  // The bf16 arm's folder, before any arm runs: --bf16-only that cannot store the arm did nothing
+  // (it once computed it, warned, printed "computed and stored" and exited 0).
+  bool cache_fatal = false;
+  if (const std::string p = cache_folder_problem(cmd.bf16_cache, cmd.bf16_only, &cache_fatal); !p.empty()) {
+    if (cache_fatal)
+      return bad("--bf16-cache " + cmd.bf16_cache + ": " + p +
+                 (cmd.bf16_only ? " (--bf16-only stores the bf16 arm there)" : " (the bf16 arm is stored there)"));
+    err << "kv-gate: warning: --bf16-cache " << cmd.bf16_cache << ": " << p << "; the bf16 arm will not be stored\n";
+  }
   if (!cmd.out_file.empty()) {
     std::string target;
     const Status st = prepare_output(cmd.out_file, &target);
@@ -884,7 +940,12 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                                   {"checkpoint_sha256", ckpt_sha}, {"engine_commit", engine_commit},
                                   {"backend", be->name()}, {"depths", fx.depths}, {"rows", fx.rows}},
                                  b16);
-    if (!ws.ok) err << "kv-gate: warning: the bf16 arm was not stored: " << ws.message << "\n";
+    if (!ws.ok) {
+      // --bf16-only exists to store the arm: not stored is its failure, never "stored".
+      if (cmd.bf16_only) return bad("--bf16-cache " + cmd.bf16_cache + ": the bf16 arm was not stored: " + ws.message);
+      err << "kv-gate: warning: the bf16 arm was not stored: " << ws.message << "\n";
+      b16.store_error = ws.message;
+    }
   } else {
     err << "kv-gate: bf16 arm read from " << b16.file << "\n";
     if (r["git"]["dirty"].get<bool>())
@@ -1149,10 +1210,11 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                                "left allocated counts too)"
                          : std::string("null: the backend has no device memory (cpu)")}}},
       {"bf16_arm",
-       {{"from_cache", b16.from_cache}, {"file", b16.file}, {"key", key}, {"checkpoint_sha256", ckpt_sha},
-        {"engine_commit", engine_commit}, {"wall_s", b16.arm.wall_s}}},
+       {{"from_cache", b16.from_cache}, {"file", b16.file}, {"stored", b16.store_error.empty()}, {"key", key},
+        {"checkpoint_sha256", ckpt_sha}, {"engine_commit", engine_commit}, {"wall_s", b16.arm.wall_s}}},
       {"quant_arm", {{"wall_s", qa.wall_s}}},
       {"control_depths", fx.control_depths}};
+  if (!b16.store_error.empty()) r["kv"]["bf16_arm"]["store_error"] = b16.store_error;  // `file` was not written
   nlohmann::json nums = nlohmann::json::object();
   for (const KvDepthStats& s : stats) {
     const std::string k = "depth " + std::to_string(s.depth);

@@ -114,6 +114,8 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
   };
   if (!need("name")) return fail("name", "missing");
   if (!j["name"].is_string() || j["name"].get<std::string>().empty()) return fail("name", "must be a non-empty string");
+  // The receipt's name: a file name (contracts/receipt.h), as every receipt's.
+  if (!safe_file_name(j["name"].get<std::string>())) return fail("name", "must be a file name (not . or .., no /, \\ or NUL)");
   f.name = j["name"];
   if (!need("model")) return fail("model", "missing");
   if (!j["model"].is_string() || j["model"].get<std::string>().empty()) return fail("model", "must be a non-empty string");

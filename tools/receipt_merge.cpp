@@ -281,7 +281,8 @@ int report_main(const std::vector<std::string>& files, const std::string& format
   };
   std::vector<json> recs(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    const Status st = Receipt::load(files[i], &recs[i]);
+    Status st = Receipt::load(files[i], &recs[i]);
+    if (st.ok) st = check_known_contract(recs[i], files[i]);
     if (!st.ok) return fail(st.message);
   }
   // Shard receipts grouped by contract, in the order of their first file.
@@ -328,6 +329,11 @@ int report_main(const std::vector<std::string>& files, const std::string& format
   }
   if (!merge_out.empty()) {
     if (merged_out.empty()) return fail("--merge-out " + merge_out + ": no shard receipts among the files");
+    // The name becomes a file name in DIR: one file name, never a path (Receipt::check and
+    // check_known_contract refused any other already; checked again where it is used).
+    for (const auto& [name, m] : merged_out)
+      if (!safe_file_name(name))
+        return fail("--merge-out " + merge_out + ": the receipts' name '" + name + "' is not a file name");
     std::string target;
     // Nor a receipt read: the merge would replace a shard's receipt (kernel-contract --out-dir's
     // <contract>.json, merged into its own folder).

@@ -260,7 +260,8 @@ std::string html_escape(const std::string& s) {
 int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::ostream& out, std::ostream& err) {
   std::vector<Receipt> recs(files.size());
   for (size_t i = 0; i < files.size(); ++i) {  // every file checked before anything is printed
-    const Status st = Receipt::load(files[i], &recs[i]);
+    Status st = Receipt::load(files[i], &recs[i]);
+    if (st.ok) st = check_known_contract(recs[i].doc(), files[i]);
     if (!st.ok) {
       err << "tf-cuda-test: error: " << st.message << "\n";
       return 2;
@@ -284,7 +285,9 @@ int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::o
 int diff_command(const std::string& base_path, const std::string& head_path, std::ostream& out, std::ostream& err) {
   Receipt base, head;
   Status st = Receipt::load(base_path, &base);
+  if (st.ok) st = check_known_contract(base.doc(), base_path);
   if (st.ok) st = Receipt::load(head_path, &head);
+  if (st.ok) st = check_known_contract(head.doc(), head_path);
   ReceiptDiff d;
   if (st.ok) {
     try {

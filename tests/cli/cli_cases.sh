@@ -69,7 +69,46 @@ case "$case_name" in
     grep -q "cases run 1\$" "$tmp/replay.txt" || fail "the replay ran other than one case: $(cat "$tmp/replay.txt")"
     grep "^FAIL " "$tmp/replay.txt" | grep -v -F "$line" | grep -v "e4m3(" && fail "the replay failed another case"
     grep -q -F "FAIL codes==reference $line" "$tmp/replay.txt" || grep -q -F "$line" "$tmp/replay.txt" ||
-      fail "the replay does not name the pasted case: $(cat "$tmp/replay.txt")" ;;
+      fail "the replay does not name the pasted case: $(cat "$tmp/replay.txt")"
+    # --gates-only (how the cpu mutant tests run; here the sampled conversion gate fails before any
+    # case, so the replay is the run's): the replay keeps it, and fails a gate again.
+    "$mutant" fp8-rows --backend cpu --cases 6 --seed 5 --quiet --gates-only > "$tmp/go.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the mutant passed --gates-only (exit $rc)"
+    cmd=$(sed -n 's/^replay: tf-cuda-test //p' "$tmp/go.txt" | head -n 1)
+    case "$cmd" in *" --gates-only"*) ;; *) fail "the --gates-only replay lost --gates-only: $cmd";; esac
+    eval "\"\$mutant\" $cmd --quiet" > "$tmp/goreplay.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "the --gates-only replay did not fail (exit $rc): $(cat "$tmp/goreplay.txt")"
+    grep -q "^FAIL " "$tmp/goreplay.txt" || fail "the --gates-only replay failed no gate: $(cat "$tmp/goreplay.txt")" ;;
+  # A --gates-only run fails by design (no control ran); its replay keeps --gates-only (it was
+  # dropped, and the printed command, run, passed), and a run's replay keeps its --shard (with
+  # --case too: `--case L --shard 2/2` holds no case, and its replay without --shard passed). Every
+  # replay, run as printed, fails again; the receipts still read (report: 1, not 2).
+  replay-gates-only)
+    "$bin" fp8-rows --backend cpu --cases 4 --gates-only --quiet --out "$tmp/go.json" > "$tmp/go.txt" 2>&1; rc=$?
+    [ "$rc" -eq 1 ] || fail "a --gates-only run exited $rc, not 1"
+    grep -q -x "replay: tf-cuda-test fp8-rows --backend cpu --seed 20261129 --cases 4 --gates-only" "$tmp/go.txt" ||
+      fail "the printed replay is not the --gates-only run: $(grep replay "$tmp/go.txt")"
+    line=$("$bin" fp8-rows --backend cpu --cases 4 2>&1 | sed -n 's/^  \.\. case 2\/4 //p')
+    [ -n "$line" ] || fail "no case line printed"
+    "$bin" fp8-rows --backend cpu --cases 4 --gates-only --quiet --shard 2/2 --out "$tmp/sh.json" >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "a --gates-only shard did not exit 1"
+    "$bin" fp8-rows --backend cpu --cases 4 --quiet --case "$line" --shard 2/2 --out "$tmp/cs.json" >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "--case L --shard 2/2 did not exit 1"
+    for r in go sh cs; do
+      "$bin" report "$tmp/$r.json" >/dev/null 2>&1; rc=$?
+      [ $rc -eq 1 ] || fail "report $r.json: exit $rc, expected 1 (a failed, valid receipt)"
+      python3 -c "import json,sys; [print(c) for c in json.load(open(sys.argv[1]))['replay']]" "$tmp/$r.json" > "$tmp/$r.cmds" ||
+        fail "$r.json: no replay list"
+      [ -s "$tmp/$r.cmds" ] || fail "$r.json: an empty replay list"
+      while IFS= read -r c; do
+        case "$r:$c" in
+          go:*" --gates-only"*|sh:*" --gates-only"*" --shard 2/2"|cs:*" --shard 2/2") ;;
+          *) fail "$r.json: replay '$c' is not the run";;
+        esac
+        eval "\"\$bin\" ${c#tf-cuda-test } --quiet" > "$tmp/out.txt" 2>&1; rc=$?
+        [ $rc -eq 1 ] || fail "$r.json: the replay '$c' exited $rc, not 1 (a replayed failure came back green)"
+      done < "$tmp/$r.cmds"
+    done ;;
   # 2. File arguments that are folders or not regular files: exit 2, named, nothing printed.
   report-folder) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" report "$tmp/receipts" ;;
   diff-folder-base) mkdir "$tmp/receipts"; expect 2 "$tmp/receipts: is a folder" "$bin" diff "$tmp/receipts" "$h200/fp8-rows.json" ;;
@@ -672,6 +711,73 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-attention.json" "$tmp/huge.jso
     f=$(printf 'x\357\277\277|')
     "$bin" fp8-rows --backend cpu --cases 1 --quiet --filter "$f" --out "$tmp/u.json" --junit "$tmp/u.xml" >/dev/null 2>&1
     python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$tmp/u.xml" || fail "malformed JUnit XML" ;;
+  # kv-gate --bf16-cache that can never hold the bf16 arm (a regular file, or a folder under one):
+  # exit 2 naming --bf16-cache and why, before any arm runs, nothing written. --bf16-only computed
+  # the arm, warned "not stored" and printed "computed and stored" with exit 0.
+  kv-cache-not-folder)
+    echo hi > "$tmp/plain"; cp "$tmp/plain" "$tmp/plain.orig"
+    before=$(ls -A "$tmp")
+    expect 2 "--bf16-cache $tmp/plain: exists and is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --bf16-only --backend cpu --bf16-cache "$tmp/plain"
+    case "$out" in *stored\ in*|*"computed and"*) fail "said stored: $out";; esac
+    expect 2 "--bf16-cache $tmp/plain/sub: cannot be created: $tmp/plain is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --bf16-only --backend cpu --bf16-cache "$tmp/plain/sub"
+    expect 2 "--bf16-cache $tmp/plain: exists and is not a folder" \
+      "$bin" kv-gate "$src/fixtures/kv/ci.json" --format q4 --backend cpu --bf16-cache "$tmp/plain" --out "$tmp/r.json"
+    [ "$(ls -A "$tmp")" = "$before" ] || fail "a refused kv-gate wrote something: $(ls -A "$tmp")"
+    cmp -s "$tmp/plain" "$tmp/plain.orig" || fail "the plain file was changed" ;;
+  # A fixture's name becomes its receipt's (kv-gate: NAME/FORMAT), which report reads only as a file
+  # name: a fixture whose name is none is refused at once, field name, nothing written.
+  fixture-name-file-name)
+    python3 -c "
+import json, sys; k = json.load(open(sys.argv[1] + '/fixtures/kv/ci.json')); k['name'] = '../x'
+k['model'] = sys.argv[1] + '/fixtures/models/stdlib-bytes-3m'; k['tokens']['file'] = sys.argv[1] + '/fixtures/text/' + k['tokens']['file'].split('/')[-1]
+json.dump(k, open(sys.argv[2], 'w'))" "$src" "$tmp/kvname.json" || fail "could not write the kv fixture"
+    expect 2 "field name: must be a file name" "$bin" kv-gate "$tmp/kvname.json" --format q4 --backend cpu --bf16-cache "$tmp/c"
+    [ ! -e "$tmp/c" ] || fail "the bf16 arm's folder was made before the refusal"
+    serve_fixture "$tmp/sgname.json" "$SMALL; f['name'] = 'a/b'" || fail "could not write the serve fixture"
+    expect 2 "field name: must be a file name" "$bin" serve-gate "$tmp/sgname.json" --out "$tmp/sg.json"
+    [ ! -e "$tmp/sg.json" ] || fail "a serve-gate receipt was written" ;;
+  # A receipt's name is used as a file name (report --merge-out writes DIR/<name>.json): shards
+  # named "../../escaped" wrote DIR/../../escaped.json, outside DIR. Refused (exit 2, the file and
+  # the field named), nothing written anywhere.
+  merge-out-name-traversal)
+    for i in 1 2 3; do
+      "$bin" fp8-rows --backend cpu --cases 6 --quiet --shard $i/3 --out "$tmp/in/s$i.json" >/dev/null 2>&1; [ $? -le 1 ] || fail "shard $i/3"
+    done
+    for n in '../../escaped' '..' 'a\\b'; do
+      for i in 1 2 3; do
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']=sys.argv[3]; json.dump(r, open(sys.argv[2],'w'))" \
+          "$tmp/in/s$i.json" "$tmp/e$i.json" "$n" || fail "edit"
+      done
+      expect 2 "$tmp/e1.json: name: " "$bin" report --merge-out "$tmp/out/a/b/m" "$tmp/e1.json" "$tmp/e2.json" "$tmp/e3.json"
+      case "$out" in *"is not a file name"*) ;; *) fail "the name '$n' is not said to be no file name: $out";; esac
+      [ ! -e "$tmp/out" ] || fail "name '$n': report --merge-out wrote $(find "$tmp/out")"
+      [ -z "$(find "$tmp" -name 'escaped*')" ] || fail "name '$n': wrote $(find "$tmp" -name 'escaped*')"
+    done
+    # The same for every other kind: a serve-memory name with a /, a kv-gate's NAME/FORMAT with ..
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='x/../../y'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$src/reports/cpu-serve/serve-memory-qwen35-27b-attn-p4-c32768-fp8.json" "$tmp/sm.json"
+    expect 2 "$tmp/sm.json: name: \"x/../../y\" is not a file name" "$bin" report "$tmp/sm.json"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='../q4'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$h200/kv-gate-long-q4.json" "$tmp/kv.json"
+    expect 2 "$tmp/kv.json: name: \"../q4\" is not FIXTURE/FORMAT, each part a file name" "$bin" diff "$tmp/kv.json" "$tmp/kv.json" ;;
+  # report and diff read a contract receipt only of a contract this build knows (or the oracle's and
+  # sanitizer's receipts): exit 2 naming the file and the field, nothing printed.
+  report-unknown-contract)
+    cpu_receipt fp8-rows || fail "setup"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['name']='no-such-contract'; json.dump(r, open(sys.argv[2],'w'))" \
+      "$tmp/fp8-rows.json" "$tmp/u.json"
+    msg="$tmp/u.json: name: 'no-such-contract' is not a known contract (known: fp8-rows, qwen-pages"
+    expect 2 "$msg" "$bin" report "$tmp/u.json"
+    [ -z "$("$bin" report "$tmp/fp8-rows.json" "$tmp/u.json" 2>/dev/null)" ] || fail "report printed before the refusal"
+    expect 2 "$msg" "$bin" diff "$tmp/u.json" "$tmp/fp8-rows.json"
+    expect 2 "$msg" "$bin" diff "$tmp/fp8-rows.json" "$tmp/u.json"
+    [ -z "$("$bin" diff "$tmp/fp8-rows.json" "$tmp/u.json" 2>/dev/null)" ] || fail "diff printed before the refusal"
+    # The receipts of kind contract that tools/oracle_torch.py and tools/sanitize.py write still read.
+    for f in "$h200/oracle.json" "$h200/receipts-s36/sanitize-probes-983675a.json"; do
+      "$bin" report "$f" >/dev/null 2>&1; rc=$?; [ $rc -le 1 ] || fail "report $f: exit $rc"
+    done ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

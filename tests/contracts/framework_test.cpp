@@ -7,7 +7,9 @@
 #include <optional>
 
 #include <string>
+#include <vector>
 
+#include "contracts/contracts.h"
 #include "kernels/backend/backend.h"
 
 namespace kc {
@@ -103,6 +105,77 @@ TEST(Framework, AControlThatErredIsNotRedEvenIfAGateFailed) {
   EXPECT_EQ(r.receipt["controls"][0]["caught_by"], nlohmann::json::array({"every"}));
   EXPECT_FALSE(r.pass);
   EXPECT_TRUE(has_reason(r, "control fails-then-errs stayed green")) << r.receipt["verdict_reasons"];
+}
+
+RunResult run_opts(const ContractDef& def, RunOptions o) {
+  Status st;
+  auto be = select_backend("cpu", &st);
+  o.quiet = true;
+  return run_contract(def, *be, o);
+}
+
+// Case i = 3 fails gate "every"; the control is red.
+ContractDef toy_failing() {
+  return {"toy", "a toy contract whose case 3 fails", 8, [](Run& run) {
+            run.declare("every", "checks every case");
+            for (int i = 0; i < run.cases; ++i) {
+              const std::string cv = "toy(i=" + std::to_string(i) + ")";
+              if (run.selected(cv)) run.check("every", i != 3, cv);
+            }
+            run.control("planted", "a failing check", [](Run& sub) { sub.check("every", false, "planted"); });
+          }};
+}
+
+std::vector<std::string> replays(const RunResult& r) { return r.receipt["replay"].get<std::vector<std::string>>(); }
+
+// A replay repeats the run as it ran: --gates-only kept (without it the replay of a --gates-only
+// run, which fails for its skipped controls, ran the controls and passed), and the run's --shard
+// kept, with --case too (`--case L --shard 2/2` holds no case; without --shard the case ran and
+// passed). A failing case's own line needs no --shard.
+TEST(Framework, AReplayRepeatsTheRunGatesOnlyAndShardKept) {
+  const std::string head = "tf-cuda-test toy --backend cpu --seed 20261129 --cases 8";
+  RunOptions go;
+  go.gates_only = true;
+  RunResult r = run_opts(toy(false), go);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(replays(r), std::vector<std::string>{head + " --gates-only"});
+  r = run_opts(toy_failing(), go);
+  EXPECT_EQ(replays(r), std::vector<std::string>{head + " --gates-only --case 'toy(i=3)'"});
+  RunOptions sh = go;
+  sh.shard = 2, sh.shards = 2;
+  r = run_opts(toy(false), sh);
+  EXPECT_EQ(replays(r), std::vector<std::string>{head + " --gates-only --shard 2/2"});
+  RunOptions cs;
+  cs.case_line = "toy(i=1)";
+  cs.shard = 2, cs.shards = 2;
+  r = run_opts(toy(false), cs);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(replays(r), std::vector<std::string>{head + " --case 'toy(i=1)' --shard 2/2"});
+  r = run_opts(toy(false), RunOptions{});  // a passing run: nothing to replay
+  EXPECT_TRUE(r.pass);
+  EXPECT_TRUE(replays(r).empty());
+}
+
+// The receipt library's list of contracts (report and diff refuse a contract receipt of another
+// name) is the registry's, in its order; each name is a file name (report --merge-out writes
+// <contract>.json).
+TEST(Framework, TheReceiptLibraryKnowsTheRegisteredContracts) {
+  std::vector<std::string> names;
+  for (const ContractDef& c : contracts()) names.push_back(c.name);
+  EXPECT_EQ(registered_contract_names(), names);
+  for (const std::string& n : names) {
+    EXPECT_TRUE(safe_file_name(n)) << n;
+    EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", n}}, "r.json").ok) << n;
+  }
+  for (const char* n : {"oracle", "sanitize"})
+    EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", n}}, "r.json").ok) << n;
+  const Status st = check_known_contract(nlohmann::json{{"kind", "contract"}, {"name", "toy"}}, "r.json");
+  EXPECT_FALSE(st.ok);
+  EXPECT_EQ(st.message.rfind("r.json: name: 'toy' is not a known contract (known: fp8-rows, ", 0), 0u) << st.message;
+  EXPECT_TRUE(check_known_contract(nlohmann::json{{"kind", "bench"}, {"name", "toy"}}, "r.json").ok);
+  for (const char* bad : {"", ".", "..", "a/b", "a\\b", "../x"}) EXPECT_FALSE(safe_file_name(bad)) << bad;
+  EXPECT_FALSE(safe_file_name(std::string("a\0b", 3)));
+  EXPECT_TRUE(safe_file_name("..."));
 }
 
 }  // namespace

@@ -154,6 +154,25 @@ TEST(ReceiptViews, CheckRefusesAWrongTotalAndAPassWithOneError) {
   EXPECT_TRUE(st.ok) << st.message;
 }
 
+// A receipt's name is a file name (report --merge-out writes DIR/<name>.json; "../../x" wrote
+// outside DIR), a kv-gate's FIXTURE/FORMAT each part one; the compiled schema states the same.
+TEST(ReceiptViews, CheckRefusesANameThatIsNoFileName) {
+  for (const std::string& bad : std::vector<std::string>{"../../escaped", "..", ".", "", "a/b", "a\\b", std::string("a\0b", 3)}) {
+    json r = contract_receipt();
+    r["name"] = bad;
+    const Status st = check_as_read(r, "n.json");
+    EXPECT_FALSE(st.ok) << bad;
+    EXPECT_EQ(st.message.rfind("n.json: name: ", 0), 0u) << st.message;
+    EXPECT_NE(st.message.find("is not a file name"), std::string::npos) << st.message;
+    r = bench_receipt();
+    r["name"] = bad;
+    EXPECT_FALSE(check_as_read(r, "b.json").ok) << bad;
+  }
+  json r = bench_receipt();
+  r["name"] = "...";  // a name, if an odd one
+  EXPECT_TRUE(check_as_read(r, "b.json").ok) << check_as_read(r, "b.json").message;
+}
+
 // A contract run's pass needs a gate check that passed: every gate skipped (all red
 // controls notwithstanding) is refused; the same counts under a failing verdict are not.
 TEST(ReceiptViews, CheckRefusesARunnersPassWithNothingChecked) {
