@@ -23,8 +23,9 @@
 #              is slower in every round), targets and verdicts are notes
 #   gates      a base's serve-gate / kv-gate receipts: replayed by the head and diffed (cpu, kv-gate on
 #              fixtures/kv/ci.json); with --head a control gone green or a missing receipt is a regression,
-#              --skip-gates lists them; a replay refused (fixture gone) or a command not the gate's is a
-#              regression; a gate receipt of another backend is refused (exit 2)
+#              --skip-gates lists them (but compares a gate receipt the --head folder holds); a replay
+#              refused (fixture gone) or a command not the gate's is a regression; a gate receipt of
+#              another backend is refused (exit 2)
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -323,6 +324,13 @@ case "$case_" in
       --contracts rows-invariant --out-dir "$d/out4"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hnone" --contracts rows-invariant --skip-gates --out-dir "$d/out5"
     grep -q 'not replayed (--skip-gates)' "$d/out5/premerge.md" || fail "--skip-gates: not listed as not replayed"
+    # --skip-gates replays nothing, but a gate receipt the --head folder holds is compared all the
+    # same: its control gone green is a regression, not "not replayed".
+    expect 1 "kv-gate kv-ci-q4: control" -- --base "$d/base" --head "$d/hgreen" --contracts rows-invariant --skip-gates \
+      --out-dir "$d/out5g"
+    if grep -q 'not replayed' "$d/out5g/premerge.md"; then fail "--skip-gates with --head: a present gate receipt listed as not replayed"; fi
+    grep -q '^| kv-gate kv-ci-q4 | fail -> fail | 1 |' "$d/out5g/premerge.md" ||
+      fail "--skip-gates with --head: the gate receipt is not compared: $(grep kv-gate "$d/out5g/premerge.md")"
     # A replay that cannot run: a fixture gone (the command exits 2), a command that is not the gate's.
     cp -r "$d/base" "$d/gone"
     cp "$d/base/kv-ci-q4.json" "$d/gone/kv-gone.json"
