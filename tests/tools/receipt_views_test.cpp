@@ -616,6 +616,69 @@ TEST(ReceiptViews, GateDiffCommandsChecksAndFixture) {
   EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
 }
 
+// diff compares what two gate commands mean: the fixture by its content (fixture_sha256), however
+// its path is spelled, and the options that change the measurement in any order; an option of
+// another value (or one added) is still another command.
+TEST(ReceiptViews, GateDiffComparesWhatTheCommandMeans) {
+  const json base = committed("reports/h200/serve-ci-q4.json");
+  auto with_argv = [&](const json& r, std::vector<std::string> words) {
+    json x = r;
+    x["argv"] = words;
+    return x;
+  };
+  const json b = with_argv(base, {"tf-cuda-test", "serve-gate", "fixtures/serve/ci.json", "--backend", "cuda",
+                                  "--kv-cache", "q4", "--out", "r.json"});
+  // ./ and an absolute path: the same fixture (its sha256), named in a note.
+  for (const char* spelled : {"./fixtures/serve/ci.json", "/home/ci/kc/fixtures/serve/ci.json"}) {
+    SCOPED_TRACE(spelled);
+    ReceiptDiff d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", spelled, "--backend", "cuda",
+                                                  "--kv-cache", "q4"}));
+    EXPECT_EQ(d.regressions, 0) << d.text;
+    EXPECT_FALSE(says(d, "another command")) << d.text;
+    EXPECT_TRUE(says(d, std::string("the fixture is spelled fixtures/serve/ci.json in the base and ") + spelled)) << d.text;
+  }
+  // Options in another order, "--x=v" for "--x v", --junit and --out anywhere.
+  ReceiptDiff d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "--junit", "j.xml", "--kv-cache=q4",
+                                                "--backend", "cuda", "fixtures/serve/ci.json", "--out", "o.json"}));
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_FALSE(says(d, "another command")) << d.text;
+  // Another value of a measuring option, or one dropped: another command, named.
+  d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "fixtures/serve/ci.json", "--kv-cache", "fp8",
+                                    "--backend", "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "another command: the base ran `serve-gate fixtures/serve/ci.json --backend cuda --kv-cache q4`, "
+                      "the head `serve-gate fixtures/serve/ci.json --kv-cache fp8 --backend cuda` (--kv-cache q4 -> fp8)"))
+      << d.text;
+  d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "./fixtures/serve/ci.json", "--backend", "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "(--kv-cache q4 -> none)")) << d.text;
+
+  // kv-gate: the reordering and the spelling of the reviewer's example; --format q4 against fp8.
+  const json kv = committed("reports/h200/kv-gate-ci-q4-cuda.json");
+  const json kb = with_argv(kv, {"tf-cuda-test", "kv-gate", "--backend", "cuda", "--format", "q4", "fixtures/kv/ci.json",
+                                 "--bf16-cache", "c1"});
+  d = gate_diff(kb, with_argv(kv, {"tf-cuda-test", "kv-gate", "./fixtures/kv/ci.json", "--format", "q4", "--backend",
+                                   "cuda", "--bf16-cache=c2", "--out", "kv.json"}));
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_FALSE(says(d, "another command")) << d.text;
+  d = gate_diff(kb, with_argv(kv, {"tf-cuda-test", "kv-gate", "fixtures/kv/ci.json", "--format", "fp8", "--backend",
+                                   "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "(--format q4 -> fp8)")) << d.text;
+  // The same path with another content stays a note (the fixture changed), not another command.
+  json changed = kb;
+  changed["fixture_sha256"] = std::string(64, 'a');
+  d = gate_diff(kb, changed);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
+
+  // What the words mean, option by option.
+  const GateMeaning m = gate_meaning({"kv-gate", "--quiet", "a.json", "--format=q4", "--bf16-only", "--out", "x"});
+  EXPECT_EQ(m.subcommand, "kv-gate");
+  EXPECT_EQ(m.positional, std::vector<std::string>{"a.json"});
+  EXPECT_EQ(m.options, (std::map<std::string, std::vector<std::string>>{{"--format", {"q4"}}, {"--bf16-only", {""}}}));
+}
+
 // Receipt::check: a kv depth's verdict is its bar's, mean and worst-token KL at or under it.
 TEST(ReceiptViews, KvDepthVerdictIsTheBars) {
   // reports/h200/kv-gate-long-fp8.json: depths 1024 and 8192 pass; 32768 fails on worst-token KL
