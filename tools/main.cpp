@@ -498,7 +498,9 @@ int run_main(int argc, char** argv) {
                        "than this device has every row timed so, and is compared by that A/B alone; without "
                        "--base-bin such a run is refused. Cuda runs only; not with --head");
   premerge->add_flag("--skip-gates", pm.skip_gates,
-                     "Do not replay the base's serve-gate and kv-gate receipts (listed as not replayed). Without it "
+                     "Do not replay the base's serve-gate and kv-gate receipts (listed as not replayed). With --head, "
+                     "a gate receipt the head folder holds is compared all the same (its regressions count); only "
+                     "those it lacks are listed as not replayed. Without it "
                      "each runs its own command again with this build (--out in head/, a fresh --bf16-cache there), "
                      "from the current folder, so run premerge where the base's commands ran (the repository root); "
                      "a replay that fails to run or write its receipt is a regression");

@@ -979,7 +979,9 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.label = b["kind"].get<std::string>() + " " + stem;
     c.base_file = file_of(o.base_dir, stem + ".json");
     c.base_verdict = b["verdict"].get<std::string>();
-    if (o.skip_gates) {
+    // --skip-gates replays nothing; a --head folder's receipt of the gate is compared all the
+    // same (nothing was skipped there), and only a gate the folder lacks is not replayed.
+    if (o.skip_gates && !head_gates.count(stem)) {
       c.notes.push_back("not replayed (--skip-gates)");
       all.push_back(c);
       continue;

@@ -51,7 +51,8 @@ struct PremergeOptions {
   double max_slowdown_short = 1.25;  // for launch-bound rows (below short_row_us)
   double short_row_us = 20;
   bool allow_contract_changes = false;
-  bool skip_gates = false;  // --skip-gates: do not replay the base's serve-gate / kv-gate receipts
+  bool skip_gates = false;  // --skip-gates: do not replay the base's serve-gate / kv-gate receipts (a --head
+                            // folder's gate receipts are compared all the same)
   std::vector<std::string> contracts;  // --contracts: only these (empty: every contract)
   std::string script_dir = "tools";    // bench attention's bench_sdpa.py
   std::string base_bin;                // --base-bin: tf-cuda-test built from the base receipts' commit

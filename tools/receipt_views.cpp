@@ -609,6 +609,34 @@ std::vector<std::string> gate_command_sans_backend(const std::vector<std::string
   return out;
 }
 
+GateMeaning gate_meaning(const std::vector<std::string>& cmd) {
+  // Options that take no value (a word after them is the next argument); every other option
+  // takes one, as "--x v" or "--x=v".
+  static const std::set<std::string> flags = {"--bf16-only", "--quiet"};
+  // What does not change the measurement: the files a run writes, its progress lines, the store
+  // of its bf16 arm, and the backend (compared by the device rules).
+  static const std::set<std::string> ignored = {"--out", "--junit", "--quiet", "--bf16-cache", "--backend"};
+  GateMeaning m;
+  if (cmd.empty()) return m;
+  m.subcommand = cmd[0];
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a.size() > 2 && a.rfind("--", 0) == 0) {
+      std::string name = a, value;
+      if (const size_t eq = a.find('='); eq != std::string::npos) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+      } else if (!flags.count(a) && i + 1 < cmd.size()) {
+        value = cmd[++i];
+      }
+      if (!ignored.count(name)) m.options[name].push_back(value);
+    } else {
+      m.positional.push_back(a);
+    }
+  }
+  return m;
+}
+
 std::vector<std::string> replay_args(const json& r, const std::string& out_file, const std::string& cache,
                                      std::string* why) {
   std::vector<std::string> out = gate_command(r, why);
@@ -738,11 +766,39 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
       for (const auto& w : v) s += (s.empty() ? "" : " ") + w;
       return s;
     };
-    if (!cb.empty() && !ch.empty() && gate_command_sans_backend(cb) != gate_command_sans_backend(ch))
-      regress.push_back("another command: the base ran `" + words(cb) + "`, the head `" + words(ch) + "`");
-    else if (!cb.empty() && ch.empty())  // a head whose command cannot be read could stand for any gate
-      regress.push_back("the head's command cannot be read (" + wh + "); the base ran `" + words(cb) + "`");
     const std::string fb = base.value("fixture_sha256", std::string()), fh = head.value("fixture_sha256", std::string());
+    if (!cb.empty() && !ch.empty()) {
+      // What the two commands mean, not how they were typed: the subcommand, the options that
+      // change the measurement (option -> values, in any order; gate_meaning), the fixture by
+      // its content (fixture_sha256, below) and any further argument word for word.
+      const GateMeaning mb = gate_meaning(cb), mh = gate_meaning(ch);
+      std::vector<std::string> diffs;
+      if (mb.subcommand != mh.subcommand) diffs.push_back(mb.subcommand + " -> " + mh.subcommand);
+      auto values = [](const std::map<std::string, std::vector<std::string>>& m, const std::string& k) {
+        if (!m.count(k)) return std::string("none");
+        std::string s;
+        for (const auto& v : m.at(k)) s += (s.empty() ? "" : " ") + (v.empty() ? std::string("(set)") : v);
+        return s;
+      };
+      std::set<std::string> names;
+      for (const auto& [k, v] : mb.options) names.insert(k);
+      for (const auto& [k, v] : mh.options) names.insert(k);
+      for (const auto& k : names)
+        if (!mb.options.count(k) || !mh.options.count(k) || mb.options.at(k) != mh.options.at(k))
+          diffs.push_back(k + " " + values(mb.options, k) + " -> " + values(mh.options, k));
+      const std::vector<std::string> rb(mb.positional.begin() + std::min<size_t>(1, mb.positional.size()),
+                                        mb.positional.end()),
+          rh(mh.positional.begin() + std::min<size_t>(1, mh.positional.size()), mh.positional.end());
+      if (mb.positional.empty() != mh.positional.empty() || rb != rh) diffs.push_back("the arguments differ");
+      if (!diffs.empty())
+        regress.push_back("another command: the base ran `" + words(cb) + "`, the head `" + words(ch) + "` (" +
+                          joined(json(diffs), "; ") + ")");
+      else if (!mb.positional.empty() && mb.positional[0] != mh.positional[0] && fb == fh)
+        notes.push_back("the fixture is spelled " + mb.positional[0] + " in the base and " + mh.positional[0] +
+                        " in the head: the same file content (fixture_sha256)");
+    } else if (!cb.empty() && ch.empty()) {  // a head whose command cannot be read could stand for any gate
+      regress.push_back("the head's command cannot be read (" + wh + "); the base ran `" + words(cb) + "`");
+    }
     if (fb != fh)
       notes.push_back("the fixture changed (sha256 " + (fb.empty() ? "-" : fb.substr(0, 12)) + " -> " +
                       (fh.empty() ? "-" : fh.substr(0, 12)) + "): the two measure different fixtures");

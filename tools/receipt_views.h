@@ -2,6 +2,7 @@
 // into a pull request) and `tf-cuda-test diff` (what changed between two receipts of the
 // same contract or bench, and whether any of it is a regression).
 #pragma once
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -40,6 +41,16 @@ struct ReceiptDiff {
 std::vector<std::string> gate_command(const nlohmann::json& r, std::string* why);
 // A gate_command without its --backend option: what two runs of one gate on two backends share.
 std::vector<std::string> gate_command_sans_backend(const std::vector<std::string>& cmd);
+// What a gate_command means, however it was typed: its subcommand, the options that change the
+// measurement (option -> its values in the order given, "--x v" and "--x=v" alike; --out, --junit,
+// --quiet, --bf16-cache and --backend left out) and its other words in order (the fixture first).
+// diff compares two gate receipts' commands by this, and their fixtures by fixture_sha256.
+struct GateMeaning {
+  std::string subcommand;
+  std::map<std::string, std::vector<std::string>> options;  // a flag's value is ""
+  std::vector<std::string> positional;
+};
+GateMeaning gate_meaning(const std::vector<std::string>& cmd);
 // Whether a head's bench target is judged by a looser limit than its base's (another direction,
 // or a limit past the base's): a head is judged by its own limits, so this would meet a target
 // with the same value. diff and premerge count it as a regression.
@@ -52,8 +63,9 @@ std::vector<std::string> replay_args(const nlohmann::json& r, const std::string&
                                      std::string* why);
 
 // BASE and HEAD must be the same kind and name (else an error naming both). For serve-gate and
-// kv-gate receipts the diff also counts as regressions: another command (gate_command, the
-// backend aside), an ok gate that checks fewer on the same device, and for kv-gate a depth
+// kv-gate receipts the diff also counts as regressions: another command (gate_meaning: another
+// subcommand, a measuring option of another value, added or removed, another argument after the
+// fixture; the fixture itself is compared by fixture_sha256, its path only noted), an ok gate that checks fewer on the same device, and for kv-gate a depth
 // removed or worse (mean or worst-token KL above max(1.25 base, base + 0.1 bar), top-1
 // agreement down by more than max(0.02, 2 / rows)) and a recall probe recalled -> lost,
 // uninformative or removed. A changed fixture_sha256 is a note.

@@ -509,7 +509,19 @@ json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-fp8.json" "$tmp/kvdup.
     python3 -c "
 import json, sys; r = json.load(open(sys.argv[1])); p = next(p for p in r['kv']['recall'] if p['outcome'] == 'lost'); p['outcome'] = 'recalled'
 json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-q4.json" "$tmp/kvout.json"
-    expect 2 "'recalled' contradicts bf16.recalled true and quant.recalled false" "$bin" report "$tmp/kvout.json" ;;
+    expect 2 "'recalled' contradicts bf16.recalled true and quant.recalled false" "$bin" report "$tmp/kvout.json"
+    # A gate receipt's own fields (serve-gate's arms, arm_fields; both gates' fixture, sha256 and
+    # model): refused by report and diff alike, the file and the field named.
+    ged() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2; json.dump(r, open(sys.argv[2],'w'))" "$1" "$tmp/g.json"; }
+    ged "$h200/serve-ci.json" "r['arms']='x'"; expect 2 "$tmp/g.json: arms: expected an array, got a string" "$bin" report "$tmp/g.json"
+    expect 2 "$tmp/g.json: arms: expected an array" "$bin" diff "$h200/serve-ci.json" "$tmp/g.json"
+    ged "$h200/serve-ci.json" "r['arms'][0]['format']='fp7'"
+    expect 2 "$tmp/g.json: arms[0].format: 'fp7' is not one of bf16, fp8, q4, mxfp4" "$bin" diff "$h200/serve-ci.json" "$tmp/g.json"
+    ged "$h200/serve-ci.json" "r['arms'][0]['decode_tok_s']='fast'"
+    expect 2 "arms[0].decode_tok_s: expected a number, got a string" "$bin" report "$tmp/g.json"
+    ged "$h200/serve-ci.json" "del r['fixture_sha256']"; expect 2 "$tmp/g.json: fixture_sha256: missing" "$bin" report "$tmp/g.json"
+    ged "$h200/serve-ci.json" "r['arm_fields']=5"; expect 2 "arm_fields: expected an object, got a number" "$bin" report "$tmp/g.json"
+    ged "$h200/kv-gate-fp8.json" "r['fixture']=1"; expect 2 "$tmp/g.json: fixture: expected a string, got a number" "$bin" report "$tmp/g.json" ;;
   # diff: the rules that judge a head by its own numbers (a looser limit or bar, a command that
   # cannot be read, a verification dropped, fewer checks of the same cases) and the same-device
   # rules on one device whatever its driver.

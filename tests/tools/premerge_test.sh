@@ -23,8 +23,10 @@
 #              is slower in every round), targets and verdicts are notes
 #   gates      a base's serve-gate / kv-gate receipts: replayed by the head and diffed (cpu, kv-gate on
 #              fixtures/kv/ci.json); with --head a control gone green or a missing receipt is a regression,
-#              --skip-gates lists them; a replay refused (fixture gone) or a command not the gate's is a
-#              regression; a gate receipt of another backend is refused (exit 2)
+#              --skip-gates lists them (but compares a gate receipt the --head folder holds); a replay
+#              refused (fixture gone) or a command not the gate's is a regression, and another option
+#              value (--format) is another command while the same command typed otherwise is not; a
+#              gate receipt of another backend is refused (exit 2)
 #   main-head  main's cpu receipts (ARG: the folder cli.kernel_contract wrote) against reports/cpu:
 #              exit 0, premerge.md says PASS; ARG2: the --out-dir (junit.xml in it)
 #   mutant     TF_CUDA_TEST is a mutant build (E4M3 truncation): premerge --contracts fp8-rows
@@ -308,9 +310,17 @@ case "$case_" in
     expect 1 "kv-gate kv-ci-q4: kv depth 160: mean KL" -- --base "$d/base" --head "$d/hworse" --contracts rows-invariant \
       --out-dir "$d/out2w"
     mkdir "$d/hcmd" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hcmd/"
-    edit "$d/hcmd/kv-ci-q4.json" "r['argv'][2]='fixtures/kv/other.json'"
+    edit "$d/hcmd/kv-ci-q4.json" "a=r['argv']; a[a.index('--format')+1]='fp8'"
     expect 1 "kv-gate kv-ci-q4: another command: the base ran \`kv-gate fixtures/kv/ci.json" -- --base "$d/base" \
       --head "$d/hcmd" --contracts rows-invariant --out-dir "$d/out2c"
+    grep -q '(--format q4 -> fp8)' "$d/out2c/premerge.md" || fail "another command: the option that differs is not named"
+    # The same command typed otherwise (the fixture as ./fixtures/..., the options in another order,
+    # --out=FILE): the same gate, compared as such (the fixture by its sha256).
+    mkdir "$d/hspell" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hspell/"
+    edit "$d/hspell/kv-ci-q4.json" "r['argv']=[r['argv'][0], 'kv-gate', '--backend', 'cpu', '--format', 'q4', './fixtures/kv/ci.json', '--out=x.json']"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hspell" --contracts rows-invariant --out-dir "$d/out2s"
+    grep -q 'the fixture is spelled fixtures/kv/ci.json in the base and ./fixtures/kv/ci.json in the head' \
+      "$d/out2s/premerge.md" || fail "the fixture's other spelling is not noted"
     mkdir "$d/hback" && cp "$d/out/head/rows-invariant.json" "$d/out/head/kv-ci-q4.json" "$d/hback/"
     edit "$d/hback/kv-ci-q4.json" "r['backend']='cuda'"
     expect 2 "backend mismatch inside the head: $d/hback/kv-ci-q4.json ran on cuda" -- --base "$d/base" --head "$d/hback" \
@@ -323,6 +333,13 @@ case "$case_" in
       --contracts rows-invariant --out-dir "$d/out4"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/hnone" --contracts rows-invariant --skip-gates --out-dir "$d/out5"
     grep -q 'not replayed (--skip-gates)' "$d/out5/premerge.md" || fail "--skip-gates: not listed as not replayed"
+    # --skip-gates replays nothing, but a gate receipt the --head folder holds is compared all the
+    # same: its control gone green is a regression, not "not replayed".
+    expect 1 "kv-gate kv-ci-q4: control" -- --base "$d/base" --head "$d/hgreen" --contracts rows-invariant --skip-gates \
+      --out-dir "$d/out5g"
+    if grep -q 'not replayed' "$d/out5g/premerge.md"; then fail "--skip-gates with --head: a present gate receipt listed as not replayed"; fi
+    grep -q '^| kv-gate kv-ci-q4 | fail -> fail | 1 |' "$d/out5g/premerge.md" ||
+      fail "--skip-gates with --head: the gate receipt is not compared: $(grep kv-gate "$d/out5g/premerge.md")"
     # A replay that cannot run: a fixture gone (the command exits 2), a command that is not the gate's.
     cp -r "$d/base" "$d/gone"
     cp "$d/base/kv-ci-q4.json" "$d/gone/kv-gone.json"

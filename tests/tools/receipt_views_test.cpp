@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 
@@ -633,6 +634,137 @@ TEST(ReceiptViews, GateDiffCommandsChecksAndFixture) {
   d = gate_diff(cuda, other);
   EXPECT_EQ(d.regressions, 0) << d.text;
   EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
+}
+
+// diff compares what two gate commands mean: the fixture by its content (fixture_sha256), however
+// its path is spelled, and the options that change the measurement in any order; an option of
+// another value (or one added) is still another command.
+TEST(ReceiptViews, GateDiffComparesWhatTheCommandMeans) {
+  const json base = committed("reports/h200/serve-ci-q4.json");
+  auto with_argv = [&](const json& r, std::vector<std::string> words) {
+    json x = r;
+    x["argv"] = words;
+    return x;
+  };
+  const json b = with_argv(base, {"tf-cuda-test", "serve-gate", "fixtures/serve/ci.json", "--backend", "cuda",
+                                  "--kv-cache", "q4", "--out", "r.json"});
+  // ./ and an absolute path: the same fixture (its sha256), named in a note.
+  for (const char* spelled : {"./fixtures/serve/ci.json", "/home/ci/kc/fixtures/serve/ci.json"}) {
+    SCOPED_TRACE(spelled);
+    ReceiptDiff d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", spelled, "--backend", "cuda",
+                                                  "--kv-cache", "q4"}));
+    EXPECT_EQ(d.regressions, 0) << d.text;
+    EXPECT_FALSE(says(d, "another command")) << d.text;
+    EXPECT_TRUE(says(d, std::string("the fixture is spelled fixtures/serve/ci.json in the base and ") + spelled)) << d.text;
+  }
+  // Options in another order, "--x=v" for "--x v", --junit and --out anywhere.
+  ReceiptDiff d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "--junit", "j.xml", "--kv-cache=q4",
+                                                "--backend", "cuda", "fixtures/serve/ci.json", "--out", "o.json"}));
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_FALSE(says(d, "another command")) << d.text;
+  // Another value of a measuring option, or one dropped: another command, named.
+  d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "fixtures/serve/ci.json", "--kv-cache", "fp8",
+                                    "--backend", "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "another command: the base ran `serve-gate fixtures/serve/ci.json --backend cuda --kv-cache q4`, "
+                      "the head `serve-gate fixtures/serve/ci.json --kv-cache fp8 --backend cuda` (--kv-cache q4 -> fp8)"))
+      << d.text;
+  d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "./fixtures/serve/ci.json", "--backend", "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "(--kv-cache q4 -> none)")) << d.text;
+
+  // kv-gate: the reordering and the spelling of the reviewer's example; --format q4 against fp8.
+  const json kv = committed("reports/h200/kv-gate-ci-q4-cuda.json");
+  const json kb = with_argv(kv, {"tf-cuda-test", "kv-gate", "--backend", "cuda", "--format", "q4", "fixtures/kv/ci.json",
+                                 "--bf16-cache", "c1"});
+  d = gate_diff(kb, with_argv(kv, {"tf-cuda-test", "kv-gate", "./fixtures/kv/ci.json", "--format", "q4", "--backend",
+                                   "cuda", "--bf16-cache=c2", "--out", "kv.json"}));
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_FALSE(says(d, "another command")) << d.text;
+  d = gate_diff(kb, with_argv(kv, {"tf-cuda-test", "kv-gate", "fixtures/kv/ci.json", "--format", "fp8", "--backend",
+                                   "cuda"}));
+  EXPECT_EQ(d.regressions, 1) << d.text;
+  EXPECT_TRUE(says(d, "(--format q4 -> fp8)")) << d.text;
+  // The same path with another content stays a note (the fixture changed), not another command.
+  json changed = kb;
+  changed["fixture_sha256"] = std::string(64, 'a');
+  d = gate_diff(kb, changed);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
+
+  // What the words mean, option by option.
+  const GateMeaning m = gate_meaning({"kv-gate", "--quiet", "a.json", "--format=q4", "--bf16-only", "--out", "x"});
+  EXPECT_EQ(m.subcommand, "kv-gate");
+  EXPECT_EQ(m.positional, std::vector<std::string>{"a.json"});
+  EXPECT_EQ(m.options, (std::map<std::string, std::vector<std::string>>{{"--format", {"q4"}}, {"--bf16-only", {""}}}));
+}
+
+// Receipt::check reads the fields that only gate receipts carry, as the writers write them
+// (engine/serve_gate.cpp, engine/kv_gate.cpp): each mutation exits 2 naming the field.
+TEST(ReceiptViews, GateReceiptFieldsAreChecked) {
+  const json sg = committed("reports/h200/serve-ci.json");
+  ASSERT_TRUE(Receipt::check(sg, "sg.json").ok) << Receipt::check(sg, "sg.json").message;
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"arms a string", [](json& r) { r["arms"] = "x"; }, "sg.json: arms: expected an array, got a string"},
+      {"arms removed", [](json& r) { r.erase("arms"); }, "sg.json: arms: missing"},
+      {"an arm's format", [](json& r) { r["arms"][0]["format"] = "fp7"; },
+       "sg.json: arms[0].format: 'fp7' is not one of bf16, fp8, q4, mxfp4"},
+      {"decode_tok_s as text", [](json& r) { r["arms"][0]["decode_tok_s"] = "fast"; },
+       "sg.json: arms[0].decode_tok_s: expected a number, got a string"},
+      {"a token as text", [](json& r) { r["arms"][1]["tokens"][0][0] = "a"; },
+       "sg.json: arms[1].tokens[0][0]: expected an integer, got a string"},
+      {"a negative count", [](json& r) { r["arms"][0]["rounds"] = -3; }, "sg.json: arms[0].rounds: negative count -3"},
+      {"a time below 0", [](json& r) { r["arms"][0]["wall_s"] = -1.0; }, "sg.json: arms[0].wall_s: below 0"},
+      {"a draft count", [](json& r) {
+         for (auto& a : r["arms"])
+           if (a.contains("draft")) {
+             a["draft"]["accepted"] = 1.5;
+             break;
+           }
+       },
+       ".draft.accepted: expected an integer, got a number"},
+      {"fixture a number", [](json& r) { r["fixture"] = 5; }, "sg.json: fixture: expected a string, got a number"},
+      {"model a number", [](json& r) { r["model"] = 5; }, "sg.json: model: expected a string, got a number"},
+      {"arm_fields a number", [](json& r) { r["arm_fields"] = 5; }, "sg.json: arm_fields: expected an object, got a number"},
+      {"arm_fields of a number", [](json& r) { r["arm_fields"]["wall_s"] = 5; },
+       "sg.json: arm_fields.wall_s: expected a string, got a number"},
+      {"fixture_sha256 removed", [](json& r) { r.erase("fixture_sha256"); }, "sg.json: fixture_sha256: missing"},
+      {"fixture_sha256 not a sha256", [](json& r) { r["fixture_sha256"] = "abc"; },
+       "sg.json: fixture_sha256: expected 64 lowercase hex digits"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    json bad = sg;
+    k.edit(bad);
+    const Status st = Receipt::check(bad, "sg.json");
+    EXPECT_FALSE(st.ok);
+    EXPECT_NE(st.message.find(k.says), std::string::npos) << st.message;
+  }
+  // What a cpu run writes: no device memory (null), no time to first token taken (null).
+  json cpu = sg;
+  cpu["arms"][0]["peak_device_memory_bytes"] = nullptr;
+  cpu["arms"][0]["time_to_first_token_unwarmed_s"] = nullptr;
+  EXPECT_TRUE(Receipt::check(cpu, "sg.json").ok) << Receipt::check(cpu, "sg.json").message;
+  // A receipt from before the arms' later fields (reports/cpu-serve/serve-ci.json) still loads.
+  const json old = committed("reports/cpu-serve/serve-ci.json");
+  EXPECT_TRUE(Receipt::check(old, "old.json").ok) << Receipt::check(old, "old.json").message;
+
+  const json kv = committed("reports/h200/kv-gate-ci-q4-cuda.json");
+  for (const char* k : {"fixture", "model"}) {
+    json bad = kv;
+    bad[k] = 1;
+    const Status st = Receipt::check(bad, "kv.json");
+    EXPECT_NE(st.message.find(std::string("kv.json: ") + k + ": expected a string, got a number"), std::string::npos)
+        << st.message;
+  }
+  json bad = kv;
+  bad.erase("fixture_sha256");
+  EXPECT_NE(Receipt::check(bad, "kv.json").message.find("kv.json: fixture_sha256: missing"), std::string::npos);
 }
 
 // Receipt::check: a kv depth's verdict is its bar's, mean and worst-token KL at or under it.
