@@ -932,5 +932,26 @@ int run_main(int argc, char** argv) {
     std::cout << "  " << name << ": " << (rc == 0 ? "pass" : "FAIL") << "\n";
     worst = std::max(worst, rc);
   }
+  // JSON files in --out-dir that this run did not write (an earlier run's, a contract's that
+  // is gone): `report DIR/*.json` would read them beside this run's. Named, never removed.
+  {
+    std::set<std::string> wrote = {"serve-gate.json"};
+    for (auto& [c, s] : subs) wrote.insert(c->name + ".json");
+    std::vector<std::string> other;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(o.out_dir, ec)) {
+      const std::string f = e.path().filename().string();
+      if (e.path().extension() == ".json" && e.is_regular_file(ec) && !wrote.count(f)) other.push_back(f);
+    }
+    std::sort(other.begin(), other.end());
+    if (!other.empty()) {
+      std::cerr << "tf-cuda-test: note: --out-dir " << o.out_dir << " also holds " << other.size()
+                << " JSON file" << (other.size() == 1 ? "" : "s") << " this run did not write (report "
+                << (std::filesystem::path(o.out_dir) / "*.json").string() << " would read them too):";
+      for (size_t i = 0; i < other.size() && i < 10; ++i) std::cerr << " " << other[i];
+      if (other.size() > 10) std::cerr << " and " << other.size() - 10 << " more";
+      std::cerr << "\n";
+    }
+  }
   return write_junit(worst);
 }

@@ -442,11 +442,17 @@ PY
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL. --quiet prints no progress on stderr, the serve gate's arm
   # and control lines included (they were printed); the FAIL lines are results, printed.
+  # The same run's --out-dir held a receipt of an earlier run: the run names it (a note on
+  # stderr, printed under --quiet too) and leaves it; its own receipts are not named.
   kc-serve-gate-fails)
     serve_fixture "$tmp/sg.json" "$SMALL; f['golden'] = {'bf16': f['golden']['bf16'][:3]}" || fail "could not write the fixture"
+    mkdir -p "$tmp/k" && cp "$h200/fp8-rows.json" "$tmp/k/old-contract.json"
     out=$("$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/k" 2>"$tmp/err"); rc=$?
-    grep -v '^FAIL ' "$tmp/err" > "$tmp/progress"
+    grep -v -e '^FAIL ' -e '^tf-cuda-test: note: ' "$tmp/err" > "$tmp/progress"
     [ ! -s "$tmp/progress" ] || fail "kernel-contract --quiet printed progress on stderr: $(head -5 "$tmp/progress")"
+    grep -q "^tf-cuda-test: note: --out-dir $tmp/k also holds 1 JSON file this run did not write.*: old-contract.json\$" "$tmp/err" \
+      || fail "the earlier run's receipt was not named (alone): $(grep note "$tmp/err")"
+    [ -f "$tmp/k/old-contract.json" ] && [ -f "$tmp/k/fp8-rows.json" ] || fail "a receipt is missing from --out-dir"
     for c in fp8-rows qwen-pages q4-rows scale-planes mxfp4-rows arena-offsets rows-invariant; do
       case "$out" in *"  $c: pass"*) ;; *) fail "contract $c did not pass, so the exit code says nothing of the serve gate: $out";; esac
     done
