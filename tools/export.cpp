@@ -4,6 +4,7 @@
 // embedding, SDPA in float64). See export.h.
 #include "tools/export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -117,6 +118,24 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
   if (fs::exists(mpath)) {
     std::cerr << "tf-cuda-test: error: export: --out " << mpath << ": cannot remove the previous manifest\n";
     return 2;
+  }
+  // So are a previous export's case files (caseN.safetensors, the names this command writes):
+  // an export of fewer cases into the same folder left the extra ones behind. No other file
+  // of the folder is touched.
+  std::vector<fs::path> previous;
+  for (const auto& e : fs::directory_iterator(out_dir, ec)) {
+    const std::string f = e.path().filename().string();
+    std::error_code rec;
+    if (f.size() > 16 && f.rfind("case", 0) == 0 && f.ends_with(".safetensors") &&
+        std::all_of(f.begin() + 4, f.end() - 12, [](char ch) { return ch >= '0' && ch <= '9'; }) && e.is_regular_file(rec))
+      previous.push_back(e.path());
+  }
+  for (const fs::path& f : previous) {
+    std::error_code rec;
+    if (!fs::remove(f, rec)) {
+      std::cerr << "tf-cuda-test: error: export: --out " << f.string() << ": cannot remove the previous export's file\n";
+      return 2;
+    }
   }
   nlohmann::json manifest;
   manifest["schema"] = "kernel-contracts/export/1";

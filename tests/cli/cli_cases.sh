@@ -320,6 +320,12 @@ assert len(m['cases']) == 3, 'cases'
 assert m['seed'] == 5 and m['receipt_head']['git']['commit'], 'seed or git'
 assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
 " "$tmp/e/manifest.json" || fail "manifest.json incomplete"
+    # Again into the same folder with one case: the previous export's case files go (the oracle
+    # reads what the manifest lists, a reader of the folder would see them), any other file stays.
+    : > "$tmp/e/notes.txt"; : > "$tmp/e/case1.safetensors.bak"
+    expect 0 "export: 1 cases of qwen-pages on cpu" "$bin" export qwen-pages --backend cpu --cases 1 --seed 5 --out "$tmp/e"
+    [ "$(ls "$tmp/e" | tr '\n' ' ')" = "case0.safetensors case1.safetensors.bak manifest.json notes.txt " ] ||
+      fail "re-export left: $(ls "$tmp/e" | tr '\n' ' ')"
     # fp8 cases: the stored V rows decode (E4M3 code x the row's v_scale) to the V given, within
     # E4M3's half ulp of each row's largest value (V is stored unrotated); K's scales are others.
     "$bin" export qwen-pages --backend cpu --cases 8 --seed 5 --out "$tmp/f" >/dev/null 2>&1 ||
