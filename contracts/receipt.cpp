@@ -392,6 +392,18 @@ bool check_receipt(const json& r, Checker& c) {
     if (k["red"].get<bool>() && k.contains("errors") && !k["errors"].empty())
       return c.fail(at + ".red", "true, but the control had errors (an error is not a catch)");
   }
+  // A control is caught by gates of the run: each name in caught_by is one of the receipt's
+  // gates. (tools/sanitize.py's receipts, of kind contract but no contract run, name the
+  // sanitizer that caught each plant instead.)
+  if (r["kind"] != "contract" || from_contract_run(r)) {
+    std::set<std::string> gate_names;
+    for (const json& g : r["gates"]) gate_names.insert(g["name"].get<std::string>());
+    for (size_t i = 0; i < r["controls"].size(); ++i)
+      for (const json& by : r["controls"][i]["caught_by"])
+        if (!gate_names.count(by.get<std::string>()))
+          return c.fail("controls[" + std::to_string(i) + "].caught_by",
+                        "'" + by.get<std::string>() + "' is not a gate of this receipt");
+  }
   if (is_bench_doc(r)) {
     if (!c.field(r, "", "rows", Want::array) || !c.field(r, "", "targets", Want::array)) return false;
     for (size_t i = 0; i < r["rows"].size(); ++i) {

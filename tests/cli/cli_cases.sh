@@ -711,7 +711,11 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
     ed "$h200/kv-gate-long-fp8.json" "d=[d for d in r['kv']['depths'] if d['verdict']=='pass'][0]; d['mean_kl']=5.0"
     expect 2 "].verdict: 'pass' contradicts mean_kl 5 > " "$bin" report "$tmp/e.json"
     ed "$h200/kv-gate-fp8.json" "r['kv']['depths'][0]['verdict']='maybe'"
-    expect 2 "kv.depths[0].verdict: 'maybe' is not one of pass, fail" "$bin" report "$tmp/e.json" ;;
+    expect 2 "kv.depths[0].verdict: 'maybe' is not one of pass, fail" "$bin" report "$tmp/e.json"
+    # a control caught by a gate the receipt does not have (the contract run's; sanitize's name tools)
+    ed "$h200/fp8-rows.json" "r['controls'][0]['caught_by'] = ['no-such-gate']"
+    expect 2 "controls[0].caught_by: 'no-such-gate' is not a gate of this receipt" "$bin" report "$tmp/e.json"
+    expect 0 "" "$bin" report "$h200/sanitize.json" ;;
   # 19. diff: rows timed under two L2 rules (flush, warm) are not compared, and it says so.
   diff-bench-policies)
     python3 -c "
