@@ -44,13 +44,14 @@ void add_counts(json& into, const json& from) {
 bool parse_shard(const std::string& text, int* i, int* n, std::string* why) {
   const size_t slash = text.find('/');
   auto whole = [](const std::string& s, int* v) {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    // Decimal as --cases and --seed take it: no sign, no leading zero ("01/2" is refused).
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || (s.size() > 1 && s[0] == '0')) return false;
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
     return ec == std::errc() && p == s.data() + s.size();
   };
   if (slash == std::string::npos || !whole(text.substr(0, slash), i) || !whole(text.substr(slash + 1), n) || *n < 1 ||
       *n > 1024 || *i < 1 || *i > *n) {
-    *why = "--shard '" + text + "': expected i/n with 1 <= i <= n <= 1024 (e.g. 2/4: the second of four shards)";
+    *why = "--shard '" + text + "': expected i/n with 1 <= i <= n <= 1024, decimal without leading zeros (e.g. 2/4: the second of four shards)";
     return false;
   }
   return true;

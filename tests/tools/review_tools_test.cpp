@@ -325,7 +325,7 @@ TEST(Shard, Parse) {
   EXPECT_TRUE(parse_shard("2/4", &i, &n, &why));
   EXPECT_EQ(i, 2);
   EXPECT_EQ(n, 4);
-  for (const char* bad : {"0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/2/3", " 1/2"})
+  for (const char* bad : {"0/2", "3/2", "1/0", "x", "1/", "/2", "-1/2", "1/2/3", " 1/2", "01/2", "1/02", "00/1"})
     EXPECT_FALSE(parse_shard(bad, &i, &n, &why)) << bad;
 }
 
