@@ -55,6 +55,7 @@ CROSS = {
         r": gates\[\d+\]\.status: .* contradicts its counts",
         r": gates\[\d+\]\.worst\.ratio: .* contradicts failed = 0",
         r": controls\[\d+\]\.red: true, but ",
+        r": controls\[\d+\]\.caught_by: .* is not a gate of this receipt$",
         r": (gates|controls|targets)\[\d+\]\.name: .* appears twice$",
         r": targets\[\d+\]\.met: (true|false) contradicts value",
         r": kv\.depths\[\d+\]\.depth: .* appears twice$",
