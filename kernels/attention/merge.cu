@@ -155,10 +155,13 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
-  auto kern = [&]<int U>() { return kept ? attention_merge_kernel<true, U> : attention_merge_kernel<false, U>; };
   const int u = merge_batch(max_chunks, kept);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, u == 64 ? kern.template operator()<64>() : u == 32 ? kern.template operator()<32>()
-                                                                                       : kern.template operator()<16>(),
+  // Kept partials take the batch of 16 only (merge_batch), so only those kernels exist.
+  const auto kern = kept ? attention_merge_kernel<true, kMergeBatch>
+                    : u == 64 ? attention_merge_kernel<false, 64>
+                    : u == 32 ? attention_merge_kernel<false, 32>
+                              : attention_merge_kernel<false, kMergeBatch>;
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern,
                                  p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
 #ifdef KC_PLANT_MERGE_READ_UNWRITTEN
