@@ -528,7 +528,7 @@ json.dump(r, open(sys.argv[2], 'w'))" "$h200/kv-gate-long-q4.json" "$tmp/kvout.j
     ged "$h200/serve-ci.json" "r['arms']='x'"; expect 2 "$tmp/g.json: arms: expected an array, got a string" "$bin" report "$tmp/g.json"
     expect 2 "$tmp/g.json: arms: expected an array" "$bin" diff "$h200/serve-ci.json" "$tmp/g.json"
     ged "$h200/serve-ci.json" "r['arms'][0]['format']='fp7'"
-    expect 2 "$tmp/g.json: arms[0].format: 'fp7' is not one of bf16, fp8, q4, mxfp4" "$bin" diff "$h200/serve-ci.json" "$tmp/g.json"
+    expect 2 "$tmp/g.json: arms[0].format: \"fp7\" is not one of bf16, fp8, q4, mxfp4 (receipt schema)" "$bin" diff "$h200/serve-ci.json" "$tmp/g.json"
     ged "$h200/serve-ci.json" "r['arms'][0]['decode_tok_s']='fast'"
     expect 2 "arms[0].decode_tok_s: expected a number, got a string" "$bin" report "$tmp/g.json"
     ged "$h200/serve-ci.json" "del r['fixture_sha256']"; expect 2 "$tmp/g.json: fixture_sha256: missing" "$bin" report "$tmp/g.json"

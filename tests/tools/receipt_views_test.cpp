@@ -713,13 +713,13 @@ TEST(ReceiptViews, GateReceiptFieldsAreChecked) {
       {"arms a string", [](json& r) { r["arms"] = "x"; }, "sg.json: arms: expected an array, got a string"},
       {"arms removed", [](json& r) { r.erase("arms"); }, "sg.json: arms: missing"},
       {"an arm's format", [](json& r) { r["arms"][0]["format"] = "fp7"; },
-       "sg.json: arms[0].format: 'fp7' is not one of bf16, fp8, q4, mxfp4"},
+       "sg.json: arms[0].format: \"fp7\" is not one of bf16, fp8, q4, mxfp4 (receipt schema)"},
       {"decode_tok_s as text", [](json& r) { r["arms"][0]["decode_tok_s"] = "fast"; },
        "sg.json: arms[0].decode_tok_s: expected a number, got a string"},
       {"a token as text", [](json& r) { r["arms"][1]["tokens"][0][0] = "a"; },
        "sg.json: arms[1].tokens[0][0]: expected an integer, got a string"},
-      {"a negative count", [](json& r) { r["arms"][0]["rounds"] = -3; }, "sg.json: arms[0].rounds: negative count -3"},
-      {"a time below 0", [](json& r) { r["arms"][0]["wall_s"] = -1.0; }, "sg.json: arms[0].wall_s: below 0"},
+      {"a negative count", [](json& r) { r["arms"][0]["rounds"] = -3; }, "sg.json: arms[0].rounds: -3 is below the minimum 0 (receipt schema)"},
+      {"a time below 0", [](json& r) { r["arms"][0]["wall_s"] = -1.0; }, "sg.json: arms[0].wall_s: -1.0 is below the minimum 0 (receipt schema)"},
       {"a draft count", [](json& r) {
          for (auto& a : r["arms"])
            if (a.contains("draft")) {
