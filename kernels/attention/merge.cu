@@ -1,8 +1,7 @@
 // Split-K merge kernel. Host twin: attention_merge_host (attention/twin.cpp); contract:
 // qwen-pages.
 //
-// attention_merge_kernel: block per (q head, row) or, when that grid leaves most SMs idle, per
-//   (q head x slice of its elements, row); a thread per output element; chunks
+// attention_merge_kernel: block per (q head, row), a thread per output element; chunks
 //   merged in chunk order: M = max of m, L = sum l * expf(m - M),
 //   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN). Every
 //   chunk below nc has keys (l >= 1 when its scores are finite); a chunk is never skipped
@@ -36,7 +35,7 @@ namespace kc {
 // than 16 there at b1 x 128K, where the others gain 2-4 % over 16 (same call).
 constexpr int kMergeTile = 256, kMergeBatch = 16;
 constexpr int merge_batch(int max_chunks, bool kept) {
-  return kept ? kMergeBatch : max_chunks > 64 ? 128 : max_chunks > 32 ? 64 : max_chunks > 16 ? 32 : kMergeBatch;
+  return kept ? kMergeBatch : max_chunks > 32 ? 64 : max_chunks > 16 ? 32 : kMergeBatch;
 }
 // kKept: the partial kept its outputs in L2 (attn_keeps_partials): they are read with an
 // evict_first policy, so that they leave L2 first once read.
@@ -45,10 +44,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
                                        const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[kMaxHeadDim];
   __shared__ float tl[kMergeTile], tm[kMergeTile], tw[kMergeTile], wmax[kMaxHeadDim / 32];
-  // Block (q head x slice, row): S = gridDim.x / q_heads slices of the head's d elements, nt =
-  // d / S threads (whole warps, at least two), thread t the element j = slice nt + t.
-  const int S = gridDim.x / p.q_heads, nt = blockDim.x, t = threadIdx.x;
-  const int qh = blockIdx.x / S, r = blockIdx.y, j = (blockIdx.x % S) * nt + t, lane = t & 31;
+  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
@@ -70,7 +66,7 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   };
   load_batch(0, min(nc, kMergeTile));
   float M = -INFINITY;
-  for (int c = t; c < nc; c += nt) {
+  for (int c = j; c < nc; c += d) {
     const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
     if (c < kMergeTile) tl[c] = lc, tm[c] = mc;
 #ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
@@ -81,27 +77,27 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
 #endif
   }
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
-  if (lane == 0) wmax[t / 32] = M;
+  if (lane == 0) wmax[j / 32] = M;
 #if defined(KC_PLANT_MERGE_BARRIER_TWO_SITES)  // sanitizer control (tools/sanitize.py): synccheck must see the
   // block's warps meet one barrier at two instructions (the first warp at one, the rest at another);
   // bar.sync is the aligned barrier, so that is an error even where the hardware lets it pass
-  if (t < 32) asm volatile("bar.sync 0;" ::: "memory");
+  if (j < 32) asm volatile("bar.sync 0;" ::: "memory");
   else asm volatile("bar.sync 0;" ::: "memory");
 #elif !defined(KC_PLANT_MERGE_NO_BARRIER)  // sanitizer control (tools/sanitize.py): racecheck must see the hazard
   __syncthreads();  // also: the first tile's m and l are staged
 #endif
   M = -INFINITY;
-  for (int w = 0; w < nt / 32; ++w) M = fmaxf(M, wmax[w]);
+  for (int w = 0; w < d / 32; ++w) M = fmaxf(M, wmax[w]);
   // Each chunk's weight expf(m - M), once per block (it is the same for every element j):
   // the first tile's here, the others' as they are staged.
-  for (int c = t; c < min(nc, kMergeTile); c += nt) tw[c] = expf(tm[c] - M);
+  for (int c = j; c < min(nc, kMergeTile); c += d) tw[c] = expf(tm[c] - M);
   __syncthreads();
   float L = 0.0f, acc = 0.0f;
   for (int t0 = 0; t0 < nc; t0 += kMergeTile) {
     const int tn = min(kMergeTile, nc - t0);
     if (t0 > 0) {
       __syncthreads();  // the previous tile is consumed
-      for (int c = t; c < tn; c += nt) {
+      for (int c = j; c < tn; c += d) {
         tl[c] = __ldg(pl + base + t0 + c);
         tw[c] = expf(__ldg(pm + base + t0 + c) - M);
       }
@@ -132,11 +128,11 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int d,
   float res = nc > 0 ? acc / L : 0.0f;  // no keys: 0; otherwise a NaN L or acc stays NaN
 #endif
   if (unrotate) {  // q4: the output back to original space, once
-    obuf[t] = res;  // the slice's groups of 32 (slices are whole groups)
+    obuf[j] = res;
     __syncthreads();
-    if (t < nt / 32) hadamard32_inv(obuf + 32 * t);
+    if (j < d / 32) hadamard32_inv(obuf + 32 * j);
     __syncthreads();
-    res = obuf[t];
+    res = obuf[j];
   }
 #ifdef KC_PLANT_MERGE_READ_PAST_END  // sanitizer control (tools/sanitize.py): memcheck must see the read
   if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
@@ -158,21 +154,13 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
                     const float* pl, const float* po, bool unrotate, bool kept, float* out, cudaStream_t s) {
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
-  // Slices: a head's elements split over S blocks while the grid leaves most SMs idle (a batch
-  // of one: 24 to 32 blocks), so that more SMs have partials in flight; each block keeps at
-  // least two warps. A thread's sums are the same whatever S.
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  int S = 1;
-  while (d / S / 2 >= 64 && int64_t(p.q_heads) * n * S < dev.sms) S *= 2;
-  const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads * S, n), dim3(d / S), s, &attr);
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
   const int u = merge_batch(max_chunks, kept);
   // Kept partials take the batch of 16 only (merge_batch), so only those kernels exist.
   const auto kern = kept ? attention_merge_kernel<true, kMergeBatch>
-                    : u == 128 ? attention_merge_kernel<false, 128>
-                    : u == 64  ? attention_merge_kernel<false, 64>
-                    : u == 32  ? attention_merge_kernel<false, 32>
-                               : attention_merge_kernel<false, kMergeBatch>;
+                    : u == 64 ? attention_merge_kernel<false, 64>
+                    : u == 32 ? attention_merge_kernel<false, 32>
+                              : attention_merge_kernel<false, kMergeBatch>;
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern,
                                  p, rows, d, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
