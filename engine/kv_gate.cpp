@@ -932,7 +932,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     err << "kv-gate: bf16 arm (" << (miss == "absent" ? "not stored yet" : "stored copy not used: " + miss) << ")\n";
     const Status st = run_arm(ref, *be, fx, fx.depths, fx.decode_steps, fx.recall, &b16.arm);
     if (!st.ok) {
-      err << "kv-gate: bf16 arm: " << st.message << "\n";
+      err << "tf-cuda-test: error: kv-gate: bf16 arm: " << st.message << "\n";
       return 1;
     }
     const Status ws = store_bf16(base, key,
@@ -966,7 +966,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   {
     const Status st = run_arm(quant, *be, fx, fx.depths, fx.decode_steps, fx.recall, &qa);
     if (!st.ok) {
-      err << "kv-gate: " << cmd.format << " arm: " << st.message << "\n";
+      err << "tf-cuda-test: error: kv-gate: " << cmd.format << " arm: " << st.message << "\n";
       return 1;
     }
   }

@@ -127,7 +127,7 @@ Status write_qwen3_checkpoint(const Qwen3Weights& w, const std::string& out_dir,
 int make_draft_command(const std::string& from_dir, int layers, const std::string& out_dir, std::ostream& out,
                        std::ostream& err) {
   const auto fail = [&](const std::string& why) {
-    err << "make-draft: " << why << "\n";
+    err << "tf-cuda-test: error: make-draft: " << why << "\n";
     return 2;
   };
   if (from_dir.empty()) return fail("--from: a checkpoint folder is required");

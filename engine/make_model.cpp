@@ -184,7 +184,7 @@ int make_model_command(const std::string& preset, int layers, uint64_t seed, con
   if (!st.ok) {
     // An existing non-empty folder was refused untouched; anything this run wrote goes.
     guard.cleanup();
-    err << "make-model: " << st.message << "\n";
+    err << "tf-cuda-test: error: make-model: " << st.message << "\n";
     return 2;
   }
   int64_t params = 0;

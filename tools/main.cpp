@@ -172,6 +172,17 @@ int run_main(int argc, char** argv) {
       "Exit codes: 0 pass, 1 a gate failed or a control was green, 2 bad usage or input."};
   app.require_subcommand(1, 1);
   app.fallthrough(false);
+  // A parse error reads as every other refusal: the program, "error:", the command (and its
+  // subcommand: bench attention), then CLI11's reason and where the help is.
+  app.failure_message([](const CLI::App* top, const CLI::Error& e) {
+    std::string cmd;
+    for (const CLI::App* a = top; !a->get_subcommands().empty();) {
+      a = a->get_subcommands().back();
+      cmd += (cmd.empty() ? "" : " ") + a->get_name();
+    }
+    return "tf-cuda-test: error: " + (cmd.empty() ? "" : cmd + ": ") + e.what() + "\nRun 'tf-cuda-test " +
+           (cmd.empty() ? "" : cmd + " ") + "--help' for more information.\n";
+  });
 
   auto* list = app.add_subcommand("list", "List the contracts and what each proves");
 

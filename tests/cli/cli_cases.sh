@@ -362,6 +362,29 @@ for c in cases:
             assert abs(got - row[j]) <= amax / 16 + 1e-30, (c["case"], r, j, got, row[j])
 PY
     ;;
+  # Every refusal (exit 2) reads "tf-cuda-test: error: COMMAND: why": the parse errors that CLI11
+  # reports (an unknown option, a value out of its set, a missing required option) and
+  # make-model / make-draft's own checks.
+  refusal-prefix)
+    pre() {  # pre PREFIX CMD...: exit 2 and the first line of stderr starts with PREFIX
+      want=$1; shift
+      err=$("$@" 2>&1 >/dev/null); rc=$?
+      [ "$rc" -eq 2 ] || fail "exit $rc, expected 2: $*"
+      first=$(printf '%s\n' "$err" | head -n 1)
+      case "$first" in "$want"*) ;; *) fail "'$first' does not start with '$want': $*";; esac
+    }
+    pre "tf-cuda-test: error: fp8-rows: The following argument was not expected: --bogus" "$bin" fp8-rows --bogus
+    pre "tf-cuda-test: error: qwen-pages: --backend: gpu not in" "$bin" qwen-pages --backend gpu
+    pre "tf-cuda-test: error: fp8-rows: --cases: expected a decimal integer" "$bin" fp8-rows --cases x
+    pre "tf-cuda-test: error: bench: --reps: expected a decimal integer" "$bin" bench attention --reps 007
+    pre "tf-cuda-test: error: make-model: --preset is required" "$bin" make-model --out "$tmp/m"
+    pre "tf-cuda-test: error: make-model: --preset: 'huge' is not a preset" "$bin" make-model --preset huge --out "$tmp/m"
+    pre "tf-cuda-test: error: make-draft: --layers is required" "$bin" make-draft --from "$tmp" --out "$tmp/d"
+    pre "tf-cuda-test: error: make-draft: " "$bin" make-draft --from "$tmp" --layers 1 --out "$tmp/d"
+    pre "tf-cuda-test: error: unknown contract or command" "$bin" no-such-command
+    "$bin" fp8-rows --bogus 2>&1 | grep -q "^Run 'tf-cuda-test fp8-rows --help' for more information" ||
+      fail "the parse error does not say where the help is"
+    [ ! -e "$tmp/m" ] && [ ! -e "$tmp/d" ] || fail "a refused make-model or make-draft wrote its folder" ;;
   # Whole-number options are decimal: 010 is not octal 8, 0x10 not 16.
   int-decimal)
     expect 2 "expected a decimal integer" "$bin" fp8-rows --backend cpu --quiet --cases 010

@@ -357,15 +357,16 @@ TEST(QwenPagesContract, CudaProbesAloneReachEveryTensorCoreKernel) {
 
 // The condition itself, on receipts that ran: 983675a's default run on the H200 lacks q4 d256's
 // regular kernel (the short path took every q4 d256 case); 533a1db's on an H100, with the 38th
-// probe, lacks nothing.
+// probe, lacks nothing, nor does 98afef3's on the H200 (reports/h200, session 42).
 TEST(QwenPagesContract, TensorCoreKernelsNotReachedNamesEachFormatsOwn) {
   auto kernel_paths = [](const std::string& rel) {
     std::ifstream f(std::string(KC_SOURCE_DIR) + "/" + rel);
     EXPECT_TRUE(f.good()) << rel;
     return nlohmann::json::parse(f, nullptr, false)["numbers"]["coverage"]["kernel_path"];
   };
-  EXPECT_EQ(tensor_core_kernels_not_reached(kernel_paths("reports/h200/qwen-pages.json")),
+  EXPECT_EQ(tensor_core_kernels_not_reached(kernel_paths("reports/h200/receipts-s36/qwen-pages-983675a.json")),
             std::vector<std::string>{"q4/d256/partial-mma"});
+  EXPECT_EQ(tensor_core_kernels_not_reached(kernel_paths("reports/h200/qwen-pages.json")), std::vector<std::string>{});
   EXPECT_EQ(tensor_core_kernels_not_reached(kernel_paths("reports/h100/receipts-s40/call3-533a1db/qwen-pages.json")),
             std::vector<std::string>{});
   EXPECT_EQ(tensor_core_kernels_not_reached(nlohmann::json::object()).size(), 12u);  // none reached
