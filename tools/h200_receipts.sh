@@ -16,7 +16,11 @@ logs=${2:-$out}
 mkdir -p "$out" "$logs"
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
 if [ "${KC_PREBUILT:-0}" != 1 ]; then
-cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} \
+# The sanitizer plants and the device mutants exist only where KC_DEVICE_MUTANTS is on: asked for
+# here, so a build/ configured earlier with it off (cached) does not leave the controls unbuilt.
+mutants=
+[ "${KC_SANITIZE:-0}" = 1 ] || [ "${KC_MUTANTS:-0}" = 1 ] && mutants=-DKC_DEVICE_MUTANTS=ON
+cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${KC_PREFIX:+-DCMAKE_PREFIX_PATH=$KC_PREFIX} $mutants \
   > "$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
 cmake --build build --target tf-cuda-test > "$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 2; }
 fi
@@ -36,7 +40,8 @@ if [ "${KC_SKIP_BENCH:-0}" != 1 ]; then
 fi
 if [ "${KC_SANITIZE:-0}" = 1 ]; then  # every contract under the four tools, and their controls (docs/verification.md)
   [ "${KC_PREBUILT:-0}" = 1 ] || cmake --build build --target tf-cuda-test-plant-merge-no-barrier \
-    tf-cuda-test-plant-merge-read-past-end >> "$logs/build.log" 2>&1
+    tf-cuda-test-plant-merge-read-past-end tf-cuda-test-plant-merge-barrier-two-sites \
+    tf-cuda-test-plant-merge-read-unwritten >> "$logs/build.log" 2>&1
   step sanitize python3 tools/sanitize.py --bin "$bin" --plant-bin build --jobs "${KC_SANITIZE_JOBS:-6}" \
     --out "$out/sanitize.json" --logs "$logs/sanitize"
 fi
