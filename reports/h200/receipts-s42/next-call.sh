@@ -29,8 +29,12 @@ pack
 timeout 150 build/tools/tf-cuda-test bench engine --profile $W/engine-profile.json --transformers none > $W/engine-profile.log 2>&1
 echo "profile rc=$? ($((SECONDS-T0)) s)"; tail -25 $W/engine-profile.log
 pack
-timeout 200 ncu --clock-control none --kernel-name regex:matmul_xs --launch-skip 40 --launch-count 8 \
+# Every product of the bench on the 27B shapes: the trained fixture replaced by a 4-layer 27B preset
+# checkpoint, so the first 24 launches of matmul_xs_kernel<8, 2> (parallel 8) are q/k/v, o_proj,
+# gate/up and down of that preset.
+build/tools/tf-cuda-test make-model --preset qwen35-27b-attn --layers 4 --out $W/m27 > $W/make-model.log 2>&1
+timeout 200 ncu --clock-control none --kernel-name-base mangled --kernel-name regex:matmul_xs_kernelILi8ELi2E --launch-count 24 \
   --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section SourceCounters \
-  build/tools/tf-cuda-test bench engine --quick --transformers none --tokens 8 --layers 4 > $W/ncu-matmul.txt 2>&1
+  build/tools/tf-cuda-test bench engine --quick --transformers none --tokens 8 --engine-model $W/m27 > $W/ncu-matmul.txt 2>&1
 echo "ncu rc=$? ($((SECONDS-T0)) s)"; grep -E "matmul_xs|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per" $W/ncu-matmul.txt | head -40
 pack
