@@ -24,6 +24,8 @@
 // order on (value, index) pairs over the non-NaN values) gives the lowest index of the
 // maximum, as the sequential twin does.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/backend/kernel_fit.h"
 #include "kernels/engine/launch.h"
@@ -365,6 +367,164 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
   }
 }
 
+// The staged product, pipelined (KC_ENGINE_XS=pipe1 / pipe3; not the default until measured):
+// the threads, partials, order of every sum and the tree of matmul_xs_kernel. What changes is
+// when the weights are requested. Every output group of a thread-group takes nb = ceil(F / 128)
+// steps (step k reads octet part + 128 k where it is < F; the others load and add nothing), so
+// a thread's loads form one stream over its groups, and step s + D is requested before step s
+// is added: the next group's first octets are in flight during this group's tree. The ring of
+// D + 1 slots shifts by one each step (static register indices).
+template <int R, int D, int TPB>
+__global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts parts, int F, const float* __restrict__ x,
+                                                                 int n) {
+  constexpr int OPW = kXsOPW, P = OPW * R;
+  extern __shared__ float4 xs_smem[];
+  const int G = blockDim.x / eng::kDotParts;
+  const int g = threadIdx.x / eng::kDotParts, part = threadIdx.x % eng::kDotParts;
+  const int warp = part >> 5, lane = threadIdx.x & 31;
+  const int nr = min(R, n);
+  const int64_t cols = int64_t(F) * eng::kDotOctet;
+  float4* xs = xs_smem;
+  for (int r = 0; r < nr; ++r) {
+    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
+    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
+  }
+  float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
+  __syncthreads();
+  const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
+  const int64_t stride = int64_t(gridDim.x) * G;
+  const int64_t j0 = int64_t(blockIdx.x) * G + g;
+  const int nb = (F + eng::kDotParts - 1) / eng::kDotParts;
+  const int64_t ng = j0 < total ? (total - j0 + stride - 1) / stride : 0;
+  // Group j's first weight row, its output column o0 in y, and how many of its 4 rows exist.
+  const auto resolve = [&](int64_t j, const uint16_t** wrow, float** yo, int64_t* rows, int* no) {
+    const bool in0 = j < parts.p[0].g_end, in1 = !in0 && (parts.count < 3 || j < parts.p[1].g_end);
+    const uint16_t* W = in0 ? parts.p[0].W : in1 ? parts.p[1].W : parts.p[2].W;
+    float* y = in0 ? parts.p[0].y : in1 ? parts.p[1].y : parts.p[2].y;
+    *rows = in0 ? parts.p[0].rows : in1 ? parts.p[1].rows : parts.p[2].rows;
+    const int64_t gb = in0 ? 0 : in1 ? parts.p[0].g_end : parts.p[1].g_end;
+    const int64_t o0 = (j - gb) * OPW;
+    *no = int(min(int64_t(OPW), *rows - o0));
+    *wrow = W + o0 * cols;
+    *yo = y + o0;
+  };
+  // The load cursor: group lt of this thread-group, step lk.
+  int64_t lt = 0;
+  int lk = 0, lno = 0;
+  const uint16_t* lw = nullptr;
+  {
+    float* yo;
+    int64_t rows;
+    if (ng > 0) resolve(j0, &lw, &yo, &rows, &lno);
+  }
+  uint4 wq[D + 1][OPW];
+  const auto issue = [&](uint4(&dst)[OPW]) {
+    if (lt >= ng) return;
+    const int b = part + lk * eng::kDotParts;
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+      if (o < lno && b < F) dst[o] = __ldcs(reinterpret_cast<const uint4*>(lw + o * cols) + b);
+    if (++lk == nb) {
+      lk = 0;
+      if (++lt < ng) {
+        float* yo;
+        int64_t rows;
+        resolve(j0 + lt * stride, &lw, &yo, &rows, &lno);
+      }
+    }
+  };
+#pragma unroll
+  for (int u = 0; u < D; ++u) issue(wq[u]);
+  // The compute cursor: group ct, step ck.
+  int64_t ct = 0, crows = 0;
+  int ck = 0, cno = 0;
+  float* cy = nullptr;
+  {
+    const uint16_t* w;
+    if (ng > 0) resolve(j0, &w, &cy, &crows, &cno);
+  }
+  float acc[OPW][R];
+#pragma unroll
+  for (int o = 0; o < OPW; ++o)
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[o][r] = 0.0f;
+  const int64_t steps = ng * nb;
+  for (int64_t st = 0; st < steps; ++st) {
+    issue(wq[D]);
+    const int b = part + ck * eng::kDotParts;
+    if (b < F) {
+      if constexpr (R >= 4) {
+        float wf[OPW][8];
+#pragma unroll
+        for (int o = 0; o < OPW; ++o)
+          if (o < cno) unpack8(wq[0][o], wf[o]);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (r < nr) {
+            const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+            const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+            for (int o = 0; o < OPW; ++o)
+              if (o < cno)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
+          }
+      } else {
+        float xf[R][8];
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (r < nr) {
+            const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+            xf[r][0] = lo.x, xf[r][1] = lo.y, xf[r][2] = lo.z, xf[r][3] = lo.w;
+            xf[r][4] = hi.x, xf[r][5] = hi.y, xf[r][6] = hi.z, xf[r][7] = hi.w;
+          }
+#pragma unroll
+        for (int o = 0; o < OPW; ++o)
+          if (o < cno) {
+            float wf[8];
+            unpack8(wq[0][o], wf);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+              if (r < nr)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[k], xf[r][k], acc[o][r]);
+          }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < D; ++u)
+#pragma unroll
+      for (int o = 0; o < OPW; ++o) wq[u][o] = wq[u + 1][o];
+    if (++ck < nb) continue;
+    // The group's last step: the tree, as in matmul_xs_kernel (every thread of the group is
+    // here at the same step: the steps per group are the same for all of them).
+    bar_group(1 + g);
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
+    bar_group(1 + g);
+    for (int q = warp; q < P; q += 4) {
+      const int o = q / R, r = q % R;
+      if (o >= cno || r >= nr) continue;  // whole warps skip together
+      float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
+                            eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
+#pragma unroll
+      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
+      if (lane == 0) cy[int64_t(r) * crows + o] = v;
+    }
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[o][r] = 0.0f;
+    ck = 0;
+    if (++ct < ng) {
+      const uint16_t* w;
+      resolve(j0 + ct * stride, &w, &cy, &crows, &cno);
+    }
+  }
+}
+
 __global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, int64_t count, float* out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const float g = gate[i];
@@ -498,10 +658,39 @@ Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, size_t 
   return Status::Ok();
 }
 
+template <int R, int D, int TPB>
+Status launch_xs_pipe(const XsParts& xp, int F, const float* x, int n, int G, size_t smem, int64_t blocks_wanted,
+                      cudaStream_t s) {
+  auto* kern = matmul_xs_pipe_kernel<R, D, TPB>;
+  CudaDeviceFacts dev;
+  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+  int per_sm = 0;
+  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(reinterpret_cast<const void*>(kern), G * eng::kDotParts, smem, &per_sm));
+  const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(dev.sms) * per_sm);
+  kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n);
+  KC_LAUNCH_CHECK("matmul_xs_pipe_kernel");
+  return Status::Ok();
+}
+
+// KC_ENGINE_XS (read once): unset or "staged", matmul_xs_kernel; "pipe1", the pipelined kernel
+// with one step in flight ahead, the same groups per block; "pipe3", three steps ahead, at most
+// 2 groups per block (256 threads, the registers of a deeper ring). An experiment's switch: the
+// bytes are the same in all three (the order of every sum is rows.h's).
+int engine_xs_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("KC_ENGINE_XS");
+    const std::string v = e ? e : "";
+    return v == "pipe1" ? 1 : v == "pipe3" ? 3 : 0;
+  }();
+  return mode;
+}
+
 }  // namespace
 
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
-                                  cudaStream_t s, bool legacy) {
+                                  cudaStream_t s, bool legacy, int pipeline) {
+  if (pipeline != -1 && pipeline != 0 && pipeline != 1 && pipeline != 3)
+    return Status::Error("engine matmul: pipeline " + std::to_string(pipeline) + " is not -1, 0, 1 or 3");
   if (n == 0 || count == 0) return Status::Ok();
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
@@ -529,10 +718,23 @@ Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t co
   // Groups per block: enough to spread the output groups over every multiprocessor, at
   // most what shared memory allows.
   const int64_t per_sm = (groups + dev.sms - 1) / dev.sms;
-  const int G = int(std::max<int64_t>(1, std::min<int64_t>(gmax, per_sm)));
+  const int mode = pipeline < 0 ? engine_xs_mode() : pipeline;
+  const int G = int(std::max<int64_t>(1, std::min<int64_t>(mode == 3 ? std::min(gmax, 2) : gmax, per_sm)));
   const size_t smem = xbytes + size_t(G) * gbytes;
   const int64_t blocks = (groups + G - 1) / G;
   const int F = int(cols / 8);
+  if (mode == 1) switch (R) {
+      case 1: return launch_xs_pipe<1, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
+      case 2: return launch_xs_pipe<2, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
+      case 4: return launch_xs_pipe<4, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
+      default: return launch_xs_pipe<8, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
+    }
+  if (mode == 3) switch (R) {
+      case 1: return launch_xs_pipe<1, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
+      case 2: return launch_xs_pipe<2, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
+      case 4: return launch_xs_pipe<4, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
+      default: return launch_xs_pipe<8, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
+    }
   switch (R) {
     case 1: return launch_xs<1, 4>(xp, F, x, n, G, smem, blocks, s);
     case 2: return launch_xs<2, 4>(xp, F, x, n, G, smem, blocks, s);
@@ -542,9 +744,9 @@ Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t co
 }
 
 Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
-                            cudaStream_t s, bool legacy) {
+                            cudaStream_t s, bool legacy, int pipeline) {
   const MatmulPart p{W, rows, y};
-  return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy);
+  return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy, pipeline);
 }
 
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s) {

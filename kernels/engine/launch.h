@@ -16,11 +16,13 @@ Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens
 Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s,
                               bool legacy = false);
 Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
-                            cudaStream_t s, bool legacy = false);
+                            cudaStream_t s, bool legacy = false, int pipeline = -1);
 // Several products over the same x in one launch where the staged kernel applies (at most 3
 // parts), one launch per part otherwise.
+// pipeline: -1 KC_ENGINE_XS (unset: the staged kernel), 0 the staged kernel, 1 or 3 the pipelined
+// kernel with that many steps in flight (EngineBackend::Debug::product_pipeline).
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
-                                  cudaStream_t s, bool legacy = false);
+                                  cudaStream_t s, bool legacy = false, int pipeline = -1);
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
 Status launch_engine_add(float* h, const float* t, int64_t count, cudaStream_t s);
 // RMSNorm of the rows h[sel[j]] into out[j] (tmp for the logits' matrix product).

@@ -210,6 +210,39 @@ TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCuda) {
   for (const PartsCase& pc : cases) check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
 }
 
+// The pipelined product kernels (EngineBackend::Debug::product_pipeline 1 and 3: the weights of
+// the next steps in flight across output groups) give the twin's bytes on every case above,
+// K not a multiple of 1024 among them (threads past the last octet step without loading), and
+// a pipeline that is not one of the kernels is refused.
+TEST(EngineBackend, MatmulPartsPipelinedGivesTheSameBytesOnCuda) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  auto cuda = make_cuda_backend(&st);
+  ASSERT_TRUE(cuda) << st.message;
+  auto cpu = make_cpu_backend();
+  std::vector<PartsCase> cases = kPartsCases;
+  cases.push_back({{6144, 1024, 1024}, 5120, 8});
+  cases.push_back({{5120}, 6144, 8});
+  cases.push_back({{5120}, 1024, 8});  // down_proj: one step per group
+  cases.push_back({{1024, 1024}, 5120, 1});
+  cases.push_back({{1024, 1024}, 5120, 4});
+  for (int pipeline : {1, 3}) {
+    EngineBackend::Debug d;
+    d.product_pipeline = pipeline;
+    ASSERT_TRUE(cuda->engine()->set_debug(d).ok);
+    uint64_t seed = 300;
+    for (const PartsCase& pc : cases) {
+      SCOPED_TRACE("pipeline " + std::to_string(pipeline));
+      check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
+    }
+  }
+  EngineBackend::Debug bad;
+  bad.product_pipeline = 2;
+  EXPECT_FALSE(cuda->engine()->set_debug(bad).ok);
+  ASSERT_TRUE(cuda->engine()->set_debug(EngineBackend::Debug{}).ok);
+}
+
 TEST(EngineBackend, MatmulPartsRefusesBeforeWriting) {
   auto cpu = make_cpu_backend();
   EngineBackend& e = *cpu->engine();
