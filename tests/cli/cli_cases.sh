@@ -326,6 +326,12 @@ assert all(c['format'] in ('bf16', 'fp8') for c in m['cases']), 'formats'
     expect 0 "export: 1 cases of qwen-pages on cpu" "$bin" export qwen-pages --backend cpu --cases 1 --seed 5 --out "$tmp/e"
     [ "$(ls "$tmp/e" | tr '\n' ' ')" = "case0.safetensors case1.safetensors.bak manifest.json notes.txt " ] ||
       fail "re-export left: $(ls "$tmp/e" | tr '\n' ' ')"
+    # Only caseN.safetensors, N decimal digits, is an export's: case.safetensors (no number) and
+    # case1-mine.safetensors (more than digits) stay through a third export.
+    : > "$tmp/e/case.safetensors"; : > "$tmp/e/case1-mine.safetensors"
+    expect 0 "export: 1 cases of qwen-pages on cpu" "$bin" export qwen-pages --backend cpu --cases 1 --seed 5 --out "$tmp/e"
+    [ -f "$tmp/e/case.safetensors" ] && [ -f "$tmp/e/case1-mine.safetensors" ] ||
+      fail "re-export removed a file it does not write: $(ls "$tmp/e" | tr '\n' ' ')"
     # fp8 cases: the stored V rows decode (E4M3 code x the row's v_scale) to the V given, within
     # E4M3's half ulp of each row's largest value (V is stored unrotated); K's scales are others.
     "$bin" export qwen-pages --backend cpu --cases 8 --seed 5 --out "$tmp/f" >/dev/null 2>&1 ||
@@ -476,11 +482,15 @@ PY
   kc-serve-gate-fails)
     serve_fixture "$tmp/sg.json" "$SMALL; f['golden'] = {'bf16': f['golden']['bf16'][:3]}" || fail "could not write the fixture"
     mkdir -p "$tmp/k" && cp "$h200/fp8-rows.json" "$tmp/k/old-contract.json"
+    # Eleven more (the note lists ten names, then how many more) and a folder named *.json (not a
+    # file report would read: not named).
+    for i in 01 02 03 04 05 06 07 08 09 10 11; do : > "$tmp/k/a$i.json"; done
+    mkdir "$tmp/k/dir.json"
     out=$("$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/k" 2>"$tmp/err"); rc=$?
     grep -v -e '^FAIL ' -e '^tf-cuda-test: note: ' "$tmp/err" > "$tmp/progress"
     [ ! -s "$tmp/progress" ] || fail "kernel-contract --quiet printed progress on stderr: $(head -5 "$tmp/progress")"
-    grep -q "^tf-cuda-test: note: --out-dir $tmp/k also holds 1 JSON file this run did not write.*: old-contract.json\$" "$tmp/err" \
-      || fail "the earlier run's receipt was not named (alone): $(grep note "$tmp/err")"
+    grep -q -x -F "tf-cuda-test: note: --out-dir $tmp/k also holds 12 JSON files this run did not write (report $tmp/k/*.json would read them too): a01.json a02.json a03.json a04.json a05.json a06.json a07.json a08.json a09.json a10.json and 2 more" "$tmp/err" \
+      || fail "the earlier runs' files were not named (alone, ten of them): $(grep note "$tmp/err")"
     [ -f "$tmp/k/old-contract.json" ] && [ -f "$tmp/k/fp8-rows.json" ] || fail "a receipt is missing from --out-dir"
     for c in fp8-rows qwen-pages q4-rows scale-planes mxfp4-rows arena-offsets rows-invariant; do
       case "$out" in *"  $c: pass"*) ;; *) fail "contract $c did not pass, so the exit code says nothing of the serve gate: $out";; esac

@@ -709,6 +709,22 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
   std::ostringstream o, e;
   EXPECT_EQ(kv_gate_command(only, o, e), 0) << e.str();
   EXPECT_NE(o.str().find("already stored"), std::string::npos) << o.str();
+
+  // --bf16-only whose store fails after the arm ran (here the logits' name is taken by a folder
+  // in a fresh cache: the rename onto it fails) exits 2, never "computed and stored".
+  std::string stem;
+  for (const auto& ent : std::filesystem::directory_iterator(cache))
+    if (ent.path().extension() == ".json") stem = ent.path().stem().string();
+  ASSERT_FALSE(stem.empty());
+  const std::string cache2 = dir.file("cache2");
+  std::filesystem::create_directories(cache2 + "/" + stem + ".f32/taken");
+  only.bf16_cache = cache2;
+  std::ostringstream o2, e2;
+  EXPECT_EQ(kv_gate_command(only, o2, e2), 2) << o2.str() << e2.str();
+  EXPECT_EQ(o2.str().find("stored in"), std::string::npos) << o2.str();
+  EXPECT_NE(e2.str().find("the bf16 arm was not stored: "), std::string::npos) << e2.str();
+  EXPECT_FALSE(std::filesystem::exists(cache2 + "/" + stem + ".json"));
+  EXPECT_FALSE(std::filesystem::exists(cache2 + "/" + stem + ".f32.tmp"));
 }
 
 }  // namespace

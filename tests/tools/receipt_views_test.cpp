@@ -7,6 +7,7 @@
 #include <functional>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "contracts/json_type.h"
 
@@ -99,6 +100,11 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return p.string();
 }
 
+json committed(const std::string& rel) {
+  std::ifstream f(std::string(KC_SOURCE_DIR) + "/" + rel);
+  return json::parse(f);
+}
+
 // Into a Receipt or into the checked document (json).
 template <class Out>
 Status load_text(const std::string& name, const std::string& text, Out* out) {
@@ -172,6 +178,48 @@ TEST(ReceiptViews, CheckRefusesANameThatIsNoFileName) {
   json r = bench_receipt();
   r["name"] = "...";  // a name, if an odd one
   EXPECT_TRUE(check_as_read(r, "b.json").ok) << check_as_read(r, "b.json").message;
+  // A kv-gate's is FIXTURE/FORMAT: the slash required, each side a file name.
+  const json kv = committed("reports/h200/kv-gate-ci-q4-cuda.json");
+  ASSERT_TRUE(check_as_read(kv, "kv.json").ok) << check_as_read(kv, "kv.json").message;
+  for (const char* bad : {"kv-ci", "kv-ci/..", "kv-ci/", "kv-ci/a\\b", "../q4", "/q4", "kv-ci/q4/x"}) {
+    json k = kv;
+    k["name"] = bad;
+    const Status st = check_as_read(k, "kv.json");
+    EXPECT_NE(st.message.find("kv.json: name: "), std::string::npos) << bad << ": " << st.message;
+    EXPECT_NE(st.message.find("is not FIXTURE/FORMAT, each part a file name"), std::string::npos) << bad << ": " << st.message;
+  }
+}
+
+// started_at is a UTC time to the second with Z (the receipt schema's pattern), as every writer
+// gives it: no local time, no offset, no fraction, no space for the T.
+TEST(ReceiptViews, StartedAtIsUtcToTheSecondWithZ) {
+  json r = contract_receipt();
+  r["started_at"] = "2026-12-05T20:26:21Z";
+  ASSERT_TRUE(check_as_read(r, "t.json").ok) << check_as_read(r, "t.json").message;
+  for (const char* bad : {"yesterday", "2026-12-05T20:26:21", "2026-12-05T20:26:21+00:00", "2026-12-05 20:26:21Z",
+                          "2026-12-05T20:26:21.5Z", "2026-12-05T20:26Z", "x2026-12-05T20:26:21Z", "2026-12-05T20:26:21Zx"}) {
+    r["started_at"] = bad;
+    const Status st = check_as_read(r, "t.json");
+    EXPECT_FALSE(st.ok) << bad;
+    EXPECT_EQ(st.message.rfind("t.json: started_at: ", 0), 0u) << bad << ": " << st.message;
+  }
+}
+
+// report_command (the views' report) refuses a contract receipt of a contract this build does not
+// register, as the command line's report does: exit 2, the file and the name said, nothing printed.
+TEST(ReceiptViews, ReportCommandRefusesAnUnknownContract) {
+  json r = contract_receipt();
+  r["name"] = "no-such-contract";
+  const std::string file = write_temp("unknown-contract.json", r.dump());
+  std::ostringstream out, err;
+  EXPECT_EQ(report_command({file}, ViewFormat::text, out, err), 2);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_NE(err.str().find(file + ": name: 'no-such-contract' is not a known contract (known: "), std::string::npos)
+      << err.str();
+  r["name"] = "qwen-pages";
+  const std::string known = write_temp("known-contract.json", r.dump());
+  std::ostringstream out2, err2;
+  EXPECT_EQ(report_command({known}, ViewFormat::text, out2, err2), 0) << err2.str();
 }
 
 // A contract run's pass needs a gate check that passed: every gate skipped (all red
@@ -483,12 +531,6 @@ TEST(ReceiptViews, AWrittenReceiptReadsBackAndAContradictionIsRefused) {
             std::string::npos);
 }
 
-
-json committed(const std::string& rel) {
-  std::ifstream f(std::string(KC_SOURCE_DIR) + "/" + rel);
-  return json::parse(f);
-}
-
 ReceiptDiff gate_diff(const json& b, const json& h) {
   ReceiptDiff d;
   const Status st = diff_receipts(Receipt(b), "base.json", Receipt(h), "head.json", &d);
@@ -672,6 +714,14 @@ TEST(ReceiptViews, GateDiffComparesWhatTheCommandMeans) {
   d = gate_diff(b, with_argv(base, {"tf-cuda-test", "serve-gate", "./fixtures/serve/ci.json", "--backend", "cuda"}));
   EXPECT_EQ(d.regressions, 1) << d.text;
   EXPECT_TRUE(says(d, "(--kv-cache q4 -> none)")) << d.text;
+  // Spelled otherwise and of other content: the fixture changed, never "the same file content".
+  json other = with_argv(base, {"tf-cuda-test", "serve-gate", "./fixtures/serve/ci.json", "--backend", "cuda",
+                                "--kv-cache", "q4"});
+  other["fixture_sha256"] = std::string(64, 'a');
+  d = gate_diff(b, other);
+  EXPECT_EQ(d.regressions, 0) << d.text;
+  EXPECT_TRUE(says(d, "the fixture changed (sha256 ")) << d.text;
+  EXPECT_FALSE(says(d, "the same file content")) << d.text;
 
   // kv-gate: the reordering and the spelling of the reviewer's example; --format q4 against fp8.
   const json kv = committed("reports/h200/kv-gate-ci-q4-cuda.json");
@@ -735,6 +785,8 @@ TEST(ReceiptViews, GateReceiptFieldsAreChecked) {
        "sg.json: arm_fields.wall_s: expected a string, got a number"},
       {"fixture_sha256 removed", [](json& r) { r.erase("fixture_sha256"); }, "sg.json: fixture_sha256: missing"},
       {"fixture_sha256 not a sha256", [](json& r) { r["fixture_sha256"] = "abc"; },
+       "sg.json: fixture_sha256: expected 64 lowercase hex digits"},
+      {"fixture_sha256 in upper case", [](json& r) { r["fixture_sha256"] = std::string(64, 'A'); },
        "sg.json: fixture_sha256: expected 64 lowercase hex digits"},
   };
   for (const Case& k : cases) {
