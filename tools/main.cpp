@@ -172,8 +172,9 @@ int run_main(int argc, char** argv) {
       "Exit codes: 0 pass, 1 a gate failed or a control was green, 2 bad usage or input."};
   app.require_subcommand(1, 1);
   app.fallthrough(false);
-  // A parse error reads as every other refusal: the program, "error:", the command (and its
-  // subcommand: bench attention), then CLI11's reason and where the help is.
+  // A parse error reads as every other refusal: the program, "error:", the command (every
+  // command is the app's own subcommand today; `bench attention`'s `attention` is an argument),
+  // then CLI11's reason and where the help is.
   app.failure_message([](const CLI::App* top, const CLI::Error& e) {
     std::string cmd;
     for (const CLI::App* a = top; !a->get_subcommands().empty();) {
