@@ -259,6 +259,83 @@ __device__ __forceinline__ void unpack8(const uint4 v, float* f) {
   }
 }
 
+// The batch's activation rows into shared memory (the layout above).
+__device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x, int nr, int F, int64_t cols) {
+  for (int r = 0; r < nr; ++r) {
+    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
+    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
+  }
+}
+
+// One octet b of a thread's partial for its group's no output rows and nr batch rows: the
+// eight products of each (output, row) pair added in ascending k, one fused multiply-add each.
+template <int R>
+__device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4* xs, int F, int b, int nr, int no,
+                                         float (&acc)[kXsOPW][R]) {
+  constexpr int OPW = kXsOPW;
+  if constexpr (R >= 4) {
+    float wf[OPW][8];
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+      if (o < no) unpack8(w[o], wf[o]);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (r < nr) {
+        const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+        const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int o = 0; o < OPW; ++o)
+          if (o < no)
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
+      }
+  } else {
+    float xf[R][8];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (r < nr) {
+        const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+        xf[r][0] = lo.x, xf[r][1] = lo.y, xf[r][2] = lo.z, xf[r][3] = lo.w;
+        xf[r][4] = hi.x, xf[r][5] = hi.y, xf[r][6] = hi.z, xf[r][7] = hi.w;
+      }
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+      if (o < no) {
+        float wf[8];
+        unpack8(w[o], wf);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (r < nr)
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[k], xf[r][k], acc[o][r]);
+      }
+  }
+}
+
+// The tree of a group's sums: levels h = 64 and 32 across the group's warps through shared
+// memory ((s_l + s_{l+64}) + (s_{l+32} + s_{l+96})), then 16 .. 1 by xor shuffles; lane 0
+// writes y[r * rows + o] (y at the group's first output).
+template <int R>
+__device__ __forceinline__ void xs_tree(const float (&acc)[kXsOPW][R], float* sp, int g, int warp, int lane, int nr,
+                                        int no, float* y, int64_t rows) {
+  constexpr int OPW = kXsOPW, P = OPW * R;
+  bar_group(1 + g);  // the group's previous sums are read
+#pragma unroll
+  for (int o = 0; o < OPW; ++o)
+#pragma unroll
+    for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
+  bar_group(1 + g);
+  for (int q = warp; q < P; q += 4) {
+    const int o = q / R, r = q % R;
+    if (o >= no || r >= nr) continue;  // whole warps skip together
+    float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
+                          eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
+#pragma unroll
+    for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
+    if (lane == 0) y[int64_t(r) * rows + o] = v;
+  }
+}
+
 // D: octets whose weights are requested before the first of them is used.
 template <int R, int D>
 __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts parts, int F, const float* __restrict__ x,
@@ -271,10 +348,7 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
   const int nr = min(R, n);
   const int64_t cols = int64_t(F) * eng::kDotOctet;
   float4* xs = xs_smem;
-  for (int r = 0; r < nr; ++r) {
-    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
-    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
-  }
+  xs_stage(xs, x, nr, F, cols);
   float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
   __syncthreads();
   const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
@@ -308,62 +382,10 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
       for (int u = 0; u < D; ++u) {
         const int b = base + u * eng::kDotParts;
         if (b >= F) break;
-        if constexpr (R >= 4) {
-          float wf[OPW][8];
-#pragma unroll
-          for (int o = 0; o < OPW; ++o)
-            if (o < no) unpack8(wq[u][o], wf[o]);
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-            if (r < nr) {
-              const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-              const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-              for (int o = 0; o < OPW; ++o)
-                if (o < no)
-#pragma unroll
-                  for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
-            }
-        } else {
-          float xf[R][8];
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-            if (r < nr) {
-              const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-              xf[r][0] = lo.x, xf[r][1] = lo.y, xf[r][2] = lo.z, xf[r][3] = lo.w;
-              xf[r][4] = hi.x, xf[r][5] = hi.y, xf[r][6] = hi.z, xf[r][7] = hi.w;
-            }
-#pragma unroll
-          for (int o = 0; o < OPW; ++o)
-            if (o < no) {
-              float wf[8];
-              unpack8(wq[u][o], wf);
-#pragma unroll
-              for (int r = 0; r < R; ++r)
-                if (r < nr)
-#pragma unroll
-                  for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[k], xf[r][k], acc[o][r]);
-            }
-        }
+        xs_octet<R>(wq[u], xs, F, b, nr, no, acc);
       }
     }
-    // The tree: levels h = 64 and 32 across the group's warps through shared memory
-    // ((s_l + s_{l+64}) + (s_{l+32} + s_{l+96})), then 16 .. 1 by xor shuffles.
-    bar_group(1 + g);  // the group's previous sums are read
-#pragma unroll
-    for (int o = 0; o < OPW; ++o)
-#pragma unroll
-      for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
-    bar_group(1 + g);
-    for (int q = warp; q < P; q += 4) {
-      const int o = q / R, r = q % R;
-      if (o >= no || r >= nr) continue;  // whole warps skip together
-      float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
-                            eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
-#pragma unroll
-      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
-      if (lane == 0) y[int64_t(r) * rows + o0 + o] = v;
-    }
+    xs_tree<R>(acc, sp, g, warp, lane, nr, no, y + o0, rows);
   }
 }
 
@@ -385,10 +407,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
   const int nr = min(R, n);
   const int64_t cols = int64_t(F) * eng::kDotOctet;
   float4* xs = xs_smem;
-  for (int r = 0; r < nr; ++r) {
-    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
-    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
-  }
+  xs_stage(xs, x, nr, F, cols);
   float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
   __syncthreads();
   const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
@@ -452,45 +471,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
   for (int64_t st = 0; st < steps; ++st) {
     issue(wq[D]);
     const int b = part + ck * eng::kDotParts;
-    if (b < F) {
-      if constexpr (R >= 4) {
-        float wf[OPW][8];
-#pragma unroll
-        for (int o = 0; o < OPW; ++o)
-          if (o < cno) unpack8(wq[0][o], wf[o]);
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          if (r < nr) {
-            const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-            const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-            for (int o = 0; o < OPW; ++o)
-              if (o < cno)
-#pragma unroll
-                for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
-          }
-      } else {
-        float xf[R][8];
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          if (r < nr) {
-            const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-            xf[r][0] = lo.x, xf[r][1] = lo.y, xf[r][2] = lo.z, xf[r][3] = lo.w;
-            xf[r][4] = hi.x, xf[r][5] = hi.y, xf[r][6] = hi.z, xf[r][7] = hi.w;
-          }
-#pragma unroll
-        for (int o = 0; o < OPW; ++o)
-          if (o < cno) {
-            float wf[8];
-            unpack8(wq[0][o], wf);
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-              if (r < nr)
-#pragma unroll
-                for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[k], xf[r][k], acc[o][r]);
-          }
-      }
-    }
+    if (b < F) xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
 #pragma unroll
     for (int u = 0; u < D; ++u)
 #pragma unroll
@@ -498,21 +479,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
     if (++ck < nb) continue;
     // The group's last step: the tree, as in matmul_xs_kernel (every thread of the group is
     // here at the same step: the steps per group are the same for all of them).
-    bar_group(1 + g);
-#pragma unroll
-    for (int o = 0; o < OPW; ++o)
-#pragma unroll
-      for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
-    bar_group(1 + g);
-    for (int q = warp; q < P; q += 4) {
-      const int o = q / R, r = q % R;
-      if (o >= cno || r >= nr) continue;  // whole warps skip together
-      float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
-                            eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
-#pragma unroll
-      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
-      if (lane == 0) cy[int64_t(r) * crows + o] = v;
-    }
+    xs_tree<R>(acc, sp, g, warp, lane, nr, cno, cy, crows);
 #pragma unroll
     for (int o = 0; o < OPW; ++o)
 #pragma unroll
