@@ -36,7 +36,7 @@ for m in pipe1 pipe3; do
 done
 pack
 for m in staged pipe1 pipe3; do
-  KC_ENGINE_XS=$m timeout ${KC_PROF_S:-80} build/tools/tf-cuda-test bench engine --profile $W/profile-$m-1.json --transformers none > $W/profile-$m-1.log 2>&1
+  KC_ENGINE_XS=$m timeout ${KC_PROF_S:-60} build/tools/tf-cuda-test bench engine --profile $W/profile-$m-1.json --transformers none --tokens 32 --reps 2 > $W/profile-$m-1.log 2>&1
   echo "profile $m rc=$? ($((SECONDS-T0)) s)"
   pack
 done
