@@ -523,7 +523,7 @@ class CudaEngine final : public EngineBackend {
     return st;
   }
   Status set_debug(const Debug& d) override {
-    if (d.product_pipeline != -1 && d.product_pipeline != 0 && d.product_pipeline != 1 && d.product_pipeline != 3)
+    if (!engine_product_pipeline_known(d.product_pipeline))
       return Status::Error("engine debug: product_pipeline " + std::to_string(d.product_pipeline) +
                            " is not -1, 0, 1 or 3");
     open_gate();

@@ -656,7 +656,7 @@ int engine_xs_mode() {
 
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
                                   cudaStream_t s, bool legacy, int pipeline) {
-  if (pipeline != -1 && pipeline != 0 && pipeline != 1 && pipeline != 3)
+  if (!engine_product_pipeline_known(pipeline))
     return Status::Error("engine matmul: pipeline " + std::to_string(pipeline) + " is not -1, 0, 1 or 3");
   if (n == 0 || count == 0) return Status::Ok();
   CudaDeviceFacts dev;

@@ -21,6 +21,7 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
 // parts), one launch per part otherwise.
 // pipeline: -1 KC_ENGINE_XS (unset: the staged kernel), 0 the staged kernel, 1 or 3 the pipelined
 // kernel with that many steps in flight (EngineBackend::Debug::product_pipeline).
+inline bool engine_product_pipeline_known(int p) { return p == -1 || p == 0 || p == 1 || p == 3; }
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
                                   cudaStream_t s, bool legacy = false, int pipeline = -1);
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
