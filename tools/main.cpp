@@ -172,15 +172,12 @@ int run_main(int argc, char** argv) {
       "Exit codes: 0 pass, 1 a gate failed or a control was green, 2 bad usage or input."};
   app.require_subcommand(1, 1);
   app.fallthrough(false);
-  // A parse error reads as every other refusal: the program, "error:", the command (every
-  // command is the app's own subcommand today; `bench attention`'s `attention` is an argument),
-  // then CLI11's reason and where the help is.
+  // A parse error reads as every other refusal: the program, "error:", the command (each is
+  // one of the app's own subcommands; `bench attention`'s `attention` is an argument), then
+  // CLI11's reason and where the help is.
   app.failure_message([](const CLI::App* top, const CLI::Error& e) {
-    std::string cmd;
-    for (const CLI::App* a = top; !a->get_subcommands().empty();) {
-      a = a->get_subcommands().back();
-      cmd += (cmd.empty() ? "" : " ") + a->get_name();
-    }
+    const std::vector<CLI::App*> subs = top->get_subcommands();
+    const std::string cmd = subs.empty() ? "" : subs.front()->get_name();
     return "tf-cuda-test: error: " + (cmd.empty() ? "" : cmd + ": ") + e.what() + "\nRun 'tf-cuda-test " +
            (cmd.empty() ? "" : cmd + " ") + "--help' for more information.\n";
   });
