@@ -420,7 +420,7 @@ class CudaEngine final : public EngineBackend {
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
     KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
     Prof pr(this, [&] { return "matmul " + std::to_string(rows) + " x " + std::to_string(cols); });
-    return pr.end(launch_engine_matmul(W, rows, cols, x, n, y, b_.s_, debug_.legacy_kernels, debug_.product_pipeline));
+    return pr.end(launch_engine_matmul(W, rows, cols, x, n, y, b_.s_, debug_.legacy_kernels, debug_.tree_passes));
   }
   Status matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) override {
     KC_RETURN_IF_ERROR(validate_matmul_parts(parts, count, cols, x, n));
@@ -429,7 +429,7 @@ class CudaEngine final : public EngineBackend {
       for (int i = 0; i < count; ++i) k += (i ? "+" : "") + std::to_string(parts[i].rows);
       return k + " x " + std::to_string(cols);
     });
-    return pr.end(launch_engine_matmul_parts(parts, count, cols, x, n, b_.s_, debug_.legacy_kernels, debug_.product_pipeline));
+    return pr.end(launch_engine_matmul_parts(parts, count, cols, x, n, b_.s_, debug_.legacy_kernels, debug_.tree_passes));
   }
   Status swiglu(const float* gate, const float* up, int64_t count, float* out) override {
     KC_RETURN_IF_ERROR(validate_swiglu(gate, up, count, out));
@@ -451,7 +451,7 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(internal_.get(1, size_t(m) * dim, &tmp));
     Prof pr(this, [] { return std::string("logits (final norm + head)"); });
     KC_RETURN_IF_ERROR(launch_engine_gather_norm(h, dsel, m, dim, norm, eps, tmp, b_.s_, debug_.legacy_kernels));
-    return pr.end(launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_, debug_.legacy_kernels, debug_.product_pipeline));
+    return pr.end(launch_engine_matmul(W, vocab, dim, tmp, m, out, b_.s_, debug_.legacy_kernels, debug_.tree_passes));
   }
   Status argmax(const float* x, int n, int64_t len, int32_t* out) override {
     KC_RETURN_IF_ERROR(validate_argmax(x, n, len, out));
@@ -523,9 +523,8 @@ class CudaEngine final : public EngineBackend {
     return st;
   }
   Status set_debug(const Debug& d) override {
-    if (!engine_product_pipeline_known(d.product_pipeline))
-      return Status::Error("engine debug: product_pipeline " + std::to_string(d.product_pipeline) +
-                           " is not -1, 0, 1 or 3");
+    if (!engine_tree_passes_known(d.tree_passes))
+      return Status::Error("engine debug: tree_passes " + std::to_string(d.tree_passes) + " is not 0, 1 or 2");
     open_gate();
     if (d.profile && !prof_flag_) {
       int* f = nullptr;

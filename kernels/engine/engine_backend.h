@@ -100,13 +100,13 @@ class EngineBackend {
   // has enqueued all of it (a gate kernel that waits at most 200 ms for the download), then
   // runs back to back with an event pair around each kernel call; take_profile returns the
   // sums since the last take and resets them.
-  // product_pipeline: which staged product kernel a batch of at most 8 rows takes (the same
-  // bytes in all): -1 the default (KC_ENGINE_XS, else the staged kernel), 0 the staged
-  // kernel, 1 or 3 the pipelined one with that many steps of weights in flight.
+  // tree_passes: how many passes the staged product's tree takes through shared memory (the
+  // same bytes in all): 0 the default (KC_ENGINE_TREE, else two only where one would leave
+  // fewer output groups per block), 1 or 2 that many wherever it fits.
   struct Debug {
     bool legacy_kernels = false;
     bool profile = false;
-    int product_pipeline = -1;
+    int tree_passes = 0;
   };
   struct ProfileKind {
     std::string kind;  // kernel and shape, e.g. "matmul 6144+1024+1024 x 5120"

@@ -230,9 +230,10 @@ __global__ void __launch_bounds__(eng::kDotParts) matmul_kernel(const uint16_t* 
 // thread `part` of a group holds partial `part` of rows.h's order. Shared memory: the
 // activations of the batch's nr rows, xs[(r * 2 + h) * F + b] = x[r][8b + 4h .. 8b + 4h + 3]
 // (F = K / 8 octets; consecutive threads read consecutive float4: no bank conflicts), then
-// per group the 4 warps' partial sums for the tree. Output groups (kXsOPW rows of one
-// matrix) are numbered across the parts; group slot blockIdx.x * G + g takes groups
-// slot, slot + gridDim.x * G, ...
+// per group the 4 warps' partial sums for the tree (all of a group's sums at once, or half of
+// them in each of two passes where that leaves room for more groups per block). Output groups
+// (kXsOPW rows of one matrix) are numbered across the parts; group slot blockIdx.x * G + g
+// takes groups slot, slot + gridDim.x * G, ...
 constexpr int kXsOPW = 4;
 constexpr int kXsMaxGroups = 4;
 constexpr int kXsMaxParts = 3;
@@ -314,91 +315,41 @@ __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4*
 
 // The tree of a group's sums: levels h = 64 and 32 across the group's warps through shared
 // memory ((s_l + s_{l+64}) + (s_{l+32} + s_{l+96})), then 16 .. 1 by xor shuffles; lane 0
-// writes y[r * rows + o] (y at the group's first output).
+// writes y[r * rows + o] (y at the group's first output). The group's P = 4R sums (q = oR + r)
+// go through sp in `passes` passes (1 or 2) of P / passes sums each: the same additions, fewer
+// bytes of shared memory per group.
 template <int R>
 __device__ __forceinline__ void xs_tree(const float (&acc)[kXsOPW][R], float* sp, int g, int warp, int lane, int nr,
-                                        int no, float* y, int64_t rows) {
+                                        int no, float* y, int64_t rows, int passes) {
   constexpr int OPW = kXsOPW, P = OPW * R;
-  bar_group(1 + g);  // the group's previous sums are read
+  const int PH = P / passes;
+  for (int lo = 0; lo < P; lo += PH) {
+    bar_group(1 + g);  // the group's previous sums are read
 #pragma unroll
-  for (int o = 0; o < OPW; ++o)
+    for (int q = 0; q < P; ++q)
+      if (q >= lo && q < lo + PH) sp[(warp * PH + q - lo) * 32 + lane] = acc[q / R][q % R];
+    bar_group(1 + g);
+    for (int q = lo + warp; q < lo + PH; q += 4) {
+      const int o = q / R, r = q % R, i = q - lo;
+      if (o >= no || r >= nr) continue;  // whole warps skip together
+      float v = eng::add_rn(eng::add_rn(sp[(0 * PH + i) * 32 + lane], sp[(2 * PH + i) * 32 + lane]),
+                            eng::add_rn(sp[(1 * PH + i) * 32 + lane], sp[(3 * PH + i) * 32 + lane]));
 #pragma unroll
-    for (int r = 0; r < R; ++r) sp[(warp * P + o * R + r) * 32 + lane] = acc[o][r];
-  bar_group(1 + g);
-  for (int q = warp; q < P; q += 4) {
-    const int o = q / R, r = q % R;
-    if (o >= no || r >= nr) continue;  // whole warps skip together
-    float v = eng::add_rn(eng::add_rn(sp[(0 * P + q) * 32 + lane], sp[(2 * P + q) * 32 + lane]),
-                          eng::add_rn(sp[(1 * P + q) * 32 + lane], sp[(3 * P + q) * 32 + lane]));
-#pragma unroll
-    for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
-    if (lane == 0) y[int64_t(r) * rows + o] = v;
-  }
-}
-
-// D: octets whose weights are requested before the first of them is used.
-template <int R, int D>
-__global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts parts, int F, const float* __restrict__ x,
-                                                                   int n) {
-  constexpr int OPW = kXsOPW, P = OPW * R;
-  extern __shared__ float4 xs_smem[];
-  const int G = blockDim.x / eng::kDotParts;
-  const int g = threadIdx.x / eng::kDotParts, part = threadIdx.x % eng::kDotParts;
-  const int warp = part >> 5, lane = threadIdx.x & 31;
-  const int nr = min(R, n);
-  const int64_t cols = int64_t(F) * eng::kDotOctet;
-  float4* xs = xs_smem;
-  xs_stage(xs, x, nr, F, cols);
-  float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
-  __syncthreads();
-  const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
-  const int64_t stride = int64_t(gridDim.x) * G;
-  for (int64_t j = int64_t(blockIdx.x) * G + g; j < total; j += stride) {
-    // The part of group j (at most kXsMaxParts, selected without indexing the parameter array
-    // by a variable).
-    const bool in0 = j < parts.p[0].g_end, in1 = !in0 && (parts.count < 3 || j < parts.p[1].g_end);
-    const uint16_t* W = in0 ? parts.p[0].W : in1 ? parts.p[1].W : parts.p[2].W;
-    float* y = in0 ? parts.p[0].y : in1 ? parts.p[1].y : parts.p[2].y;
-    const int64_t rows = in0 ? parts.p[0].rows : in1 ? parts.p[1].rows : parts.p[2].rows;
-    const int64_t gb = in0 ? 0 : in1 ? parts.p[0].g_end : parts.p[1].g_end;
-    const int64_t o0 = (j - gb) * OPW;
-    const int no = int(min(int64_t(OPW), rows - o0));
-    const uint16_t* wrow = W + o0 * cols;
-    float acc[OPW][R];
-#pragma unroll
-    for (int o = 0; o < OPW; ++o)
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[o][r] = 0.0f;
-    for (int base = part; base < F; base += D * eng::kDotParts) {
-      uint4 wq[D][OPW];
-#pragma unroll
-      for (int u = 0; u < D; ++u) {
-        const int b = base + u * eng::kDotParts;
-#pragma unroll
-        for (int o = 0; o < OPW; ++o)
-          if (o < no && b < F) wq[u][o] = __ldcs(reinterpret_cast<const uint4*>(wrow + o * cols) + b);
-      }
-#pragma unroll
-      for (int u = 0; u < D; ++u) {
-        const int b = base + u * eng::kDotParts;
-        if (b >= F) break;
-        xs_octet<R>(wq[u], xs, F, b, nr, no, acc);
-      }
+      for (int h = 16; h >= 1; h /= 2) v = eng::add_rn(v, __shfl_xor_sync(0xffffffffu, v, h));
+      if (lane == 0) y[int64_t(r) * rows + o] = v;
     }
-    xs_tree<R>(acc, sp, g, warp, lane, nr, no, y + o0, rows);
   }
 }
 
-// The staged product, pipelined (KC_ENGINE_XS=pipe1 / pipe3; not the default until measured):
-// the threads, partials, order of every sum and the tree of matmul_xs_kernel. What changes is
-// when the weights are requested. Every output group of a thread-group takes nb = ceil(F / 128)
+// The staged product's kernel. Every output group of a thread-group takes nb = ceil(F / 128)
 // steps (step k reads octet part + 128 k where it is < F; the others load and add nothing), so
-// a thread's loads form one stream over its groups, and step s + D is requested before step s
-// is added: the next group's first octets are in flight during this group's tree. The ring of
-// D + 1 slots shifts by one each step (static register indices).
-template <int R, int D, int TPB>
-__global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts parts, int F, const float* __restrict__ x,
-                                                                 int n) {
+// a thread's loads form one stream over its groups, and the weights of step s + 1 are
+// requested before step s is added: the next group's first octets are in flight during this
+// group's tree. (Measured against the kernel that requested a group's first two octet steps
+// together and none across groups: reports/h200/receipts-s43/.)
+template <int R>
+__global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts parts, int F, const float* __restrict__ x,
+                                                                   int n, int passes) {
   constexpr int OPW = kXsOPW, P = OPW * R;
   extern __shared__ float4 xs_smem[];
   const int G = blockDim.x / eng::kDotParts;
@@ -408,7 +359,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
   const int64_t cols = int64_t(F) * eng::kDotOctet;
   float4* xs = xs_smem;
   xs_stage(xs, x, nr, F, cols);
-  float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * P * 32);
+  float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * (P / passes) * 32);
   __syncthreads();
   const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
   const int64_t stride = int64_t(gridDim.x) * G;
@@ -436,7 +387,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
     int64_t rows;
     if (ng > 0) resolve(j0, &lw, &yo, &rows, &lno);
   }
-  uint4 wq[D + 1][OPW];
+  uint4 wq[2][OPW];
   const auto issue = [&](uint4(&dst)[OPW]) {
     if (lt >= ng) return;
     const int b = part + lk * eng::kDotParts;
@@ -452,8 +403,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
       }
     }
   };
-#pragma unroll
-  for (int u = 0; u < D; ++u) issue(wq[u]);
+  issue(wq[0]);
   // The compute cursor: group ct, step ck.
   int64_t ct = 0, crows = 0;
   int ck = 0, cno = 0;
@@ -469,17 +419,15 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
     for (int r = 0; r < R; ++r) acc[o][r] = 0.0f;
   const int64_t steps = ng * nb;
   for (int64_t st = 0; st < steps; ++st) {
-    issue(wq[D]);
+    issue(wq[1]);
     const int b = part + ck * eng::kDotParts;
     if (b < F) xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
 #pragma unroll
-    for (int u = 0; u < D; ++u)
-#pragma unroll
-      for (int o = 0; o < OPW; ++o) wq[u][o] = wq[u + 1][o];
+    for (int o = 0; o < OPW; ++o) wq[0][o] = wq[1][o];
     if (++ck < nb) continue;
-    // The group's last step: the tree, as in matmul_xs_kernel (every thread of the group is
-    // here at the same step: the steps per group are the same for all of them).
-    xs_tree<R>(acc, sp, g, warp, lane, nr, cno, cy, crows);
+    // The group's last step: the tree (every thread of the group is here at the same step:
+    // the steps per group are the same for all of them).
+    xs_tree<R>(acc, sp, g, warp, lane, nr, cno, cy, crows, passes);
 #pragma unroll
     for (int o = 0; o < OPW; ++o)
 #pragma unroll
@@ -491,6 +439,7 @@ __global__ void __launch_bounds__(TPB, 1) matmul_xs_pipe_kernel(const XsParts pa
     }
   }
 }
+
 
 __global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, int64_t count, float* out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
@@ -611,53 +560,38 @@ Status launch_matmul_blocks(const uint16_t* W, int64_t rows, int64_t cols, const
   return Status::Ok();
 }
 
-template <int R, int D>
-Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, size_t smem, int64_t blocks_wanted,
-                 cudaStream_t s) {
-  auto* kern = matmul_xs_kernel<R, D>;
+template <int R>
+Status launch_xs(const XsParts& xp, int F, const float* x, int n, int G, int passes, size_t smem,
+                 int64_t blocks_wanted, cudaStream_t s) {
+  auto* kern = matmul_xs_kernel<R>;
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
   int per_sm = 0;
   KC_RETURN_IF_ERROR(cuda_blocks_per_sm(reinterpret_cast<const void*>(kern), G * eng::kDotParts, smem, &per_sm));
   const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(dev.sms) * per_sm);
-  kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n);
+  kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n, passes);
   KC_LAUNCH_CHECK("matmul_xs_kernel");
   return Status::Ok();
 }
 
-template <int R, int D, int TPB>
-Status launch_xs_pipe(const XsParts& xp, int F, const float* x, int n, int G, size_t smem, int64_t blocks_wanted,
-                      cudaStream_t s) {
-  auto* kern = matmul_xs_pipe_kernel<R, D, TPB>;
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  int per_sm = 0;
-  KC_RETURN_IF_ERROR(cuda_blocks_per_sm(reinterpret_cast<const void*>(kern), G * eng::kDotParts, smem, &per_sm));
-  const int64_t blocks = std::min<int64_t>(blocks_wanted, int64_t(dev.sms) * per_sm);
-  kern<<<unsigned(blocks), G * eng::kDotParts, smem, s>>>(xp, F, x, n);
-  KC_LAUNCH_CHECK("matmul_xs_pipe_kernel");
-  return Status::Ok();
-}
-
-// KC_ENGINE_XS (read once): unset or "staged", matmul_xs_kernel; "pipe1", the pipelined kernel
-// with one step in flight ahead, the same groups per block; "pipe3", three steps ahead, at most
-// 2 groups per block (256 threads, the registers of a deeper ring). An experiment's switch: the
-// bytes are the same in all three (the order of every sum is rows.h's).
-int engine_xs_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("KC_ENGINE_XS");
+// KC_ENGINE_TREE (read once): "1" or "2" passes of the tree wherever the staged product runs,
+// anything else the rule of launch_engine_matmul_parts. An experiment's switch: the bytes are
+// the same (the order of every sum is rows.h's).
+int engine_tree_env() {
+  static const int passes = [] {
+    const char* e = std::getenv("KC_ENGINE_TREE");
     const std::string v = e ? e : "";
-    return v == "pipe1" ? 1 : v == "pipe3" ? 3 : 0;
+    return v == "1" ? 1 : v == "2" ? 2 : 0;
   }();
-  return mode;
+  return passes;
 }
 
 }  // namespace
 
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
-                                  cudaStream_t s, bool legacy, int pipeline) {
-  if (!engine_product_pipeline_known(pipeline))
-    return Status::Error("engine matmul: pipeline " + std::to_string(pipeline) + " is not -1, 0, 1 or 3");
+                                  cudaStream_t s, bool legacy, int tree_passes) {
+  if (!engine_tree_passes_known(tree_passes))
+    return Status::Error("engine matmul: tree passes " + std::to_string(tree_passes) + " is not 0, 1 or 2");
   if (n == 0 || count == 0) return Status::Ok();
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
@@ -666,11 +600,14 @@ Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t co
   for (int i = 0; i < count && staged; ++i) staged = reinterpret_cast<uintptr_t>(parts[i].W) % 16 == 0;
   const int R = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
   const size_t xbytes = size_t(R) * size_t(cols) * sizeof(float);
-  const size_t gbytes = size_t(4) * kXsOPW * R * 32 * sizeof(float);  // a group's partial sums
-  int gmax = 0;
-  if (staged && xbytes + gbytes <= size_t(dev.smem_optin))
-    gmax = int(std::min<size_t>(kXsMaxGroups, (size_t(dev.smem_optin) - xbytes) / gbytes));
-  if (gmax < 1) {
+  const size_t gbytes = size_t(4) * kXsOPW * R * 32 * sizeof(float);  // a group's partial sums, one pass
+  // Groups per block that shared memory allows with the tree in `passes` passes.
+  const auto groups_fit = [&](int passes) {
+    const size_t per = gbytes / size_t(passes);
+    if (!staged || xbytes + per > size_t(dev.smem_optin)) return 0;
+    return int(std::min<size_t>(kXsMaxGroups, (size_t(dev.smem_optin) - xbytes) / per));
+  };
+  if (groups_fit(2) < 1) {
     for (int i = 0; i < count; ++i)
       KC_RETURN_IF_ERROR(launch_matmul_blocks(parts[i].W, parts[i].rows, cols, x, n, parts[i].y, s));
     return Status::Ok();
@@ -683,37 +620,28 @@ Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t co
   }
   xp.count = count;
   // Groups per block: enough to spread the output groups over every multiprocessor, at
-  // most what shared memory allows.
+  // most what shared memory allows. The tree takes two passes only where one would leave
+  // fewer groups per block than that (unless told: tree_passes, KC_ENGINE_TREE).
   const int64_t per_sm = (groups + dev.sms - 1) / dev.sms;
-  const int mode = pipeline < 0 ? engine_xs_mode() : pipeline;
-  const int G = int(std::max<int64_t>(1, std::min<int64_t>(mode == 3 ? std::min(gmax, 2) : gmax, per_sm)));
-  const size_t smem = xbytes + size_t(G) * gbytes;
+  const int want = int(std::min<int64_t>(kXsMaxGroups, per_sm));
+  int passes = tree_passes != 0 ? tree_passes : engine_tree_env();
+  if (passes == 0 || groups_fit(passes) < 1) passes = groups_fit(1) >= want ? 1 : 2;
+  const int G = std::max(1, std::min(groups_fit(passes), want));
+  const size_t smem = xbytes + size_t(G) * (gbytes / size_t(passes));
   const int64_t blocks = (groups + G - 1) / G;
   const int F = int(cols / 8);
-  if (mode == 1) switch (R) {
-      case 1: return launch_xs_pipe<1, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
-      case 2: return launch_xs_pipe<2, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
-      case 4: return launch_xs_pipe<4, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
-      default: return launch_xs_pipe<8, 1, kXsThreads>(xp, F, x, n, G, smem, blocks, s);
-    }
-  if (mode == 3) switch (R) {
-      case 1: return launch_xs_pipe<1, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
-      case 2: return launch_xs_pipe<2, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
-      case 4: return launch_xs_pipe<4, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
-      default: return launch_xs_pipe<8, 3, 2 * eng::kDotParts>(xp, F, x, n, G, smem, blocks, s);
-    }
   switch (R) {
-    case 1: return launch_xs<1, 4>(xp, F, x, n, G, smem, blocks, s);
-    case 2: return launch_xs<2, 4>(xp, F, x, n, G, smem, blocks, s);
-    case 4: return launch_xs<4, 2>(xp, F, x, n, G, smem, blocks, s);
-    default: return launch_xs<8, 2>(xp, F, x, n, G, smem, blocks, s);
+    case 1: return launch_xs<1>(xp, F, x, n, G, passes, smem, blocks, s);
+    case 2: return launch_xs<2>(xp, F, x, n, G, passes, smem, blocks, s);
+    case 4: return launch_xs<4>(xp, F, x, n, G, passes, smem, blocks, s);
+    default: return launch_xs<8>(xp, F, x, n, G, passes, smem, blocks, s);
   }
 }
 
 Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
-                            cudaStream_t s, bool legacy, int pipeline) {
+                            cudaStream_t s, bool legacy, int tree_passes) {
   const MatmulPart p{W, rows, y};
-  return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy, pipeline);
+  return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy, tree_passes);
 }
 
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s) {

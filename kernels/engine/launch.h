@@ -16,14 +16,15 @@ Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens
 Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out, cudaStream_t s,
                               bool legacy = false);
 Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y,
-                            cudaStream_t s, bool legacy = false, int pipeline = -1);
+                            cudaStream_t s, bool legacy = false, int tree_passes = 0);
 // Several products over the same x in one launch where the staged kernel applies (at most 3
 // parts), one launch per part otherwise.
-// pipeline: -1 KC_ENGINE_XS (unset: the staged kernel), 0 the staged kernel, 1 or 3 the pipelined
-// kernel with that many steps in flight (EngineBackend::Debug::product_pipeline).
-inline bool engine_product_pipeline_known(int p) { return p == -1 || p == 0 || p == 1 || p == 3; }
+// tree_passes: how many passes the staged kernel's tree takes through shared memory (the same
+// bytes in all): 0 KC_ENGINE_TREE, else two where one would leave fewer groups per block than
+// the outputs want; 1 or 2 that many, where it fits (EngineBackend::Debug::tree_passes).
+inline bool engine_tree_passes_known(int p) { return p == 0 || p == 1 || p == 2; }
 Status launch_engine_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n,
-                                  cudaStream_t s, bool legacy = false, int pipeline = -1);
+                                  cudaStream_t s, bool legacy = false, int tree_passes = 0);
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
 Status launch_engine_add(float* h, const float* t, int64_t count, cudaStream_t s);
 // RMSNorm of the rows h[sel[j]] into out[j] (tmp for the logits' matrix product).

@@ -205,16 +205,17 @@ TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCuda) {
   uint64_t seed = 100;
   std::vector<PartsCase> cases = kPartsCases;
   cases.push_back({{6144, 1024, 1024}, 5120, 8});  // the 27B-attention preset's q/k/v (4 groups per block)
-  cases.push_back({{5120}, 6144, 8});              // its o_proj (shared memory leaves 2 groups per block)
+  cases.push_back({{5120}, 6144, 8});              // its o_proj (the tree in two passes: 4 groups per block, not 2)
   cases.push_back({{1024, 1024}, 5120, 1});        // gate/up at batch 1
   for (const PartsCase& pc : cases) check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
 }
 
-// The pipelined product kernels (EngineBackend::Debug::product_pipeline 1 and 3: the weights of
-// the next steps in flight across output groups) give the twin's bytes on every case above,
-// K not a multiple of 1024 among them (threads past the last octet step without loading), and
-// a pipeline that is not one of the kernels is refused.
-TEST(EngineBackend, MatmulPartsPipelinedGivesTheSameBytesOnCuda) {
+// The staged product's tree in one pass and in two (EngineBackend::Debug::tree_passes; the
+// default takes two only where shared memory leaves fewer groups per block, o_proj's case
+// above) gives the twin's bytes on every case above, K not a multiple of 1024 among them
+// (threads past the last octet step without loading), at every batch tile (R 1, 2, 4, 8: a
+// pass of 2, 4, 8 or 16 sums), and a count of passes that is not 0, 1 or 2 is refused.
+TEST(EngineBackend, MatmulPartsTreePassesGiveTheSameBytesOnCuda) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
   Status st;
@@ -226,20 +227,25 @@ TEST(EngineBackend, MatmulPartsPipelinedGivesTheSameBytesOnCuda) {
   cases.push_back({{5120}, 6144, 8});
   cases.push_back({{5120}, 1024, 8});  // down_proj: one step per group
   cases.push_back({{1024, 1024}, 5120, 1});
+  cases.push_back({{1024, 1024}, 5120, 2});
   cases.push_back({{1024, 1024}, 5120, 4});
-  for (int pipeline : {1, 3}) {
+  for (int passes : {1, 2}) {
     EngineBackend::Debug d;
-    d.product_pipeline = pipeline;
+    d.tree_passes = passes;
     ASSERT_TRUE(cuda->engine()->set_debug(d).ok);
     uint64_t seed = 300;
     for (const PartsCase& pc : cases) {
-      SCOPED_TRACE("pipeline " + std::to_string(pipeline));
+      SCOPED_TRACE("tree passes " + std::to_string(passes));
       check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
     }
   }
-  EngineBackend::Debug bad;
-  bad.product_pipeline = 2;
-  EXPECT_FALSE(cuda->engine()->set_debug(bad).ok);
+  for (int bad_passes : {-1, 3}) {
+    EngineBackend::Debug bad;
+    bad.tree_passes = bad_passes;
+    const Status refused = cuda->engine()->set_debug(bad);
+    EXPECT_FALSE(refused.ok) << bad_passes;
+    EXPECT_NE(refused.message.find("is not 0, 1 or 2"), std::string::npos) << refused.message;
+  }
   ASSERT_TRUE(cuda->engine()->set_debug(EngineBackend::Debug{}).ok);
 }
 
