@@ -4,11 +4,11 @@
 #  1. build tf-cuda-test and kc_engine_tests;
 #  2. the product's byte tests (both tree passes), EngineCuda.*, rows-invariant and the ci serve
 #     gate at the default and with KC_ENGINE_TREE=2 (two passes wherever the staged kernel runs);
-#  3. memcheck, racecheck and synccheck over rows-invariant at the default and with
-#     KC_ENGINE_TREE=2 (no controls: call 4's ran at 91a4948 on the same sanitizer);
-#  4. bench engine --profile with KC_ENGINE_TREE=1 (one pass: call 4's pipe1) and at the default,
+#  3. bench engine --profile with KC_ENGINE_TREE=1 (one pass: call 4's pipe1) and at the default,
 #     two rounds each, interleaved, and the products' us per step;
-#  5. bench engine (the receipt, transformers in the same run).
+#  4. bench engine (the receipt, transformers in the same run);
+#  5. memcheck, racecheck and synccheck over rows-invariant at the default and with
+#     KC_ENGINE_TREE=2 (no controls: call 4's ran at 91a4948 on the same sanitizer).
 # Returns $OUT/c5.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
@@ -31,13 +31,6 @@ for t in default 2; do
   echo "serve-gate tree=$t rc=$? $(grep -E '^serve-ci:' $W/serve-$t.log | tail -1)"
 done
 pack
-for t in default 2; do
-  if [ $t = default ]; then E=""; else E="KC_ENGINE_TREE=$t"; fi
-  env $E timeout 150 python3 tools/sanitize.py --bin build/tools/tf-cuda-test --runs rows-invariant --skip-controls \
-    --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows-$t.json --logs $W/san-logs-$t > $W/sanitize-$t.log 2>&1
-  echo "sanitize tree=$t rc=$? ($((SECONDS-T0)) s)"; tail -5 $W/sanitize-$t.log
-  pack
-done
 for round in 1 2; do
   for t in 1 default; do
     if [ $t = default ]; then E=""; else E="KC_ENGINE_TREE=$t"; fi
@@ -51,3 +44,10 @@ pack
 timeout 240 build/tools/tf-cuda-test bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
 echo "bench engine rc=$? ($((SECONDS-T0)) s)"; grep -E "transformers|verdict|target" $W/bench-engine.log | head -20
 pack
+for t in default 2; do
+  if [ $t = default ]; then E=""; else E="KC_ENGINE_TREE=$t"; fi
+  env $E timeout 120 python3 tools/sanitize.py --bin build/tools/tf-cuda-test --runs rows-invariant --skip-controls \
+    --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows-$t.json --logs $W/san-logs-$t > $W/sanitize-$t.log 2>&1
+  echo "sanitize tree=$t rc=$? ($((SECONDS-T0)) s)"; tail -5 $W/sanitize-$t.log
+  pack
+done
