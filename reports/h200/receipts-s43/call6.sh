@@ -20,7 +20,7 @@ cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_
 ninja -C build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; pack; exit 2; }
 echo "built $((SECONDS-T0)) s"
 timeout 240 build/tools/tf-cuda-test bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
-echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n "/^targets:/,$p" $W/bench-engine.log | head -14
+echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
 pack
 # The trained fixture replaced by a 4-layer 27B preset checkpoint, so the first 24 launches of
 # matmul_xs_kernel<8> (parallel 8) are q/k/v, o_proj, gate/up and down of that preset.
