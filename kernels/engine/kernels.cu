@@ -9,7 +9,8 @@
 // rows beside it.
 // Matrix product, staged (the default where it applies: batch <= 8, K a multiple of 8,
 // 16-byte aligned operands, the batch's activations fit in shared memory): a persistent
-// launch of at most one block per multiprocessor whose blocks copy the batch's activation
+// launch of as many blocks as are resident at once (one per multiprocessor where the
+// activations take most of shared memory) whose blocks copy the batch's activation
 // rows into shared memory once and then stream the weights, each group of 4 warps taking 4
 // output rows at a time (several matrices that share the activations in one launch:
 // q/k/v, gate/up). Each thread still holds partial t of rows.h's order and the tree is
@@ -439,7 +440,6 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
     }
   }
 }
-
 
 __global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, int64_t count, float* out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
