@@ -26,6 +26,7 @@ ninja -C build tf-cuda-test > $W/build-a.log 2>&1 || { tail -30 $W/build-a.log; 
 ninja -C /tmp/buildb tf-cuda-test kc_engine_tests > $W/build-b.log 2>&1 || { tail -30 $W/build-b.log; pack; exit 2; }
 A=build/tools/tf-cuda-test; B=/tmp/buildb/tools/tf-cuda-test
 echo "built $((SECONDS-T0)) s"
+cuobjdump -sass $B 2>/dev/null | awk '/Function : .*matmul_xs_kernelILi8EE/{p=1} p&&/Function : /&&!/matmul_xs_kernelILi8EE/{p=0} p' | gzip > $W/sass-xs8-b.txt.gz
 /tmp/buildb/tests/kc_engine_tests --gtest_filter='EngineBackend.*OnCuda:EngineCuda.*' > $W/gtest-b.log 2>&1
 echo "B gtest rc=$?: $(grep -cE '^\[       OK \]' $W/gtest-b.log) ok, $(grep -E '^\[  (PASSED|FAILED) |FAILED  \]|SKIPPED \]' $W/gtest-b.log | tr '\n' ' ')"
 timeout 60 $B rows-invariant --backend cuda --out $W/rows-invariant-b.json > $W/rows-invariant-b.log 2>&1
