@@ -261,11 +261,26 @@ __device__ __forceinline__ void unpack8(const uint4 v, float* f) {
   }
 }
 
-// The batch's activation rows into shared memory (the layout above).
-__device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x, int nr, int F, int64_t cols) {
-  for (int r = 0; r < nr; ++r) {
-    const float4* src = reinterpret_cast<const float4*>(x + r * cols);
-    for (int i = threadIdx.x; i < 2 * F; i += blockDim.x) xs[(r * 2 + (i & 1)) * F + (i >> 1)] = src[i];
+// The batch's activation rows into shared memory (the layout above). x's nr rows are one run
+// of nr * 2F float4 (row r at r * cols floats = r * 2F float4); a thread loads up to kXsStageIlp
+// of its float4 before it stores any, so a block's staging waits for about
+// ceil(nr * 2F / (kXsStageIlp * threads)) round trips to the L2, not one per float4.
+constexpr int kXsStageIlp = 8;
+__device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x, int nr, int F) {
+  const float4* src = reinterpret_cast<const float4*>(x);
+  const int row4 = 2 * F, total = nr * row4, step = int(blockDim.x);
+  for (int i0 = int(threadIdx.x); i0 < total; i0 += kXsStageIlp * step) {
+    float4 v[kXsStageIlp];
+#pragma unroll
+    for (int u = 0; u < kXsStageIlp; ++u)
+      if (i0 + u * step < total) v[u] = __ldg(src + i0 + u * step);
+#pragma unroll
+    for (int u = 0; u < kXsStageIlp; ++u) {
+      const int i = i0 + u * step;
+      if (i >= total) break;
+      const int r = i / row4, j = i - r * row4;
+      xs[(r * 2 + (j & 1)) * F + (j >> 1)] = v[u];
+    }
   }
 }
 
@@ -359,9 +374,7 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
   const int nr = min(R, n);
   const int64_t cols = int64_t(F) * eng::kDotOctet;
   float4* xs = xs_smem;
-  xs_stage(xs, x, nr, F, cols);
   float* sp = reinterpret_cast<float*>(xs + 2 * R * F) + g * (4 * (P / passes) * 32);
-  __syncthreads();
   const int64_t total = parts.count == 1 ? parts.p[0].g_end : parts.count == 2 ? parts.p[1].g_end : parts.p[2].g_end;
   const int64_t stride = int64_t(gridDim.x) * G;
   const int64_t j0 = int64_t(blockIdx.x) * G + g;
@@ -404,7 +417,11 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
       }
     }
   };
+  // The first step's weights are requested before the activations are staged: the staging's
+  // round trips to the L2 overlap the first weights' trip to memory.
   issue(wq[0]);
+  xs_stage(xs, x, nr, F);
+  __syncthreads();
   // The compute cursor: group ct, step ck.
   int64_t ct = 0, crows = 0;
   int ck = 0, cno = 0;
