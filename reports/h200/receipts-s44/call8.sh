@@ -5,8 +5,8 @@
 #  1. build HEAD's tf-cuda-test and kc_engine_tests, and B's tf-cuda-test;
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate;
 #  3. bench engine --profile, HEAD and B interleaved, two rounds each;
-#  4. HEAD: bench engine --out (the receipt);
-#  5. HEAD: memcheck, racecheck and synccheck over rows-invariant; SASS of matmul_xs_kernel<8>.
+#  4. HEAD: memcheck, racecheck and synccheck over rows-invariant; SASS of matmul_xs_kernel<8>;
+#  5. HEAD: bench engine --out (the receipt), last.
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c8.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
@@ -44,10 +44,10 @@ for round in 1 2; do
 done
 python3 reports/h200/receipts-s43/summary.py $W b c > $W/profile-summary.txt 2>&1; grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
 gzip -f $W/profile-*.json; pack
-timeout 200 $H bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
-echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
-pack
 timeout 120 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
   --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
 echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -4 $W/sanitize.log
+pack
+timeout 200 $H bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
+echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
 pack
