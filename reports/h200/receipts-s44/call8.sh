@@ -34,7 +34,21 @@ echo "rows-invariant rc=$? $(grep -E '^rows-invariant:' $W/rows-invariant.log | 
 timeout 60 $H serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve.json > $W/serve.log 2>&1
 echo "serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve.log | tail -1)"
 gzip -f $W/serve.json; pack
-for round in 1 2; do
+for round in 1; do
+  for t in b c; do
+    if [ $t = b ]; then X=$B; else X=$H; fi
+    timeout 50 $X bench engine --profile $W/profile-$t-$round.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$round.log 2>&1
+    echo "profile $t round $round rc=$? ($((SECONDS-T0)) s)"
+  done
+  pack
+done
+python3 reports/h200/receipts-s43/summary.py $W b c > $W/profile-summary.txt 2>&1; grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
+pack
+timeout 120 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
+  --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
+echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -4 $W/sanitize.log
+pack
+for round in 2; do
   for t in b c; do
     if [ $t = b ]; then X=$B; else X=$H; fi
     timeout 50 $X bench engine --profile $W/profile-$t-$round.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$round.log 2>&1
@@ -44,10 +58,6 @@ for round in 1 2; do
 done
 python3 reports/h200/receipts-s43/summary.py $W b c > $W/profile-summary.txt 2>&1; grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
 gzip -f $W/profile-*.json; pack
-timeout 120 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
-  --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
-echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -4 $W/sanitize.log
-pack
 timeout 200 $H bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
 echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
 pack
