@@ -286,27 +286,11 @@ __device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x
 
 // One octet b of a thread's partial for its group's no output rows and nr batch rows: the
 // eight products of each (output, row) pair added in ascending k, one fused multiply-add each.
-// FULL: all R rows and kXsOPW outputs are there (nr == R, no == kXsOPW): the same products
-// without a branch, so the compiler may request a row's activations before the previous
-// row's multiply-adds.
-template <int R, bool FULL = false>
+template <int R>
 __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4* xs, int F, int b, int nr, int no,
                                          float (&acc)[kXsOPW][R]) {
   constexpr int OPW = kXsOPW;
-  if constexpr (FULL) {
-    float wf[OPW][8];
-#pragma unroll
-    for (int o = 0; o < OPW; ++o) unpack8(w[o], wf[o]);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-      const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-      for (int o = 0; o < OPW; ++o)
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
-    }
-  } else if constexpr (R >= 4) {
+  if constexpr (R >= 4) {
     float wf[OPW][8];
 #pragma unroll
     for (int o = 0; o < OPW; ++o)
@@ -455,12 +439,7 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
   for (int64_t st = 0; st < steps; ++st) {
     issue(wq[1]);
     const int b = part + ck * eng::kDotParts;
-    if (b < F) {
-      if (R >= 4 && nr == R && cno == OPW)
-        xs_octet<R, true>(wq[0], xs, F, b, nr, cno, acc);
-      else
-        xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
-    }
+    if (b < F) xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
 #pragma unroll
     for (int o = 0; o < OPW; ++o) wq[0][o] = wq[1][o];
     if (++ck < nb) continue;
