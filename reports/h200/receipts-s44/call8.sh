@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Session 44, device call 8, at HEAD: the staged product with call 7's B (first weights before the
-# staging, staging 8 float4 ahead) and C (an unguarded octet step where nr == R and the group's 4
-# outputs exist). B = HEAD without C (.dev/c.patch reversed) is built beside it.
-#  1. build HEAD's tf-cuda-test and kc_engine_tests, and B's tf-cuda-test;
-#  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate;
-#  3. bench engine --profile, HEAD and B interleaved, two rounds each;
-#  4. HEAD: memcheck, racecheck and synccheck over rows-invariant; SASS of matmul_xs_kernel<8>;
-#  5. HEAD: bench engine --out (the receipt), last.
+# For the next session's first device call (session 44's device time ran out before it started;
+# one try was taken back mid-run with nothing returned), at HEAD:
+#  1. build HEAD's tf-cuda-test and kc_engine_tests, and C = HEAD + c-full-octet-unmeasured.patch
+#     (an unguarded octet step where nr == R and the group's 4 outputs exist: no branch between
+#     a row's activations and the previous row's multiply-adds) beside it;
+#  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
+#     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
+#     KC_ENGINE_PF experiment, off);
+#  3. bench engine --profile, HEAD and C interleaved, one round; the sanitizers (memcheck,
+#     racecheck, synccheck over rows-invariant) on HEAD; a second round;
+#  4. C: the byte tests (if C is to be kept, its rows-invariant and sanitizers too);
+#  5. HEAD: bench engine --out (the receipt: on an H200 it replaces reports/h200/bench-engine.json).
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c8.tgz.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
@@ -16,47 +20,46 @@ bash tools/h200_git_from_snap.sh | tee $W/head.txt || exit 4
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tee -a $W/head.txt
 pack() { tar czf $OUT/c8.tgz -C /tmp c8 2>/dev/null; }
 SRC=$PWD
-rm -rf /tmp/srcb && mkdir /tmp/srcb && git ls-files -z | xargs -0 cp --parents -t /tmp/srcb && cp -r .deps /tmp/srcb/ \
-  && (cd /tmp/srcb && patch -R -p1 -s < $SRC/.dev/c.patch) || { echo "patch failed"; exit 3; }
+rm -rf /tmp/srcc && mkdir /tmp/srcc && git ls-files -z | xargs -0 cp --parents -t /tmp/srcc && cp -r .deps /tmp/srcc/ \
+  && (cd /tmp/srcc && patch -p1 -s < $SRC/reports/h200/receipts-s44/c-full-octet-unmeasured.patch) || { echo "patch failed"; exit 3; }
 cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$PWD/.deps/usr > $W/cmake-h.log 2>&1 \
-  && cmake -S /tmp/srcb -B /tmp/buildb -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=/tmp/srcb/.deps/usr > $W/cmake-b.log 2>&1 \
+  && cmake -S /tmp/srcc -B /tmp/buildc -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=/tmp/srcc/.deps/usr > $W/cmake-c.log 2>&1 \
   || { tail -20 $W/cmake-*.log; exit 2; }
-ninja -C /tmp/buildb tf-cuda-test > $W/build-b.log 2>&1 &
+ninja -C /tmp/buildc tf-cuda-test kc_engine_tests > $W/build-c.log 2>&1 &
 ninja -C build tf-cuda-test kc_engine_tests > $W/build-h.log 2>&1 || { tail -30 $W/build-h.log; pack; exit 2; }
-wait $! || { tail -30 $W/build-b.log; pack; exit 2; }
-H=build/tools/tf-cuda-test; B=/tmp/buildb/tools/tf-cuda-test
+wait $! || { tail -30 $W/build-c.log; pack; exit 2; }
+H=build/tools/tf-cuda-test; C=/tmp/buildc/tools/tf-cuda-test
 echo "built $((SECONDS-T0)) s"
-cuobjdump -sass $H 2>/dev/null | awk '/Function : .*matmul_xs_kernelILi8EE/{p=1} p&&/Function : /&&!/matmul_xs_kernelILi8EE/{p=0} p' | gzip > $W/sass-xs8-head.txt.gz
-build/tests/kc_engine_tests --gtest_filter='EngineBackend.*OnCuda:EngineCuda.*' > $W/gtest.log 2>&1
-echo "gtest rc=$?: $(grep -cE '^\[       OK \]' $W/gtest.log) ok, $(grep -E '^\[  (PASSED|FAILED) |FAILED  \]|SKIPPED \]' $W/gtest.log | tr '\n' ' ')"
+for b in build /tmp/buildc; do
+  cuobjdump -sass $b/tools/tf-cuda-test 2>/dev/null | awk '/Function : .*matmul_xs_kernelILi8EE/{p=1} p&&/Function : /&&!/matmul_xs_kernelILi8EE/{p=0} p' \
+    | gzip > $W/sass-xs8-$(basename $b).txt.gz
+done
+for b in build /tmp/buildc; do
+  $b/tests/kc_engine_tests --gtest_filter='EngineBackend.*OnCuda:EngineCuda.*' > $W/gtest-$(basename $b).log 2>&1
+  echo "$b gtest rc=$?: $(grep -cE '^\[       OK \]' $W/gtest-$(basename $b).log) ok"
+done
 timeout 60 $H rows-invariant --backend cuda --out $W/rows-invariant.json > $W/rows-invariant.log 2>&1
 echo "rows-invariant rc=$? $(grep -E '^rows-invariant:' $W/rows-invariant.log | tail -1)"
 timeout 60 $H serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve.json > $W/serve.log 2>&1
 echo "serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve.log | tail -1)"
 gzip -f $W/serve.json; pack
-for round in 1; do
-  for t in b c; do
-    if [ $t = b ]; then X=$B; else X=$H; fi
-    timeout 50 $X bench engine --profile $W/profile-$t-$round.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$round.log 2>&1
-    echo "profile $t round $round rc=$? ($((SECONDS-T0)) s)"
+profile_round() {
+  for t in h c; do
+    if [ $t = h ]; then X=$H; else X=$C; fi
+    timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
+    echo "profile $t round $1 rc=$? ($((SECONDS-T0)) s)"
   done
+  python3 reports/h200/receipts-s43/summary.py $W h c > $W/profile-summary.txt 2>&1
   pack
-done
-python3 reports/h200/receipts-s43/summary.py $W b c > $W/profile-summary.txt 2>&1; grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
-pack
+}
+profile_round 1
+grep -E "p8/bf16/window|p1/bf16/window|stdlib.*window matmul, all" $W/profile-summary.txt
 timeout 120 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
   --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
 echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -4 $W/sanitize.log
 pack
-for round in 2; do
-  for t in b c; do
-    if [ $t = b ]; then X=$B; else X=$H; fi
-    timeout 50 $X bench engine --profile $W/profile-$t-$round.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$round.log 2>&1
-    echo "profile $t round $round rc=$? ($((SECONDS-T0)) s)"
-  done
-  pack
-done
-python3 reports/h200/receipts-s43/summary.py $W b c > $W/profile-summary.txt 2>&1; grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
+profile_round 2
+grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
 gzip -f $W/profile-*.json; pack
 timeout 200 $H bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
 echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
