@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # For the next session's first device call (session 44's device time ran out before it started;
 # one try was taken back mid-run with nothing returned), at HEAD:
-#  1. build HEAD's tf-cuda-test and kc_engine_tests, and C = HEAD + c-full-octet-unmeasured.patch
-#     (an unguarded octet step where nr == R and the group's 4 outputs exist: no branch between
-#     a row's activations and the previous row's multiply-adds) beside it;
+#  1. build HEAD's tf-cuda-test and kc_engine_tests, and C = HEAD + c-experiment-unmeasured.patch
+#     beside it: KC_XS_EXPERIMENT bit 2 (default on) an unguarded octet step where nr == R and
+#     the group's 4 outputs exist (no branch between a row's activations and the previous row's
+#     multiply-adds; aeff612), bit 1 (default on) the first weights before the staging (HEAD's
+#     order; off: after it, as before e1f8268, which read 1.5-2 % faster at parallel 1);
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
 #     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
 #     KC_ENGINE_PF experiment, off);
-#  3. bench engine --profile, HEAD and C interleaved, one round; the sanitizers (memcheck,
-#     racecheck, synccheck over rows-invariant) on HEAD; a second round;
+#  3. bench engine --profile, HEAD and C with KC_XS_EXPERIMENT 1 (HEAD's code path: the noise
+#     between binaries), 2 and 3 interleaved, one round; the sanitizers (memcheck, racecheck,
+#     synccheck over rows-invariant) on HEAD; a second round;
 #  4. C: the byte tests (if C is to be kept, its rows-invariant and sanitizers too);
 #  5. HEAD: bench engine --out (the receipt: on an H200 it replaces reports/h200/bench-engine.json).
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c8.tgz.
@@ -21,7 +24,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tee -a $W/head.txt
 pack() { tar czf $OUT/c8.tgz -C /tmp c8 2>/dev/null; }
 SRC=$PWD
 rm -rf /tmp/srcc && mkdir /tmp/srcc && git ls-files -z | xargs -0 cp --parents -t /tmp/srcc && cp -r .deps /tmp/srcc/ \
-  && (cd /tmp/srcc && patch -p1 -s < $SRC/reports/h200/receipts-s44/c-full-octet-unmeasured.patch) || { echo "patch failed"; exit 3; }
+  && (cd /tmp/srcc && patch -p1 -s < $SRC/reports/h200/receipts-s44/c-experiment-unmeasured.patch) || { echo "patch failed"; exit 3; }
 cmake -S . -B build -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=$PWD/.deps/usr > $W/cmake-h.log 2>&1 \
   && cmake -S /tmp/srcc -B /tmp/buildc -G Ninja -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH=/tmp/srcc/.deps/usr > $W/cmake-c.log 2>&1 \
   || { tail -20 $W/cmake-*.log; exit 2; }
@@ -44,12 +47,12 @@ timeout 60 $H serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve.js
 echo "serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve.log | tail -1)"
 gzip -f $W/serve.json; pack
 profile_round() {
-  for t in h c; do
+  for t in h c1 c2 c3; do
     if [ $t = h ]; then X=$H; else X=$C; fi
-    timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
+    KC_XS_EXPERIMENT=${t#c} timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
     echo "profile $t round $1 rc=$? ($((SECONDS-T0)) s)"
   done
-  python3 reports/h200/receipts-s43/summary.py $W h c > $W/profile-summary.txt 2>&1
+  python3 reports/h200/receipts-s43/summary.py $W h c1 c2 c3 > $W/profile-summary.txt 2>&1
   pack
 }
 profile_round 1
