@@ -5,14 +5,16 @@
 #     beside it: KC_XS_EXPERIMENT bit 2 (default on) an unguarded octet step where nr == R and
 #     the group's 4 outputs exist (no branch between a row's activations and the previous row's
 #     multiply-adds; aeff612), bit 1 (default on) the first weights before the staging (HEAD's
-#     order; off: after it, as before e1f8268, which read 1.5-2 % faster at parallel 1);
+#     order; off: after it, as before e1f8268, which read 1.5-2 % faster at parallel 1), bit 4
+#     (default on) RMSNorm rows staged 8 float4 ahead and scaled 4 floats at a time (call 7's
+#     profile: 9.2 us a call at dim 5120, 8 calls a step, against 4.4 for an add);
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
 #     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
 #     KC_ENGINE_PF experiment, off);
 #  3. bench engine --profile, HEAD and C with KC_XS_EXPERIMENT 1 (HEAD's code path: the noise
-#     between binaries), 2 and 3 interleaved, one round; the sanitizers (memcheck, racecheck,
+#     between binaries), 2, 3 and 7 interleaved, one round; the sanitizers (memcheck, racecheck,
 #     synccheck over rows-invariant) on HEAD; a second round;
-#  4. C: the byte tests (if C is to be kept, its rows-invariant and sanitizers too);
+#  4. C (all three on): the byte tests and rows-invariant (if C is kept: its sanitizers);
 #  5. HEAD: bench engine --out (the receipt: on an H200 it replaces reports/h200/bench-engine.json).
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c8.tgz.
 set -uo pipefail
@@ -45,14 +47,16 @@ timeout 60 $H rows-invariant --backend cuda --out $W/rows-invariant.json > $W/ro
 echo "rows-invariant rc=$? $(grep -E '^rows-invariant:' $W/rows-invariant.log | tail -1)"
 timeout 60 $H serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve.json > $W/serve.log 2>&1
 echo "serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve.log | tail -1)"
+timeout 60 $C rows-invariant --backend cuda --out $W/rows-invariant-c.json > $W/rows-invariant-c.log 2>&1
+echo "C rows-invariant rc=$? $(grep -E '^rows-invariant:' $W/rows-invariant-c.log | tail -1)"
 gzip -f $W/serve.json; pack
 profile_round() {
-  for t in h c1 c2 c3; do
+  for t in h c1 c2 c3 c7; do
     if [ $t = h ]; then X=$H; else X=$C; fi
     KC_XS_EXPERIMENT=${t#c} timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
     echo "profile $t round $1 rc=$? ($((SECONDS-T0)) s)"
   done
-  python3 reports/h200/receipts-s43/summary.py $W h c1 c2 c3 > $W/profile-summary.txt 2>&1
+  python3 reports/h200/receipts-s43/summary.py $W h c1 c2 c3 c7 > $W/profile-summary.txt 2>&1
   pack
 }
 profile_round 1
