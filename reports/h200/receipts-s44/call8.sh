@@ -6,7 +6,7 @@
 #     the group's 4 outputs exist (no branch between a row's activations and the previous row's
 #     multiply-adds; aeff612), bit 1 (default on) the first weights before the staging (HEAD's
 #     order; off: after it, as before e1f8268, which read 1.5-2 % faster at parallel 1), bit 4
-#     (default on) RMSNorm rows staged 8 float4 ahead and scaled 4 floats at a time (call 7's
+#     (default on) RMSNorm rows staged 16 float4 ahead and scaled 4 floats at a time (call 7's
 #     profile: 9.2 us a call at dim 5120, 8 calls a step, against 4.4 for an add);
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
 #     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
