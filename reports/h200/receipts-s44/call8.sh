@@ -7,14 +7,18 @@
 #     multiply-adds; aeff612), bit 1 (default on) the first weights before the staging (HEAD's
 #     order; off: after it, as before e1f8268, which read 1.5-2 % faster at parallel 1), bit 4
 #     (default on) RMSNorm rows staged 16 float4 ahead and scaled 4 floats at a time (call 7's
-#     profile: 9.2 us a call at dim 5120, 8 calls a step, against 4.4 for an add);
+#     profile: 9.2 us a call at dim 5120, 8 calls a step, against 4.4 for an add), bit 16
+#     (default on) the residual add fused with the RMSNorm after it (EngineBackend::add_rms_norm,
+#     which the patch adds with a default of the two calls; the model calls it for post_norm
+#     and the next layer's input_norm; a block per row, rows <= 8192 floats);
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
 #     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
 #     KC_ENGINE_PF experiment, off);
 #  3. bench engine --profile, HEAD and C with KC_XS_EXPERIMENT 1 (HEAD's code path: the noise
-#     between binaries), 2, 3 and 7 interleaved, one round; the sanitizers (memcheck, racecheck,
-#     synccheck over rows-invariant) on HEAD; a second round;
-#  4. C (all three on): the byte tests and rows-invariant (if C is kept: its sanitizers);
+#     between binaries), 3, 7, 23 and 22 interleaved, one round; the sanitizers (memcheck,
+#     racecheck, synccheck over rows-invariant) on HEAD; a second round;
+#  4. C (all on): the byte tests (EngineBackend.AddRmsNormGivesAddThenRmsNormBytesOnCuda among
+#     them), rows-invariant and the ci serve gate (if C is kept: its sanitizers);
 #  5. HEAD: bench engine --out (the receipt: on an H200 it replaces reports/h200/bench-engine.json).
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c8.tgz.
 set -uo pipefail
@@ -49,24 +53,26 @@ timeout 60 $H serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve.js
 echo "serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve.log | tail -1)"
 timeout 60 $C rows-invariant --backend cuda --out $W/rows-invariant-c.json > $W/rows-invariant-c.log 2>&1
 echo "C rows-invariant rc=$? $(grep -E '^rows-invariant:' $W/rows-invariant-c.log | tail -1)"
+timeout 60 $C serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve-c.json > $W/serve-c.log 2>&1
+echo "C serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve-c.log | tail -1)"; gzip -f $W/serve-c.json
 gzip -f $W/serve.json; pack
 profile_round() {
-  for t in h c1 c2 c3 c7; do
+  for t in h c1 c3 c7 c23 c22; do
     if [ $t = h ]; then X=$H; else X=$C; fi
     KC_XS_EXPERIMENT=${t#c} timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
     echo "profile $t round $1 rc=$? ($((SECONDS-T0)) s)"
   done
-  python3 reports/h200/receipts-s43/summary.py $W h c1 c2 c3 c7 > $W/profile-summary.txt 2>&1
+  python3 reports/h200/receipts-s44/summary.py $W h c1 c3 c7 c23 c22 > $W/profile-summary.txt 2>&1
   pack
 }
 profile_round 1
-grep -E "p8/bf16/window|p1/bf16/window|stdlib.*window matmul, all" $W/profile-summary.txt
+grep -E "27b-attn-4l/p8/bf16/window|27b-attn-4l/p1/bf16/window step|stdlib-bytes-3m/p8/bf16/window step" $W/profile-summary.txt
 timeout 120 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
   --tools memcheck,racecheck,synccheck --jobs 4 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
 echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -4 $W/sanitize.log
 pack
 profile_round 2
-grep -E "p8|p1/bf16/window" $W/profile-summary.txt | head -30
+grep -E "27b-attn-4l/p8/bf16/window|27b-attn-4l/p1/bf16/window|stdlib-bytes-3m/p8/bf16/window" $W/profile-summary.txt | head -40
 gzip -f $W/profile-*.json; pack
 timeout 200 $H bench engine --out $W/bench-engine.json > $W/bench-engine.log 2>&1
 echo "bench engine rc=$? ($((SECONDS-T0)) s)"; sed -n '/^targets:/,$p' $W/bench-engine.log | head -14
