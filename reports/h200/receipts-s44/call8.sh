@@ -10,12 +10,14 @@
 #     profile: 9.2 us a call at dim 5120, 8 calls a step, against 4.4 for an add), bit 16
 #     (default on) the residual add fused with the RMSNorm after it (EngineBackend::add_rms_norm,
 #     which the patch adds with a default of the two calls; the model calls it for post_norm
-#     and the next layer's input_norm; a block per row, rows <= 8192 floats);
+#     and the next layer's input_norm; a block per row, rows <= 8192 floats), bit 8 (default
+#     on) the product tree's levels 16 .. 1 by exchanging halves (K - 1 + log2(32 / K)
+#     shuffles for a warp's K sums instead of 5 K; tree_exchange_model.cpp checks the pairs);
 #  2. HEAD: the product's byte tests and EngineCuda.*, rows-invariant, the ci serve gate (HEAD's
 #     staging change, e1f8268, was tested in call 7 only inside a binary that also held the
 #     KC_ENGINE_PF experiment, off);
 #  3. bench engine --profile, HEAD and C with KC_XS_EXPERIMENT 1 (HEAD's code path: the noise
-#     between binaries), 3, 7, 23 and 22 interleaved, one round; the sanitizers (memcheck,
+#     between binaries), 3, 7, 23, 31 and 30 interleaved, one round; the sanitizers (memcheck,
 #     racecheck, synccheck over rows-invariant) on HEAD; a second round;
 #  4. C (all on): the byte tests (EngineBackend.AddRmsNormGivesAddThenRmsNormBytesOnCuda among
 #     them), rows-invariant and the ci serve gate (if C is kept: its sanitizers);
@@ -57,12 +59,12 @@ timeout 60 $C serve-gate fixtures/serve/ci.json --backend cuda --out $W/serve-c.
 echo "C serve-gate rc=$? $(grep -E '^serve-ci:' $W/serve-c.log | tail -1)"; gzip -f $W/serve-c.json
 gzip -f $W/serve.json; pack
 profile_round() {
-  for t in h c1 c3 c7 c23 c22; do
+  for t in h c1 c3 c7 c23 c31 c30; do
     if [ $t = h ]; then X=$H; else X=$C; fi
     KC_XS_EXPERIMENT=${t#c} timeout 50 $X bench engine --profile $W/profile-$t-$1.json --transformers none --tokens 32 --reps 2 > $W/profile-$t-$1.log 2>&1
     echo "profile $t round $1 rc=$? ($((SECONDS-T0)) s)"
   done
-  python3 reports/h200/receipts-s44/summary.py $W h c1 c3 c7 c23 c22 > $W/profile-summary.txt 2>&1
+  python3 reports/h200/receipts-s44/summary.py $W h c1 c3 c7 c23 c31 c30 > $W/profile-summary.txt 2>&1
   pack
 }
 profile_round 1
