@@ -1,6 +1,7 @@
-// Contract `rows-invariant`: the engine kernels (kernels/engine/: embedding, RMSNorm,
-// bf16-weight matrix product, the product of several matrices over one x, SwiGLU, residual
-// add, logits, greedy argmax) are batch-invariant and within their float64 bounds.
+// Contract `rows-invariant`: the engine kernels (kernels/engine/: embedding, RMSNorm and its
+// launch of several row sets, bf16-weight matrix product, the product of several matrices
+// over one x, SwiGLU, residual add and the add joined with the RMSNorm after it, logits,
+// greedy argmax) are batch-invariant and within their float64 bounds.
 //
 // A case is one kernel, a batch size n (the first 64 cases take n = 1..64 in turn, later
 // ones draw it; half the matmul_parts cases fold it to 1..8 and take K a multiple of 8, the
@@ -28,6 +29,13 @@
 //   parts==matmul      every part of a matmul_parts launch has the bytes of a plain matmul
 //                      of that part alone (same batch, same backend): the promise of
 //                      EngineBackend::matmul_parts
+//   joined==plain      rms_norm cases: rms_norm_parts over the batch in three parts (the
+//                      first half in place, an empty part, the rest apart) has the bytes
+//                      of the batched rms_norm; add cases: add_rms_norm (norm weights of
+//                      its own) leaves h with the add's bytes and its norm with the bytes
+//                      of rms_norm over those sums (the promises of
+//                      EngineBackend::rms_norm_parts and add_rms_norm; with rows==solo of
+//                      the plain calls, the joined ones are batch-invariant too)
 //   guards             16 floats past every output region (batched, repeated and solo
 //                      launches, parts alone) still hold their canary after the launch
 //   device==host-twin  (cuda) the device's bytes equal the host twin's for every kernel
@@ -41,7 +49,8 @@
 // launch one ulp off / its argmax one index off; add and SwiGLU: the element in the middle
 // of the launch; matmul_parts: that row of every part), parts-ulp (matmul_parts only: the
 // first element of every row of the last part one ulp up, whatever the batch: only
-// parts==matmul sees it), writes-past-output (every kernel writes one float / index past
+// parts==matmul sees it), joined-ulp (rms_norm_parts' last part with rows and add_rms_norm's
+// norm, the first element one ulp up: only joined==plain sees it), writes-past-output (every kernel writes one float / index past
 // its output: only guards sees it); for refusals: a refusal turned into success
 // (accepts-one-past), a refusal naming nothing (unnamed-refusal), an output float written
 // before the refusal (writes-then-refuses).
@@ -497,6 +506,85 @@ Status parts_alone(EngineBackend& eb, const Case& c, const Data& d, const Out& g
   return Status::Ok();
 }
 
+// joined==plain: the launches that join two kernels against the calls they join, on `eb`
+// over the case's batch (outputs in slots kJoinA.., guarded into `guard`). rms_norm cases:
+// rms_norm_parts of three parts, the first ceil(n / 2) rows in place, no rows, the other rows
+// into a region of their own, against `got`, the batched rms_norm. add cases: add_rms_norm(h,
+// t, w) with norm weights of the case's own (its draws are not the case's), h's sums against
+// `got` (the batched add) and the norm against rms_norm of `got`. Empty when every byte
+// agrees, else the first difference.
+constexpr int kJoinA = 10, kJoinB = 11, kJoinIn = 12, kJoinW = 13;
+constexpr float kJoinEps = 1e-6f;
+
+std::string first_diff(const float* a, const float* b, size_t count, int64_t width, const char* what,
+                       const char* a_name, const char* b_name) {
+  for (size_t e = 0; e < count; ++e)
+    if (std::memcmp(&a[e], &b[e], 4) != 0) {
+      std::ostringstream s;
+      s << what << " row " << int64_t(e) / width << " element " << int64_t(e) % width << ": " << a_name << " " << a[e]
+        << ", " << b_name << " " << b[e];
+      return s.str();
+    }
+  return "";
+}
+
+std::vector<float> join_weights(const Case& c) {
+  std::mt19937_64 g(mix_seed(c.seed, 0x6a6f696eu));
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> w(size_t(c.a));
+  for (float& v : w) v = 1.0f + 0.25f * nd(g);
+  return w;
+}
+
+Status joined_vs_plain(EngineBackend& eb, const Case& c, const Data& d, const Out& got, std::string* diff, Out* guard) {
+  diff->clear();
+  const int64_t D = c.a;
+  const int n = c.n, h = (n + 1) / 2;
+  void *pa, *pb, *pin, *pw;
+  if (c.op == Op::rms_norm) {
+    KC_RETURN_IF_ERROR(put(eb, kJoinW, d.w.data(), d.w.size() * 4, &pw));
+    KC_RETURN_IF_ERROR(put(eb, kJoinIn, d.x.data(), size_t(n) * D * 4, &pin));
+    KC_RETURN_IF_ERROR(out_region(eb, kJoinA, size_t(h) * D * 4, &pa));
+    KC_RETURN_IF_ERROR(out_region(eb, kJoinB, size_t(n - h) * D * 4, &pb));
+    KC_RETURN_IF_ERROR(eb.upload(pa, d.x.data(), size_t(h) * D * 4));
+    const float* w = static_cast<float*>(pw);
+    float* a = static_cast<float*>(pa);
+    const NormPart parts[3] = {{a, w, h, a},
+                               {static_cast<float*>(pin), w, 0, static_cast<float*>(pb)},
+                               {static_cast<float*>(pin) + int64_t(h) * D, w, n - h, static_cast<float*>(pb)}};
+    KC_RETURN_IF_ERROR(eb.rms_norm_parts(parts, 3, int(D), d.eps));
+    std::vector<float> ya(size_t(h) * D), yb(size_t(n - h) * D);
+    KC_RETURN_IF_ERROR(read_region(eb, pa, ya.size() * 4, ya.data(), guard, "rms_norm_parts part 0 (in place)"));
+    KC_RETURN_IF_ERROR(read_region(eb, pb, yb.size() * 4, yb.data(), guard, "rms_norm_parts part 2"));
+    *diff = first_diff(ya.data(), got.f.data(), ya.size(), D, "rms_norm_parts part 0", "joined", "rms_norm");
+    if (diff->empty())
+      *diff = first_diff(yb.data(), got.f.data() + ya.size(), yb.size(), D, "rms_norm_parts part 2", "joined", "rms_norm");
+    return Status::Ok();
+  }
+  // add: h (d.x) += t (d.w), then the norm.
+  const size_t N = size_t(n) * D;
+  const std::vector<float> w = join_weights(c);
+  KC_RETURN_IF_ERROR(put(eb, kJoinW, w.data(), w.size() * 4, &pw));
+  KC_RETURN_IF_ERROR(put(eb, kJoinIn, d.w.data(), N * 4, &pin));
+  KC_RETURN_IF_ERROR(out_region(eb, kJoinA, N * 4, &pa));
+  KC_RETURN_IF_ERROR(out_region(eb, kJoinB, N * 4, &pb));
+  KC_RETURN_IF_ERROR(eb.upload(pa, d.x.data(), N * 4));
+  KC_RETURN_IF_ERROR(eb.add_rms_norm(static_cast<float*>(pa), static_cast<float*>(pin), static_cast<float*>(pw), n,
+                                     int(D), kJoinEps, static_cast<float*>(pb)));
+  std::vector<float> sums(N), y(N), plain(N);
+  KC_RETURN_IF_ERROR(read_region(eb, pa, N * 4, sums.data(), guard, "add_rms_norm's h"));
+  KC_RETURN_IF_ERROR(read_region(eb, pb, N * 4, y.data(), guard, "add_rms_norm's norm"));
+  // The plain norm of the plain sums, in the same regions (A: the sums, B: their norm).
+  KC_RETURN_IF_ERROR(out_region(eb, kJoinB, N * 4, &pb));
+  KC_RETURN_IF_ERROR(eb.upload(pa, got.f.data(), N * 4));
+  KC_RETURN_IF_ERROR(eb.rms_norm(static_cast<float*>(pa), static_cast<float*>(pw), n, int(D), kJoinEps,
+                                 static_cast<float*>(pb)));
+  KC_RETURN_IF_ERROR(read_region(eb, pb, N * 4, plain.data(), guard, "rms_norm of the add's sums"));
+  *diff = first_diff(sums.data(), got.f.data(), N, D, "add_rms_norm's h", "joined", "add");
+  if (diff->empty()) *diff = first_diff(y.data(), plain.data(), N, D, "add_rms_norm's norm", "joined", "add then rms_norm");
+  return Status::Ok();
+}
+
 // Output elements per row.
 int64_t row_width(const Case& c) {
   switch (c.op) {
@@ -523,14 +611,16 @@ bool same_bytes(const Out& a, const Out& b) {
 
 // split_k_by_batch: matmul splits K when n > 1 (-> rows==solo). planted_row: one row of a
 // batched launch one ulp off (-> rows==solo). parts_ulp: matmul_parts' last part, the first
-// element of every row one ulp up, whatever the batch (-> parts==matmul only).
-// write_past_output: every kernel writes one float (argmax: one index) past its output
-// (-> guards only).
-enum class Plant { split_k_by_batch, planted_row, parts_ulp, write_past_output };
+// element of every row one ulp up, whatever the batch (-> parts==matmul only). joined_ulp:
+// rms_norm_parts' last part with rows and add_rms_norm's norm, the first element one ulp up
+// (-> joined==plain only). write_past_output: every kernel writes one float (argmax: one
+// index) past its output (-> guards only).
+enum class Plant { split_k_by_batch, planted_row, parts_ulp, joined_ulp, write_past_output };
 
 // Every operation forwards to `in` (matmul_parts too: ForwardingEngine leaves it to the
 // default, one matmul per part through this decorator; here the inner engine's own
-// launch runs, then the plant).
+// launch runs, then the plant). rms_norm_parts and add_rms_norm: the inner engine's joined
+// launch under joined_ulp, else the default (the plain calls, through these plants).
 class PlantedEngine final : public ForwardingEngine {
  public:
   PlantedEngine(EngineBackend& in, Plant p) : ForwardingEngine(in), plant_(p) {}
@@ -562,6 +652,18 @@ class PlantedEngine final : public ForwardingEngine {
     const MatmulPart& last = parts[count - 1];
     for (int i = 0; i < n; ++i) KC_RETURN_IF_ERROR(ulp_up(last.y + int64_t(i) * last.rows));
     return Status::Ok();
+  }
+  Status rms_norm_parts(const NormPart* parts, int count, int dim, float eps) override {
+    if (plant_ != Plant::joined_ulp) return EngineBackend::rms_norm_parts(parts, count, dim, eps);
+    KC_RETURN_IF_ERROR(in_.rms_norm_parts(parts, count, dim, eps));
+    for (int p = count - 1; p >= 0; --p)
+      if (parts[p].n > 0) return ulp_up(parts[p].out);
+    return Status::Ok();
+  }
+  Status add_rms_norm(float* h, const float* t, const float* w, int n, int dim, float eps, float* out) override {
+    if (plant_ != Plant::joined_ulp) return EngineBackend::add_rms_norm(h, t, w, n, dim, eps, out);
+    KC_RETURN_IF_ERROR(in_.add_rms_norm(h, t, w, n, dim, eps, out));
+    return n > 0 ? ulp_up(out) : Status::Ok();
   }
   Status swiglu(const float* g, const float* u, int64_t count, float* out) override {
     KC_RETURN_IF_ERROR(in_.swiglu(g, u, count, out));
@@ -773,6 +875,28 @@ void refusals_gate(Run& run, EngineBackend& eb) {
   auto logits = [=](int m, int dim, float eps, int64_t vocab, const int32_t* sel) {
     return [=](EngineBackend& e) { return e.logits(x, sel, m, dim, w, eps, W, vocab, o); };
   };
+  // The joined launches: h (add_rms_norm) and the outputs in the canary region (out 32
+  // floats after h), so a write before a refusal shows.
+  auto add_norm = [=](int n, int dim, float eps, const float* t) {
+    return [=](EngineBackend& e) { return e.add_rms_norm(o, t, w, n, dim, eps, o + 32); };
+  };
+  probes.push_back({"add_rms_norm", "dim", true, add_norm(2, 1, 1e-6f, x)});
+  probes.push_back({"add_rms_norm", "dim", false, add_norm(2, 0, 1e-6f, x)});
+  probes.push_back({"add_rms_norm", "n", true, add_norm(0, 4, 1e-6f, x)});
+  probes.push_back({"add_rms_norm", "n", false, add_norm(-1, 4, 1e-6f, x)});
+  probes.push_back({"add_rms_norm", "eps", false, add_norm(2, 4, -1e-30f, x)});
+  probes.push_back({"add_rms_norm", "t", false, add_norm(2, 4, 1e-6f, nullptr)});
+  auto norm_parts = [=](int count, int n1) {
+    return [=](EngineBackend& e) {
+      const NormPart p[kNormPartsMax + 1] = {{x, w, 2, o}, {x, w, n1, o + 32}, {x, w, 1, o}, {x, w, 1, o}, {x, w, 1, o}};
+      return e.rms_norm_parts(p, count, 4, 1e-6f);
+    };
+  };
+  probes.push_back({"rms_norm_parts", "count", true, norm_parts(kNormPartsMax, 1)});
+  probes.push_back({"rms_norm_parts", "count", false, norm_parts(kNormPartsMax + 1, 1)});
+  probes.push_back({"rms_norm_parts", "count", false, norm_parts(0, 1)});
+  probes.push_back({"rms_norm_parts", "part 1", true, norm_parts(2, 0)});  // a part of no rows
+  probes.push_back({"rms_norm_parts", "part 1", false, norm_parts(2, -1)});
   probes.push_back({"logits", "vocab", true, logits(2, 4, 1e-6f, 1, sel0)});
   probes.push_back({"logits", "vocab", false, logits(2, 4, 1e-6f, 0, sel0)});
   probes.push_back({"logits", "dim", true, logits(2, 1, 1e-6f, 3, sel0)});
@@ -907,6 +1031,8 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
                       {"width", c.a % 32 == 0 ? "multiple of 32" : "not a multiple of 32"}});
       if (c.op == Op::matmul_parts)
         run.cover_value("matmul_parts", std::to_string(c.parts) + (c.parts == 1 ? " part" : " parts"));
+      if (c.op == Op::add)  // add_rms_norm's rows: cuda's joined kernel takes dim % 4 == 0 up to 8192
+        run.cover_value("add_rms_norm", c.a % 4 == 0 && c.a <= kNormChunkFloats ? "dim % 4 == 0, <= 8192" : "other dim");
       if (c.op == Op::rms_norm || c.op == Op::logits) {  // the normed row in device staging chunks
         const int64_t chunks = ((c.op == Op::rms_norm ? c.a : c.b) + kNormChunkFloats - 1) / kNormChunkFloats;
         run.cover_value("norm_row", std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") + " of 8192");
@@ -949,6 +1075,17 @@ void run_cases(Run& run, EngineBackend& eb, EngineBackend* twin, const std::vect
       run.check("parts==matmul", diff.empty(), line, diff);
       if (guard.empty()) guard = alone.guard;
     }
+    if (c.op == Op::rms_norm || c.op == Op::add) {
+      std::string diff;
+      Out joined;
+      st = joined_vs_plain(eb, c, d, batched, &diff, &joined);
+      if (!st.ok) {
+        run.error(line, "joined: " + st.message);
+        continue;
+      }
+      run.check("joined==plain", diff.empty(), line, diff);
+      if (guard.empty()) guard = joined.guard;
+    }
     run.check("guards", guard.empty(), line, guard);
     if (reference) check_reference(run, c, d, batched, line);
     if (twin) {
@@ -990,6 +1127,9 @@ void rows_invariant_body(Run& run) {
   run.declare("parts==matmul",
               "every part of a matmul_parts launch (1, 2 or 3 parts) has the bytes of a plain matmul of that part "
               "alone");
+  run.declare("joined==plain",
+              "rms_norm_parts (3 parts: in place, empty, apart) and add_rms_norm give the bytes of the rms_norm and add "
+              "calls they join");
   run.declare("guards", "16 floats past every output region of every launch still hold their canary");
   run.declare("refusals",
               "every engine kernel argument at its range's edges: the last valid value accepted, the first invalid "
@@ -1019,6 +1159,13 @@ void rows_invariant_body(Run& run) {
                 PlantedEngine pe(*r.be.engine(), Plant::parts_ulp);
                 run_cases(r, pe, nullptr, {Op::matmul_parts}, 4, false);
               });
+  run.control("joined-ulp",
+              "rms_norm_parts' last part with rows and add_rms_norm's norm: the first element one ulp up, whatever "
+              "the batch",
+              [](Run& r) {
+                PlantedEngine pe(*r.be.engine(), Plant::joined_ulp);
+                run_cases(r, pe, nullptr, {Op::rms_norm, Op::add}, 4, false);
+              });
   run.control("writes-past-output", "every kernel writes one float (argmax: one index) past its output",
               [](Run& r) {
                 PlantedEngine pe(*r.be.engine(), Plant::write_past_output);
@@ -1042,8 +1189,9 @@ void rows_invariant_body(Run& run) {
 
 ContractDef rows_invariant_contract() {
   return {"rows-invariant",
-          "engine kernels (embedding, RMSNorm, bf16 product and its 1-3 part launch, SwiGLU, add, logits, argmax): a "
-          "row's bytes never depend on its batch; each within its float64 bound",
+          "engine kernels (embedding, RMSNorm and its launch of several row sets, bf16 product and its 1-3 part "
+          "launch, SwiGLU, add and add joined with RMSNorm, logits, argmax): a row's bytes never depend on its batch; "
+          "each within its float64 bound",
           128, rows_invariant_body};  // 16 cases of each of the 8 operations
 }
 

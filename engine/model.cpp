@@ -227,7 +227,7 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     return eb->matmul_parts(parts, count, ms.begin()->first->cols, x, n);
   };
   auto norm = [&](const std::vector<float>& w, const float* x, int rows, int dim, float* out) {
-    const float* dw;
+    const float* dw = nullptr;
     KC_RETURN_IF_ERROR(vec(w, &dw));
     return eb->rms_norm(x, dw, rows, dim, eps, out);
   };
@@ -243,12 +243,24 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     KC_RETURN_IF_ERROR(mat(embed_, &E));
     KC_RETURN_IF_ERROR(eb->embed(E, embed_.rows, embed_.cols, toks, n, h));
   }
+  // The residual add and the RMSNorm after it in one call (post_norm; the next layer's
+  // input_norm).
+  auto add_norm = [&](const std::vector<float>& w, float* x, const float* t, int rows, int dim, float* out) {
+    const float* dw = nullptr;
+    KC_RETURN_IF_ERROR(vec(w, &dw));
+    return eb->add_rms_norm(x, t, dw, rows, dim, eps, out);
+  };
+  if (!layers_.empty()) KC_RETURN_IF_ERROR(norm(layers_[0].input_norm, h, n, H, a));
   for (size_t li = 0; li < layers_.size(); ++li) {
     const ModelLayer& L = layers_[li];
-    KC_RETURN_IF_ERROR(norm(L.input_norm, h, n, H, a));
     KC_RETURN_IF_ERROR(matmul_parts({{&L.q_proj, q}, {&L.k_proj, k}, {&L.v_proj, v}}, a));
-    KC_RETURN_IF_ERROR(norm(L.q_norm, q, n * QH, D, q));
-    KC_RETURN_IF_ERROR(norm(L.k_norm, k, n * KH, D, k));
+    {  // q_norm and k_norm in one call
+      const float *qw = nullptr, *kw = nullptr;
+      KC_RETURN_IF_ERROR(vec(L.q_norm, &qw));
+      KC_RETURN_IF_ERROR(vec(L.k_norm, &kw));
+      const NormPart np[2] = {{q, qw, n * QH, q}, {k, kw, n * KH, k}};
+      KC_RETURN_IF_ERROR(eb->rms_norm_parts(np, 2, D, eps));
+    }
     RopeParams rp{QH, int(c.rotary_dim), c.rope_theta, int(li)};
     KC_RETURN_IF_ERROR(eb->rope_store(cache, rp, rope_rows.data(), n, q, k, v, qr));
     const int chunk = chunk_override > 0 ? chunk_override
@@ -256,12 +268,14 @@ Status Model::forward_rows(Backend& be, Cache& cache, const std::vector<ForwardR
     AttnParams ap{QH, int(li), chunk, float(1.0 / std::sqrt(double(D)))};
     KC_RETURN_IF_ERROR(eb->attention(cache, ap, attn.data(), n, tails, qr, att));
     KC_RETURN_IF_ERROR(matmul(L.o_proj, att, tmp));
-    KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
-    KC_RETURN_IF_ERROR(norm(L.post_norm, h, n, H, a));
+    KC_RETURN_IF_ERROR(add_norm(L.post_norm, h, tmp, n, H, a));
     KC_RETURN_IF_ERROR(matmul_parts({{&L.gate_proj, g}, {&L.up_proj, u}}, a));
     KC_RETURN_IF_ERROR(eb->swiglu(g, u, int64_t(NI), g));
     KC_RETURN_IF_ERROR(matmul(L.down_proj, g, tmp));
-    KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
+    if (li + 1 < layers_.size())
+      KC_RETURN_IF_ERROR(add_norm(layers_[li + 1].input_norm, h, tmp, n, H, a));
+    else
+      KC_RETURN_IF_ERROR(eb->add(h, tmp, int64_t(NH)));
   }
   if (!logits) return Status::Ok();
   std::vector<int32_t> sel;

@@ -417,6 +417,12 @@ class CudaEngine final : public EngineBackend {
     Prof pr(this, [&] { return "rms_norm dim " + std::to_string(dim); });
     return pr.end(launch_engine_rms_norm(x, w, n, dim, eps, out, b_.s_, debug_.legacy_kernels));
   }
+  Status rms_norm_parts(const NormPart* parts, int count, int dim, float eps) override {
+    if (debug_.legacy_kernels) return EngineBackend::rms_norm_parts(parts, count, dim, eps);
+    KC_RETURN_IF_ERROR(validate_rms_norm_parts(parts, count, dim, eps));
+    Prof pr(this, [&] { return "rms_norm parts " + std::to_string(count) + " dim " + std::to_string(dim); });
+    return pr.end(launch_engine_rms_norm_parts(parts, count, dim, eps, b_.s_));
+  }
   Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) override {
     KC_RETURN_IF_ERROR(validate_matmul(W, rows, cols, x, n, y));
     Prof pr(this, [&] { return "matmul " + std::to_string(rows) + " x " + std::to_string(cols); });
@@ -440,6 +446,13 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(validate_add(h, t, count));
     Prof pr(this, [] { return std::string("add"); });
     return pr.end(launch_engine_add(h, t, count, b_.s_));
+  }
+  Status add_rms_norm(float* h, const float* t, const float* w, int n, int dim, float eps, float* out) override {
+    KC_RETURN_IF_ERROR(validate_add_rms_norm(h, t, w, n, dim, eps, out));
+    if (!launch_engine_add_rms_norm_fits(h, t, w, n, dim, out) || debug_.legacy_kernels)
+      return EngineBackend::add_rms_norm(h, t, w, n, dim, eps, out);
+    Prof pr(this, [&] { return "add + rms_norm dim " + std::to_string(dim); });
+    return pr.end(launch_engine_add_rms_norm(h, t, w, n, dim, eps, out, b_.s_));
   }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,
                 int64_t vocab, float* out) override {

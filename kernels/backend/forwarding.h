@@ -48,6 +48,10 @@ class ForwardingBackend : public Backend {
   Backend& real_;
 };
 
+// The launches that join several kernels (matmul_parts, rms_norm_parts, add_rms_norm) keep
+// EngineBackend's defaults here: through a decorator they run as the plain calls they join,
+// so a plant in matmul, rms_norm or add reaches every part. A decorator that wants the
+// inner engine's joined launch overrides them itself.
 class ForwardingEngine : public EngineBackend {
  public:
   explicit ForwardingEngine(EngineBackend& in) : in_(in) {}

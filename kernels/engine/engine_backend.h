@@ -29,6 +29,7 @@
 #include "kernels/attention/params.h"
 #include "kernels/attention/rows.h"
 #include "kernels/engine/matmul_part.h"
+#include "kernels/engine/norm_part.h"
 #include "kernels/layout/cache.h"
 #include "kernels/layout/status.h"
 
@@ -59,6 +60,10 @@ class EngineBackend {
   // Kernels (see kernels/engine/twin.h for the layouts).
   virtual Status embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, float* out) = 0;
   virtual Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) = 0;
+  // Several row sets of one dim (q_norm and k_norm): each part's rows the bytes rms_norm gives
+  // them (one launch on cuda). Every part is checked (validate_rms_norm_parts) before anything
+  // runs. Default: one rms_norm per part.
+  virtual Status rms_norm_parts(const NormPart* parts, int count, int dim, float eps);
   virtual Status matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, float* y) = 0;
   // Several products over the same x (q/k/v, gate/up): parts[i].y = x parts[i].W^T, every
   // element the bytes matmul gives it (one launch on cuda where the staged kernel applies).
@@ -68,6 +73,11 @@ class EngineBackend {
   virtual Status swiglu(const float* gate, const float* up, int64_t count, float* out) = 0;
   // h[i] += t[i] (fp32, one rounding), count elements.
   virtual Status add(float* h, const float* t, int64_t count) = 0;
+  // The residual add and the RMSNorm after it: h += t over n rows of dim, then out = RMSNorm of
+  // those sums (weights w), with the bytes of add(h, t, n * dim) followed by rms_norm(h, w, n,
+  // dim, eps, out) (one launch on cuda where rows fit). Every argument is checked
+  // (validate_add_rms_norm) before anything runs. Default: those two calls.
+  virtual Status add_rms_norm(float* h, const float* t, const float* w, int n, int dim, float eps, float* out);
   // out[j][:] = W . RMSNorm(h[sel[j]]; norm) for j < m (sel: host array of row indices).
   virtual Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps,
                         const uint16_t* W, int64_t vocab, float* out) = 0;
@@ -139,6 +149,12 @@ std::unique_ptr<EngineBackend> make_host_engine(Backend& kv);
 // (tokens in host memory) and by Model::forward_rows before any engine runs.
 Status validate_embed(const uint16_t* E, int64_t vocab, int64_t dim, const int32_t* tokens, int n, const float* out);
 Status validate_rms_norm(const float* x, const float* w, int n, int dim, float eps, const float* out);
+// add_rms_norm: dim >= 1, n >= 0, eps as rms_norm's, h, t, w, out present.
+Status validate_add_rms_norm(const float* h, const float* t, const float* w, int n, int dim, float eps,
+                             const float* out);
+// count in 1..kNormPartsMax, parts not null, the parts' rows summed at most INT_MAX, each part
+// as validate_rms_norm (the refusal names the part).
+Status validate_rms_norm_parts(const NormPart* parts, int count, int dim, float eps);
 Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y);
 // count in 1..3, parts not null, each part as validate_matmul (the refusal names the part).
 Status validate_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n);

@@ -84,15 +84,11 @@ constexpr int kNormThreads = 128;
 constexpr int kNormChunk = 8192;  // 32 KiB of shared memory
 static_assert(kNormChunk % 8 == 0, "a chunk keeps the residues mod 8");
 
-template <bool GATHER>
-__global__ void __launch_bounds__(kNormThreads) rms_rows_kernel(const float* x, const int32_t* __restrict__ sel, int dim,
-                                                               const float* __restrict__ w, float eps, float* out) {
+// The block's row: xi into yi (the body of rms_rows_kernel and rms_parts_kernel).
+__device__ __forceinline__ void rms_row(const float* xi, int dim, const float* __restrict__ w, float eps, float* yi) {
   __shared__ float4 buf4[kNormChunk / 4];
   __shared__ float rfac;
   float* buf = reinterpret_cast<float*>(buf4);
-  const int row = blockIdx.x;
-  const float* xi = x + int64_t(GATHER ? sel[row] : row) * dim;
-  float* yi = out + int64_t(row) * dim;
   const bool vec = dim % 4 == 0 && reinterpret_cast<uintptr_t>(xi) % 16 == 0;
   float a = 0.0f;
   for (int c0 = 0; c0 < dim; c0 += kNormChunk) {
@@ -122,6 +118,106 @@ __global__ void __launch_bounds__(kNormThreads) rms_rows_kernel(const float* x, 
     for (int j = threadIdx.x; j < dim; j += kNormThreads) yi[j] = eng::rms_apply(buf[j], r, w[j]);
   } else {
     for (int j = threadIdx.x; j < dim; j += kNormThreads) yi[j] = eng::rms_apply(xi[j], r, w[j]);
+  }
+}
+
+template <bool GATHER>
+__global__ void __launch_bounds__(kNormThreads) rms_rows_kernel(const float* x, const int32_t* __restrict__ sel, int dim,
+                                                               const float* __restrict__ w, float eps, float* out) {
+  const int row = blockIdx.x;
+  rms_row(x + int64_t(GATHER ? sel[row] : row) * dim, dim, w, eps, out + int64_t(row) * dim);
+}
+
+// Several row sets of one dim in one launch (EngineBackend::rms_norm_parts: q_norm and
+// k_norm): block b takes row b - end[p - 1] of the last part p with end[p - 1] <= b (an empty
+// part is never the last such: the part after it qualifies too), each row by rms_row as
+// rms_rows_kernel gives it. The part is picked by selects, not by indexing the parameter
+// arrays (which would copy them to local memory). On the 27B preset (H100, receipts-s45) the
+// 4 calls of a step took 24.9 us at parallel 8 against 34.5 with two launches a call.
+struct NormPartsArg {
+  const float* x[kNormPartsMax];
+  const float* w[kNormPartsMax];
+  float* out[kNormPartsMax];
+  int end[kNormPartsMax];  // rows of parts 0..p, summed
+  int count;
+};
+
+__global__ void __launch_bounds__(kNormThreads) rms_parts_kernel(const NormPartsArg a, int dim, float eps) {
+  const int b = blockIdx.x;
+  const float* x = a.x[0];
+  const float* w = a.w[0];
+  float* out = a.out[0];
+  int start = 0;
+#pragma unroll
+  for (int i = 1; i < kNormPartsMax; ++i)
+    if (i < a.count && b >= a.end[i - 1]) x = a.x[i], w = a.w[i], out = a.out[i], start = a.end[i - 1];
+  const int64_t row = b - start;
+  rms_row(x + row * dim, dim, w, eps, out + row * dim);
+}
+
+// The residual add and the RMSNorm after it in one launch (EngineBackend::add_rms_norm), a
+// block per row (dim % 4 == 0, dim <= kNormChunk, 16-byte aligned rows, out apart from h and
+// t: launch_engine_add_rms_norm_fits): each thread loads up to 8 float4 of h and of t before it
+// stores h + t (add_rn, add_kernel's operation) to h and to shared memory, then the row's norm
+// as rms_row (rows.h's chain by lanes 0..7, the butterfly, rms_apply) into out, up to 16 float4
+// of w loaded before the stores. One launch instead of two, and the norm reads the sums from
+// shared memory: on the 27B preset at parallel 8 (H100, reports/h200/receipts-s45) a step's
+// adds and dim-5120 norms took 78 us (7 joined calls, one add, one norm) against 108.5 (8 + 8).
+constexpr int kAddNormIlp = 8, kAddNormApplyIlp = 16;
+__global__ void __launch_bounds__(kNormThreads) add_rms_rows_kernel(float* h, const float* t, int dim,
+                                                                   const float* __restrict__ w, float eps,
+                                                                   float* __restrict__ out) {
+  __shared__ float4 buf4[kNormChunk / 4];
+  __shared__ float rfac;
+  const float* buf = reinterpret_cast<const float*>(buf4);
+  const int64_t row0 = int64_t(blockIdx.x) * dim;
+  float4* h4 = reinterpret_cast<float4*>(h + row0);
+  const float4* t4 = reinterpret_cast<const float4*>(t + row0);
+  const int n4 = dim / 4;
+  for (int i0 = threadIdx.x; i0 < n4; i0 += kAddNormIlp * kNormThreads) {
+    float4 a[kAddNormIlp], b[kAddNormIlp];
+#pragma unroll
+    for (int u = 0; u < kAddNormIlp; ++u)
+      if (i0 + u * kNormThreads < n4) a[u] = h4[i0 + u * kNormThreads], b[u] = t4[i0 + u * kNormThreads];
+#pragma unroll
+    for (int u = 0; u < kAddNormIlp; ++u) {
+      const int i = i0 + u * kNormThreads;
+      if (i >= n4) break;
+      const float4 v = make_float4(eng::add_rn(a[u].x, b[u].x), eng::add_rn(a[u].y, b[u].y), eng::add_rn(a[u].z, b[u].z),
+                                   eng::add_rn(a[u].w, b[u].w));
+      h4[i] = v;
+      buf4[i] = v;
+    }
+  }
+  __syncthreads();
+  float acc = 0.0f;
+  if (threadIdx.x < 8) {
+#pragma unroll 8
+    for (int k = threadIdx.x; k < dim; k += 8) acc = eng::fma_rn(buf[k], buf[k], acc);
+  }
+  if (threadIdx.x < 32) {  // as rms_rows_kernel
+    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+    if (threadIdx.x == 0) rfac = eng::rms_factor(acc, dim, eps);
+  }
+  __syncthreads();
+  const float r = rfac;
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  float4* y4 = reinterpret_cast<float4*>(out + row0);
+  for (int i0 = threadIdx.x; i0 < n4; i0 += kAddNormApplyIlp * kNormThreads) {
+    float4 wv[kAddNormApplyIlp];
+#pragma unroll
+    for (int u = 0; u < kAddNormApplyIlp; ++u)
+      if (i0 + u * kNormThreads < n4) wv[u] = __ldg(w4 + i0 + u * kNormThreads);
+#pragma unroll
+    for (int u = 0; u < kAddNormApplyIlp; ++u) {
+      const int i = i0 + u * kNormThreads;
+      if (i >= n4) break;
+      const float4 v = buf4[i];
+      y4[i] = make_float4(eng::rms_apply(v.x, r, wv[u].x), eng::rms_apply(v.y, r, wv[u].y),
+                          eng::rms_apply(v.z, r, wv[u].z), eng::rms_apply(v.w, r, wv[u].w));
+    }
   }
 }
 
@@ -286,11 +382,27 @@ __device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x
 
 // One octet b of a thread's partial for its group's no output rows and nr batch rows: the
 // eight products of each (output, row) pair added in ascending k, one fused multiply-add each.
-template <int R>
+// FULL: all R rows and kXsOPW outputs are there (nr == R, no == kXsOPW): the same products
+// without a branch, so the compiler may request a row's activations before the previous
+// row's multiply-adds.
+template <int R, bool FULL = false>
 __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4* xs, int F, int b, int nr, int no,
                                          float (&acc)[kXsOPW][R]) {
   constexpr int OPW = kXsOPW;
-  if constexpr (R >= 4) {
+  if constexpr (FULL) {
+    float wf[OPW][8];
+#pragma unroll
+    for (int o = 0; o < OPW; ++o) unpack8(w[o], wf[o]);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+      const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (int o = 0; o < OPW; ++o)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
+    }
+  } else if constexpr (R >= 4) {
     float wf[OPW][8];
 #pragma unroll
     for (int o = 0; o < OPW; ++o)
@@ -333,7 +445,45 @@ __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4*
 // memory ((s_l + s_{l+64}) + (s_{l+32} + s_{l+96})), then 16 .. 1 by xor shuffles; lane 0
 // writes y[r * rows + o] (y at the group's first output). The group's P = 4R sums (q = oR + r)
 // go through sp in `passes` passes (1 or 2) of P / passes sums each: the same additions, fewer
-// bytes of shared memory per group.
+// bytes of shared memory per group. Where a warp holds K = PH / 4 sums of a pass (2, 4 or 8),
+// levels 16 .. 1 go by exchanging halves (xs_tree_exchange): the same pairs, fewer shuffles.
+// xs_tree_exchange: levels 16 .. 1 of a warp's K sums by exchanging halves: at level h a lane keeps half of its values and sends the other half
+// to lane ^ h, so each lane adds the pair (s_p, s_{p+h}) of rows.h's tree for half the values
+// (IEEE addition is commutative: both lanes of a pair get its bytes); once a lane holds one
+// value, plain butterflies. Lane l ends with value l / (32 / K), written by lanes l % (32 / K)
+// == 0. K - 1 + log2(32 / K) shuffles for K sums instead of 5 K. (A lane-array model of the
+// pairs: reports/h200/receipts-s44/tree_exchange_model.cpp. With the unguarded octet step, the
+// products at parallel 8 on the 27B preset took 441 us a step against 546: receipts-s45.)
+template <int K>
+__device__ __forceinline__ void xs_tree_exchange(const float* sp, int PH, int lo, int warp, int lane, int R, int nr,
+                                                 int no, float* y, int64_t rows) {
+  float v[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int i = warp + 4 * j;
+    v[j] = eng::add_rn(eng::add_rn(sp[(0 * PH + i) * 32 + lane], sp[(2 * PH + i) * 32 + lane]),
+                       eng::add_rn(sp[(1 * PH + i) * 32 + lane], sp[(3 * PH + i) * 32 + lane]));
+  }
+  int h = 16;
+#pragma unroll
+  for (int cnt = K; cnt > 1; cnt /= 2, h /= 2) {
+    const bool upper = (lane & h) != 0;
+#pragma unroll
+    for (int j = 0; j < cnt / 2; ++j) {
+      const float send = upper ? v[j] : v[j + cnt / 2];
+      const float keep = upper ? v[j + cnt / 2] : v[j];
+      v[j] = eng::add_rn(keep, __shfl_xor_sync(0xffffffffu, send, h));
+    }
+  }
+#pragma unroll
+  for (; h >= 1; h /= 2) v[0] = eng::add_rn(v[0], __shfl_xor_sync(0xffffffffu, v[0], h));
+  constexpr int span = 32 / K;
+  if (lane % span == 0) {
+    const int q = lo + warp + 4 * (lane / span), o = q / R, r = q % R;
+    if (o < no && r < nr) y[int64_t(r) * rows + o] = v[0];
+  }
+}
+
 template <int R>
 __device__ __forceinline__ void xs_tree(const float (&acc)[kXsOPW][R], float* sp, int g, int warp, int lane, int nr,
                                         int no, float* y, int64_t rows, int passes) {
@@ -345,6 +495,12 @@ __device__ __forceinline__ void xs_tree(const float (&acc)[kXsOPW][R], float* sp
     for (int q = 0; q < P; ++q)
       if (q >= lo && q < lo + PH) sp[(warp * PH + q - lo) * 32 + lane] = acc[q / R][q % R];
     bar_group(1 + g);
+    if (PH % 4 == 0 && PH / 4 >= 2 && PH / 4 <= 8) {
+      if (PH / 4 == 2) xs_tree_exchange<2>(sp, PH, lo, warp, lane, R, nr, no, y, rows);
+      else if (PH / 4 == 4) xs_tree_exchange<4>(sp, PH, lo, warp, lane, R, nr, no, y, rows);
+      else xs_tree_exchange<8>(sp, PH, lo, warp, lane, R, nr, no, y, rows);
+      continue;
+    }
     for (int q = lo + warp; q < lo + PH; q += 4) {
       const int o = q / R, r = q % R, i = q - lo;
       if (o >= no || r >= nr) continue;  // whole warps skip together
@@ -417,11 +573,13 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
       }
     }
   };
-  // The first step's weights are requested before the activations are staged: the staging's
-  // round trips to the L2 overlap the first weights' trip to memory.
-  issue(wq[0]);
+  // The activations are staged before the first step's weights are requested. (The other order,
+  // e1f8268, overlapped the staging with the first weights' trip to memory: 4 % faster products
+  // at parallel 8 alone; beside the unguarded octet step and the exchange tree it read 1-2 %
+  // slower at parallel 1, 4 and 8 on the 27B preset: receipts-s45, modes 31 and 30.)
   xs_stage(xs, x, nr, F);
   __syncthreads();
+  issue(wq[0]);
   // The compute cursor: group ct, step ck.
   int64_t ct = 0, crows = 0;
   int ck = 0, cno = 0;
@@ -439,7 +597,12 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
   for (int64_t st = 0; st < steps; ++st) {
     issue(wq[1]);
     const int b = part + ck * eng::kDotParts;
-    if (b < F) xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
+    if (b < F) {
+      if (R >= 4 && nr == R && cno == OPW)
+        xs_octet<R, true>(wq[0], xs, F, b, nr, cno, acc);
+      else
+        xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
+    }
 #pragma unroll
     for (int o = 0; o < OPW; ++o) wq[0][o] = wq[1][o];
     if (++ck < nb) continue;
@@ -524,6 +687,23 @@ Status launch_engine_rms_norm(const float* x, const float* w, int n, int dim, fl
   }
   rms_rows_kernel<false><<<n, kNormThreads, 0, s>>>(x, nullptr, dim, w, eps, out);
   KC_LAUNCH_CHECK("rms_rows_kernel");
+  return Status::Ok();
+}
+
+Status launch_engine_rms_norm_parts(const NormPart* parts, int count, int dim, float eps, cudaStream_t s) {
+  if (count < 1 || count > kNormPartsMax) return Status::Error("engine rms_norm_parts: count out of range");
+  NormPartsArg a{};
+  int64_t rows = 0;
+  for (int i = 0; i < count; ++i) {
+    a.x[i] = parts[i].x, a.w[i] = parts[i].w, a.out[i] = parts[i].out;
+    rows += parts[i].n;
+    if (rows > INT32_MAX) return Status::Error("engine rms_norm_parts: launch too large");
+    a.end[i] = int(rows);
+  }
+  a.count = count;
+  if (rows == 0) return Status::Ok();
+  rms_parts_kernel<<<unsigned(rows), kNormThreads, 0, s>>>(a, dim, eps);
+  KC_LAUNCH_CHECK("rms_parts_kernel");
   return Status::Ok();
 }
 
@@ -659,6 +839,28 @@ Status launch_engine_matmul(const uint16_t* W, int64_t rows, int64_t cols, const
                             cudaStream_t s, bool legacy, int tree_passes) {
   const MatmulPart p{W, rows, y};
   return launch_engine_matmul_parts(&p, 1, cols, x, n, s, legacy, tree_passes);
+}
+
+bool launch_engine_add_rms_norm_fits(const float* h, const float* t, const float* w, int n, int dim, const float* out) {
+  if (n <= 0 || dim <= 0 || dim % 4 != 0 || dim > kNormChunk) return false;
+  if (!h || !t || !w || !out) return false;
+  for (const void* p : {static_cast<const void*>(h), static_cast<const void*>(t), static_cast<const void*>(w),
+                        static_cast<const void*>(out)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  const auto bytes = uintptr_t(n) * uintptr_t(dim) * sizeof(float);
+  const auto apart = [&](const float* a, const float* b) {
+    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+    return x + bytes <= y || y + bytes <= x;
+  };
+  // out apart from h and t (other blocks read them); t is h or apart from it.
+  return apart(out, h) && apart(out, t) && (t == h || apart(t, h));
+}
+
+Status launch_engine_add_rms_norm(float* h, const float* t, const float* w, int n, int dim, float eps, float* out,
+                                  cudaStream_t s) {
+  add_rms_rows_kernel<<<n, kNormThreads, 0, s>>>(h, t, dim, w, eps, out);
+  KC_LAUNCH_CHECK("add_rms_rows_kernel");
+  return Status::Ok();
 }
 
 Status launch_engine_swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s) {

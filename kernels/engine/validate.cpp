@@ -53,6 +53,48 @@ Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const floa
   return present("matmul", "y", y, n);
 }
 
+Status validate_add_rms_norm(const float* h, const float* t, const float* w, int n, int dim, float eps,
+                             const float* out) {
+  KC_RETURN_IF_ERROR(at_least("add_rms_norm", "dim", dim, 1));
+  KC_RETURN_IF_ERROR(at_least("add_rms_norm", "n", n, 0));
+  KC_RETURN_IF_ERROR(eps_ok("add_rms_norm", eps));
+  KC_RETURN_IF_ERROR(present("add_rms_norm", "h", h, n));
+  KC_RETURN_IF_ERROR(present("add_rms_norm", "t", t, n));
+  KC_RETURN_IF_ERROR(present("add_rms_norm", "w", w, n));
+  return present("add_rms_norm", "out", out, n);
+}
+
+Status EngineBackend::add_rms_norm(float* h, const float* t, const float* w, int n, int dim, float eps, float* out) {
+  KC_RETURN_IF_ERROR(validate_add_rms_norm(h, t, w, n, dim, eps, out));
+  KC_RETURN_IF_ERROR(add(h, t, int64_t(n) * dim));
+  return rms_norm(h, w, n, dim, eps, out);
+}
+
+Status validate_rms_norm_parts(const NormPart* parts, int count, int dim, float eps) {
+  KC_RETURN_IF_ERROR(at_least("rms_norm_parts", "count", count, 1));
+  if (count > kNormPartsMax)
+    return Status::Error("rms_norm_parts: count " + std::to_string(count) + ": must be at most " +
+                         std::to_string(kNormPartsMax));
+  if (!parts) return Status::Error("rms_norm_parts: parts: null pointer");
+  int64_t rows = 0;
+  for (int i = 0; i < count; ++i) {
+    const Status st = validate_rms_norm(parts[i].x, parts[i].w, parts[i].n, dim, eps, parts[i].out);
+    if (!st.ok) return Status::Error("rms_norm_parts: part " + std::to_string(i) + ": " + st.message);
+    rows += parts[i].n;
+  }
+  if (rows > INT32_MAX)
+    return Status::Error("rms_norm_parts: " + std::to_string(rows) + " rows in all: must be at most " +
+                         std::to_string(INT32_MAX));
+  return Status::Ok();
+}
+
+Status EngineBackend::rms_norm_parts(const NormPart* parts, int count, int dim, float eps) {
+  KC_RETURN_IF_ERROR(validate_rms_norm_parts(parts, count, dim, eps));
+  for (int i = 0; i < count; ++i)
+    KC_RETURN_IF_ERROR(rms_norm(parts[i].x, parts[i].w, parts[i].n, dim, eps, parts[i].out));
+  return Status::Ok();
+}
+
 Status validate_matmul_parts(const MatmulPart* parts, int count, int64_t cols, const float* x, int n) {
   KC_RETURN_IF_ERROR(at_least("matmul_parts", "count", count, 1));
   if (count > 3) return Status::Error("matmul_parts: count " + std::to_string(count) + ": must be at most 3");

@@ -31,11 +31,12 @@ TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   test::expect_controls_red_through(r.receipt, {{"batch-split-k", "rows==solo"},
                                                 {"planted-row", "rows==solo"},
                                                 {"parts-ulp", "parts==matmul"},
+                                                {"joined-ulp", "joined==plain"},
                                                 {"writes-past-output", "guards"},
                                                 {"accepts-one-past", "refusals"},
                                                 {"unnamed-refusal", "refusals"},
                                                 {"writes-then-refuses", "refusals"}});
-  EXPECT_EQ(r.receipt["controls"].size(), 7u);
+  EXPECT_EQ(r.receipt["controls"].size(), 8u);
   // Every gate but the device comparison ran on some case (64 cases: every kernel).
   for (const auto& g : r.receipt["gates"]) {
     const std::string name = g["name"];
@@ -46,6 +47,11 @@ TEST(RowsInvariantContract, CpuPassesWithEveryControlRed) {
   const auto& parts = r.receipt["numbers"]["coverage"]["matmul_parts"];
   EXPECT_GT(parts.value("2 parts", 0), 0) << parts.dump();
   EXPECT_GT(parts.value("3 parts", 0), 0) << parts.dump();
+  // ... and add cases whose rows cuda's joined add + RMSNorm kernel takes (dim % 4 == 0, at
+  // most 8192 floats), and others (the two plain launches).
+  const auto& joined = r.receipt["numbers"]["coverage"]["add_rms_norm"];
+  EXPECT_GT(joined.value("dim % 4 == 0, <= 8192", 0), 0) << joined.dump();
+  EXPECT_GT(joined.value("other dim", 0), 0) << joined.dump();
   // ... and RMSNorm rows (rms_norm, logits' final norm) past the device kernel's 8192-float
   // staging chunk, of 2 and of 3 chunks (the barrier between chunks: mutation sweep round 3,
   // eng-rms-chunk-barrier).
@@ -79,8 +85,8 @@ TEST(RowsInvariantContract, ControlsAreCaughtByTheRightGates) {
   EXPECT_TRUE(caught(r, "writes-then-refuses", "refusals"));
 }
 
-// parts-ulp plants in every row alike (batch-independent) and writes-past-output changes
-// no output byte: each is seen by its own gate and by no other.
+// parts-ulp and joined-ulp plant in every row alike (batch-independent) and
+// writes-past-output changes no output byte: each is seen by its own gate and by no other.
 TEST(RowsInvariantContract, NewControlsAreCaughtOnlyByTheirGate) {
   const RunResult r = run_on("cpu", "^$");
   auto caught_by = [&](const std::string& control) {
@@ -89,6 +95,7 @@ TEST(RowsInvariantContract, NewControlsAreCaughtOnlyByTheirGate) {
     return nlohmann::json::array();
   };
   EXPECT_EQ(caught_by("parts-ulp"), nlohmann::json::array({"parts==matmul"}));
+  EXPECT_EQ(caught_by("joined-ulp"), nlohmann::json::array({"joined==plain"}));
   EXPECT_EQ(caught_by("writes-past-output"), nlohmann::json::array({"guards"}));
 }
 
@@ -138,10 +145,13 @@ TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
 class ChunkRaceEngine final : public ForwardingEngine {
  public:
   using ForwardingEngine::ForwardingEngine;
-  // The inner kernel first (its refusals), then the rows again as the race leaves them.
+  // The inner kernel first (its refusals), then the rows again as the race leaves them,
+  // from a copy of x (out may be x: rms_norm_parts in place, the joined==plain gate).
   Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    std::vector<float> xs;
+    if (x && n > 0 && dim > 0) xs.assign(x, x + int64_t(n) * dim);
     KC_RETURN_IF_ERROR(in_.rms_norm(x, w, n, dim, eps, out));
-    for (int i = 0; i < n; ++i) norm_row(x + int64_t(i) * dim, w, dim, eps, out + int64_t(i) * dim);
+    for (int i = 0; i < n; ++i) norm_row(xs.data() + int64_t(i) * dim, w, dim, eps, out + int64_t(i) * dim);
     return Status::Ok();
   }
   Status logits(const float* h, const int32_t* sel, int m, int dim, const float* norm, float eps, const uint16_t* W,

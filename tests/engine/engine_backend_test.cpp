@@ -3,6 +3,7 @@
 // so a test's decorator sees the forward the cpu backend runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -208,6 +209,185 @@ TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCuda) {
   cases.push_back({{5120}, 6144, 8});              // its o_proj (the tree in two passes: 4 groups per block, not 2)
   cases.push_back({{1024, 1024}, 5120, 1});        // gate/up at batch 1
   for (const PartsCase& pc : cases) check_parts(*cuda->engine(), *cpu->engine(), pc, seed++);
+}
+
+// add_rms_norm: the residual add and the norm after it give the bytes of add then rms_norm,
+// h's sums and out both: on cpu the default (those two calls); on cuda, when a device is
+// present, the fused kernel where it applies (rows of at most 8192 floats, dim % 4 == 0,
+// 16-byte aligned) and the two launches otherwise, t == h (h doubled) included.
+struct AddNormCase {
+  int n, dim;
+  bool t_is_h;
+};
+const std::vector<AddNormCase> kAddNormCases = {{1, 8, false},    {8, 5120, false}, {3, 260, false}, {5, 8192, false},
+                                                {2, 8196, false}, {4, 6, false},    {8, 5120, true}, {192, 256, false}};
+
+void check_add_norm(EngineBackend& eb, EngineBackend& twin, const AddNormCase& c, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t count = size_t(c.n) * size_t(c.dim);
+  std::vector<float> h(count), t(count), w(size_t(c.dim));
+  for (auto& v : h) v = nd(g) * 4.0f;
+  for (auto& v : t) v = nd(g);
+  for (auto& v : w) v = 1.0f + 0.1f * nd(g);
+  const float eps = 1e-6f;
+  auto run = [&](EngineBackend& e, bool fused, std::vector<float>* h_out, std::vector<float>* y) {
+    void *ph, *pt, *pw, *py;
+    ASSERT_TRUE(e.scratch(0, count * 4, &ph).ok);
+    ASSERT_TRUE(e.scratch(1, count * 4, &pt).ok);
+    ASSERT_TRUE(e.scratch(2, w.size() * 4, &pw).ok);
+    ASSERT_TRUE(e.scratch(3, count * 4, &py).ok);
+    ASSERT_TRUE(e.upload(ph, h.data(), count * 4).ok);
+    ASSERT_TRUE(e.upload(pt, t.data(), count * 4).ok);
+    ASSERT_TRUE(e.upload(pw, w.data(), w.size() * 4).ok);
+    float* hp = static_cast<float*>(ph);
+    const float* tp = c.t_is_h ? hp : static_cast<const float*>(pt);
+    const float* wp = static_cast<const float*>(pw);
+    float* yp = static_cast<float*>(py);
+    if (fused) {
+      const Status st = e.add_rms_norm(hp, tp, wp, c.n, c.dim, eps, yp);
+      ASSERT_TRUE(st.ok) << st.message;
+    } else {
+      ASSERT_TRUE(e.add(hp, tp, int64_t(count)).ok);
+      ASSERT_TRUE(e.rms_norm(hp, wp, c.n, c.dim, eps, yp).ok);
+    }
+    h_out->resize(count);
+    y->resize(count);
+    ASSERT_TRUE(e.download(h_out->data(), hp, count * 4).ok);
+    ASSERT_TRUE(e.download(y->data(), yp, count * 4).ok);
+  };
+  std::vector<float> got_h, got_y, want_h, want_y;
+  run(eb, true, &got_h, &got_y);
+  run(twin, false, &want_h, &want_y);
+  const std::string what = eb.name() + ": n " + std::to_string(c.n) + ", dim " + std::to_string(c.dim) +
+                           (c.t_is_h ? ", t == h" : "");
+  EXPECT_EQ(std::memcmp(got_h.data(), want_h.data(), count * 4), 0) << what << " (h)";
+  EXPECT_EQ(std::memcmp(got_y.data(), want_y.data(), count * 4), 0) << what << " (out)";
+}
+
+TEST(EngineBackend, AddRmsNormGivesAddThenRmsNormBytesOnCpu) {
+  auto cpu = make_cpu_backend();
+  auto twin_be = make_cpu_backend();
+  uint64_t seed = 500;
+  for (const AddNormCase& c : kAddNormCases) check_add_norm(*cpu->engine(), *twin_be->engine(), c, seed++);
+}
+
+TEST(EngineBackend, AddRmsNormGivesAddThenRmsNormBytesOnCuda) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  auto cuda = make_cuda_backend(&st);
+  ASSERT_TRUE(cuda) << st.message;
+  auto cpu = make_cpu_backend();
+  uint64_t seed = 600;
+  for (const AddNormCase& c : kAddNormCases) check_add_norm(*cuda->engine(), *cpu->engine(), c, seed++);
+}
+
+// rms_norm_parts: several row sets of one dim give, part by part, the bytes of one rms_norm
+// each (on cuda one launch), in place (out == x, the model's q_norm and k_norm) or not,
+// parts of 0 rows among them, rows past the 8192-float staging chunk and rows that are not
+// a multiple of 4 floats.
+struct NormPartsCase {
+  int dim;
+  std::vector<int> rows;  // each part's
+  bool in_place;
+};
+const std::vector<NormPartsCase> kNormPartsCases = {
+    {256, {192, 32}, true}, {128, {1, 1}, false}, {256, {0, 5, 0}, true}, {8196, {3, 2}, false},
+    {6, {4, 1, 7, 2}, true}, {5120, {8}, false},  {260, {2, 0}, false},   {8192, {1, 3, 2}, true}};
+
+void check_norm_parts(EngineBackend& eb, EngineBackend& twin, const NormPartsCase& c, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int count = int(c.rows.size());
+  std::vector<std::vector<float>> x(count), w(count);
+  for (int p = 0; p < count; ++p) {
+    x[p].resize(size_t(c.rows[p]) * c.dim);
+    w[p].resize(size_t(c.dim));
+    for (auto& v : x[p]) v = nd(g) * 3.0f;
+    for (auto& v : w[p]) v = 1.0f + 0.1f * nd(g);
+  }
+  const float eps = 1e-6f;
+  // Slots: x of part p in 2p, w in 2p + 1, out (not in place) in 8 + p.
+  auto run = [&](EngineBackend& e, bool joined, std::vector<std::vector<float>>* got) {
+    NormPart parts[kNormPartsMax];
+    for (int p = 0; p < count; ++p) {
+      const size_t bytes = std::max<size_t>(x[p].size(), 1) * 4;
+      void *px, *pw, *po;
+      ASSERT_TRUE(e.scratch(2 * p, bytes, &px).ok);
+      ASSERT_TRUE(e.scratch(2 * p + 1, w[p].size() * 4, &pw).ok);
+      ASSERT_TRUE(e.scratch(8 + p, bytes, &po).ok);
+      if (!x[p].empty()) {
+        ASSERT_TRUE(e.upload(px, x[p].data(), x[p].size() * 4).ok);
+      }
+      ASSERT_TRUE(e.upload(pw, w[p].data(), w[p].size() * 4).ok);
+      parts[p] = {static_cast<float*>(px), static_cast<float*>(pw), c.rows[p],
+                  c.in_place ? static_cast<float*>(px) : static_cast<float*>(po)};
+    }
+    if (joined) {
+      const Status st = e.rms_norm_parts(parts, count, c.dim, eps);
+      ASSERT_TRUE(st.ok) << st.message;
+    } else {
+      for (int p = 0; p < count; ++p)
+        ASSERT_TRUE(e.rms_norm(parts[p].x, parts[p].w, parts[p].n, c.dim, eps, parts[p].out).ok);
+    }
+    got->assign(count, {});
+    for (int p = 0; p < count; ++p) {
+      (*got)[p].resize(x[p].size());
+      if (!x[p].empty()) {
+        ASSERT_TRUE(e.download((*got)[p].data(), parts[p].out, x[p].size() * 4).ok);
+      }
+    }
+  };
+  std::vector<std::vector<float>> got, want;
+  run(eb, true, &got);
+  run(twin, false, &want);
+  for (int p = 0; p < count; ++p)
+    EXPECT_EQ(std::memcmp(got[p].data(), want[p].data(), got[p].size() * 4), 0)
+        << eb.name() << ": dim " << c.dim << ", part " << p << " of " << count << (c.in_place ? ", in place" : "");
+}
+
+TEST(EngineBackend, RmsNormPartsGivesOneRmsNormPerPartsBytesOnCpu) {
+  auto cpu = make_cpu_backend();
+  auto twin_be = make_cpu_backend();
+  uint64_t seed = 700;
+  for (const NormPartsCase& c : kNormPartsCases) check_norm_parts(*cpu->engine(), *twin_be->engine(), c, seed++);
+}
+
+TEST(EngineBackend, RmsNormPartsGivesOneRmsNormPerPartsBytesOnCuda) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  auto cuda = make_cuda_backend(&st);
+  ASSERT_TRUE(cuda) << st.message;
+  auto cpu = make_cpu_backend();
+  uint64_t seed = 800;
+  for (const NormPartsCase& c : kNormPartsCases) check_norm_parts(*cuda->engine(), *cpu->engine(), c, seed++);
+}
+
+TEST(EngineBackend, RmsNormPartsRefusesBeforeWriting) {
+  auto cpu = make_cpu_backend();
+  EngineBackend& e = *cpu->engine();
+  std::vector<float> x(16, 2.0f), w(8, 1.0f), y0(16, -7.0f), y1(16, -7.0f);
+  NormPart parts[kNormPartsMax + 1] = {{x.data(), w.data(), 2, y0.data()}, {x.data(), nullptr, 2, y1.data()},
+                                       {x.data(), w.data(), 2, y1.data()}, {x.data(), w.data(), 2, y1.data()},
+                                       {x.data(), w.data(), 2, y1.data()}};
+  Status st = e.rms_norm_parts(parts, 2, 8, 1e-6f);  // part 1 has no weights
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("rms_norm_parts: part 1: rms_norm: w"), std::string::npos) << st.message;
+  EXPECT_EQ(y0[0], -7.0f) << "part 0 written before the refusal";
+  st = e.rms_norm_parts(parts, 0, 8, 1e-6f);
+  EXPECT_NE(st.message.find("rms_norm_parts: count 0"), std::string::npos) << st.message;
+  st = e.rms_norm_parts(parts, kNormPartsMax + 1, 8, 1e-6f);
+  EXPECT_NE(st.message.find("rms_norm_parts: count 5"), std::string::npos) << st.message;
+  st = e.rms_norm_parts(nullptr, 1, 8, 1e-6f);
+  EXPECT_NE(st.message.find("rms_norm_parts: parts: null"), std::string::npos) << st.message;
+  st = e.rms_norm_parts(parts, 1, 8, -1.0f);
+  EXPECT_NE(st.message.find("rms_norm_parts: part 0: rms_norm: eps"), std::string::npos) << st.message;
+  parts[1].w = w.data();
+  EXPECT_TRUE(e.rms_norm_parts(parts, 2, 8, 0.0f).ok);
+  EXPECT_EQ(y0[0], 1.0f);  // 2 / rms(2, ..., 2)
+  EXPECT_EQ(y1[15], 1.0f);
 }
 
 // The staged product's tree in one pass and in two (EngineBackend::Debug::tree_passes; the
