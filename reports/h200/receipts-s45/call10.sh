@@ -8,7 +8,7 @@
 #  2. HEAD: the engine gtests on cuda (the byte tests of the joined launches among them),
 #     rows-invariant on cuda (13 gates, 8 controls), the ci serve gate;
 #  3. compute-sanitizer memcheck / racecheck / synccheck over the joined launches' byte tests,
-#     and tools/sanitize.py over rows-invariant (its controls included);
+#     and tools/sanitize.py over rows-invariant (--skip-controls: the contract's controls are not rerun);
 #  4. bench engine --profile, OLD and HEAD interleaved, two rounds;
 #  5. HEAD: bench engine --out, on an H200 only (the receipt replaces reports/h200/bench-engine.json).
 # Before the call: commit, tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c10.tgz.
@@ -45,7 +45,7 @@ for t in memcheck racecheck synccheck; do
   timeout 90 compute-sanitizer --tool $t --error-exitcode 9 build/tests/kc_engine_tests --gtest_filter="$F" > $W/san-gtest-$t.log 2>&1
   echo "$t over the joined byte tests rc=$? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/san-gtest-$t.log | tail -1) | $(grep -cE '^\[       OK \]' $W/san-gtest-$t.log) ok"
 done
-timeout 150 python3 tools/sanitize.py --bin $H --runs rows-invariant \
+timeout 150 python3 tools/sanitize.py --bin $H --runs rows-invariant --skip-controls \
   --tools memcheck,racecheck,synccheck --jobs 3 --out $W/sanitize-rows.json --logs $W/san-logs > $W/sanitize.log 2>&1
 echo "sanitize rc=$? ($((SECONDS-T0)) s)"; tail -5 $W/sanitize.log
 pack
