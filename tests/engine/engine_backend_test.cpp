@@ -18,6 +18,17 @@ namespace {
 
 const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
 
+// `var`: the cuda backend, or the test skipped (counted as skipped) where no device is present.
+#define KC_CUDA_BACKEND_OR_SKIP(var)                        \
+  std::unique_ptr<Backend> var;                             \
+  {                                                         \
+    std::string why_;                                       \
+    if (!cuda_device_present(&why_)) GTEST_SKIP() << why_;  \
+    Status st_;                                             \
+    var = make_cuda_backend(&st_);                          \
+    ASSERT_TRUE(var) << st_.message;                        \
+  }
+
 // Forwards every operation, counting the KV steps; has no engine of its own.
 class PassThrough final : public ForwardingBackend {
  public:
@@ -197,11 +208,7 @@ TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCpu) {
 }
 
 TEST(EngineBackend, MatmulPartsGivesOneMatmulPerPartsBytesOnCuda) {
-  std::string why;
-  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
-  Status st;
-  auto cuda = make_cuda_backend(&st);
-  ASSERT_TRUE(cuda) << st.message;
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
   auto cpu = make_cpu_backend();
   uint64_t seed = 100;
   std::vector<PartsCase> cases = kPartsCases;
@@ -273,11 +280,7 @@ TEST(EngineBackend, AddRmsNormGivesAddThenRmsNormBytesOnCpu) {
 }
 
 TEST(EngineBackend, AddRmsNormGivesAddThenRmsNormBytesOnCuda) {
-  std::string why;
-  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
-  Status st;
-  auto cuda = make_cuda_backend(&st);
-  ASSERT_TRUE(cuda) << st.message;
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
   auto cpu = make_cpu_backend();
   uint64_t seed = 600;
   for (const AddNormCase& c : kAddNormCases) check_add_norm(*cuda->engine(), *cpu->engine(), c, seed++);
@@ -355,11 +358,7 @@ TEST(EngineBackend, RmsNormPartsGivesOneRmsNormPerPartsBytesOnCpu) {
 }
 
 TEST(EngineBackend, RmsNormPartsGivesOneRmsNormPerPartsBytesOnCuda) {
-  std::string why;
-  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
-  Status st;
-  auto cuda = make_cuda_backend(&st);
-  ASSERT_TRUE(cuda) << st.message;
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
   auto cpu = make_cpu_backend();
   uint64_t seed = 800;
   for (const NormPartsCase& c : kNormPartsCases) check_norm_parts(*cuda->engine(), *cpu->engine(), c, seed++);
@@ -396,11 +395,7 @@ TEST(EngineBackend, RmsNormPartsRefusesBeforeWriting) {
 // (threads past the last octet step without loading), at every batch tile (R 1, 2, 4, 8: a
 // pass of 2, 4, 8 or 16 sums), and a count of passes that is not 0, 1 or 2 is refused.
 TEST(EngineBackend, MatmulPartsTreePassesGiveTheSameBytesOnCuda) {
-  std::string why;
-  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
-  Status st;
-  auto cuda = make_cuda_backend(&st);
-  ASSERT_TRUE(cuda) << st.message;
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
   auto cpu = make_cpu_backend();
   std::vector<PartsCase> cases = kPartsCases;
   cases.push_back({{6144, 1024, 1024}, 5120, 8});
