@@ -183,8 +183,8 @@ __global__ void __launch_bounds__(kNormThreads) add_rms_rows_kernel(float* h, co
     for (int u = 0; u < kAddNormIlp; ++u) {
       const int i = i0 + u * kNormThreads;
       if (i >= n4) break;
-      const float4 v = make_float4(eng::add_rn(a[u].x, b[u].x), eng::add_rn(a[u].y, b[u].y), eng::add_rn(a[u].z, b[u].z),
-                                   eng::add_rn(a[u].w, b[u].w));
+      const float4 v = make_float4(eng::add_rn(a[u].x, b[u].x), eng::add_rn(a[u].y, b[u].y),
+                                   eng::add_rn(a[u].z, b[u].z), eng::add_rn(a[u].w, b[u].w));
       h4[i] = v;
       buf4[i] = v;
     }
@@ -447,8 +447,9 @@ __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4*
 // go through sp in `passes` passes (1 or 2) of P / passes sums each: the same additions, fewer
 // bytes of shared memory per group. Where a warp holds K = PH / 4 sums of a pass (2, 4 or 8),
 // levels 16 .. 1 go by exchanging halves (xs_tree_exchange): the same pairs, fewer shuffles.
-// xs_tree_exchange: levels 16 .. 1 of a warp's K sums by exchanging halves: at level h a lane keeps half of its values and sends the other half
-// to lane ^ h, so each lane adds the pair (s_p, s_{p+h}) of rows.h's tree for half the values
+// xs_tree_exchange: levels 16 .. 1 of a warp's K sums by exchanging halves: at level h a lane
+// keeps half of its values and sends the other half to lane ^ h, so each lane adds the pair
+// (s_p, s_{p+h}) of rows.h's tree for half the values
 // (IEEE addition is commutative: both lanes of a pair get its bytes); once a lane holds one
 // value, plain butterflies. Lane l ends with value l / (32 / K), written by lanes l % (32 / K)
 // == 0. K - 1 + log2(32 / K) shuffles for K sums instead of 5 K. (A lane-array model of the
