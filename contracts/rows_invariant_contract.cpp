@@ -888,7 +888,8 @@ void refusals_gate(Run& run, EngineBackend& eb) {
   probes.push_back({"add_rms_norm", "t", false, add_norm(2, 4, 1e-6f, nullptr)});
   auto norm_parts = [=](int count, int n1) {
     return [=](EngineBackend& e) {
-      const NormPart p[kNormPartsMax + 1] = {{x, w, 2, o}, {x, w, n1, o + 32}, {x, w, 1, o}, {x, w, 1, o}, {x, w, 1, o}};
+      const NormPart p[kNormPartsMax + 1] = {
+          {x, w, 2, o}, {x, w, n1, o + 32}, {x, w, 1, o + 16}, {x, w, 1, o + 48}, {x, w, 1, o + 56}};
       return e.rms_norm_parts(p, count, 4, 1e-6f);
     };
   };
@@ -897,6 +898,10 @@ void refusals_gate(Run& run, EngineBackend& eb) {
   probes.push_back({"rms_norm_parts", "count", false, norm_parts(0, 1)});
   probes.push_back({"rms_norm_parts", "part 1", true, norm_parts(2, 0)});  // a part of no rows
   probes.push_back({"rms_norm_parts", "part 1", false, norm_parts(2, -1)});
+  probes.push_back({"rms_norm_parts", "part 1", false, [=](EngineBackend& e) {  // its x is part 0's output
+                      const NormPart p[2] = {{x, w, 2, o}, {o, w, 1, o + 32}};
+                      return e.rms_norm_parts(p, 2, 4, 1e-6f);
+                    }});
   probes.push_back({"logits", "vocab", true, logits(2, 4, 1e-6f, 1, sel0)});
   probes.push_back({"logits", "vocab", false, logits(2, 4, 1e-6f, 0, sel0)});
   probes.push_back({"logits", "dim", true, logits(2, 1, 1e-6f, 3, sel0)});

@@ -153,7 +153,8 @@ Status validate_rms_norm(const float* x, const float* w, int n, int dim, float e
 Status validate_add_rms_norm(const float* h, const float* t, const float* w, int n, int dim, float eps,
                              const float* out);
 // count in 1..kNormPartsMax, parts not null, the parts' rows summed at most INT_MAX, each part
-// as validate_rms_norm (the refusal names the part).
+// as validate_rms_norm (the refusal names the part), and no part's output overlapping another
+// part's x or output (its own x it may be).
 Status validate_rms_norm_parts(const NormPart* parts, int count, int dim, float eps);
 Status validate_matmul(const uint16_t* W, int64_t rows, int64_t cols, const float* x, int n, const float* y);
 // count in 1..3, parts not null, each part as validate_matmul (the refusal names the part).

@@ -1,6 +1,7 @@
 // Argument checks of the engine kernels, shared by every engine: a refusal names the
 // kernel, the argument and its value, and comes before anything is written.
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "kernels/engine/engine_backend.h"
@@ -85,6 +86,21 @@ Status validate_rms_norm_parts(const NormPart* parts, int count, int dim, float 
   if (rows > INT32_MAX)
     return Status::Error("rms_norm_parts: " + std::to_string(rows) + " rows in all: must be at most " +
                          std::to_string(INT32_MAX));
+  // One launch runs the parts at once, the default one after another: a part's output may
+  // be its own x, but no other part's x or output (the two would give different bytes).
+  const auto bytes = [&](const NormPart& p) { return uintptr_t(p.n) * uintptr_t(dim) * sizeof(float); };
+  const auto overlap = [](const void* a, uintptr_t na, const void* b, uintptr_t nb) {
+    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+    return na && nb && x < y + nb && y < x + na;
+  };
+  for (int j = 1; j < count; ++j)
+    for (int i = 0; i < j; ++i) {
+      const NormPart &a = parts[i], &b = parts[j];
+      const char* what = overlap(a.out, bytes(a), b.out, bytes(b))  ? "out overlaps part " :
+                         overlap(a.out, bytes(a), b.x, bytes(b))    ? "x overlaps the out of part " :
+                         overlap(b.out, bytes(b), a.x, bytes(a))    ? "out overlaps the x of part " : nullptr;
+      if (what) return Status::Error("rms_norm_parts: part " + std::to_string(j) + ": " + what + std::to_string(i));
+    }
   return Status::Ok();
 }
 

@@ -384,6 +384,18 @@ TEST(EngineBackend, RmsNormPartsRefusesBeforeWriting) {
   st = e.rms_norm_parts(parts, 1, 8, -1.0f);
   EXPECT_NE(st.message.find("rms_norm_parts: part 0: rms_norm: eps"), std::string::npos) << st.message;
   parts[1].w = w.data();
+  // A part whose x is another part's output, or whose output is another part's x or
+  // output, is refused (one launch and the default would differ); its own x is fine.
+  const NormPart chained[2] = {{x.data(), w.data(), 2, y0.data()}, {y0.data() + 8, w.data(), 1, y1.data()}};
+  st = e.rms_norm_parts(chained, 2, 8, 0.0f);
+  EXPECT_NE(st.message.find("rms_norm_parts: part 1: x overlaps the out of part 0"), std::string::npos) << st.message;
+  const NormPart same_out[2] = {{x.data(), w.data(), 2, y0.data()}, {y1.data(), w.data(), 1, y0.data() + 8}};
+  st = e.rms_norm_parts(same_out, 2, 8, 0.0f);
+  EXPECT_NE(st.message.find("rms_norm_parts: part 1: out overlaps part 0"), std::string::npos) << st.message;
+  const NormPart onto_x[2] = {{x.data(), w.data(), 2, y0.data()}, {y1.data(), w.data(), 1, x.data() + 15}};
+  st = e.rms_norm_parts(onto_x, 2, 8, 0.0f);
+  EXPECT_NE(st.message.find("rms_norm_parts: part 1: out overlaps the x of part 0"), std::string::npos) << st.message;
+  EXPECT_EQ(y0[0], -7.0f) << "written before a refusal";
   EXPECT_TRUE(e.rms_norm_parts(parts, 2, 8, 0.0f).ok);
   EXPECT_EQ(y0[0], 1.0f);  // 2 / rms(2, ..., 2)
   EXPECT_EQ(y1[15], 1.0f);
