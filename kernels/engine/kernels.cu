@@ -84,6 +84,27 @@ constexpr int kNormThreads = 128;
 constexpr int kNormChunk = 8192;  // 32 KiB of shared memory
 static_assert(kNormChunk % 8 == 0, "a chunk keeps the residues mod 8");
 
+// rows.h's chain of the sum of squares over buf[0, len), added to a: lane j < 8 of warp 0 takes
+// the elements k = j mod 8 (a chunk starts at a multiple of 8, so a lane keeps its residue).
+__device__ __forceinline__ float rms_chain(const float* buf, int len, float a) {
+  if (threadIdx.x < 8) {
+#pragma unroll 8
+    for (int k = threadIdx.x; k < len; k += 8) a = eng::fma_rn(buf[k], buf[k], a);
+  }
+  return a;
+}
+
+// The chains' butterfly in warp 0 (lanes 8..31 hold 0 and never meet lanes 0..7: xor 4, 2, 1),
+// then thread 0 stores the row's factor to *rfac (the caller's barrier publishes it).
+__device__ __forceinline__ void rms_factor_to(float a, int dim, float eps, float* rfac) {
+  if (threadIdx.x < 32) {
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 4));
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 2));
+    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 1));
+    if (threadIdx.x == 0) *rfac = eng::rms_factor(a, dim, eps);
+  }
+}
+
 // The block's row: xi into yi (the body of rms_rows_kernel and rms_parts_kernel).
 __device__ __forceinline__ void rms_row(const float* xi, int dim, const float* __restrict__ w, float eps, float* yi) {
   __shared__ float4 buf4[kNormChunk / 4];
@@ -101,17 +122,9 @@ __device__ __forceinline__ void rms_row(const float* xi, int dim, const float* _
       for (int i = threadIdx.x; i < len; i += kNormThreads) buf[i] = xi[c0 + i];
     }
     __syncthreads();
-    if (threadIdx.x < 8) {
-#pragma unroll 8
-      for (int k = threadIdx.x; k < len; k += 8) a = eng::fma_rn(buf[k], buf[k], a);
-    }
+    a = rms_chain(buf, len, a);
   }
-  if (threadIdx.x < 32) {  // warp 0: lanes 8..31 hold 0 and never meet lanes 0..7 (xor 4, 2, 1)
-    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 4));
-    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 2));
-    a = eng::add_rn(a, __shfl_xor_sync(0xffffffffu, a, 1));
-    if (threadIdx.x == 0) rfac = eng::rms_factor(a, dim, eps);
-  }
+  rms_factor_to(a, dim, eps, &rfac);
   __syncthreads();
   const float r = rfac;
   if (dim <= kNormChunk) {
@@ -190,17 +203,7 @@ __global__ void __launch_bounds__(kNormThreads) add_rms_rows_kernel(float* h, co
     }
   }
   __syncthreads();
-  float acc = 0.0f;
-  if (threadIdx.x < 8) {
-#pragma unroll 8
-    for (int k = threadIdx.x; k < dim; k += 8) acc = eng::fma_rn(buf[k], buf[k], acc);
-  }
-  if (threadIdx.x < 32) {  // as rms_rows_kernel
-    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-    acc = eng::add_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-    if (threadIdx.x == 0) rfac = eng::rms_factor(acc, dim, eps);
-  }
+  rms_factor_to(rms_chain(buf, dim, 0.0f), dim, eps, &rfac);  // as rms_row
   __syncthreads();
   const float r = rfac;
   const float4* w4 = reinterpret_cast<const float4*>(w);
@@ -380,29 +383,35 @@ __device__ __forceinline__ void xs_stage(float4* xs, const float* __restrict__ x
   }
 }
 
-// One octet b of a thread's partial for its group's no output rows and nr batch rows: the
-// eight products of each (output, row) pair added in ascending k, one fused multiply-add each.
-// FULL: all R rows and kXsOPW outputs are there (nr == R, no == kXsOPW): the same products
-// without a branch, so the compiler may request a row's activations before the previous
-// row's multiply-adds.
-template <int R, bool FULL = false>
+// One octet b of a thread's partial for all R batch rows and kXsOPW outputs of its group (a
+// full tile): the eight products of each (output, row) pair added in ascending k, one fused
+// multiply-add each, without a branch, so the compiler may request a row's activations before
+// the previous row's multiply-adds.
+template <int R>
+__device__ __forceinline__ void xs_octet_full(const uint4 (&w)[kXsOPW], const float4* xs, int F, int b,
+                                              float (&acc)[kXsOPW][R]) {
+  constexpr int OPW = kXsOPW;
+  float wf[OPW][8];
+#pragma unroll
+  for (int o = 0; o < OPW; ++o) unpack8(w[o], wf[o]);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
+    const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+    for (int o = 0; o < OPW; ++o)
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
+  }
+}
+
+// The same for the group's no outputs and nr batch rows of a partial tile (the same products
+// and order as xs_octet_full where nr == R and no == kXsOPW).
+template <int R>
 __device__ __forceinline__ void xs_octet(const uint4 (&w)[kXsOPW], const float4* xs, int F, int b, int nr, int no,
                                          float (&acc)[kXsOPW][R]) {
   constexpr int OPW = kXsOPW;
-  if constexpr (FULL) {
-    float wf[OPW][8];
-#pragma unroll
-    for (int o = 0; o < OPW; ++o) unpack8(w[o], wf[o]);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float4 lo = xs[(r * 2) * F + b], hi = xs[(r * 2 + 1) * F + b];
-      const float xf[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-      for (int o = 0; o < OPW; ++o)
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc[o][r] = eng::fma_rn(wf[o][k], xf[k], acc[o][r]);
-    }
-  } else if constexpr (R >= 4) {
+  if constexpr (R >= 4) {
     float wf[OPW][8];
 #pragma unroll
     for (int o = 0; o < OPW; ++o)
@@ -600,7 +609,7 @@ __global__ void __launch_bounds__(kXsThreads, 1) matmul_xs_kernel(const XsParts 
     const int b = part + ck * eng::kDotParts;
     if (b < F) {
       if (R >= 4 && nr == R && cno == OPW)
-        xs_octet<R, true>(wq[0], xs, F, b, nr, cno, acc);
+        xs_octet_full<R>(wq[0], xs, F, b, acc);
       else
         xs_octet<R>(wq[0], xs, F, b, nr, cno, acc);
     }
@@ -849,10 +858,7 @@ bool launch_engine_add_rms_norm_fits(const float* h, const float* t, const float
                         static_cast<const void*>(out)})
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   const auto bytes = uintptr_t(n) * uintptr_t(dim) * sizeof(float);
-  const auto apart = [&](const float* a, const float* b) {
-    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-    return x + bytes <= y || y + bytes <= x;
-  };
+  const auto apart = [&](const float* a, const float* b) { return !byte_ranges_overlap(a, bytes, b, bytes); };
   // out apart from h and t (other blocks read them); t is h or apart from it.
   return apart(out, h) && apart(out, t) && (t == h || apart(t, h));
 }

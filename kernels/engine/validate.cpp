@@ -89,16 +89,14 @@ Status validate_rms_norm_parts(const NormPart* parts, int count, int dim, float 
   // One launch runs the parts at once, the default one after another: a part's output may
   // be its own x, but no other part's x or output (the two would give different bytes).
   const auto bytes = [&](const NormPart& p) { return uintptr_t(p.n) * uintptr_t(dim) * sizeof(float); };
-  const auto overlap = [](const void* a, uintptr_t na, const void* b, uintptr_t nb) {
-    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-    return na && nb && x < y + nb && y < x + na;
-  };
   for (int j = 1; j < count; ++j)
     for (int i = 0; i < j; ++i) {
       const NormPart &a = parts[i], &b = parts[j];
-      const char* what = overlap(a.out, bytes(a), b.out, bytes(b))  ? "out overlaps part " :
-                         overlap(a.out, bytes(a), b.x, bytes(b))    ? "x overlaps the out of part " :
-                         overlap(b.out, bytes(b), a.x, bytes(a))    ? "out overlaps the x of part " : nullptr;
+      const uintptr_t na = bytes(a), nb = bytes(b);
+      const char* what = byte_ranges_overlap(a.out, na, b.out, nb) ? "out overlaps part "
+                         : byte_ranges_overlap(a.out, na, b.x, nb) ? "x overlaps the out of part "
+                         : byte_ranges_overlap(b.out, nb, a.x, na) ? "out overlaps the x of part "
+                                                                   : nullptr;
       if (what) return Status::Error("rms_norm_parts: part " + std::to_string(j) + ": " + what + std::to_string(i));
     }
   return Status::Ok();

@@ -401,6 +401,21 @@ TEST(EngineBackend, RmsNormPartsRefusesBeforeWriting) {
   EXPECT_EQ(y1[15], 1.0f);
 }
 
+// The joined norms' overlap test: adjacent ranges share no byte, one shared byte is an overlap
+// either way round, an empty range overlaps nothing (not even inside another range).
+TEST(EngineBackend, ByteRangesOverlapAtTheEdges) {
+  const char buf[64] = {};
+  EXPECT_FALSE(byte_ranges_overlap(buf, 16, buf + 16, 16));
+  EXPECT_FALSE(byte_ranges_overlap(buf + 16, 16, buf, 16));
+  EXPECT_TRUE(byte_ranges_overlap(buf, 17, buf + 16, 16));
+  EXPECT_TRUE(byte_ranges_overlap(buf + 16, 16, buf, 17));
+  EXPECT_TRUE(byte_ranges_overlap(buf, 64, buf + 20, 1));
+  EXPECT_TRUE(byte_ranges_overlap(buf + 20, 1, buf, 64));
+  EXPECT_TRUE(byte_ranges_overlap(buf, 8, buf, 8));
+  EXPECT_FALSE(byte_ranges_overlap(buf + 20, 0, buf, 64));
+  EXPECT_FALSE(byte_ranges_overlap(buf, 64, buf + 20, 0));
+}
+
 // The staged product's tree in one pass and in two (EngineBackend::Debug::tree_passes; the
 // default takes two only where shared memory leaves fewer groups per block, o_proj's case
 // above) gives the twin's bytes on every case above, K not a multiple of 1024 among them
