@@ -168,6 +168,27 @@ KC_HD uint8_t q4_nibble_of(float y, float s) {
   return uint8_t(int(k) + 8);
 }
 
+// q4_nibble_of's nibble by fewer instructions, the same for every y and s > 0 (the ring
+// kernel's fast encode, rope_store.cu): t = y / s clamped to [-7, 7], plus 12582920 = 1.5 2^23 +
+// 8, an even integer in the binade where floats are the integers: the sum rounds to 12582920 +
+// rint(t) (ties to even, as rint, since 12582920 is even) and its low 4 bits are rint(t) + 8,
+// 1 .. 15. One add and a mask instead of a rint, a conversion and an add.
+KC_HD uint8_t q4_nibble_magic(float y, float s) {
+#if defined(__CUDA_ARCH__)
+  const float t = fmaxf(fminf(__fdiv_rn(y, s), 7.0f), -7.0f);
+#else
+  float t = y / s;
+  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
+#endif
+#ifdef KC_PLANT_Q4_ROUND_HALF_UP  // planted bug (test builds only), as in q4_nibble_of
+  return uint8_t(int(floorf(t + 0.5f)) + 8);
+#elif defined(__CUDA_ARCH__)
+  return uint8_t(__float_as_uint(__fadd_rn(t, 12582920.0f)) & 15u);
+#else
+  return uint8_t(float_bits(t + 12582920.0f) & 15u);
+#endif
+}
+
 // q4_nibble_of's nibble by a reciprocal: y times r = fl(1 / s) (one division per group instead
 // of one per value), with q4_nibble_of itself where the product could round to another code.
 // For t = y / s exact, u = 2^-24 and |e_i| <= u (round to nearest, no subnormal result: r and s

@@ -221,6 +221,62 @@ TEST(Q4Group, ReciprocalNibbleIsTheDivisionsForEveryScale) {
               (unsigned long long)checked, (unsigned long long)fallbacks, (unsigned long long)recip_wrong);
 }
 
+// q4_nibble_magic (the ring kernel's fast encode: the clamped quotient plus 1.5 2^23 + 8, its low
+// 4 bits) gives q4_nibble_of's nibble for every fp16 scale: the quotients at and around every
+// half-integer (ties to even both ways), values drawn across [-8 s, 8 s], the clamp and the
+// extremes. A mask of the wrong width, an odd magic constant (ties the other way) or a missing
+// clamp would each differ on these.
+TEST(Q4Group, MagicAddNibbleIsTheDivisionsForEveryScale) {
+  uint64_t checked = 0, ties = 0, x = 0x2545F4914F6CDD1Dull;
+  auto check = [&](float y, float s) {
+    ASSERT_EQ(q4_nibble_magic(y, s), q4_nibble_of(y, s)) << "y=" << y << " s=" << s;
+    const float t = y / s;
+    ties += std::fabs(t) < 7.5f && t - std::floor(t) == 0.5f;
+    ++checked;
+  };
+  for (uint16_t h = 1; h <= 0x7BFF; ++h) {  // every positive finite fp16 scale
+    const float s = fp16_to_float(h);
+    for (int k = -15; k <= 15; ++k) {  // k / 2: the integers and half-integers -7.5 .. 7.5
+      float y = float(k) * 0.5f * s;
+      for (int i = 0; i < 8; ++i) y = std::nextafter(y, -INFINITY);
+      for (int i = 0; i < 17; ++i, y = std::nextafter(y, INFINITY)) check(y, s);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+    for (int i = 0; i < 32; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      check(float(int32_t(x >> 32)) * 0x1p-28f * s, s);  // [-8 s, 8 s)
+    }
+    for (float y : {0.0f, -0.0f, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                    std::numeric_limits<float>::denorm_min(), 1e30f, -1e-30f})
+      check(y, s);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(checked, uint64_t(0x7BFF) * (31 * 17 + 32 + 7));
+  EXPECT_GT(ties, uint64_t(0x7BFF) * 8) << "the sweep met too few exact ties";
+}
+
+// The cross-lane Hadamard butterflies of the rope store's q4 encode (rope_kv_store) run o - v
+// and v + o as fma(-+1, v, o): -v is exact and the sum is rounded once, so every result is the
+// add's or subtract's, signed zeros, infinities and NaN included.
+TEST(Q4Group, SignedFmaIsTheAddAndTheSubtract) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> vals = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::denorm_min(),
+                             -std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), 3.0f, 0x1p-149f};
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < 4000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    vals.push_back(bits_float(uint32_t(x >> 32) & 0xFF7FFFFFu));  // finite, any sign and exponent below the top
+  }
+  const auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : float_bits(a) == float_bits(b); };
+  for (size_t i = 0; i < vals.size(); ++i)
+    for (size_t j = i; j < vals.size(); j += 1 + (j > 64 ? 97 : 0)) {
+      const float o = vals[i], v = vals[j];
+      ASSERT_TRUE(same(std::fma(-1.0f, v, o), o - v)) << "o=" << o << " v=" << v;
+      ASSERT_TRUE(same(std::fma(1.0f, v, o), v + o)) << "o=" << o << " v=" << v;
+      ASSERT_TRUE(same(std::fma(-1.0f, o, v), v - o)) << "o=" << o << " v=" << v;
+    }
+}
+
 TEST(Q4Group, DefinedEdgeRules) {
   float y[32];
   // Zeros of either sign: scale 0, codes 0 (bytes 0x88), decodes to +0.
