@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -458,6 +462,22 @@ Status prepare_output(const std::string& path, std::string* target) {
   if (::access(have.c_str(), W_OK | X_OK) != 0)
     return Status::Error(path + via + ": folder " + have.string() +
                          (have == dir ? " is not writable" : " is not writable, so " + dir.string() + " cannot be created"));
+  {
+    // access() answers from the permission bits, and root passes it where no file can be made
+    // (procfs, sysfs, an immutable folder, a root-squashed mount): make and remove a probe file
+    // in the nearest folder that exists, where the atomic write makes its temporary file (or
+    // the first missing folder).
+    std::string probe = (have / ".kc-write-probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) {
+      const std::string e = std::strerror(errno);
+      return Status::Error(path + via + ": folder " + have.string() +
+                           (have == dir ? " is not writable (" + e + ")"
+                                        : " is not writable (" + e + "), so " + dir.string() + " cannot be created"));
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   *target = p.string();
   return Status::Ok();
 }

@@ -124,6 +124,15 @@ case "$case_name" in
     expect 2 "exists and is a FIFO" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/fifo"
     [ -p "$tmp/fifo" ] || fail "the FIFO was replaced" ;;
   out-folder) mkdir "$tmp/d"; expect 2 "exists and is a folder" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/d" ;;
+  # A folder where no file can be made, though root passes access() there (procfs): refused
+  # before the run, for a contract and a bench alike; a writable folder keeps no probe file.
+  out-unwritable-folder)
+    expect 2 "folder /proc is not writable" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out /proc/kc-receipt.json
+    expect 2 "folder /proc is not writable" "$bin" bench pack --reps 1 --out /proc/kc-receipt.json
+    expect 2 "so /proc/kc/r cannot be created" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out /proc/kc/r/x.json
+    expect 2 "folder /proc is not writable" "$bin" kernel-contract --backend cpu --quiet --out-dir /proc/kc
+    expect 0 "receipt: $tmp/r.json" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/r.json"
+    [ -z "$(ls -A "$tmp" | grep -v '^r.json$')" ] || fail "left behind: $(ls -A "$tmp")" ;;
   out-symlink-to-device)
     ln -s /dev/null "$tmp/link.json"
     expect 2 "the symbolic link points to /dev/null" "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/link.json"
