@@ -101,9 +101,11 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
     const ScratchDir scratch("kc-bench-sdpa");
     const fs::path& tmp = scratch.path();
     const std::string in = (tmp / "in.json").string(), out = (tmp / "out.json").string();
-    const std::string cmd = "python3 " + o.script_dir + "/bench_sdpa.py " + in + " " + out;
+    const std::string cmd = o.sdpa + " " + o.script_dir + "/bench_sdpa.py " + in + " " + out;
     std::string err;
-    {
+    if (o.sdpa == "none") {
+      err = "--sdpa none";  // nothing run; the receipt says so below
+    } else {
       std::ofstream f(in);
       f << cfgs.dump();
       f.close();
@@ -127,7 +129,10 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
         err = "`" + cmd + "` wrote an unreadable result (" + e.what() + ")";
       }
     }
-    if (!err.empty()) r["sdpa"] = {{"error", err}};
+    if (o.sdpa == "none")
+      r["sdpa"] = {{"not_measured", "--sdpa none"}};
+    else if (!err.empty())
+      r["sdpa"] = {{"error", err}};
   }
 
   nlohmann::json rows = nlohmann::json::array();

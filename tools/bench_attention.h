@@ -12,6 +12,9 @@ struct BenchOptions {
   int reps = 30;
   int chunk = 512;  // split-K chunk width (H200, 32K: 512 beat 256 and 1024 at batch 1 and 8)
   std::string script_dir = "tools";  // bench_sdpa.py, transformers_decode_bench.py
+  // attention: the python that runs tools/bench_sdpa.py ("none": SDPA not measured, as an A/B
+  // of two builds in one call needs no baseline)
+  std::string sdpa = "python3";
   // attention: how each run is timed (AttnBenchConfig::timing: events, gated, graph, partial)
   std::string timing = "events";
   std::string filter;  // attention: only rows whose "config/format/addressing" matches (a valid ECMAScript regex)

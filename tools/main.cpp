@@ -266,6 +266,10 @@ int run_main(int argc, char** argv) {
   auto* bench_transformers = bench->add_option("--transformers", bo.transformers,
                     "engine: the python that runs tools/transformers_decode_bench.py (default python3; 'none': "
                     "transformers not measured, its targets read 'not measured')");
+  auto* bench_sdpa = bench->add_option("--sdpa", bo.sdpa,
+                    "attention: the python that runs tools/bench_sdpa.py (default python3; 'none': SDPA not "
+                    "measured, its targets and the ours / SDPA column read 'not measured', the receipt's sdpa says "
+                    "why; for A/Bs of two builds, which need no baseline)");
   auto* bench_engine_model = bench->add_option("--engine-model", bo.engine_model,
                     "engine: the trained checkpoint's folder (default fixtures/models/stdlib-bytes-3m)");
   auto* bench_layers = bench->add_option("--layers", bo.engine_layers, "engine: layers of the synthetic qwen35-27b-attn preset (default 4)")
@@ -687,7 +691,7 @@ int run_main(int argc, char** argv) {
       return kUsage;
     }
     // Options of one bench given to another are refused, not ignored.
-    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_timing, bench_filter, bench_l2}) {
+    for (const CLI::Option* opt : {bench_script_dir, bench_chunk, bench_timing, bench_filter, bench_l2, bench_sdpa}) {
       const bool moves = bench_what == "rope-store" || bench_what == "compact";
       const bool applies = opt == bench_l2 ? moves
                            : bench_what == "attention" || (opt == bench_script_dir && bench_what == "engine") ||
@@ -742,7 +746,13 @@ int run_main(int argc, char** argv) {
     }
     // The python a bench runs beside it (SDPA, transformers) must be there before anything is timed:
     // a wrong --script-dir (or a run outside the repository root with the default) is bad input.
-    if (bench_what == "attention" || (bench_what == "engine" && bo.transformers != "none")) {
+    for (const auto& [opt, v] : {std::pair{bench_sdpa, &bo.sdpa}, std::pair{bench_transformers, &bo.transformers}})
+      if (opt->count() && v->empty()) {
+        std::cerr << "tf-cuda-test: error: bench " << bench_what << ": " << opt->get_name()
+                  << " '': expected a python command, or none\n";
+        return kUsage;
+      }
+    if ((bench_what == "attention" && bo.sdpa != "none") || (bench_what == "engine" && bo.transformers != "none")) {
       const std::string script =
           bo.script_dir + (bench_what == "attention" ? "/bench_sdpa.py" : "/transformers_decode_bench.py");
       std::error_code sec;

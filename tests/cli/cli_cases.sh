@@ -201,7 +201,12 @@ case "$case_name" in
     (cd "$tmp" && expect 2 "no tools/bench_sdpa.py (run from the repository root" "$bin" bench attention --reps 1)
     # --transformers none runs no script: the folder is not asked for (the device is, next)
     out=$("$bin" bench engine --script-dir "$tmp" --transformers none --reps 1 2>&1)
-    case "$out" in *"transformers_decode_bench.py"*) fail "--transformers none still asks for the script: $out";; esac ;;
+    case "$out" in *"transformers_decode_bench.py"*) fail "--transformers none still asks for the script: $out";; esac
+    # --sdpa none the same for bench attention; an empty --sdpa / --transformers is refused
+    out=$("$bin" bench attention --script-dir "$tmp" --sdpa none --reps 1 2>&1)
+    case "$out" in *"bench_sdpa.py"*) fail "--sdpa none still asks for the script: $out";; esac
+    expect 2 "bench attention: --sdpa '': expected a python command, or none" "$bin" bench attention --sdpa ''
+    expect 2 "bench engine: --transformers '': expected a python command, or none" "$bin" bench engine --transformers '' ;;
   bench-moves-device)
     for b in rope-store compact; do
       out=$("$bin" bench $b --reps 1 --quick --filter '^4MiB/bf16/window$' 2>&1); rc=$?
@@ -411,6 +416,7 @@ PY
     for o in "--tokens 100" "--layers 2" "--transformers none" "--engine-model $tmp"; do
       expect 2 "applies to bench engine only" "$bin" bench attention $o
     done
+    for b in engine pack rope-store compact; do expect 2 "--sdpa applies to bench attention only" "$bin" bench $b --sdpa none; done
     expect 2 "--out $tmp/r.json would not be written" "$bin" bench engine --profile "$tmp/p.json" --out "$tmp/r.json" ;;
   # kernel-contract checks its serve fixture before anything runs: nothing is written.
   kc-bad-serve-fixture)
