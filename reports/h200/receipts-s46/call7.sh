@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Session 46: the rope store's q4 encode, second round (rope-q4-encode-2.patch, in the working tree
-# of this call: B): the group amax by max.NaN of |v|, the four nibbles packed by byte permutes,
+# Session 46: the rope store's q4 encode, second round (rope-q4-encode-2.patch, committed: HEAD = B): the group amax by max.NaN of |v|, the four nibbles packed by byte permutes,
 # and each quotient by one reciprocal per group and Markstein's fma correction
 # (q4_magic_bits_recip; Q4Group.MarksteinQuotientNibbleIsTheDivisionsForEveryScale). A = B with
 # the patch reversed (HEAD's encode). bench rope-store on the fp8 and q4 rows, 3 rounds
@@ -41,6 +40,8 @@ for t in memcheck synccheck racecheck; do
   timeout 60 $SAN --tool $t $B bench rope-store --reps 1 --filter "$F" --out $W/$t.json > $W/$t.log 2>&1
   echo "$t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/$t.log | tail -1)"
 done
+timeout 60 $B bench rope-store --out $W/bench-rope-store.json > $W/bench-rope-store.log 2>&1
+echo "B's bench rope-store receipt rc=$? $(grep -E '^target' $W/bench-rope-store.log | tail -1)"
 pack
 grep -E "^(row|4MiB|16MiB|64MiB|256MiB)" $W/rope-summary.txt; tail -4 $W/rope-summary.txt
 echo "done $((SECONDS-T0)) s"
