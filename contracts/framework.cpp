@@ -459,14 +459,11 @@ Status prepare_output(const std::string& path, std::string* target) {
     if (up == have) break;
     have = up;
   }
-  if (::access(have.c_str(), W_OK | X_OK) != 0)
-    return Status::Error(path + via + ": folder " + have.string() +
-                         (have == dir ? " is not writable" : " is not writable, so " + dir.string() + " cannot be created"));
   {
-    // access() answers from the permission bits, and root passes it where no file can be made
-    // (procfs, sysfs, an immutable folder, a root-squashed mount): make and remove a probe file
-    // in the nearest folder that exists, where the atomic write makes its temporary file (or
-    // the first missing folder).
+    // A probe file made and removed in the nearest folder that exists, where the atomic write
+    // makes its temporary file (or the first missing folder). Not access(): it answers from the
+    // permission bits, and root passes it where no file can be made (procfs, sysfs, an
+    // immutable folder, a root-squashed mount).
     std::string probe = (have / ".kc-write-probe-XXXXXX").string();
     const int fd = ::mkstemp(probe.data());
     if (fd < 0) {
