@@ -271,6 +271,12 @@ __device__ __forceinline__ void rope_prefetch_page(const KvView& v, int pos) {
         v.pt + uint32_t(pos) / uint32_t(v.ptok)));
 }
 __device__ __forceinline__ uint32_t rope_mag_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
+// max(a, b), a NaN if either is one (max.NaN.f32, sm_80 and newer).
+__device__ __forceinline__ float rope_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128 : 1)], uint8_t* codes, uint8_t* scales,
                                               int lr, bool on) {
@@ -372,15 +378,13 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
       }
       float amax = 0.0f;
       if constexpr ((MODE & kRopeFastEncode) != 0) {
-        uint32_t mb = 0;
+        // The largest magnitude by max.NaN of |v| (a NaN anywhere gives a NaN amax, as the
+        // magnitudes' bits do, and q4_finite tells the two cases alone; finite, the same value).
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          v[e] = v[e] * 0.125f;
-          mb = max(mb, rope_mag_bits(v[e]));
-        }
+        for (int e = 0; e < 4; ++e) v[e] = v[e] * 0.125f;
+        amax = rope_max_nan(rope_max_nan(fabsf(v[0]), fabsf(v[1])), rope_max_nan(fabsf(v[2]), fabsf(v[3])));
 #pragma unroll
-        for (int m = 4; m > 0; m >>= 1) mb = max(mb, __shfl_xor_sync(0xFFFFFFFFu, mb, m));
-        amax = bits_float(mb);
+        for (int m = 4; m > 0; m >>= 1) amax = rope_max_nan(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, m));
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -411,8 +415,14 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
         } else {
           w = 0;
           if constexpr ((MODE & kRopeFastEncode) != 0) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) w |= uint32_t(q4_nibble_magic(v[e], s)) << (4 * e);
+            // The four sums' low bytes are the nibbles n0..n3 (1 .. 15): z = [n0, n1, n2, n3]
+            // by byte permutes, z | z >> 4 holds n0 | n1 << 4 in byte 0 and n2 | n3 << 4 in
+            // byte 2, and one more permute packs those two bytes.
+            const float r = __frcp_rn(s);
+            const uint32_t lo = __byte_perm(q4_magic_bits_recip(v[0], s, r), q4_magic_bits_recip(v[1], s, r), 0x4040u);
+            const uint32_t hi = __byte_perm(q4_magic_bits_recip(v[2], s, r), q4_magic_bits_recip(v[3], s, r), 0x4040u);
+            const uint32_t z = __byte_perm(lo, hi, 0x5410u);
+            w = __byte_perm(z | (z >> 4), 0u, 0x4420u);
           } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e) w |= uint32_t(q4_nibble_of(v[e], s)) << (4 * e);  // element 2i low, 2i + 1 high

@@ -173,7 +173,9 @@ KC_HD uint8_t q4_nibble_of(float y, float s) {
 // 8, an even integer in the binade where floats are the integers: the sum rounds to 12582920 +
 // rint(t) (ties to even, as rint, since 12582920 is even) and its low 4 bits are rint(t) + 8,
 // 1 .. 15. One add and a mask instead of a rint, a conversion and an add.
-KC_HD uint8_t q4_nibble_magic(float y, float s) {
+// q4_magic_bits: the sum's bits, whose low byte is the nibble (0x01 .. 0x0F), for a packer that
+// moves bytes (rope_store.cu's four nibbles by byte permutes).
+KC_HD uint32_t q4_magic_bits(float y, float s) {
 #if defined(__CUDA_ARCH__)
   const float t = fmaxf(fminf(__fdiv_rn(y, s), 7.0f), -7.0f);
 #else
@@ -181,11 +183,39 @@ KC_HD uint8_t q4_nibble_magic(float y, float s) {
   t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
 #endif
 #ifdef KC_PLANT_Q4_ROUND_HALF_UP  // planted bug (test builds only), as in q4_nibble_of
-  return uint8_t(int(floorf(t + 0.5f)) + 8);
+  return uint32_t(int(floorf(t + 0.5f)) + 8);
 #elif defined(__CUDA_ARCH__)
-  return uint8_t(__float_as_uint(__fadd_rn(t, 12582920.0f)) & 15u);
+  return __float_as_uint(__fadd_rn(t, 12582920.0f));
 #else
-  return uint8_t(float_bits(t + 12582920.0f) & 15u);
+  return float_bits(t + 12582920.0f);
+#endif
+}
+KC_HD uint8_t q4_nibble_magic(float y, float s) { return uint8_t(q4_magic_bits(y, s) & 15u); }
+// q4_magic_bits with the quotient by Markstein's correction instead of a division: given r =
+// RN(1 / s) (q4_recip; the device's __frcp_rn), q0 = RN(y r), the remainder e = y - s q0 by one
+// fma (exact), then q = RN(q0 + e r) is RN(y / s) wherever nothing underflows (Markstein's
+// theorem: r within half an ulp of 1 / s and q0 within an ulp of y / s). Its domain is the
+// encode's: |y| <= amax and s = the group scale of that amax (2^-24 .. 65504, a normal fp32),
+// so |y / s| <= 7 (1 + 2^-10), or s = 65504 and y r at most 2^128 / 65504: nothing overflows
+// (far outside it, y r = Inf would give a NaN). Only |y / s| < 2^-100 or so could underflow,
+// and every t below 0.5 gives the nibble 8, whatever its last bits: the nibble is
+// q4_nibble_of's. Three instructions a value, against a division's eight and its slow-path test.
+// Q4Group.MarksteinQuotientNibbleIsTheDivisionsForEveryScale sweeps it as the magic add.
+KC_HD uint32_t q4_magic_bits_recip(float y, float s, float r) {
+#if defined(__CUDA_ARCH__)
+  const float q0 = __fmul_rn(y, r);
+  const float t = fmaxf(fminf(__fmaf_rn(__fmaf_rn(-s, q0, y), r, q0), 7.0f), -7.0f);
+#else
+  const float q0 = y * r;
+  float t = std::fma(std::fma(-s, q0, y), r, q0);
+  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
+#endif
+#ifdef KC_PLANT_Q4_ROUND_HALF_UP  // planted bug (test builds only), as in q4_nibble_of
+  return uint32_t(int(floorf(t + 0.5f)) + 8);
+#elif defined(__CUDA_ARCH__)
+  return __float_as_uint(__fadd_rn(t, 12582920.0f));
+#else
+  return float_bits(t + 12582920.0f);
 #endif
 }
 

@@ -255,6 +255,44 @@ TEST(Q4Group, MagicAddNibbleIsTheDivisionsForEveryScale) {
   EXPECT_GT(ties, uint64_t(0x7BFF) * 8) << "the sweep met too few exact ties";
 }
 
+// q4_magic_bits_recip (the ring kernel's fast encode since session 46: the quotient by one
+// reciprocal per group and Markstein's fma correction, then the magic add) gives q4_nibble_of's
+// nibble for every fp16 scale, over the same values as the magic add's sweep plus values whose
+// quotient underflows. Without the correction (q0 alone) the sweep finds nibbles that differ.
+TEST(Q4Group, MarksteinQuotientNibbleIsTheDivisionsForEveryScale) {
+  uint64_t checked = 0, q0_wrong = 0, x = 0x51ED27A3C6B4F109ull;
+  auto check = [&](float y, float s, float r) {
+    const uint8_t want = q4_nibble_of(y, s);
+    ASSERT_EQ(uint8_t(q4_magic_bits_recip(y, s, r) & 15u), want) << "y=" << y << " s=" << s;
+    float t = y * r;
+    t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
+    q0_wrong += uint8_t(int(rintf(t)) + 8) != want;
+    ++checked;
+  };
+  for (uint16_t h = 1; h <= 0x7BFF; ++h) {  // every positive finite fp16 scale
+    const float s = fp16_to_float(h), r = q4_recip(s);
+    for (int k = -15; k <= 15; ++k) {  // k / 2: the integers and half-integers -7.5 .. 7.5
+      float y = float(k) * 0.5f * s;
+      for (int i = 0; i < 8; ++i) y = std::nextafter(y, -INFINITY);
+      for (int i = 0; i < 17; ++i, y = std::nextafter(y, INFINITY)) check(y, s, r);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+    for (int i = 0; i < 32; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      check(float(int32_t(x >> 32)) * 0x1p-28f * s, s, r);  // [-8 s, 8 s)
+    }
+    // The encode's domain: |y| <= amax and s the group scale of that amax, so |y / s| <= 7 (1 +
+    // 2^-10) but where s is the largest scale, 65504, and y any float (y r stays finite).
+    const float big = h == 0x7BFF ? std::numeric_limits<float>::max() : 7.007f * s;
+    for (float y : {0.0f, -0.0f, big, -big, std::numeric_limits<float>::denorm_min(),
+                    -std::numeric_limits<float>::min(), 0x1p-140f * s, -0x1p-120f, 1e-30f})
+      check(y, s, r);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(checked, uint64_t(0x7BFF) * (31 * 17 + 32 + 9));
+  EXPECT_GT(q0_wrong, 0u) << "the sweep never reached a quotient that the product alone rounds to another code";
+}
+
 // The cross-lane Hadamard butterflies of the rope store's q4 encode (rope_kv_store) run o - v
 // and v + o as fma(-+1, v, o): -v is exact and the sum is rounded once, so every result is the
 // add's or subtract's, signed zeros, infinities and NaN included.
