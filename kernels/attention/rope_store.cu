@@ -399,7 +399,7 @@ __device__ __forceinline__ void rope_kv_store(float (&y)[4 * (D >= 128 ? D / 128
       if (q4_finite(amax)) {
         float s;
         if constexpr ((MODE & kRopeFastEncode) != 0) {  // q4_group_scale's value, then fp16_to_float's
-          const float qs = fminf(amax / 7.0f, kQ4ScaleMax);
+          const float qs = fminf(q4_scale_quotient(amax), kQ4ScaleMax);
 #ifdef KC_PLANT_Q4_STORE_SCALE_RZ  // planted bug (test builds only): the scale rounded toward zero
           h = __half_as_ushort(__float2half_rz(qs));
 #else

@@ -293,6 +293,35 @@ TEST(Q4Group, MarksteinQuotientNibbleIsTheDivisionsForEveryScale) {
   EXPECT_GT(q0_wrong, 0u) << "the sweep never reached a quotient that the product alone rounds to another code";
 }
 
+// q4_scale_quotient (the ring kernel's fast encode: the group scale's amax / 7 by Markstein's
+// correction) is the division's float for every mantissa of the binades where it could break:
+// the subnormals and the lowest normals (the remainder near underflow), the binades around 1 and
+// 7, and the top ones (q0 near the largest float); the division by 7 is the same in every other
+// binade up to the power of two. q0 alone differs: the sweep must meet such values.
+TEST(Q4Group, ScaleQuotientIsTheDivision) {
+  uint64_t checked = 0, q0_wrong = 0;
+  // Every mantissa of the subnormals, the lowest normals, [1, 2) and the top binade; every
+  // third of three more (the low binade where a / 7 turns subnormal, [0.5, 1), [2^126, 2^127)).
+  for (uint32_t e : {0u, 1u, 127u, 254u, 24u, 126u, 253u}) {
+    const uint32_t step = e == 24u || e == 126u || e == 253u ? 3u : 1u;
+    for (uint32_t m = 0; m < (1u << 23); m += step) {
+      const float a = bits_float((e << 23) | m), want = a / 7.0f;
+      const float got = q4_scale_quotient(a);
+      if (float_bits(got) != float_bits(want)) {
+        ADD_FAILURE() << "amax=" << a << " (bits " << ((e << 23) | m) << "): " << got << " against " << want;
+        return;
+      }
+      q0_wrong += float_bits(a * 0.142857149f) != float_bits(want);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, (uint64_t(4) << 23) + 3 * (((uint64_t(1) << 23) + 2) / 3));
+  EXPECT_GT(q0_wrong, checked / 8) << "the sweep met too few values that the product alone rounds wrong";
+  // The encode's scale: q4_group_scale's bits through the same clamp and fp16 conversion.
+  for (float a : {0.0f, 1.0f, 7.0f, 458528.0f, 458535.0f, 1e30f, std::numeric_limits<float>::max()})
+    EXPECT_EQ(fp16_from_float(std::fmin(q4_scale_quotient(a), kQ4ScaleMax)), q4_group_scale(a)) << a;
+}
+
 // The cross-lane Hadamard butterflies of the rope store's q4 encode (rope_kv_store) run o - v
 // and v + o as fma(-+1, v, o): -v is exact and the sum is rounded once, so every result is the
 // add's or subtract's, signed zeros, infinities and NaN included.
