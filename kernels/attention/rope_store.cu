@@ -563,6 +563,78 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
     }
   }
 }
+// MODE bit 128 (kRopePlan, with kRopeIlp and kRopeEarlyFree; d 128 only): where a row's groups
+// fit one pass of rope_consume_row_ilp (hq + 2 hkv <= 3 ncw slots, a slot per warp), each lane's
+// part of them is worked out once per block (RopePlan: its elements' offsets in a stage, its
+// table index, the pair's sign, which groups are stored, rotated, q), and rope_consume_planned
+// does only the row's loads, arithmetic, stores and encodes. The rotation's y_j = p -+ q is
+// one fma(-+1, q, p) (the subtract's or add's bytes: Q4Group.SignedFmaIsTheAddAndTheSubtract).
+// The same stored bytes as rope_consume_row_ilp.
+constexpr int kRopePlan = 128, kRopePlanGroups = 3;
+struct RopePlan {
+  int a[kRopePlanGroups];   // float offset in a stage of the lane's four elements of group u (slot 0 where u is off)
+  int ti[kRopePlanGroups];  // cos / sin index: i where group u is rotated, else 0 (any valid index)
+  int pd;                   // offset of the pair's other elements: +h2 (j < h2) or -h2
+  float sg;                 // y_j = p + sg q: -1 where j < h2
+  uint32_t on, rr, isq;     // bit u: group u is stored / rotated / a q head
+};
+template <int D>
+__device__ __forceinline__ RopePlan rope_plan(int hq, int hkv, int h2, int rot, int warp, int lane) {
+  static_assert(D == 128, "rope_plan: a slot per warp, four elements a lane (d 128)");
+  constexpr int NCW = kRopeTmaConsumerWarps;
+  const int ng = hq + 2 * hkv, j = 4 * lane;
+  const bool lo = j < h2;
+  const int i = lo ? j : j - h2;
+  RopePlan pl;
+  pl.pd = lo ? h2 : -h2;
+  pl.sg = lo ? -1.0f : 1.0f;
+  pl.on = pl.rr = pl.isq = 0;
+#pragma unroll
+  for (int u = 0; u < kRopePlanGroups; ++u) {
+    const int g = warp + u * NCW;  // slot g: q head g < hq, else K / V slot g - hq
+    const bool on = g < ng, rr = on && g < hq + hkv && j < rot;
+    pl.a[u] = (on ? g * D : 0) + j;
+    pl.ti[u] = rr ? i : 0;
+    pl.on |= uint32_t(on) << u;
+    pl.rr |= uint32_t(rr) << u;
+    pl.isq |= uint32_t(g < hq) << u;
+  }
+  return pl;
+}
+template <int D, Format F, int MODE>
+__device__ __forceinline__ void rope_consume_planned(const float* x, const float* tc, const float* ts,
+                                                     uint8_t* const* ptr, int r, int hq, int hkv, float* q_out,
+                                                     const RopePlan& pl, int warp, int lane, uint64_t* empty) {
+  static_assert((MODE & kRopeEarlyFree) != 0 && (MODE & kRopeIlp) != 0, "rope_consume_planned: the ILP consumer's early free");
+  constexpr int NCW = kRopeTmaConsumerWarps;
+  float y[kRopePlanGroups][4];
+#pragma unroll
+  for (int u = 0; u < kRopePlanGroups; ++u) {
+    const float4 a = *reinterpret_cast<const float4*>(x + pl.a[u]);
+    const float4 b = *reinterpret_cast<const float4*>(x + pl.a[u] + pl.pd);
+    const float4 c = *reinterpret_cast<const float4*>(tc + pl.ti[u]), s = *reinterpret_cast<const float4*>(ts + pl.ti[u]);
+    const float aa[4] = {a.x, a.y, a.z, a.w}, bb[4] = {b.x, b.y, b.z, b.w}, cc[4] = {c.x, c.y, c.z, c.w},
+                ss[4] = {s.x, s.y, s.z, s.w};
+    const bool on = (pl.on >> u) & 1u, rr = (pl.rr >> u) & 1u;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float rv = __fmaf_rn(pl.sg, __fmul_rn(bb[e], ss[e]), __fmul_rn(aa[e], cc[e]));
+      y[u][e] = !on ? 0.0f : (rr ? rv : aa[e]);
+    }
+  }
+  mbar_arrive(empty);  // the lane's last stage loads: the loader may refill
+#pragma unroll
+  for (int u = 0; u < kRopePlanGroups; ++u) {
+    if (!((pl.on >> u) & 1u)) break;  // groups are on in order
+    const int g = warp + u * NCW;
+    if ((pl.isq >> u) & 1u) {
+      rope_store_q<D>(q_out, r, hq, g, lane, y[u]);
+    } else {
+      const int t = g - hq;
+      rope_kv_store<D, F, MODE>(y[u], ptr[t], ptr[2 * hkv + t], lane, true);
+    }
+  }
+}
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
@@ -811,6 +883,12 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     return;
   }
   // Consumers (as in rope_store_tma_kernel).
+  RopePlan pl{};
+  bool planned = false;
+  if constexpr ((MODE & kRopePlan) != 0) {
+    planned = slots <= kRopePlanGroups * ncw;
+    if (planned) pl = rope_plan<D>(hq, hkv, h2, rot, warp, lane);
+  }
   for (int it = 0; it < nb; ++it) {
     const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
     if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
@@ -820,7 +898,14 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     const float* tc = reinterpret_cast<const float*>(sl + L.tc_off);
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
-    rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
+    if constexpr ((MODE & kRopePlan) != 0) {
+      if (planned)
+        rope_consume_planned<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, q_out, pl, warp, lane, &empty[s]);
+      else
+        rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
+    } else {
+      rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
+    }
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
   }
@@ -875,7 +960,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables;  // 119
+        constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
         kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
