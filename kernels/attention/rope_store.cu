@@ -262,11 +262,6 @@ constexpr int kRopeFastEncode = 1, kRopeIlp = 2, kRopeEarlyFree = 4, kRopeEvictF
 // 64 MiB up 0.92-1.01x the time (fp8 9 of 9 rows >= 0.85 of the copy ceiling, was 8; q4 6, was
 // 4), 1 MiB 1.03x.
 constexpr int kRopeTabEarly = 16, kRopeTabIlp = 32, kRopeTwoTables = 64;
-// MODE bit 256 (kRopeTabFirst, with kRopeTwoTables): the consumers' start computes the first
-// batch's cos / sin only (256 pairs at rot_dims 128, half the float64 work before the first row),
-// and the second table warp computes its first batch's (rows 4 .. 7), after theta (named barrier
-// 1, before that batch's cos / sin). One table warp (bf16) already works so.
-constexpr int kRopeTabFirst = 256;
 constexpr int rope_ring_threads(int mode) { return kRopeTmaThreads + ((mode & kRopeTwoTables) ? 32 : 0); }
 // kRopeTabEarly: the L1 line of the page-table entry that kv_pos reads for position pos (a hint;
 // windows have no page table).
@@ -799,7 +794,6 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   const int G = int(gridDim.x), bx = int(blockIdx.x);
   const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
   const int nt = ntw == 1 ? 1 : min(ntw, (nb + tb - 1) / tb);  // the table warps with a batch: named barrier 1's
-  constexpr int nct = (MODE & kRopeTabFirst) ? 1 : ntw;  // the batches whose cos / sin the consumers' start computes
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
     for (int it = 0; it < nb + stages; ++it) {
@@ -826,7 +820,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
 #ifdef KC_PLANT_ROPE_TABLE_FIRST_BATCH  // planted bug (test builds only): the second batch's cos / sin left to no one
     for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
 #else
-    for (int u = tid; u < min(nct * tb, nb) * h2; u += 32 * ncw) {
+    for (int u = tid; u < min(ntw * tb, nb) * h2; u += 32 * ncw) {
 #endif
       const int i = u / h2, e = u - i * h2;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
@@ -864,16 +858,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         }
       }
       const int nr = min(tb, nb - b * tb);
-      const bool sync_first = (MODE & kRopeTabFirst) != 0 && tw > 0;  // theta before this warp's first cos / sin
-      if (b == tw && sync_first) {
-        __syncwarp();
-        asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");
-      }
-#ifdef KC_PLANT_ROPE_TABLE_FIRST_BATCH  // (the planted bug: batch 1 is no table warp's either)
-      if (b >= nct && b != 1) {
-#else
-      if (b >= nct) {  // the first nct batches' cos / sin are the consumers'
-#endif
+      if (b >= ntw) {  // the first ntw batches' cos / sin are the consumers'
         constexpr int un = (MODE & kRopeTabIlp) ? 4 : 2;
 #pragma unroll un
         for (int u = lane; u < nr * h2; u += 32) {
@@ -892,7 +877,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         }
       }
       mbar_arrive(&tfull[bi]);
-      if (b == tw && !sync_first) {  // theta, from the consumers, after the warp's first batch (one bar.sync for every table warp)
+      if (b == tw) {  // theta, from the consumers, after the warp's first batch (one bar.sync for every table warp)
         if constexpr (ntw > 1) __syncwarp();  // (measured under synccheck with it; one table warp: as before)
         asm volatile("bar.sync 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");
       }
@@ -977,7 +962,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
-        constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan | kRopeTabFirst;  // 503
+        constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
         kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
