@@ -812,21 +812,19 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     return;
   }
   if (warp < ncw) {  // the consumers: theta and the first ntw batches' cos / sin, while the table warps resolve their addresses
-    // theta_i once per pair (h2 of the consumer threads), then every thread's cos / sin with it:
-    // the float64 pow was once per (row, pair) of the first batches, 8 times over at rot_dims 128.
-    for (int e = tid; e < h2; e += 32 * ncw) th[e] = rope_theta(e, rot, p.base);
-    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // theta, for the consumers
-    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");  // theta, for the table warps
 #ifdef KC_PLANT_ROPE_TABLE_FIRST_BATCH  // planted bug (test builds only): the second batch's cos / sin left to no one
     for (int u = tid; u < min(tb, nb) * h2; u += 32 * ncw) {
 #else
     for (int u = tid; u < min(ntw * tb, nb) * h2; u += 32 * ncw) {
 #endif
       const int i = u / h2, e = u - i * h2;
+      const double t = rope_theta(e, rot, p.base);
+      if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-      rope_cos_sin_theta(rows[bx + i * G].pos, th[e], &tc[e], &tc[h2 + e]);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
-    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");  // the first batches' cos / sin
+    asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");  // theta, for the table warps
+    asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batches' cos / sin
   }
   if (warp == ncw + 1 || (ntw > 1 && warp > ncw)) {  // the table warp(s): warp ncw + 1 + tw takes batches tw, tw + ntw, ..
     constexpr int lpt = 32 / tb;
