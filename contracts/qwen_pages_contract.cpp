@@ -13,12 +13,13 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 42 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 44 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
-// 72 head slots of 256) for paths and numerics the drawn data reach by chance, and grids that
-// take every tensor-core kernel, the regular one and the short path, whatever the seed.
+// 72 head slots of 256, a row of 80 of 128) for paths and numerics the drawn data reach by
+// chance, and grids that take every tensor-core kernel, the regular one and the short path,
+// whatever the seed.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -86,11 +87,12 @@ const Shape kShapes[] = {
     {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
     {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
     {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},        {"gqa2-4q2kv-d128-r20", 4, 2, 128, 20, 1e6},
-    {"gqa16-64q4kv-d256-r20", 64, 4, 256, 20, 1e7},
+    {"gqa16-64q4kv-d256-r20", 64, 4, 256, 20, 1e7},  {"gqa8-64q8kv-d128", 64, 8, 128, 128, 1e6},
 };
-constexpr int kShapeCount = 8;  // the drawn shapes: the first eight
-constexpr int kWideShape = 8;   // probes only
-static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 1, "qwen-pages: eight drawn shapes and the wide one");
+constexpr int kShapeCount = 8;     // the drawn shapes: the first eight
+constexpr int kWideShape = 8;      // probes only
+constexpr int kWideShape128 = 9;   // probes only: 80 head slots of 128
+static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 2, "qwen-pages: eight drawn shapes and the two wide ones");
 
 // Probes: inputs shaped so that every run reaches what the drawn cases reach only by chance
 // (found by the device mutation sweep, reports/h200/mutation-sweep/). Each probe is a whole
@@ -118,8 +120,10 @@ static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 1, "qwe
 //   chunks      drawn data, bf16 on the tensor-core shapes over 11 to 16 chunks of 64: the
 //               merge's batches of partials on every path, the kept-partials one of bf16 d 256
 //               among them (the drawn cases reach bf16 at d 128 / 256 only by chance)
-//   wide        drawn data on the probe-only shape of 72 head slots of 256 (rotary dims 20):
-//               the block-per-row rope store's second stage of a row
+//   wide        drawn data on the probe-only shapes of 72 head slots of 256 (rotary dims 20):
+//               the block-per-row rope store's second stage of a row; and of 80 head slots of
+//               128 (fp8, q4): the ring kernel's consumers in two passes of a row, without
+//               their per-block plan (rope path "rope-ring, passes > 1")
 //   tiny        K and V rows scaled by 2^u, u in [-140, -118] (every format): fp32
 //               subnormals, bf16 subnormals (the store bound's absolute 2^-134), scales that
 //               underflow
@@ -1571,6 +1575,8 @@ const QwenCase kProbes[] = {
     probe_case(kWideShape, Format::mxfp4, 16, 256, 120, 100, Probe::wide, 130),
     probe_case(kWideShape, Format::fp8, 16, 256, 120, 100, Probe::wide, 131),
     probe_case(kWideShape, Format::q4, 16, 256, 120, 100, Probe::wide, 132),
+    probe_case(kWideShape128, Format::fp8, 16, 256, 120, 100, Probe::wide, 143),
+    probe_case(kWideShape128, Format::q4, 16, 256, 120, 100, Probe::wide, 144),
     // d 64 and 32: the bulk-copy rope store (rope-bulk), its encoders on ties; with the first
     // nine drawn cases (their shapes and formats fixed by index) every format at every head_dim
     probe_case(3, Format::fp8, 16, 256, 120, 100, Probe::v_ties, 133),

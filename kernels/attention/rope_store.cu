@@ -971,7 +971,9 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     if (grid) {
       kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
-      KernelPaths::note("rope-ring");
+      // fp8 / q4 at d 128 without the consumers' plan: a row of more than one pass of groups
+      KernelPaths::note(ring_q && d == 128 && slots > kRopePlanGroups * kRopeTmaConsumerWarps ? "rope-ring, passes > 1"
+                                                                                            : "rope-ring");
       return Status::Ok();
     }
   }

@@ -64,10 +64,14 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 42 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 44 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 42);
+  EXPECT_EQ(probes, 44);
+  // The wide probes: 72 slots of 256 (mxfp4, fp8, q4) and 80 slots of 128 (fp8, q4: the ring
+  // kernel's consumers in two passes, "rope-ring, passes > 1" on cuda).
+  for (const char* k : {"wide/mxfp4/d256", "wide/fp8/d256", "wide/q4/d256", "wide/fp8/d128", "wide/q4/d128"})
+    EXPECT_EQ(cov["probe"][k], 1) << k;
   // Row magnitudes where the short path cannot take the partial: fp8 and q4 at both head_dims.
   EXPECT_EQ(cov["probe"]["magnitudes/fp8/d128"], 1);
   EXPECT_EQ(cov["probe"]["magnitudes/fp8/d256"], 1);
@@ -292,7 +296,7 @@ TEST(QwenPagesContract, FixedCasesCoverEveryFormatAtEveryHeadDim) {
     if (std::stoi(k.substr(r_at + 2)) % 8 != 0) odd_rotary.insert(k.substr(0, k.find('/')));
     n += v.get<int>();
   }
-  EXPECT_EQ(n, 9 + 42);  // the nine drawn cases and the probes
+  EXPECT_EQ(n, 9 + 44);  // the nine drawn cases and the probes
   for (const char* f : {"bf16", "fp8", "q4", "mxfp4"})
     for (int d : {32, 64, 128, 256}) EXPECT_EQ(fd.count(std::string(f) + "/d" + std::to_string(d)), 1u) << f << " d" << d;
   for (const char* f : {"fp8", "q4", "mxfp4"}) EXPECT_EQ(odd_rotary.count(f), 1u) << f;
