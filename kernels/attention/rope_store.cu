@@ -2,8 +2,9 @@
 // bench: bench rope-store. launch_rope_store picks one by format and head_dim (measured on the
 // H200, bench rope-store; reports/h200/issue20-rope3, -rope5, -rope6, -rope7, -rope8):
 // - bf16: rope_store_ring_kernel (MODE 0, 2 data stages);
-// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 119: the stage freed early, 2 data stages,
-//   two table warps that load a batch ahead; reports/h200/issue20-rope10, -round9);
+// - fp8, q4 at d 128: rope_store_ring_kernel (MODE 247: the stage freed early, 2 data stages,
+//   two table warps that load a batch ahead, the consumers' per-block plan;
+//   reports/h200/issue20-rope10, -round9, receipts-s47);
 // - bf16, fp8, q4 at d 128 where the kernel's stores fit in the L2: the same with the inputs read
 //   evict-first (MODE bit 8; reports/h200/issue20-rope9);
 // - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
@@ -227,7 +228,10 @@ __device__ __forceinline__ void rope4(const float* x, const float* tc, const flo
 // The q4 butterflies across lanes are one fma(-+1, v, o) each (the add's or subtract's bytes),
 // and with kRopeFastEncode the nibbles come from q4_nibble_magic: on an H100 (same call against
 // the add / subtract / select and q4_nibble_of, three rounds, reports/h200/receipts-s46) q4 rows
-// 0.990-0.994x the time at 64 MiB, 0.968-0.983x at 16 MiB, bytes equal on every row.
+// 0.990-0.994x the time at 64 MiB, 0.968-0.983x at 16 MiB, bytes equal on every row. A second
+// round (the amax by max.NaN, the nibbles by byte permutes, each quotient by one reciprocal and
+// Markstein's correction, the scale's amax / 7 by q4_scale_quotient): 0.986-0.992x at 64 MiB on
+// an H100 (reports/h200/receipts-s47, call 1).
 // MODE bit 1 (kRopeFastEncode): the same bytes by cheaper instructions. The amax is the max of
 // the magnitudes' bits (non-negative floats order as their bits, and a NaN's bits lie above
 // +Inf's: fp8_row_scale / q4_finite only tell a finite amax from a non-finite one, so the
@@ -569,7 +573,12 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
 // table index, the pair's sign, which groups are stored, rotated, q), and rope_consume_planned
 // does only the row's loads, arithmetic, stores and encodes. The rotation's y_j = p -+ q is
 // one fma(-+1, q, p) (the subtract's or add's bytes: Q4Group.SignedFmaIsTheAddAndTheSubtract).
-// The same stored bytes as rope_consume_row_ilp.
+// The same stored bytes as rope_consume_row_ilp. The consumers' instructions a row, per warp
+// (ncu source counters, q4 at 64 MiB p16): 359 -> 284, and 6895 -> 5745 a row for the whole
+// kernel (fp8 6042 -> 5321); 80 registers against 64 (one block per SM either way). On an H100
+// (reports/h200/receipts-s47, calls 2 and 3, same call against d52f0af's kernels, the same
+// bytes): with the encode's second round below, q4 at 64 MiB 0.964-0.977x the time (the encode
+// alone 0.983-0.991x), fp8 and bf16 within the noise (0.99-1.02x).
 constexpr int kRopePlan = 128, kRopePlanGroups = 3;
 struct RopePlan {
   int a[kRopePlanGroups];   // float offset in a stage of the lane's four elements of group u (slot 0 where u is off)
@@ -932,10 +941,10 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   const int slots = (q ? p.q_heads : 0) + 2 * hkv;
   CudaDeviceFacts dev;
   KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 119: the fast encode,
-  // the grouped consumer, the stage freed early and the table warps' pace bits; 2 data stages;
-  // one warp more) and d 256 (MODE 3;
-  // kRopeRingQuantStages data stages), where its rings fit a block's shared memory.
+  // The ring kernel: bf16 (MODE 0, 2 data stages); fp8 / q4 at d 128 (MODE 247: the fast encode,
+  // the grouped consumer, the stage freed early, the table warps' pace bits and the consumers'
+  // plan; 2 data stages; one warp more) and d 256 (MODE 3; kRopeRingQuantStages data stages),
+  // where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
     const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
