@@ -156,23 +156,6 @@ KC_HD uint16_t q4_group_scale(float amax) {
   return fp16_from_float(q);
 }
 
-// amax / 7 rounded to nearest even (q4_group_scale's quotient) by Markstein's correction
-// instead of a division: q0 = RN(amax r) with r = RN(1 / 7), the remainder amax - 7 q0 by one
-// fma, then RN(q0 + e r). The same bits as the division for every finite amax >= 0, subnormals
-// included (an exhaustive host sweep of all 2^31 found none that differ; q0 alone differs on
-// about half); Q4Group.ScaleQuotientIsTheDivision sweeps every mantissa of the edge binades.
-// Three instructions against the division's sequence and its slow-path test.
-KC_HD float q4_scale_quotient(float amax) {
-  constexpr float r = 0.142857149f;  // RN(1 / 7), 0x3E124925
-#if defined(__CUDA_ARCH__)
-  const float q0 = __fmul_rn(amax, r);
-  return __fmaf_rn(__fmaf_rn(-7.0f, q0, amax), r, q0);
-#else
-  const float q0 = amax * r;
-  return std::fma(std::fma(-7.0f, q0, amax), r, q0);
-#endif
-}
-
 // The code of one rotated value as its stored nibble (code + 8), given s > 0.
 KC_HD uint8_t q4_nibble_of(float y, float s) {
   float t = y / s;
@@ -185,46 +168,37 @@ KC_HD uint8_t q4_nibble_of(float y, float s) {
   return uint8_t(int(k) + 8);
 }
 
-// q4_nibble_of's nibble by fewer instructions, the same for every y and s > 0 (the ring
-// kernel's fast encode, rope_store.cu): t = y / s clamped to [-7, 7], plus 12582920 = 1.5 2^23 +
-// 8, an even integer in the binade where floats are the integers: the sum rounds to 12582920 +
-// rint(t) (ties to even, as rint, since 12582920 is even) and its low 4 bits are rint(t) + 8,
-// 1 .. 15. One add and a mask instead of a rint, a conversion and an add.
-// q4_magic_bits: the sum's bits, whose low byte is the nibble (0x01 .. 0x0F), for a packer that
-// moves bytes (rope_store.cu's four nibbles by byte permutes).
-KC_HD uint32_t q4_magic_bits(float y, float s) {
-#if defined(__CUDA_ARCH__)
-  const float t = fmaxf(fminf(__fdiv_rn(y, s), 7.0f), -7.0f);
-#else
-  float t = y / s;
-  t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
-#endif
-#ifdef KC_PLANT_Q4_ROUND_HALF_UP  // planted bug (test builds only), as in q4_nibble_of
-  return uint32_t(int(floorf(t + 0.5f)) + 8);
-#elif defined(__CUDA_ARCH__)
-  return __float_as_uint(__fadd_rn(t, 12582920.0f));
-#else
-  return float_bits(t + 12582920.0f);
-#endif
-}
-KC_HD uint8_t q4_nibble_magic(float y, float s) { return uint8_t(q4_magic_bits(y, s) & 15u); }
-// q4_magic_bits with the quotient by Markstein's correction instead of a division: given r =
-// RN(1 / s) (q4_recip; the device's __frcp_rn), q0 = RN(y r), the remainder e = y - s q0 by one
-// fma (exact), then q = RN(q0 + e r) is RN(y / s) wherever nothing underflows (Markstein's
-// theorem: r within half an ulp of 1 / s and q0 within an ulp of y / s). Its domain is the
-// encode's: |y| <= amax and s = the group scale of that amax (2^-24 .. 65504, a normal fp32),
-// so |y / s| <= 7 (1 + 2^-10), or s = 65504 and y r at most 2^128 / 65504: nothing overflows
-// (far outside it, y r = Inf would give a NaN). Only |y / s| < 2^-100 or so could underflow,
-// and every t below 0.5 gives the nibble 8, whatever its last bits: the nibble is
-// q4_nibble_of's. Three instructions a value, against a division's eight and its slow-path test.
-// Q4Group.MarksteinQuotientNibbleIsTheDivisionsForEveryScale sweeps it as the magic add.
-KC_HD uint32_t q4_magic_bits_recip(float y, float s, float r) {
+// RN(y / s) by Markstein's correction instead of a division, given r = RN(1 / s): q0 = RN(y r),
+// the remainder y - s q0 by one fma (exact), then RN(q0 + (y - s q0) r) (Markstein's theorem: r
+// within half an ulp of 1 / s and q0 within an ulp of y / s), wherever nothing underflows.
+// Three instructions against a division's sequence and its slow-path test.
+KC_HD float q4_markstein_quotient(float y, float s, float r) {
 #if defined(__CUDA_ARCH__)
   const float q0 = __fmul_rn(y, r);
-  const float t = fmaxf(fminf(__fmaf_rn(__fmaf_rn(-s, q0, y), r, q0), 7.0f), -7.0f);
+  return __fmaf_rn(__fmaf_rn(-s, q0, y), r, q0);
 #else
   const float q0 = y * r;
-  float t = std::fma(std::fma(-s, q0, y), r, q0);
+  return std::fma(std::fma(-s, q0, y), r, q0);
+#endif
+}
+
+// amax / 7 rounded to nearest even (q4_group_scale's quotient) by q4_markstein_quotient with
+// r = RN(1 / 7): the same bits as the division for every finite amax >= 0, subnormals included
+// (an exhaustive host sweep of all 2^31 found none that differ; q0 alone differs on about half);
+// Q4Group.ScaleQuotientIsTheDivision sweeps every mantissa of the edge binades.
+KC_HD float q4_scale_quotient(float amax) { return q4_markstein_quotient(amax, 7.0f, 0.142857149f); }
+
+// The nibble of a quotient t = y / s by the magic add (the ring kernel's fast encode,
+// rope_store.cu): t clamped to [-7, 7], plus 12582920 = 1.5 2^23 + 8, an even integer in the
+// binade where floats are the integers: the sum rounds to 12582920 + rint(t) (ties to even, as
+// rint, since 12582920 is even) and its low 4 bits are rint(t) + 8, 1 .. 15. One add and a mask
+// instead of a rint, a conversion and an add. The sum's bits are returned: their low byte is the
+// nibble (0x01 .. 0x0F), for a packer that moves bytes (rope_store.cu's four nibbles by byte
+// permutes).
+KC_HD uint32_t q4_magic_add(float t) {
+#if defined(__CUDA_ARCH__)
+  t = fmaxf(fminf(t, 7.0f), -7.0f);
+#else
   t = t < -7.0f ? -7.0f : (t > 7.0f ? 7.0f : t);
 #endif
 #ifdef KC_PLANT_Q4_ROUND_HALF_UP  // planted bug (test builds only), as in q4_nibble_of
@@ -235,6 +209,23 @@ KC_HD uint32_t q4_magic_bits_recip(float y, float s, float r) {
   return float_bits(t + 12582920.0f);
 #endif
 }
+// q4_nibble_of's nibble by the magic add of the division's quotient, the same for every y and
+// s > 0 (Q4Group.MagicAddNibbleIsTheDivisionsForEveryScale).
+KC_HD uint8_t q4_nibble_magic(float y, float s) {
+#if defined(__CUDA_ARCH__)
+  return uint8_t(q4_magic_add(__fdiv_rn(y, s)) & 15u);
+#else
+  return uint8_t(q4_magic_add(y / s) & 15u);
+#endif
+}
+// The magic add's bits of q4_markstein_quotient(y, s, r), r = RN(1 / s) (q4_recip; the device's
+// __frcp_rn): q4_nibble_of's nibble in the low byte. Its domain is the encode's: |y| <= amax and s
+// = the group scale of that amax (2^-24 .. 65504, a normal fp32), so |y / s| <= 7 (1 + 2^-10), or
+// s = 65504 and y r at most 2^128 / 65504: nothing overflows (far outside it, y r = Inf would give
+// a NaN). Only |y / s| < 2^-100 or so could underflow, and every t below 0.5 gives the nibble 8,
+// whatever its last bits. Q4Group.MarksteinQuotientNibbleIsTheDivisionsForEveryScale sweeps it
+// as the magic add.
+KC_HD uint32_t q4_magic_bits_recip(float y, float s, float r) { return q4_magic_add(q4_markstein_quotient(y, s, r)); }
 
 // q4_nibble_of's nibble by a reciprocal: y times r = fl(1 / s) (one division per group instead
 // of one per value), with q4_nibble_of itself where the product could round to another code.

@@ -255,7 +255,7 @@ TEST(Q4Group, MagicAddNibbleIsTheDivisionsForEveryScale) {
   EXPECT_GT(ties, uint64_t(0x7BFF) * 8) << "the sweep met too few exact ties";
 }
 
-// q4_magic_bits_recip (the ring kernel's fast encode since session 46: the quotient by one
+// q4_magic_bits_recip (the ring kernel's fast encode since session 47: the quotient by one
 // reciprocal per group and Markstein's fma correction, then the magic add) gives q4_nibble_of's
 // nibble for every fp16 scale, over the same values as the magic add's sweep plus values whose
 // quotient underflows. Without the correction (q0 alone) the sweep finds nibbles that differ.
