@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 47, call 5: call 4 (same HEAD kernels) on an H200 only: it stops at once on another
-# card. A same-call A/B against d52f0af's rope store, every bench row, 3 rounds interleaved; HEAD's
+# card. A = HEAD with kernels-vs-d52f0af-1a23d1c.patch reversed (rope_store.cu and q4.h as at
+# d52f0af; regenerate it with `git diff d52f0af HEAD -- kernels/attention/rope_store.cu
+# kernels/codecs/q4.h` if either file changes again). A same-call A/B against d52f0af's rope store, every bench row, 3 rounds interleaved; HEAD's
 # bench rope-store and qwen-pages receipts for reports/h200/; the cuda QwenPagesContract tests.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
@@ -12,7 +14,7 @@ grep -q H200 $W/head.txt || { echo "not an H200: stopped"; exit 5; }
 pack() { tar czf $OUT/s47c5.tgz -C /tmp s47c5 2>/dev/null; }
 SRC=$PWD; R=$SRC/reports/h200
 rm -rf /tmp/src-a && mkdir /tmp/src-a && git ls-files -z | xargs -0 cp --parents -t /tmp/src-a && cp -r .deps /tmp/src-a/ \
-  && (cd /tmp/src-a && patch -R -p1 -s < $R/receipts-s47/head-kernels-vs-d52f0af.patch) || { echo "A: patch -R failed"; exit 4; }
+  && (cd /tmp/src-a && patch -R -p1 -s < $R/receipts-s47/kernels-vs-d52f0af-1a23d1c.patch) || { echo "A: patch -R failed"; exit 4; }
 CFG="-G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DKC_DEVICE_MUTANTS=OFF"
 cmake -S . -B build $CFG -DCMAKE_PREFIX_PATH=$SRC/.deps/usr > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 cmake -S /tmp/src-a -B /tmp/b-a $CFG -DKC_DEBUG_INFO=0 -DCMAKE_PREFIX_PATH=/tmp/src-a/.deps/usr > $W/cmake-a.log 2>&1 || exit 2
