@@ -49,8 +49,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -494,7 +492,7 @@ __device__ __forceinline__ void rope_store_q(float* q_out, int r, int hq, int h,
 template <int D, Format F, int MODE = 0>
 __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                                  int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                                 int lane, int s0 = 0, int s1 = 1 << 30) {
+                                                 int lane) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int ncw = kRopeTmaConsumerWarps;
   const int lr = lane % LPR, sub = lane / LPR;
@@ -502,7 +500,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
     for (int g = warp; g < qg + kvg; g += ncw) {
       if (g < qg) {
         const int h = g * RPW + sub;
-        if (h < hq && h >= s0 && h < s1) {
+        if (h < hq) {
           float y[4 * CPL];
 #pragma unroll
           for (int c = 0; c < CPL; ++c) rope4(x + h * D, tc, ts, 4 * (lr + LPR * c), h2, rot, true, y + 4 * c);
@@ -510,7 +508,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
         }
       } else {
         const int t = (g - qg) * RPW + sub;  // K slot t < hkv, V slot t - hkv
-        const bool on = t < 2 * hkv && hq + t >= s0 && hq + t < s1;
+        const bool on = t < 2 * hkv;
         float y[4 * CPL];
 #pragma unroll
         for (int c = 0; c < CPL; ++c) {
@@ -533,8 +531,7 @@ __device__ __forceinline__ void rope_consume_row(const float* x, const float* tc
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, int h2, int rot,
-                                                     float* q_out, int warp, int lane, uint64_t* empty, int s0 = 0,
-                                                     int s1 = 1 << 30) {
+                                                     float* q_out, int warp, int lane, uint64_t* empty) {
   constexpr int LPR = D / 4 < 32 ? D / 4 : 32, RPW = 32 / LPR, CPL = D >= 128 ? D / 128 : 1;
   constexpr int NCW = kRopeTmaConsumerWarps, MG = 3;  // 3: every group of the bench shape's row (32 q, 16 K / V) at once
   const int lr = lane % LPR, sub = lane / LPR;
@@ -561,10 +558,10 @@ __device__ __forceinline__ void rope_consume_row_ilp(const float* x, const float
       if (g >= ng) break;
       if (g < qg) {
         const int h = g * RPW + sub;
-        if (h < hq && h >= s0 && h < s1) rope_store_q<D>(q_out, r, hq, h, lr, y[u]);
+        if (h < hq) rope_store_q<D>(q_out, r, hq, h, lr, y[u]);
       } else {
         const int t = (g - qg) * RPW + sub;
-        const bool on = t < 2 * hkv && hq + t >= s0 && hq + t < s1;
+        const bool on = t < 2 * hkv;
         rope_kv_store<D, F, MODE>(y[u], on ? ptr[t] : nullptr, on ? ptr[2 * hkv + t] : nullptr, lr, on);
       }
     }
@@ -616,8 +613,7 @@ __device__ __forceinline__ RopePlan rope_plan(int hq, int hkv, int h2, int rot, 
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume_planned(const float* x, const float* tc, const float* ts,
                                                      uint8_t* const* ptr, int r, int hq, int hkv, float* q_out,
-                                                     const RopePlan& pl, uint32_t act, int warp, int lane,
-                                                     uint64_t* empty) {
+                                                     const RopePlan& pl, int warp, int lane, uint64_t* empty) {
   static_assert((MODE & kRopeEarlyFree) != 0 && (MODE & kRopeIlp) != 0, "rope_consume_planned: the ILP consumer's early free");
   constexpr int NCW = kRopeTmaConsumerWarps;
   float y[kRopePlanGroups][4];
@@ -638,7 +634,7 @@ __device__ __forceinline__ void rope_consume_planned(const float* x, const float
   mbar_arrive(empty);  // the lane's last stage loads: the loader may refill
 #pragma unroll
   for (int u = 0; u < kRopePlanGroups; ++u) {
-    if (!((act >> u) & 1u)) continue;  // act: pl.on, less the groups outside a unit's slots
+    if (!((pl.on >> u) & 1u)) break;  // groups are on in order
     const int g = warp + u * NCW;
     if ((pl.isq >> u) & 1u) {
       rope_store_q<D>(q_out, r, hq, g, lane, y[u]);
@@ -651,12 +647,12 @@ __device__ __forceinline__ void rope_consume_planned(const float* x, const float
 template <int D, Format F, int MODE>
 __device__ __forceinline__ void rope_consume(const float* x, const float* tc, const float* ts, uint8_t* const* ptr,
                                              int r, int hq, int hkv, int h2, int rot, float* q_out, int warp,
-                                             int lane, uint64_t* empty, int s0, int s1) {
+                                             int lane, uint64_t* empty) {
   static_assert((MODE & kRopeEarlyFree) == 0 || (MODE & kRopeIlp) != 0, "rope_consume: kRopeEarlyFree needs kRopeIlp");
   if constexpr ((MODE & kRopeIlp) != 0)
-    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty, s0, s1);
+    rope_consume_row_ilp<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, empty);
   else
-    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, s0, s1);
+    rope_consume_row<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane);
 }
 
 template <int D, Format F>
@@ -761,58 +757,6 @@ constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingS
 // early free 0.853, 3 with it 0.839, 3 without (before) 0.830, 4 with it or without 0.833, 2
 // without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
-// The ring kernel's units of work. Block bx of G takes its whole rows bx, bx + G, .. (nf = n / G
-// of them), then its share of the last R = n % G rows' head slots: those rows' slots laid end to
-// end (R x slots) and cut into G near-equal ranges, block bx's [a, b), which touch at most two
-// rows (b - a <= slots, as R < G). A unit is (row, slots [s0, s1)): the loader copies only those
-// slots into the stage (at their usual offsets), the consumers store only those, and the table
-// warps resolve the unit's row as for a whole row. Every stored byte is a whole row's: a slot's
-// rotation and encode do not depend on the row's other slots. Without it (split = false, or
-// n % G == 0) the last R rows go whole to blocks 0 .. R - 1, so the kernel takes as long as
-// ceil(n / G) rows while most blocks idle: the bench's 64 MiB q4 rows have n = 1592 = 12 x 132 + 8.
-struct RopeUnits {
-  int bx, G, nf, base, slots, a, b, nb;
-  __device__ __forceinline__ RopeUnits(int bx_, int G_, int n, int slots_, bool split) : bx(bx_), G(G_), slots(slots_) {
-    const int whole = n / G, R = n - whole * G;
-    if (!split || R == 0) {
-      nf = nb = (n - bx + G - 1) / G;  // rows bx, bx + G, .. (grid <= n)
-      base = a = b = 0;
-      return;
-    }
-    nf = whole;
-    base = whole * G;
-    const int T = R * slots;
-    a = int((long long)bx * T / G);
-    b = int((long long)(bx + 1) * T / G);
-    nb = nf + (a < b ? (b - 1) / slots - a / slots + 1 : 0);
-  }
-  // Unit it's row (it < nb).
-  __device__ __forceinline__ int row(int it) const { return it < nf ? bx + it * G : base + a / slots + (it - nf); }
-  // Unit it's slots [s0, s1) (the whole row where it < nf).
-  __device__ __forceinline__ void range(int it, int& s0, int& s1) const {
-    s0 = 0, s1 = slots;
-    if (it < nf) return;
-    const int ri = a / slots + (it - nf);
-    s0 = max(a - ri * slots, 0);
-    s1 = min(b - ri * slots, slots);
-  }
-};
-// rope_load_row's copies for slots [s0, s1) of row r only (q heads, then K, then V slots), each
-// at its offset in the stage.
-template <int D, bool EF = false>
-__device__ __forceinline__ void rope_load_range(float* x, const float* q, const float* k, const float* vin, int r, int hq,
-                                                int hkv, int s0, int s1, uint64_t* full) {
-  auto load = [&](int lo, int hi, const float* src) {  // stage slots [lo, hi) from src's first
-    if (lo >= hi) return;
-    if constexpr (EF) bulk_load_ef(x + size_t(lo) * D, src, uint32_t(hi - lo) * D * 4u, full);
-    else bulk_load(x + size_t(lo) * D, src, uint32_t(hi - lo) * D * 4u, full);
-  };
-  mbar_arrive_tx(full, uint32_t(s1 - s0) * D * 4u);
-  const int kq = min(s1, hq), kk = max(s0, hq), ek = min(s1, hq + hkv), kv = max(s0, hq + hkv);
-  if (hq) load(s0, kq, q + (size_t(r) * hq + s0) * D);
-  load(kk, ek, k + (size_t(r) * hkv + (kk - hq)) * D);
-  load(kv, s1, vin + (size_t(r) * hkv + (kv - hq - hkv)) * D);
-}
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
 };
@@ -829,7 +773,7 @@ KC_HD RopeRingLayout rope_ring_layout(int slots, int d, int h2, int hkv, int sta
 template <int D, Format F, int MODE = 0, int S = kRopeRingStages>
 __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     rope_store_ring_kernel(const KvView* views, RopeParams p, int hkv, const RopeRow* rows, int n, const float* q,
-                           const float* k, const float* vin, float* q_out, int split) {
+                           const float* k, const float* vin, float* q_out) {
   extern __shared__ __align__(16) uint8_t sm[];
   constexpr int stages = S, tb = kRopeRingTb, ntb = kRopeRingNtb, TS = kRopeRingSlots;
   if (!q) p.q_heads = 0;  // no queries: store k and v only
@@ -857,8 +801,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
   }
   __syncthreads();
   const int G = int(gridDim.x), bx = int(blockIdx.x);
-  const RopeUnits U(bx, G, n, slots, split != 0);
-  const int nb = U.nb;  // this block's units (rows, or a row's slots at the end)
+  const int nb = (n - bx + G - 1) / G;  // this block's rows (grid <= n)
   const int nt = ntw == 1 ? 1 : min(ntw, (nb + tb - 1) / tb);  // the table warps with a batch: named barrier 1's
   if (warp == ncw) {  // the loader
     if (lane != 0) return;
@@ -869,14 +812,10 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         mbar_wait(&empty[s], uint32_t(use - 1) & 1u);
         if (j % tb == tb - 1 || j == nb - 1) mbar_arrive(&tempty[(j / tb) % ntb]);
       }
-      if (it < U.nf) {
-        rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, U.row(it), hq,
-                                                         hkv, &full[s]);
-      } else if (it < nb) {
-        int s0, s1;
-        U.range(it, s0, s1);
-        rope_load_range<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, U.row(it), hq,
-                                                          hkv, s0, s1, &full[s]);
+      if (it < nb) {
+        const int r = bx + it * G;
+        rope_load_row<D, (MODE & kRopeEvictFirst) != 0>(reinterpret_cast<float*>(stage(s)), q, k, vin, r, hq, hkv,
+                                                         &full[s]);
       }
     }
     return;
@@ -891,7 +830,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
       const double t = rope_theta(e, rot, p.base);
       if (i == 0) th[e] = t;
       float* tc = reinterpret_cast<float*>(tslot(i) + L.tc_off);
-      rope_cos_sin_theta(rows[U.row(i)].pos, t, &tc[e], &tc[h2 + e]);
+      rope_cos_sin_theta(rows[bx + i * G].pos, t, &tc[e], &tc[h2 + e]);
     }
     asm volatile("bar.arrive 1, %0;\n" ::"r"(32 * (ncw + nt)) : "memory");  // theta, for the table warps
     asm volatile("bar.sync 2, %0;\n" ::"r"(32 * ncw) : "memory");          // the first batches' cos / sin
@@ -902,7 +841,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     const int tw = ntw > 1 ? warp - ncw - 1 : 0;  // the warp's first batch
     const int ti = lane % tb, part = lane / tb;  // the lane's row in the batch and its part of the row's addresses
     RopeRow nrow{};  // early: the lane's row of this warp's next batch
-    if (early && tw * tb + ti < nb) nrow = rows[U.row(tw * tb + ti)];
+    if (early && tw * tb + ti < nb) nrow = rows[bx + (tw * tb + ti) * G];
     for (int b = tw; b * tb < nb; b += ntw) {
       const int bi = b % ntb, use = b / ntb;
       RopeRow row{};
@@ -914,14 +853,14 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
           v = views[row.lane];
           rope_prefetch_page(v, row.slot);
         }
-        if (it + ntw * tb < nb) nrow = rows[U.row(it + ntw * tb)];
+        if (it + ntw * tb < nb) nrow = rows[bx + (it + ntw * tb) * G];
       }
       if (use > 0) mbar_wait(&tempty[bi], uint32_t(use - 1) & 1u);
       const int it = b * tb + ti;
       const bool mine = it < nb;
       if constexpr (!early) {
         if (mine) {
-          row = rows[U.row(it)];
+          row = rows[bx + it * G];
           v = views[row.lane];
         }
       }
@@ -932,7 +871,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
         for (int u = lane; u < nr * h2; u += 32) {
           const int i = u / h2, e = u - i * h2;
           float* tc = reinterpret_cast<float*>(tslot(b * tb + i) + L.tc_off);
-          rope_cos_sin_theta(rows[U.row(b * tb + i)].pos, th[e], &tc[e], &tc[h2 + e]);
+          rope_cos_sin_theta(rows[bx + (b * tb + i) * G].pos, th[e], &tc[e], &tc[h2 + e]);
         }
       }
       if (mine) {
@@ -960,9 +899,7 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     if (planned) pl = rope_plan<D>(hq, hkv, h2, rot, warp, lane);
   }
   for (int it = 0; it < nb; ++it) {
-    const int r = U.row(it), s = it % stages, use = it / stages, b = it / tb;
-    int s0, s1;  // the unit's slots
-    U.range(it, s0, s1);
+    const int r = bx + it * G, s = it % stages, use = it / stages, b = it / tb;
     if (it % tb == 0) mbar_wait(&tfull[b % ntb], uint32_t(b / ntb) & 1u);
     mbar_wait(&full[s], uint32_t(use) & 1u);
     const float* x = reinterpret_cast<const float*>(stage(s));
@@ -971,20 +908,12 @@ __global__ void __launch_bounds__(rope_ring_threads(MODE), 1)
     const float* ts = tc + h2;
     uint8_t* const* ptr = reinterpret_cast<uint8_t* const*>(sl);
     if constexpr ((MODE & kRopePlan) != 0) {
-      if (planned) {
-        uint32_t act = pl.on;  // the plan's groups in the unit's slots
-        if (it >= U.nf)
-#pragma unroll
-          for (int u = 0; u < kRopePlanGroups; ++u) {
-            const int g = warp + u * ncw;
-            if (g < s0 || g >= s1) act &= ~(1u << u);
-          }
-        rope_consume_planned<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, q_out, pl, act, warp, lane, &empty[s]);
-      } else {
-        rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s], s0, s1);
-      }
+      if (planned)
+        rope_consume_planned<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, q_out, pl, warp, lane, &empty[s]);
+      else
+        rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     } else {
-      rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s], s0, s1);
+      rope_consume<D, F, MODE>(x, tc, ts, ptr, r, hq, hkv, h2, rot, q_out, warp, lane, &empty[s]);
     }
     if constexpr ((MODE & kRopeEarlyFree) == 0) mbar_arrive(&empty[s]);
     if (it % tb == tb - 1 || it == nb - 1) mbar_arrive(&tempty[b % ntb]);
@@ -1026,8 +955,8 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const uint64_t row_stored =
         uint64_t(slots - 2 * hkv) * d * 4 + 2ull * hkv * (format_code_bytes(fmt, d) + format_scale_bytes(fmt, d));
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
-    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*, float*,
-                 int) = nullptr;
+    void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
+                 float*) = nullptr;
     int threads = kRopeTmaThreads;  // rope_ring_threads of the kernel's MODE
     with_format(fmt, [&](auto codec) {
       constexpr Format F = decltype(codec)::kFormat;
@@ -1049,12 +978,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     int grid = 0;
     KC_RETURN_IF_ERROR(rope_persistent_grid(dev, reinterpret_cast<const void*>(kern), smem, n, &grid));
     if (grid) {
-      // KC_ROPE_TAIL=0 (experiments): the last n % grid rows whole, as before RopeUnits.
-      static const bool split = [] {
-        const char* e = std::getenv("KC_ROPE_TAIL");
-        return !(e && std::string(e) == "0");
-      }();
-      kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out, int(split));
+      kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
       // fp8 / q4 at d 128 without the consumers' plan: a row of more than one pass of groups
       KernelPaths::note(ring_q && d == 128 && slots > kRopePlanGroups * kRopeTmaConsumerWarps ? "rope-ring, passes > 1"
