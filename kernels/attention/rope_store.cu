@@ -49,6 +49,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -947,7 +948,13 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   // where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : kRopeRingStages;
+    // KC_ROPE_STAGES=3 / 4 (experiment, session 48): the d 128 ring kernels' data stages.
+    static const int xs = [] {
+      const char* e = std::getenv("KC_ROPE_STAGES");
+      const int v = e ? std::atoi(e) : 2;
+      return v == 3 || v == 4 ? v : 2;
+    }();
+    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : (d == 128 ? xs : kRopeRingStages);
     const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
     const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     // At d 128 the inputs are read evict-first (kRopeEvictFirst) where the kernel's stores
@@ -965,14 +972,26 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
         switch (d) {
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
-          case 128: kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>; break;
+          case 128:
+            if (xs == 3)
+              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 3> : rope_store_ring_kernel<128, F, 0, 3>;
+            else if (xs == 4)
+              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 4> : rope_store_ring_kernel<128, F, 0, 4>;
+            else
+              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>;
+            break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
         constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
-        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
-                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+        if (d == 128 && xs == 3)
+          kern = ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 3> : rope_store_ring_kernel<128, F, MQ, 3>;
+        else if (d == 128 && xs == 4)
+          kern = ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 4> : rope_store_ring_kernel<128, F, MQ, 4>;
+        else
+          kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
+                          : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
