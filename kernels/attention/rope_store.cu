@@ -6,7 +6,8 @@
 //   two table warps that load a batch ahead, the consumers' per-block plan;
 //   reports/h200/issue20-rope10, -round9, receipts-s47);
 // - bf16, fp8, q4 at d 128 where the kernel's stores fit in the L2: the same with the inputs read
-//   evict-first (MODE bit 8; reports/h200/issue20-rope9);
+//   evict-first (MODE bit 8; reports/h200/issue20-rope9), through 3 (bf16) or 4 (fp8, q4) data
+//   stages (kRopeRingStagesL2, kRopeRingQuantStagesL2; reports/h200/receipts-s48);
 // - fp8, q4 at d 256: rope_store_ring_kernel (MODE 3, kRopeRingQuantStages data stages);
 // - fp8, q4 at d 32 / 64: rope_store_tma_kernel;
 // - the persistent kernels need rot_dims % 8 == 0, q_out 16-byte aligned and their stages in a
@@ -49,7 +50,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/attention/launch.h"
 #include "kernels/attention/ptx.cuh"
@@ -758,6 +758,12 @@ constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingS
 // early free 0.853, 3 with it 0.839, 3 without (before) 0.830, 4 with it or without 0.833, 2
 // without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
+// d 128 where the kernel's stores fit in the L2 (kRopeEvictFirst rows): bf16 3 data stages, fp8 /
+// q4 4. On an H100 (reports/h200/receipts-s48, call 2, same binary, three rounds, the same stored
+// bytes) against 2: at 64 MiB bf16 0.947-0.974x the time with 3, q4 0.969-0.987x with 4 (fp8
+// 0.991-1.000x); at 16 MiB bf16 0.93-0.96x, fp8 0.98x, q4 1.00x. From 256 MiB up (stores past the
+// L2) 3 or 4 stages were 1.00-1.03x slower, so those rows keep 2.
+constexpr int kRopeRingStagesL2 = 3, kRopeRingQuantStagesL2 = 4;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;
 };
@@ -948,20 +954,21 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
   // where its rings fit a block's shared memory.
   const bool ring_q = (fmt == Format::fp8 || fmt == Format::q4) && (d == 128 || d == 256);
   if ((fmt == Format::bf16 || ring_q) && p.rot_dims % 8 == 0 && (reinterpret_cast<uintptr_t>(q_out) & 15u) == 0) {
-    // KC_ROPE_STAGES=3 / 4 (experiment, session 48): the d 128 ring kernels' data stages.
-    static const int xs = [] {
-      const char* e = std::getenv("KC_ROPE_STAGES");
-      const int v = e ? std::atoi(e) : 2;
-      return v == 3 || v == 4 ? v : 2;
-    }();
-    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : (d == 128 ? xs : kRopeRingStages);
-    const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, stages);
-    const size_t smem = size_t(L.stage_off) + size_t(stages) * L.stage_bytes;
     // At d 128 the inputs are read evict-first (kRopeEvictFirst) where the kernel's stores
-    // (q_out, the K / V codes and scales) fit in the L2.
+    // (q_out, the K / V codes and scales) fit in the L2, and through more data stages
+    // (kRopeRingStagesL2).
     const uint64_t row_stored =
         uint64_t(slots - 2 * hkv) * d * 4 + 2ull * hkv * (format_code_bytes(fmt, d) + format_scale_bytes(fmt, d));
-    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
+    auto ring_smem = [&](int st) {
+      const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, st);
+      return size_t(L.stage_off) + size_t(st) * L.stage_bytes;
+    };
+    const int l2_stages = ring_q ? kRopeRingQuantStagesL2 : kRopeRingStagesL2;
+    // (a row too wide for those stages in a block's shared memory: 2 stages, not evict-first)
+    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes) &&
+                    ring_smem(l2_stages) <= size_t(dev.smem_optin);
+    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : ef ? l2_stages : kRopeRingStages;
+    const size_t smem = ring_smem(stages);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
     int threads = kRopeTmaThreads;  // rope_ring_threads of the kernel's MODE
@@ -973,25 +980,16 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
           case 128:
-            if (xs == 3)
-              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 3> : rope_store_ring_kernel<128, F, 0, 3>;
-            else if (xs == 4)
-              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 4> : rope_store_ring_kernel<128, F, 0, 4>;
-            else
-              kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst> : rope_store_ring_kernel<128, F>;
+            kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, kRopeRingStagesL2> : rope_store_ring_kernel<128, F>;
             break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
         constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
-        if (d == 128 && xs == 3)
-          kern = ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 3> : rope_store_ring_kernel<128, F, MQ, 3>;
-        else if (d == 128 && xs == 4)
-          kern = ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 4> : rope_store_ring_kernel<128, F, MQ, 4>;
-        else
-          kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst> : rope_store_ring_kernel<128, F, MQ>)
-                          : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
+        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, kRopeRingQuantStagesL2>
+                              : rope_store_ring_kernel<128, F, MQ>)
+                        : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
     int grid = 0;
