@@ -758,8 +758,8 @@ constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingS
 // early free 0.853, 3 with it 0.839, 3 without (before) 0.830, 4 with it or without 0.833, 2
 // without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
-// d 128 where the kernel's stores fit in the L2 (kRopeEvictFirst rows): bf16 3 data stages, fp8 /
-// q4 4. On an H100 (reports/h200/receipts-s48, call 2, same binary, three rounds, the same stored
+// d 128 where the kernel's stores fit in the L2 (kRopeEvictFirst rows) and a block takes more than
+// one row: bf16 3 data stages, fp8 / q4 4 (kernel path "rope-ring, deep"). On an H100 (reports/h200/receipts-s48, call 2, same binary, three rounds, the same stored
 // bytes) against 2: at 64 MiB bf16 0.947-0.974x the time with 3, q4 0.969-0.987x with 4 (fp8
 // 0.991-1.000x); at 16 MiB bf16 0.93-0.96x, fp8 0.98x, q4 1.00x. From 256 MiB up (stores past the
 // L2) 3 or 4 stages were 1.00-1.03x slower, so those rows keep 2.
@@ -963,11 +963,12 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       const RopeRingLayout L = rope_ring_layout(slots, d, p.rot_dims / 2, hkv, st);
       return size_t(L.stage_off) + size_t(st) * L.stage_bytes;
     };
+    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
+    // The extra stages where a block takes more than one row (n <= the grid: nothing to overlap;
+    // the 1 MiB rows took 1.01-1.04x the time with them) and they fit a block's shared memory.
     const int l2_stages = ring_q ? kRopeRingQuantStagesL2 : kRopeRingStagesL2;
-    // (a row too wide for those stages in a block's shared memory: 2 stages, not evict-first)
-    const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes) &&
-                    ring_smem(l2_stages) <= size_t(dev.smem_optin);
-    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : ef ? l2_stages : kRopeRingStages;
+    const bool deep = ef && n > dev.sms && ring_smem(l2_stages) <= size_t(dev.smem_optin);
+    const int stages = ring_q && d == 256 ? kRopeRingQuantStages : deep ? l2_stages : kRopeRingStages;
     const size_t smem = ring_smem(stages);
     void (*kern)(const KvView*, RopeParams, int, const RopeRow*, int, const float*, const float*, const float*,
                  float*) = nullptr;
@@ -980,15 +981,18 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
           case 128:
-            kern = ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst, kRopeRingStagesL2> : rope_store_ring_kernel<128, F>;
+            kern = deep ? rope_store_ring_kernel<128, F, kRopeEvictFirst, kRopeRingStagesL2>
+                   : ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst>
+                        : rope_store_ring_kernel<128, F>;
             break;
           case 256: kern = rope_store_ring_kernel<256, F>; break;
         }
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
         constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
-        kern = d == 128 ? (ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, kRopeRingQuantStagesL2>
-                              : rope_store_ring_kernel<128, F, MQ>)
+        kern = d == 128 ? (deep ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, kRopeRingQuantStagesL2>
+                           : ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst>
+                                : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
       }
     });
@@ -997,8 +1001,10 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     if (grid) {
       kern<<<unsigned(grid), unsigned(threads), smem, s>>>(views, p, hkv, rows, n, q, k, v, q_out);
       KC_LAUNCH_CHECK("rope_store_ring_kernel");
-      // fp8 / q4 at d 128 without the consumers' plan: a row of more than one pass of groups
+      // fp8 / q4 at d 128 without the consumers' plan: a row of more than one pass of groups;
+      // deep: the extra data stages of kRopeRingStagesL2 / kRopeRingQuantStagesL2
       KernelPaths::note(ring_q && d == 128 && slots > kRopePlanGroups * kRopeTmaConsumerWarps ? "rope-ring, passes > 1"
+                        : deep                                                               ? "rope-ring, deep"
                                                                                             : "rope-ring");
       return Status::Ok();
     }

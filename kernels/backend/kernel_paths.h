@@ -20,7 +20,7 @@ namespace kc {
 inline constexpr const char* kKernelPathNames[] = {
     "partial-fma", "partial-mma", "partial-mma-packed", "partial-short-cl", "partial-packed",
     "merge, 1 chunk", "merge, chunks > 1", "merge-kept, 1 chunk", "merge-kept, chunks > 1",
-    "rope-ring", "rope-ring, passes > 1", "rope-bulk", "rope-block", "rope-block, stages > 1",
+    "rope-ring", "rope-ring, passes > 1", "rope-ring, deep", "rope-bulk", "rope-block", "rope-block, stages > 1",
     "keep-table", "keep-planes",
 };
 inline constexpr std::string_view kKernelPathShortPrefix = "partial-short-cl";
