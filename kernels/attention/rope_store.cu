@@ -966,13 +966,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
     const bool ef = d == 128 && uint64_t(n) * row_stored <= uint64_t(dev.l2_bytes);
     // The extra stages where a block takes more than one row (n <= the grid: nothing to overlap;
     // the 1 MiB rows took 1.01-1.04x the time with them) and they fit a block's shared memory.
-    // KC_ROPE_DEEP=3..6 (experiment, session 48, not for main): the deep kernels' stages.
-    static const int xd = [] {
-      const char* e = std::getenv("KC_ROPE_DEEP");
-      const int v = e ? std::atoi(e) : 0;
-      return v >= 3 && v <= 6 ? v : 0;
-    }();
-    const int l2_stages = xd ? xd : ring_q ? kRopeRingQuantStagesL2 : kRopeRingStagesL2;
+    const int l2_stages = ring_q ? kRopeRingQuantStagesL2 : kRopeRingStagesL2;
     const bool deep = ef && n > dev.sms && ring_smem(l2_stages) <= size_t(dev.smem_optin);
     const int stages = ring_q && d == 256 ? kRopeRingQuantStages : deep ? l2_stages : kRopeRingStages;
     const size_t smem = ring_smem(stages);
@@ -987,10 +981,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
           case 32: kern = rope_store_ring_kernel<32, F>; break;
           case 64: kern = rope_store_ring_kernel<64, F>; break;
           case 128:
-            kern = deep && xd == 4   ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 4>
-                   : deep && xd == 5 ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 5>
-                   : deep && xd == 6 ? rope_store_ring_kernel<128, F, kRopeEvictFirst, 6>
-                   : deep ? rope_store_ring_kernel<128, F, kRopeEvictFirst, kRopeRingStagesL2>
+            kern = deep ? rope_store_ring_kernel<128, F, kRopeEvictFirst, kRopeRingStagesL2>
                    : ef ? rope_store_ring_kernel<128, F, kRopeEvictFirst>
                         : rope_store_ring_kernel<128, F>;
             break;
@@ -999,10 +990,7 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
       } else if constexpr (F == Format::fp8 || F == Format::q4) {
         constexpr int MQ = M | kRopeEarlyFree | kRopeTabEarly | kRopeTabIlp | kRopeTwoTables | kRopePlan;  // 247
         threads = d == 128 ? rope_ring_threads(MQ) : kRopeTmaThreads;
-        kern = d == 128 ? (deep && xd == 3   ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 3>
-                           : deep && xd == 5 ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 5>
-                           : deep && xd == 6 ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, 6>
-                           : deep ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, kRopeRingQuantStagesL2>
+        kern = d == 128 ? (deep ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst, kRopeRingQuantStagesL2>
                            : ef ? rope_store_ring_kernel<128, F, MQ | kRopeEvictFirst>
                                 : rope_store_ring_kernel<128, F, MQ>)
                         : rope_store_ring_kernel<256, F, M, kRopeRingQuantStages>;
