@@ -31,7 +31,7 @@ for r in 1 2 3; do
     echo "attention $v-$r rc=$? at $((SECONDS-T0)) s"
   done
 done
-python3 $R/receipts-s48/summ_attn.py $W > $W/summary.txt 2>&1; pack
+python3 $R/issue20-stream/ksmem-180a5a7/summ.py $W > $W/summary.txt 2>&1; pack
 timeout 60 /tmp/b-g/tools/tf-cuda-test qwen-pages --backend cuda --out $W/qp-g.json > $W/qp-g.log 2>&1
 echo "qwen-pages G rc=$? $(grep -E '^qwen-pages' $W/qp-g.log | tail -1)"
 pack
