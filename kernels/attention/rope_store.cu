@@ -759,10 +759,13 @@ constexpr int kRopeRingStages = 2, kRopeRingTb = 4, kRopeRingNtb = 4, kRopeRingS
 // without 0.812). d 256 is not in the bench: it keeps 3 stages without the early free.
 constexpr int kRopeRingQuantStages = 3;
 // d 128 where the kernel's stores fit in the L2 (kRopeEvictFirst rows) and a block takes more than
-// one row: bf16 3 data stages, fp8 / q4 4 (kernel path "rope-ring, deep"). On an H100 (reports/h200/receipts-s48, call 2, same binary, three rounds, the same stored
-// bytes) against 2: at 64 MiB bf16 0.947-0.974x the time with 3, q4 0.969-0.987x with 4 (fp8
-// 0.991-1.000x); at 16 MiB bf16 0.93-0.96x, fp8 0.98x, q4 1.00x. From 256 MiB up (stores past the
-// L2) 3 or 4 stages were 1.00-1.03x slower, so those rows keep 2.
+// one row: bf16 3 data stages, fp8 / q4 4 (kernel path "rope-ring, deep"). On an H100
+// (reports/h200/receipts-s48, the same stored bytes): against 2 stages in one binary (call 2), at
+// 64 MiB bf16 0.947-0.974x the time with 3, q4 0.969-0.987x with 4 (fp8 0.991-1.000x), at 16 MiB
+// bf16 0.93-0.96x; from 256 MiB up (stores past the L2) 3 or 4 were 1.00-1.03x slower, so those
+// rows keep 2; 5 or 6 stages, bf16 at 4 and fp8 / q4 at 3 were slower or equal (call 6). The
+// final rule against c3efaef's kernels in one call (call 5): 64 MiB q4 0.972-0.984x, bf16
+// 0.962-0.988x, fp8 0.982-1.003x.
 constexpr int kRopeRingStagesL2 = 3, kRopeRingQuantStagesL2 = 4;
 struct RopeRingLayout {
   uint32_t theta_off, tab_off, tslot_bytes, tc_off, stage_off, stage_bytes;

@@ -5,9 +5,10 @@
 // the same cache bytes and rotated queries as the same rows in calls of at most 64 rows (a grid
 // of one block per row). Every consumer of the ring kernel is covered: bf16 at d 64 (two slots a
 // warp) and d 128, fp8 / q4 at d 128 (the consumers' plan, and 80 slots: two passes) and at d 256,
-// with and without queries. (Session 48 split the last rows' slots over every block with this
-// test as its check; it was slower and is not kept: reports/h200/receipts-s48.) Labelled cuda;
-// skipped (visibly) without a device.
+// with and without queries. The one call takes the deep kernels where its stores fit in the L2
+// (more data stages: "rope-ring, deep"), the calls of 64 the 2-stage ones. (Session 48 split the
+// last rows' slots over every block with this test as its check; it was slower and is not kept:
+// reports/h200/receipts-s48.) Labelled cuda; skipped (visibly) without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
