@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 48, call 5: the final kernels (HEAD). RopeStore.*, qwen-pages on cuda (the receipt),
+# Session 48, call 5: the final kernels (HEAD; its A patch regenerated at the comment-only change after 54f8d34). RopeStore.*, qwen-pages on cuda (the receipt),
 # QwenPagesContract.Cuda* (wants "rope-ring, deep"), memcheck / synccheck over the 1 / 16 / 64 MiB
 # p16 rows; then against A = c3efaef's rope store (kernels-vs-c3efaef-final.patch reversed): every
 # bench rope-store row, 3 rounds (A H, H A, A H), out_hash compared; on an H200 HEAD's bench
