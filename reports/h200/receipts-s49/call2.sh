@@ -73,12 +73,12 @@ timeout 150 build/tests/kc_contract_tests --gtest_filter='QwenPagesContract.Cuda
 echo "QwenPagesContract.Cuda* rc=$? $(grep -E '^\[  (PASSED|FAILED)' $W/gtest-cuda.log | tr '\n' ' ')"
 pack
 for t in racecheck memcheck synccheck; do
-  timeout 150 compute-sanitizer --tool $t --error-exitcode 9 $H qwen-pages --backend cuda --cases 1 \
+  timeout 100 compute-sanitizer --tool $t --error-exitcode 9 $H qwen-pages --backend cuda --cases 1 \
     --filter 'probe=(chunks|far-max|peaked|tiny|q4-ties)' --gates-only --out $W/san-$t.json > $W/san-$t.log 2>&1
   echo "$t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/san-$t.log | tail -1)"
 done
 for t in racecheck memcheck; do  # P's d256 clusters of 4 at b1 x 4K (the bench rows), every format
-  timeout 150 compute-sanitizer --tool $t --error-exitcode 9 $H bench attention --sdpa none --reps 1 \
+  timeout 90 compute-sanitizer --tool $t --error-exitcode 9 $H bench attention --sdpa none --reps 1 \
     --filter '24q/4kv/d256/b1/ctx4096/(bf16|fp8|q4)/window' --out $W/sanb-$t.json > $W/sanb-$t.log 2>&1
   echo "bench b1 x 4K d256 $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $W/sanb-$t.log | tail -1)"
 done
