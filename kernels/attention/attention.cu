@@ -40,8 +40,8 @@ Status attn_short_pick(int blocks, const AttnShortKernel* cand, int ncand, int* 
 Status attn_launch_short(const AttnShortKernel& k, dim3 g, cudaStream_t s, const KvView* views, const AttnParams& p,
                          const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks, int nsub, float* pm,
                          float* pl, float* po) {
-  cudaLaunchAttribute attr[2];
-  const cudaLaunchConfig_t cfg = cluster_launch(dim3(g.x * k.cl, g.y, g.z), dim3(kAttnThreads), k.smem, s, k.cl, attr);
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_launch(dim3(g.x * k.cl, g.y, g.z), dim3(kAttnThreads), k.smem, s, k.cl, &attr);
   KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, k.fn, views, p, rows, tails, q, max_chunks, nsub, pm, pl, po));
   if (KernelPaths::active()) KernelPaths::note(("partial-short-cl" + std::to_string(k.cl)).c_str());
   return Status::Ok();

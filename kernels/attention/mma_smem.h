@@ -185,35 +185,20 @@ KC_HD constexpr MmaQ4Smem mma_q4_smem(int W) {
 // of the chunk (tiles x 16 keys x slice_bytes, loaded once, no ring), q's B fragments, the
 // scores then p ([8 heads][W] fp32; the cluster's ranks write theirs into every rank's),
 // p's B fragments, V row pointers, fp8 K and V row scales, fp8 q and p shifts (as MmaSmem).
-// With pf_on_qf (bf16 at head_dim 256: no scales, one key group, so no p.v exchange in q's
-// fragments) p's fragments overlay q's fragments, the V row pointers and the scale arrays,
-// all dead once the scores are in (the V slice's copies were issued before them): order
-// V slice, q's fragments = p's fragments, V row pointers, scales, then the scores and the
-// shifts. At a chunk of 512 that is 104 KB instead of 124 KB, so that two blocks fit an SM.
 struct MmaShortSmem {
   size_t ring, qf, ss, pf, vrows, ksc, vsc, qsh, psh, total;
-  static KC_HD constexpr size_t up16(size_t x) { return (x + 15) / 16 * 16; }
-  static KC_HD constexpr size_t max_of(size_t a, size_t b) { return a > b ? a : b; }
-  KC_HD constexpr MmaShortSmem(int W, int D, int parts, int slice_bytes, bool pf_on_qf)
+  KC_HD constexpr MmaShortSmem(int W, int D, int parts, int slice_bytes)
       : ring(0),
         qf(size_t((W + 15) / 16) * 16 * slice_bytes),
-        ss(pf_on_qf ? up16(max_of(qf + pf_bytes(W, parts), qf + mma_qf_bytes(D, parts) + vrows_bytes(W) + size_t(W) * 8))
-                    : qf + mma_qf_bytes(D, parts)),
-        pf(pf_on_qf ? qf : ss + mma_ss_bytes(W)),
-        vrows(pf_on_qf ? qf + mma_qf_bytes(D, parts) : pf + pf_bytes(W, parts)),
-        ksc(vrows + vrows_bytes(W)),
+        ss(qf + mma_qf_bytes(D, parts)),
+        pf(ss + mma_ss_bytes(W)),
+        vrows(pf + size_t((W + 15) / 16) * parts * 32 * 8),
+        ksc(vrows + size_t((W + 15) / 16 * 16) * 8),
         vsc(ksc + size_t(W) * 4),
-        qsh(pf_on_qf ? ss + mma_ss_bytes(W) : vsc + size_t(W) * 4),
+        qsh(vsc + size_t(W) * 4),
         psh(qsh + size_t(kAttnHeadsPerBlock) * 4),
         total(psh + size_t(kAttnHeadsPerBlock) * 4) {}
-  static KC_HD constexpr size_t pf_bytes(int W, int parts) { return size_t((W + 15) / 16) * parts * 32 * 8; }
-  static KC_HD constexpr size_t vrows_bytes(int W) { return size_t((W + 15) / 16 * 16) * 8; }
 };
-// Blocks per SM the short kernels are built for: two at head_dim 256 on clusters of 4
-// (<= 128 registers), so that 62 clusters of 4 fit on 132 SMs where one block per SM gives
-// 30 (a cluster lies inside one GPC), and the 32 chunks of a 24q/4kv row of 4K keys run on
-// 128 blocks instead of 64 blocks of clusters of 2; one elsewhere.
-KC_HD constexpr int mma_short_min_blocks(int D, int CL) { return D == 256 && CL == 4 ? 2 : 1; }
 // The short path's geometry of (D, F) on CL ranks: each rank's slice of E = D / CL elements
 // (slice_bytes per key), and the K tiles a warp keeps in flight (its first KT tiles are
 // issued at once; a chunk of 512 keys gives each warp 4 / CL tiles).
@@ -222,8 +207,7 @@ struct MmaShortTune {
   static constexpr int E = D / CL;
   static constexpr int slice_bytes = E * (F == Format::fp8 ? 1 : 2);
   static constexpr int k_tiles = CL == 2 ? 2 : 1;
-  static constexpr bool pf_on_qf = F == Format::bf16 && attn_mma_key_groups(D) == 1;
-  KC_HD static constexpr MmaShortSmem smem(int W) { return MmaShortSmem(W, D, attn_mma_parts(F), slice_bytes, pf_on_qf); }
+  KC_HD static constexpr MmaShortSmem smem(int W) { return MmaShortSmem(W, D, attn_mma_parts(F), slice_bytes); }
 };
 // q4 (MmaQ4Smem's layout): the ring holds the rank's groups of every key, whole
 // (tiles of 16 keys x D / 2 / CL code bytes).

@@ -581,7 +581,7 @@ __global__ void __launch_bounds__(kAttnThreads, MmaTune<D, F>::min_blocks) atten
 //     w / MTS (the group's tiles in key order, as above); group 1's sums reach group 0
 //     through shared memory; stores.
 template <int D, Format F, int CL>
-__global__ void __launch_bounds__(kAttnThreads, mma_short_min_blocks(D, CL)) attention_partial_mma_short_kernel(
+__global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaShape<D, F>;

@@ -159,7 +159,7 @@ __device__ __forceinline__ void ldg_words16(const uint8_t* p, uint32_t (&w)[N]) 
 // its NG / CL element groups, whose code chunks of every key it loaded whole at the start
 // (no ring); warp w < PW takes group w % (NG / CL) of key group w / (NG / CL).
 template <int D, bool PK, int CL = 1>
-__global__ void __launch_bounds__(kAttnThreads, CL > 1 ? mma_short_min_blocks(D, CL) : mma_q4_min_blocks<D, PK>()) attention_partial_mma_q4_kernel(
+__global__ void __launch_bounds__(kAttnThreads, CL > 1 ? 1 : mma_q4_min_blocks<D, PK>()) attention_partial_mma_q4_kernel(
     const KvView* views, AttnParams p, const AttnRow* rows, const int32_t* tails, const float* q, int max_chunks,
     int nsub, float* pm, float* pl, float* po) {
   using M = MmaQ4Shape<D>;

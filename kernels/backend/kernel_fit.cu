@@ -83,8 +83,8 @@ Status cuda_active_clusters(const void* kern, int cl, int threads, size_t smem, 
   auto it = fits.find({dev, kern, cl, threads, smem});
   if (it == fits.end()) {
     KC_RETURN_IF_ERROR(allow_smem_locked(dev, kern, smem));
-    cudaLaunchAttribute attr[2];
-    const cudaLaunchConfig_t cfg = cluster_launch(dim3(unsigned(cl)), dim3(unsigned(threads)), smem, nullptr, cl, attr);
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_launch(dim3(unsigned(cl)), dim3(unsigned(threads)), smem, nullptr, cl, &attr);
     int n = 0;
     KC_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kern, &cfg));
     it = fits.emplace(std::make_tuple(dev, kern, cl, threads, smem), n).first;

@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstdlib>
 
 #include "kernels/layout/status.h"
 
@@ -31,35 +30,19 @@ Status cuda_allow_smem(const void* kern, size_t smem);
 // once per (device, kernel, threads, smem). An error if not one block fits.
 Status cuda_blocks_per_sm(const void* kern, int threads, size_t smem, int* per_sm);
 
-// The cluster scheduling policy of cluster_launch (experiment: KC_CLUSTER_POLICY 0 default,
-// 1 spread, 2 load balancing; spread unless set).
-inline cudaClusterSchedulingPolicy cluster_policy() {
-  static const cudaClusterSchedulingPolicy p = [] {
-    const char* e = std::getenv("KC_CLUSTER_POLICY");
-    const int v = e ? std::atoi(e) : 1;
-    return v == 0 ? cudaClusterSchedulingPolicyDefault
-                  : v == 2 ? cudaClusterSchedulingPolicyLoadBalancing : cudaClusterSchedulingPolicySpread;
-  }();
-  return p;
-}
-
-// A launch configuration of clusters of cl blocks along x (grid.x a multiple of cl), the
-// blocks of a cluster spread over distinct SMs where the device can (the policy is a
-// preference). attr must outlive the launch call; cuda_active_clusters asks its fit with
-// the same config.
+// A launch configuration of clusters of cl blocks along x (grid.x a multiple of cl). attr
+// must outlive the launch call; cuda_active_clusters asks its fit with the same config.
 inline cudaLaunchConfig_t cluster_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, int cl,
-                                         cudaLaunchAttribute (&attr)[2]) {
+                                         cudaLaunchAttribute* attr) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cl), attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-  attr[1].val.clusterSchedulingPolicyPreference = cluster_policy();
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = unsigned(cl), attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = 2;
+  cfg.numAttrs = 1;
   return cfg;
 }
 
