@@ -24,7 +24,7 @@ echo "built $((SECONDS-T0)) s"
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,sm__ctas_launched.max,sm__ctas_launched.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
 for v in a p; do
   for f in bf16 q4; do
-    timeout 60 ncu --clock-control none -k regex:short --launch-skip 3 --launch-count 1 --metrics $M --csv \
+    timeout 60 ncu --clock-control none -k regex:partial_mma --launch-skip 2 --launch-count 1 --metrics $M --csv \
       /tmp/b-$v/tools/tf-cuda-test bench attention --sdpa none --reps 1 --filter "24q/4kv/d256/b1/ctx4096/$f/window" \
       --out $W/b-$v-$f.json > $W/ncu-$v-$f.csv 2> $W/ncu-$v-$f.err
     echo "ncu $v $f rc=$? at $((SECONDS-T0)) s"
