@@ -207,12 +207,6 @@ struct MmaShortTune {
   static constexpr int E = D / CL;
   static constexpr int slice_bytes = E * (F == Format::fp8 ? 1 : 2);
   static constexpr int k_tiles = CL == 2 ? 2 : 1;
-  // The V slice's cp.async commit groups: the p.v starts on a group's tiles once it is in.
-#ifdef KC_SHORT_VGROUPS
-  static constexpr int v_groups = KC_SHORT_VGROUPS;
-#else
-  static constexpr int v_groups = 4;
-#endif
   KC_HD static constexpr MmaShortSmem smem(int W) { return MmaShortSmem(W, D, attn_mma_parts(F), slice_bytes); }
 };
 // q4 (MmaQ4Smem's layout): the ring holds the rank's groups of every key, whole

@@ -589,9 +589,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   constexpr bool kFp8 = M::kFp8;
   constexpr int KPT = M::KPT, NB = M::NB, NPT = M::NPT, KG = M::KG, NW = M::NW;
   constexpr int SB = T::slice_bytes, CPS = SB / 16, MTS = T::E / 16, PW = MTS * KG, KT = T::k_tiles;
-  constexpr int VQ = T::v_groups;
   static_assert(T::E % 16 == 0 && SB % 16 == 0 && PW <= NW, "mma short path: slice of whole m-tiles, one warp each");
-  static_assert(VQ >= 1 && VQ <= 8, "mma short path: 1 to 8 V commit groups");
   extern __shared__ __align__(16) unsigned char smb[];
   KC_SHORT_ENTRY();
   cluster_arrive_relaxed();  // this block has started: the others may write its scores after their wait
@@ -648,22 +646,17 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   __syncthreads();
   KC_SHORT_PHASE(2);
   const uint32_t ring_s = uint32_t(__cvta_generic_to_shared(smb + lay.ring));
-  // In VQ commit groups of whole key tiles (group g: tiles [g nt / VQ, (g + 1) nt / VQ)), so
-  // that the p.v takes each group's tiles as soon as that group is in (step 3).
-#pragma unroll
-  for (int g = 0; g < VQ; ++g) {
-    for (int c = (g * nt / VQ) * 16 * CPS + tid; c < ((g + 1) * nt / VQ) * 16 * CPS; c += kAttnThreads) {
-      const int key = c / CPS, ch = c % CPS;
-      const uint32_t dst = ring_s + uint32_t(key * SB + ((ch ^ short_swz<CPS>(key)) << 4));
-      if constexpr (kFp8) {
-        cp_async16(dst, vrows[key] + rank * SB + 16 * ch);
-      } else {
-        const bool in = key < n;
-        cp_async16_zfill(dst, vrows[in ? key : 0] + rank * SB + 16 * ch, in);
-      }
+  for (int c = tid; c < nt * 16 * CPS; c += kAttnThreads) {
+    const int key = c / CPS, ch = c % CPS;
+    const uint32_t dst = ring_s + uint32_t(key * SB + ((ch ^ short_swz<CPS>(key)) << 4));
+    if constexpr (kFp8) {
+      cp_async16(dst, vrows[key] + rank * SB + 16 * ch);
+    } else {
+      const bool in = key < n;
+      cp_async16_zfill(dst, vrows[in ? key : 0] + rank * SB + 16 * ch, in);
     }
-    cp_async_commit();
   }
+  cp_async_commit();
   mma_q_fragments_regs<D, F>(qreg, warp, blk.G, lane, qf, qsh);
   if constexpr (kFp8)
 #pragma unroll
@@ -706,7 +699,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
 
   // 2. softmax and p's fragments (rank 0 writes m and l).
   mma_softmax_p<D, F, 8>(ss + warp * p.chunk, warp, lane, blk, p, nt, max_chunks, vsc, pm, pl, pf, psh, rank == 0);
-  __syncthreads();  // p's fragments (the V groups: one at a time in step 3)
+  cp_async_wait<0>();
+  __syncthreads();
   KC_SHORT_PHASE(5);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();  // the merge may be scheduled (it waits for us)
@@ -716,24 +710,18 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attention_partial_mma_short_k
   const bool pv = warp < PW;
   const int kg = warp / MTS, mt = warp % MTS;
   float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  // bf16: matrices (keys 0-7, chunk 2 mt), (0-7, 2 mt + 1), (8-15, 2 mt), (8-15, 2 mt + 1)
-  // are the A fragments (m slot g: element 16 mt + g, slot g + 8: 16 mt + 8 + g); fp8:
-  // (keys 0-7, chunk mt), (8-15, chunk mt), byte permutes pair the codes by key (m slot g:
-  // element 16 mt + 2 g, slot g + 8: the next one).
-  const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
-  const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
-  const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
-  // V group by group (every warp waits for its own copies of group g, then the barrier), the
-  // group's tiles in key order: o += c stays in tile order over the whole chunk. Unrolled by
-  // 4: the later tiles' shared-memory loads go out before the earlier tiles' products.
-#pragma unroll
-  for (int g = 0; g < VQ; ++g) {
-    cp_async_wait_n(VQ - 1 - g);
-    __syncthreads();
-    if (!pv) continue;
-    const int t0 = g * nt / VQ, t1 = (g + 1) * nt / VQ;
+  if (pv) {
+    // bf16: matrices (keys 0-7, chunk 2 mt), (0-7, 2 mt + 1), (8-15, 2 mt), (8-15, 2 mt + 1)
+    // are the A fragments (m slot g: element 16 mt + g, slot g + 8: 16 mt + 8 + g); fp8:
+    // (keys 0-7, chunk mt), (8-15, chunk mt), byte permutes pair the codes by key (m slot g:
+    // element 16 mt + 2 g, slot g + 8: the next one).
+    const int bkey = kFp8 ? (lane & 15) : (lane & 7) + 8 * (lane >> 4);
+    const int bch = kFp8 ? mt : 2 * mt + ((lane >> 3) & 1);
+    const uint32_t lofs = uint32_t(bkey * SB + ((bch ^ short_swz<CPS>(bkey)) << 4));
+    // Unrolled by 4: the later tiles' shared-memory loads go out before the earlier tiles'
+    // products; o += c stays in tile order.
 #pragma unroll 4
-    for (int kt = t0 + (kg - t0 % KG + KG) % KG; kt < t1; kt += KG) {
+    for (int kt = kg; kt < nt; kt += KG) {
       uint2 b[NPT];
 #pragma unroll
       for (int part = 0; part < NPT; ++part) b[part] = pf[(kt * NPT + part) * 32 + lane];
