@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "contracts/codec_harness.h"
@@ -112,6 +113,61 @@ class WindowDecodeLastFloatBackend final : public ForwardingBackend {
 TEST(Fp8RowsContract, DecodePagedEqualsWindowComparesEveryFloat) {
   const RunResult r = test::run_cpu_through<WindowDecodeLastFloatBackend>("fp8-rows", 1, "", true);
   EXPECT_GT(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// A NaN decoded where the reference also says NaN but the element is not poisoned: only the
+// bound gate can see it (host mutation sweep, round 15: a NaN ratio read as 0 passed every check).
+TEST(CodecHarness, CheckDecodedCountsAnUnpoisonedNanAsOutOfBound) {
+  const HandCheck h = hand_check([](const CaseRows& cr, std::vector<HandWant>& want, std::vector<float>& out) {
+    const size_t j = size_t(cr.d) + 2;  // row 1, element 2
+    out[j] = std::numeric_limits<float>::quiet_NaN();
+    want[1].values[2] = std::numeric_limits<float>::quiet_NaN();
+  });
+  EXPECT_EQ(h.decode_failed, 0);
+  EXPECT_EQ(h.bound_failed, 1) << "a NaN where the input is finite passed the bound gate";
+}
+
+// codes==reference compares each row's fp32 scale too, bit for bit (host mutation sweep, round
+// 15: with the scale's comparison gone, every check stayed green). This encode stores the last
+// row's scale one ulp up in whichever cache it writes, so paged and window still agree.
+class ScaleUlpEncodeBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
+    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
+    if (st.ok && n > 0) {
+      const RowRef& last = r[n - 1];
+      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
+    }
+    return st;
+  }
+};
+
+TEST(Fp8RowsContract, CodesGateComparesTheScaleBits) {
+  const RunResult r = test::run_cpu_through<ScaleUlpEncodeBackend>("fp8-rows", 2, "", true);
+  EXPECT_GT(test::gate_failed(r, "codes==reference"), 0) << summary_table(r.receipt);
+  EXPECT_EQ(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// e4m3-decode-all-codes wants the sign of zero: code 0x80 decodes to -0 (round 15: a check of
+// the value alone passed a decode that gives +0). This decode turns every -0 into +0.
+class PositiveZeroDecodeBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (st.ok)
+      for (size_t i = 0; i < size_t(n) * size_t(c.lay.head_dim); ++i)
+        if (o[i] == 0.0f) o[i] = 0.0f;
+    return st;
+  }
+};
+
+TEST(Fp8RowsContract, AllCodesGateSeesTheSignOfZero) {
+  const RunResult r = test::run_cpu_through<PositiveZeroDecodeBackend>("fp8-rows", 1, "", true);
+  EXPECT_GT(test::gate_failed(r, "e4m3-decode-all-codes"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/engine/rows.h"
 #include "kernels/engine/twin.h"
@@ -132,6 +133,43 @@ TEST(RowsInvariantContract, AddComparesBytesSoALostZeroSignFails) {
     else EXPECT_EQ(g["failed"].get<int64_t>(), 0) << name;
   }
   EXPECT_GT(add_failed, 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// add==reference compares every element of the launch (host mutation sweep, round 15: a
+// comparison of the first element alone passed every check). This add leaves the launch's
+// last sum one ulp up.
+class LastSumUlpEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status add(float* h, const float* t, int64_t count) override {
+    KC_RETURN_IF_ERROR(in_.add(h, t, count));
+    if (count > 0) h[count - 1] = std::nextafter(h[count - 1], INFINITY);
+    return Status::Ok();
+  }
+};
+
+TEST(RowsInvariantContract, AddComparesEveryElement) {
+  const RunResult r = test::run_cpu_through<EngineDecorated<LastSumUlpEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=add,");
+  EXPECT_GT(test::gate_failed(r, "add==reference"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// embed==reference is exact (a bf16 row widened to fp32; round 15: a relative tolerance of
+// 1e-3 passed every check). This embed scales every value by 1 + 2^-12.
+class ScaledEmbedEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status embed(const uint16_t* E, int64_t v, int64_t d, const int32_t* t, int n, float* out) override {
+    KC_RETURN_IF_ERROR(in_.embed(E, v, d, t, n, out));
+    for (int64_t i = 0; i < int64_t(n) * d; ++i) out[i] *= 1.0f + 0x1p-12f;
+    return Status::Ok();
+  }
+};
+
+TEST(RowsInvariantContract, EmbedIsExact) {
+  const RunResult r = test::run_cpu_through<EngineDecorated<ScaledEmbedEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=embed,");
+  EXPECT_GT(test::gate_failed(r, "embed==reference"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 
