@@ -10,6 +10,8 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "kernels/backend/forwarding.h"
+#include "kernels/layout/kv_layout.h"
 
 namespace kc::test {
 
@@ -94,6 +96,23 @@ inline std::map<std::string, std::string> codec_control_gates(std::map<std::stri
   t.insert(own.begin(), own.end());
   return t;
 }
+
+// A row codec's encode that flips the lowest bit of the first scale byte of the launch's last
+// row, in whichever cache it writes (paged and window alike): fp8's fp32 scale one ulp off, q4's
+// first group scale in its lowest mantissa bit, mxfp4's first exponent. The contracts' scale
+// gates must see it (host mutation sweep, round 15).
+class LastRowScaleBitEncodeBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
+    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
+    if (st.ok && n > 0) {
+      const RowRef& last = r[n - 1];
+      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
+    }
+    return st;
+  }
+};
 
 // --filter on the cpu backend: of `cases` generated cases, `run` are run and the rest
 // counted as filtered out.

@@ -129,23 +129,10 @@ TEST(CodecHarness, CheckDecodedCountsAnUnpoisonedNanAsOutOfBound) {
 }
 
 // codes==reference compares each row's fp32 scale too, bit for bit (host mutation sweep, round
-// 15: with the scale's comparison gone, every check stayed green). This encode stores the last
-// row's scale one ulp up in whichever cache it writes, so paged and window still agree.
-class ScaleUlpEncodeBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
-    if (st.ok && n > 0) {
-      const RowRef& last = r[n - 1];
-      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
-    }
-    return st;
-  }
-};
-
+// 15: with the scale's comparison gone, every check stayed green); the encode stores the last
+// row's scale one ulp off in both caches, so paged and window still agree.
 TEST(Fp8RowsContract, CodesGateComparesTheScaleBits) {
-  const RunResult r = test::run_cpu_through<ScaleUlpEncodeBackend>("fp8-rows", 2, "", true);
+  const RunResult r = test::run_cpu_through<test::LastRowScaleBitEncodeBackend>("fp8-rows", 2, "", true);
   EXPECT_GT(test::gate_failed(r, "codes==reference"), 0) << summary_table(r.receipt);
   EXPECT_EQ(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);

@@ -1,7 +1,6 @@
 // The mxfp4-rows contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
-#include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -30,25 +29,11 @@ TEST(Mxfp4RowsContract, FilterSelectsCases) { test::expect_filter_selects("mxfp4
 
 // exponents==reference compares each group's exponent byte (host mutation sweep, round 15: a
 // comparison of the lengths alone passed every check but the floor-scale control's target
-// gate). This encode flips the lowest bit of the last row's first exponent in whichever cache
-// it writes.
-class ExponentBitEncodeBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
-    if (st.ok && n > 0) {
-      const RowRef& last = r[n - 1];
-      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
-    }
-    return st;
-  }
-};
-
+// gate); the encode flips the lowest bit of the last row's first exponent in both caches.
 TEST(Mxfp4RowsContract, ExponentsGateComparesEveryExponentByte) {
   // With its controls: under --gates-only the once-per-run gates (which this encode fails first)
   // would stop every case before it ran.
-  const RunResult r = test::run_cpu_through<ExponentBitEncodeBackend>("mxfp4-rows", 2, "");
+  const RunResult r = test::run_cpu_through<test::LastRowScaleBitEncodeBackend>("mxfp4-rows", 2, "");
   EXPECT_GT(test::gate_failed(r, "exponents==reference"), 0) << summary_table(r.receipt);
   EXPECT_EQ(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);

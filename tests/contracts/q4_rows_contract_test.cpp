@@ -81,23 +81,10 @@ TEST(Q4RowsContract, DecodeAllScalesSeesANegativeScaleDecodedAsPositive) {
 TEST(Q4RowsContract, FilterSelectsCases) { test::expect_filter_selects("q4-rows", "dist=ties,", 6, 1); }
 
 // scales==reference compares each group's fp16 scale bit for bit (host mutation sweep, round 15:
-// a comparison of the exponent field alone passed every check). This encode flips the lowest
-// mantissa bit of the last row's first group scale in whichever cache it writes.
-class ScaleBitEncodeBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
-    if (st.ok && n > 0) {
-      const RowRef& last = r[n - 1];
-      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
-    }
-    return st;
-  }
-};
-
+// a comparison of the exponent field alone passed every check); the encode flips the lowest
+// mantissa bit of the last row's first group scale in both caches.
 TEST(Q4RowsContract, ScalesGateComparesEveryScaleBit) {
-  const RunResult r = test::run_cpu_through<ScaleBitEncodeBackend>("q4-rows", 2, "", true);
+  const RunResult r = test::run_cpu_through<test::LastRowScaleBitEncodeBackend>("q4-rows", 2, "", true);
   EXPECT_GT(test::gate_failed(r, "scales==reference"), 0) << summary_table(r.receipt);
   EXPECT_EQ(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
