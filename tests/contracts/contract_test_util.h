@@ -97,22 +97,29 @@ inline std::map<std::string, std::string> codec_control_gates(std::map<std::stri
   return t;
 }
 
-// A row codec's encode that flips the lowest bit of the first scale byte of the launch's last
-// row, in whichever cache it writes (paged and window alike): fp8's fp32 scale one ulp off, q4's
-// first group scale in its lowest mantissa bit, mxfp4's first exponent. The contracts' scale
-// gates must see it (host mutation sweep, round 15).
-class LastRowScaleBitEncodeBackend final : public ForwardingBackend {
+// A row codec's encode that flips the lowest bit of the first byte of the launch's last row,
+// in whichever cache it writes (paged and window alike), where the launch has at least
+// kMinRows rows. kField scales: fp8's fp32 scale one ulp off, q4's first group scale in its
+// lowest mantissa bit, mxfp4's first exponent (the scale gates must see it); codes: the first
+// code byte (with kMinRows 2, a launch-dependent encode: rows==solo must see it). Host mutation
+// sweep, round 15.
+enum class RowField { codes, scales };
+template <RowField kField, int kMinRows>
+class LastRowBitEncodeBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
   Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
     const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
-    if (st.ok && n > 0) {
+    if (st.ok && n >= kMinRows) {
       const RowRef& last = r[n - 1];
-      kv_scale(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
+      const KvView v = c.view(last.lane);
+      (kField == RowField::scales ? kv_scale(v, last.layer, last.kv, last.head, last.pos)
+                                  : kv_row(v, last.layer, last.kv, last.head, last.pos))[0] ^= 0x01;
     }
     return st;
   }
 };
+using LastRowScaleBitEncodeBackend = LastRowBitEncodeBackend<RowField::scales, 1>;
 
 // --filter on the cpu backend: of `cases` generated cases, `run` are run and the rest
 // counted as filtered out.

@@ -160,23 +160,10 @@ TEST(Fp8RowsContract, AllCodesGateSeesTheSignOfZero) {
 
 // rows==solo encodes the launch's last row alone too, not the first only (host mutation sweep,
 // round 15: with the first row alone, the launch-dependent-encode control, which alters the
-// first row, kept every check green). This encode alters the last row of a launch of more
+// first row, kept every check green); the encode alters the last row of a launch of more
 // than one row, in both caches alike.
-class LastRowBatchEncodeBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
-    const Status st = ForwardingBackend::encode_rows(f, c, x, r, n);
-    if (st.ok && n > 1) {
-      const RowRef& last = r[n - 1];
-      kv_row(c.view(last.lane), last.layer, last.kv, last.head, last.pos)[0] ^= 0x01;
-    }
-    return st;
-  }
-};
-
 TEST(Fp8RowsContract, RowsSoloEncodesTheLastRowAlone) {
-  const RunResult r = test::run_cpu_through<LastRowBatchEncodeBackend>("fp8-rows", 2, "", true);
+  const RunResult r = test::run_cpu_through<test::LastRowBitEncodeBackend<test::RowField::codes, 2>>("fp8-rows", 2, "", true);
   EXPECT_GT(test::gate_failed(r, "rows==solo"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
