@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,17 @@ namespace kc {
 // ratio or a NaN (a NaN output) does, and once the worst is NaN nothing replaces it (a
 // plain !(ratio <= worst) would let the next finite ratio hide the NaN).
 inline bool worse_ratio(double ratio, double worst) { return !std::isnan(worst) && !(ratio <= worst); }
+
+// A bound gate's ratio |err| / bound for one element: 0 where the error is 0 (whatever the
+// bound: an exact result passes), +Inf where the bound is 0 and the error is not (an exact
+// promise broken), NaN (the worst, see worse_ratio) where the error is NaN or the bound is NaN or
+// negative (a reference that gives no bound cannot vouch for a nonzero error).
+inline double bound_ratio(double err, double bound) {
+  if (std::isnan(err)) return std::numeric_limits<double>::quiet_NaN();
+  if (err == 0) return 0;
+  if (!(bound >= 0)) return std::numeric_limits<double>::quiet_NaN();
+  return err / bound;  // bound 0: +Inf
+}
 
 // Which generated cases a run checks: every case, those whose name(k=v,...) line
 // matches a regex (--filter), or the one whose line equals a pasted line (--case).

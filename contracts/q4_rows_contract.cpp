@@ -107,12 +107,6 @@ std::vector<float> make_rows(const CodecCase& c, size_t n_rows) {
   return x;
 }
 
-double ratio_of(double err, double bound) {
-  if (std::isnan(err)) return std::numeric_limits<double>::quiet_NaN();
-  if (err == 0) return 0;
-  return err / bound;  // bound 0 with err > 0 gives Inf
-}
-
 class Q4Checks final : public CodecChecks {
  public:
   Q4Checks(const CaseRows& cr, Plant plant) : plant_(plant), want_(cr.n()) {
@@ -177,7 +171,7 @@ class Q4Checks final : public CodecChecks {
           first_val = row_name(cr.rows[i]) + "[" + std::to_string(j) + "]";
         double ratio;
         if (w.poisoned) ratio = std::isnan(got[j]) ? 0.0 : std::numeric_limits<double>::infinity();
-        else ratio = ratio_of(std::fabs(double(got[j]) - double(xr[j])), w.bound[j % 32]);
+        else ratio = bound_ratio(std::fabs(double(got[j]) - double(xr[j])), w.bound[j % 32]);
         if (!w.poisoned && !w.clipped && ratio > worst_unclipped) worst_unclipped = ratio;
         if (worse_ratio(ratio, worst)) {
           worst = ratio;
@@ -234,7 +228,7 @@ class Q4Checks final : public CodecChecks {
       std::copy(q, q + d, qrot.begin());
       if (plant_ != Plant::query_unrotated) q4_rotate_query(qrot.data(), d);
       const ref::Q4DotRef dr = ref::q4_dot(q, qrot.data(), z.data(), d);
-      const double ratio = ratio_of(std::fabs(dr.got - dr.want), dr.bound);
+      const double ratio = bound_ratio(std::fabs(dr.got - dr.want), dr.bound);
       ++rows_checked;
       if (worse_ratio(ratio, worst)) {
         worst = ratio;

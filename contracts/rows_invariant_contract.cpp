@@ -958,7 +958,7 @@ void check_reference(Run& run, const Case& c, const Data& d, const Out& got, con
     std::string detail;
     for (size_t e = 0; e < r.value.size(); ++e) {
       const double err = std::fabs(double(got.f[e]) - r.value[e]);
-      const double ratio = r.bound[e] > 0 ? err / r.bound[e] : (err == 0 ? 0 : INFINITY);
+      const double ratio = bound_ratio(err, r.bound[e]);
       if (worse_ratio(ratio, worst)) {
         worst = ratio;
         std::ostringstream s;

@@ -210,6 +210,24 @@ TEST(Framework, NaNRatioIsNeverReplaced) {
   EXPECT_TRUE(std::isnan(worst));
 }
 
+// A bound gate's ratio (bound_ratio, shared by the rows-invariant and q4 gates): an exact
+// result passes whatever the bound; a bound of 0 is an exact promise, so any error there is
+// +Inf (host mutation sweep, round 15: rows-invariant-zero-bound-passes read it as 0); a NaN
+// error, or a bound that is NaN or negative with an error, is NaN, the worst.
+TEST(Framework, BoundRatioFailsAnErrorWhereTheBoundIsZero) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(bound_ratio(0.5, 2.0), 0.25);
+  EXPECT_EQ(bound_ratio(0.0, 0.0), 0.0);
+  EXPECT_EQ(bound_ratio(0.0, nan), 0.0);
+  EXPECT_EQ(bound_ratio(0x1p-1074, 0.0), INFINITY);
+  EXPECT_EQ(bound_ratio(1.0, 0.0), INFINITY);
+  EXPECT_TRUE(std::isnan(bound_ratio(nan, 1.0)));
+  EXPECT_TRUE(std::isnan(bound_ratio(nan, 0.0)));
+  EXPECT_TRUE(std::isnan(bound_ratio(1.0, nan)));
+  EXPECT_TRUE(std::isnan(bound_ratio(1e-300, -1.0)));
+  EXPECT_FALSE(bound_ratio(1.0, 0.0) <= 1.0);  // check_ratio's pass test
+}
+
 // rows==solo runs every row of a launch alone, the first included, and compares every float
 // of it: an attention whose first row changes (one bit of its last value, the last head's
 // last element) whenever other rows share its launch fails that gate. (The control
