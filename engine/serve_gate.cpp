@@ -315,12 +315,14 @@ struct Arm {
 nlohmann::json arm_json(const Arm& a) {
   nlohmann::json toks = nlohmann::json::array(), ttft = nlohmann::json::array();
   double ttft_sum = 0;
-  int64_t n = 0;
+  int64_t n = 0, after_first = 0;  // after_first: tokens after each request's first (a request that
+                                   // stopped at <|eos|> at once has none, not -1)
   for (const ServeResult& r : a.res) {
     toks.push_back(r.tokens);
     ttft.push_back(r.ttft_s);
     ttft_sum += r.ttft_s;
     n += int64_t(r.tokens.size());
+    after_first += std::max<int64_t>(int64_t(r.tokens.size()) - 1, 0);
   }
   nlohmann::json j = {{"arm", a.name},
                       {"format", a.format},
@@ -332,7 +334,7 @@ nlohmann::json arm_json(const Arm& a) {
                       // tokens after each request's first, over the time after the first token of the arm
                       // (approximate: later requests' prefills overlap that time)
                       {"decode_tok_s", a.wall_s > a.stats.first_token_s
-                                           ? double(n - int64_t(a.res.size())) / (a.wall_s - a.stats.first_token_s)
+                                           ? double(after_first) / (a.wall_s - a.stats.first_token_s)
                                            : 0.0},
                       {"time_to_first_token_s", a.stats.first_token_s},
                       {"time_to_first_token_unwarmed_s", a.ttft_unwarmed_s >= 0 ? nlohmann::json(a.ttft_unwarmed_s) : nlohmann::json(nullptr)},
