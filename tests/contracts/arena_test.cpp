@@ -53,5 +53,74 @@ TEST(ArenaOffsetsContract, RefusedFillEndsOneBytePastTheMemory) {
   EXPECT_GT(test::gate_failed(r, "fill"), 0) << summary_table(r.receipt);
 }
 
+// ---- host mutation sweep round 16 (reports/mutation-sweep/host-16-local/) ----
+// Each decorator plants a defect that one gate alone sees; one case, gates only (about 3 s and
+// 4.3 GB on cpu each).
+
+// The fill gate checks every filled byte: a fill that leaves each range's first byte unwritten
+// (ranges of one byte filled; the refusals as the cpu backend's) fails it
+// (ao-fill-gate-last-byte-only; the control fill-drops-last-byte drops the last byte).
+class FillDropsFirstByteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
+    std::vector<ByteRange> r(ranges, ranges + n);
+    for (ByteRange& x : r)
+      if (x.bytes > 1) ++x.offset, --x.bytes;
+    return ForwardingBackend::fill(c, r.data(), n, value);
+  }
+};
+
+TEST(ArenaOffsetsContract, FillGateChecksEveryFilledByte) {
+  const RunResult r = test::run_cpu_through<FillDropsFirstByteBackend>("arena-offsets", 1, "", true);
+  EXPECT_GT(test::gate_failed(r, "fill"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// The guard scan reaches the far arena's end: a rope store that sets the far arena's last byte
+// (past the window lane: no lane owns it, nothing reads it back) fails guards
+// (ao-guards-tail-unscanned).
+class FarArenaLastByteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    if (st.ok && c.mem.size() > (uint64_t(1) << 32)) c.mem.back() = 1;
+    return st;
+  }
+};
+
+TEST(ArenaOffsetsContract, GuardsScanTheFarArenasEnd) {
+  const RunResult r = test::run_cpu_through<FarArenaLastByteBackend>("arena-offsets", 1, "", true);
+  EXPECT_GT(test::gate_failed(r, "guards"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// far==near compares the decoded rows' values: a row decode that flips the lowest bit of its
+// first value on the far arena only fails it (ao-far-near-decoded-size-only). Case 1 (fp8): the
+// bf16 case has no row codec.
+class FarDecodeBitBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (st.ok && n > 0 && c.mem.size() > (uint64_t(1) << 32)) {
+      uint32_t u;
+      std::memcpy(&u, o, 4);
+      u ^= 1u;
+      std::memcpy(o, &u, 4);
+    }
+    return st;
+  }
+};
+
+TEST(ArenaOffsetsContract, FarEqualsNearComparesDecodedValues) {
+  const RunResult r = test::run_cpu_through<FarDecodeBitBackend>("arena-offsets", 2, "fmt=fp8", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);
+  EXPECT_GT(test::gate_failed(r, "far==near"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
 }  // namespace
 }  // namespace kc

@@ -485,6 +485,212 @@ TEST(QwenPagesContract, DrawnCasesReachPositionsNear262144) {
   EXPECT_LT(MaxPositionBackend::max_pos, 262144);
 }
 
+// ---- host mutation sweep round 16 (reports/mutation-sweep/host-16-local/) ----
+// Each decorator below plants a defect that one gate alone sees: the other gates compare
+// launches or caches that carry the same defect (paged and window, repeats, a row alone),
+// or read another layer. Each test runs drawn case 1 alone (fp8, d128, 32 query heads over 8
+// KV heads, pages of 48; gates only, well under a second on cpu) and wants that gate failed.
+constexpr const char* kCase1 = R"(^qwen-pages\(.*ptok=48,(?!.*probe=))";
+template <class Decorated>
+RunResult run_case1_through() {
+  return test::run_cpu_through<Decorated>("qwen-pages", 2, kCase1, true);
+}
+template <class Decorated>
+void expect_case1_fails(const std::string& gate) {
+  const RunResult r = run_case1_through<Decorated>();
+  EXPECT_EQ(r.receipt["cases"]["run"], 1);
+  EXPECT_GT(test::gate_failed(r, gate), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// rope-bound checks every rotated query head: a rope store whose last query head comes out
+// 1 + 2^-6 times too large (K and V right) fails it (qp-rope-bound-query-head0-only).
+class LastQueryHeadScaledBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    const int d = c.lay.head_dim;
+    if (st.ok && q_out)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < d; ++j) q_out[(size_t(i) * p.q_heads + p.q_heads - 1) * d + j] *= 1.0f + 1.0f / 64;
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, RopeBoundSeesEveryQueryHead) { expect_case1_fails<LastQueryHeadScaledBackend>("rope-bound"); }
+
+// empty-rows compares every element of a row with no keys: -0 in its last element alone fails
+// (qp-empty-rows-first-element).
+class LastElementNegativeZeroEmptyRowsBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    const size_t m = size_t(p.q_heads) * c.lay.head_dim;
+    if (st.ok)
+      for (int r = 0; r < n; ++r)
+        if (rows[r].len + rows[r].tail_len == 0) out[r * m + m - 1] = -0.0f;
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, EmptyRowsComparesEveryElement) {
+  expect_case1_fails<LastElementNegativeZeroEmptyRowsBackend>("empty-rows");
+}
+
+// A launch of more than two rows (the case's mixed launch of six; tail==committed's has two):
+// its last row's last value (the last head's last element) one bit off.
+class LastRowBatchedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    if (st.ok && n > 2) {
+      float* last = out + size_t(n) * p.q_heads * c.lay.head_dim - 1;
+      uint32_t u;
+      std::memcpy(&u, last, 4);
+      u ^= 1u;
+      std::memcpy(last, &u, 4);
+    }
+    return st;
+  }
+};
+
+// rows==solo runs the launch's last row alone too (row E, lane 0's tail with no committed keys):
+// an attention whose last row changes when other rows share its launch fails it
+// (qp-rows-solo-skips-last-row; the control launch-dependent-rows and
+// RowsSoloSeesTheFirstRowChangeInABatch alter the first row).
+TEST(QwenPagesContract, RowsSoloSeesTheLastRowChangeInABatch) { expect_case1_fails<LastRowBatchedBackend>("rows==solo"); }
+
+// tail==committed compares row F too (lane 1 over its tail, the second row of that launch): an
+// attention whose second row of a two-row launch (only tail==committed's) is one bit off fails
+// it (qp-tail-committed-row-A-only).
+class SecondOfTwoRowsBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    if (st.ok && n == 2) {
+      float* x = out + size_t(p.q_heads) * c.lay.head_dim;  // row 1's first value
+      uint32_t u;
+      std::memcpy(&u, x, 4);
+      u ^= 1u;
+      std::memcpy(x, &u, 4);
+    }
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, TailEqualsCommittedComparesRowF) { expect_case1_fails<SecondOfTwoRowsBackend>("tail==committed"); }
+
+// keep==reference compares lane 1's rows too: a keep (calls of fewer than 16 moves: the drawn
+// cases', not the long keeps') that writes zeros instead of layer 0's bytes at lane 1's last
+// move, in both caches alike, fails it; attention reads layer 1 only (qp-keep-reference-lane0-only).
+class Lane1Layer0ZeroedKeepBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status keep(Cache& c, const KeepMove* m, int n) override {
+    const Status st = ForwardingBackend::keep(c, m, n);
+    int last = -1;
+    for (int i = 0; i < n && n < 16; ++i)
+      if (m[i].lane == 1) last = i;
+    for (int f = 0; st.ok && last >= 0 && f < c.lay.field_count(); ++f)
+      if (c.lay.field(f).layer == 0) std::fill_n(kv_field_row(c.view(1), f, m[last].dst), c.lay.field(f).bytes_per_pos, 0);
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, KeepReferenceComparesLaneOne) { expect_case1_fails<Lane1Layer0ZeroedKeepBackend>("keep==reference"); }
+
+// attention-bound checks the query heads of every KV head: an attention whose last query head
+// (of the last KV head) comes out twice too large in every row with keys, the same in every
+// launch, fails it (qp-attention-bound-first-kv-head).
+class LastHeadDoubledBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    const int d = c.lay.head_dim;
+    if (st.ok)
+      for (int r = 0; r < n; ++r)
+        if (rows[r].len + rows[r].tail_len > 0)
+          for (int j = 0; j < d; ++j) out[(size_t(r) * p.q_heads + p.q_heads - 1) * d + j] *= 2.0f;
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, AttentionBoundChecksEveryKvHead) { expect_case1_fails<LastHeadDoubledBackend>("attention-bound"); }
+
+// attention-bound fails a NaN output where every input is finite: an attention whose last
+// value of every row with keys is NaN, the same in every launch, fails it
+// (qp-attention-bound-nan-passes).
+class LastValueNanBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    const size_t m = size_t(p.q_heads) * c.lay.head_dim;
+    if (st.ok)
+      for (int r = 0; r < n; ++r)
+        if (rows[r].len + rows[r].tail_len > 0) out[r * m + m - 1] = std::numeric_limits<float>::quiet_NaN();
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, AttentionBoundFailsANanOutput) { expect_case1_fails<LastValueNanBackend>("attention-bound"); }
+
+// store==reference checks layer 0's stored bytes too (attention reads layer 1 only): a rope
+// store that flips the lowest bit of the first code byte (kField codes) or of the fp32 scale
+// (scales: one ulp) of head 0's V rows in layer 0, in both caches alike, fails it
+// (qp-store-bytes-layer1-only; scales: qp-store-fp8-exact-scale-unchecked, V rows being exact
+// input).
+template <test::RowField kField>
+class Layer0VBitStoreBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    if (st.ok && p.layer == 0)
+      for (int i = 0; i < n; ++i) {
+        const KvView kv = c.view(rows[i].lane);
+        (kField == test::RowField::scales ? kv_scale(kv, 0, 1, 0, rows[i].slot) : kv_row(kv, 0, 1, 0, rows[i].slot))[0] ^= 0x01;
+      }
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, StoreBytesCheckLayerZero) {
+  expect_case1_fails<Layer0VBitStoreBackend<test::RowField::codes>>("store==reference");
+}
+
+TEST(QwenPagesContract, StoreBytesCompareAnExactFp8RowsScale) {
+  expect_case1_fails<Layer0VBitStoreBackend<test::RowField::scales>>("store==reference");
+}
+
+// The rope store's and keep's guards scan the window cache as well as the paged one: a rope
+// store that changes the window cache's last byte (its trailing guard band, which no row
+// reads) fails them (qp-guards-window-unchecked).
+class WindowGuardWriteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    if (st.ok && !c.views.empty() && !c.views[0].paged()) ++c.mem.back();  // four stores a case: +4, never back
+    return st;
+  }
+};
+
+TEST(QwenPagesContract, GuardsScanTheWindowCache) { expect_case1_fails<WindowGuardWriteBackend>("guards"); }
+
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

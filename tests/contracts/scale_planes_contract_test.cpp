@@ -130,6 +130,103 @@ TEST(ScalePlanesContract, RefusalsProbePackOnePastAWindow) {
   EXPECT_GT(test::gate_failed(r, "refusals"), 0) << summary_table(r.receipt);
 }
 
+// ---- host mutation sweep round 16 (reports/mutation-sweep/host-16-local/) ----
+// Each decorator plants a defect that one gate alone must see; its test runs a few drawn cases
+// gates only (well under a second on cpu) and wants that gate failed. Runs of two or more
+// positions (count=1 has no "last row" apart from the first).
+constexpr const char* kRunsOfTwoOrMore = R"(^scale-planes\(.*count=(?!1,))";
+
+uint64_t blob_word(const std::vector<uint8_t>& b, uint64_t off, int bytes) {
+  uint64_t v = 0;
+  if (off + bytes <= b.size()) std::memcpy(&v, b.data() + off, size_t(bytes));
+  return v;
+}
+
+// blob==cache compares every row of every field: a pack that flips the lowest bit of the last
+// field's last row (its last byte; the checksum resealed, so the blob is well formed) fails it
+// (sp-blob-cache-first-row).
+class LastRowBlobByteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    const Status st = ForwardingBackend::pack(c, lane, p0, n, b);
+    if (!st.ok || n < 1 || b->size() < 64 + 8) return st;
+    const uint64_t fields = blob_word(*b, 32, 4), count = blob_word(*b, 40, 8), e = 64 + 48 * (fields - 1);
+    const uint64_t at = blob_word(*b, e + 40, 8) + count * blob_word(*b, e + 32, 4) - 1;
+    if (fields < 1 || at >= b->size() - 8) return st;
+    (*b)[at] ^= 0x01;
+    const uint64_t h = fnv1a(b->data(), b->size() - 8);
+    std::memcpy(b->data() + b->size() - 8, &h, 8);
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, BlobEqualsCacheComparesEveryRow) {
+  const RunResult r = test::run_cpu_through<LastRowBlobByteBackend>("scale-planes", 8, kRunsOfTwoOrMore, true);
+  EXPECT_GT(test::gate_failed(r, "blob==cache"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// roundtrip compares every restored row, the last included: an unpack that flips the lowest bit
+// of the last restored position's first byte (the last field) fails it
+// (sp-roundtrip-last-row-skipped).
+class LastRowUnpackByteBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
+    const Status st = ForwardingBackend::unpack(c, lane, p0, b);
+    const int64_t count = int64_t(blob_word(b, 40, 8));
+    if (st.ok && count > 0) kv_field_row(c.view(lane), c.lay.field_count() - 1, p0 + count - 1)[0] ^= 0x01;
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, RoundtripComparesTheLastRestoredRow) {
+  const RunResult r = test::run_cpu_through<LastRowUnpackByteBackend>("scale-planes", 8, kRunsOfTwoOrMore, true);
+  EXPECT_GT(test::gate_failed(r, "roundtrip"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// attention-restored runs attention over every layer: an unpack that changes one bit (bit 2: a
+// bf16 mantissa bit, an E4M3 mantissa bit, finite either way) of the last layer's first K code
+// byte (head 0) at the first restored position fails it in the two-layer cases
+// (sp-attention-restored-layer0-only).
+class LastLayerKeyUnpackBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
+    const Status st = ForwardingBackend::unpack(c, lane, p0, b);
+    if (st.ok && blob_word(b, 40, 8) > 0) kv_row(c.view(lane), c.lay.layers - 1, 0, 0, p0)[0] ^= 0x04;
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, AttentionRestoredRunsEveryLayer) {
+  const RunResult r =
+      test::run_cpu_through<LastLayerKeyUnpackBackend>("scale-planes", 64, R"(^scale-planes\(fmt=(bf16|fp8),L=2,)", true);
+  EXPECT_GT(test::gate_failed(r, "attention-restored"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// field-table reads the blob's checksum trailer: a pack whose trailer is one off (the rest of the
+// blob right) fails it; the unpack then refuses the blob, an error of the run
+// (sp-field-table-checksum-unchecked).
+class ChecksumOffBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status pack(const Cache& c, int lane, int64_t p0, int64_t n, std::vector<uint8_t>* b) override {
+    const Status st = ForwardingBackend::pack(c, lane, p0, n, b);
+    if (st.ok && b->size() >= 8) ++(*b)[b->size() - 8];
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, FieldTableReadsTheChecksum) {
+  const RunResult r = test::run_cpu_through<ChecksumOffBackend>("scale-planes", 2, R"(^scale-planes\()", true);
+  EXPECT_GT(test::gate_failed(r, "field-table"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
 TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
