@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -192,6 +193,23 @@ TEST(KvGateMath, DepthStatsNameEveryTopTokenDifferenceAndTheBar) {
   EXPECT_NE(kv_bar_failure(s, bar).find("position 6"), std::string::npos);
   bar.worst_token_kl = s.worst_kl;  // the bar is inclusive
   EXPECT_EQ(kv_bar_failure(s, bar), "");
+}
+
+// A NaN mean KL fails the bar and says so, whatever the worst token says (host mutation sweep,
+// round 16: kv-bar-nan-mean-passes, a `>` for `!(<=)`, passed it). From real rows a NaN mean comes
+// with a NaN worst, which fails the bar too; the mean's clause must still be named, since the
+// reason is what the receipt's depth and control entries print.
+TEST(KvGateMath, ANanMeanKlFailsTheBarByName) {
+  KvDepthStats s;
+  s.mean_kl = std::numeric_limits<double>::quiet_NaN();
+  s.worst_kl = 0;
+  KvBar bar;
+  EXPECT_NE(kv_bar_failure(s, bar).find("mean KL nan"), std::string::npos) << kv_bar_failure(s, bar);
+  s.kl = {0.0, std::numeric_limits<double>::quiet_NaN(), 0.0};  // a NaN row, through the summary
+  kv_refresh_summary(&s);
+  const std::string why = kv_bar_failure(s, bar);
+  EXPECT_NE(why.find("mean KL nan"), std::string::npos) << why;
+  EXPECT_NE(why.find("worst-token KL nan"), std::string::npos) << why;
 }
 
 // A planted control is judged on the plant's own effect: against an unplanted arm that meets
