@@ -770,6 +770,10 @@ TEST(ReceiptViews, GateReceiptFieldsAreChecked) {
        "sg.json: arms[1].tokens[0][0]: expected an integer, got a string"},
       {"a negative count", [](json& r) { r["arms"][0]["rounds"] = -3; }, "sg.json: arms[0].rounds: -3 is below the minimum 0 (receipt schema)"},
       {"a time below 0", [](json& r) { r["arms"][0]["wall_s"] = -1.0; }, "sg.json: arms[0].wall_s: -1.0 is below the minimum 0 (receipt schema)"},
+      // serve-gate wrote -(requests) / time for arms whose requests stopped at <|eos|> at once
+      // (unusual inputs round 3, fixed in c9ff7a4): a rate is never below 0.
+      {"a decode rate below 0", [](json& r) { r["arms"][0]["decode_tok_s"] = -528.0; },
+       "sg.json: arms[0].decode_tok_s: -528.0 is below the minimum 0 (receipt schema)"},
       {"a draft count", [](json& r) {
          for (auto& a : r["arms"])
            if (a.contains("draft")) {
@@ -817,6 +821,12 @@ TEST(ReceiptViews, GateReceiptFieldsAreChecked) {
   json bad = kv;
   bad.erase("fixture_sha256");
   EXPECT_NE(Receipt::check(bad, "kv.json").message.find("kv.json: fixture_sha256: missing"), std::string::npos);
+  // A depth's decode rates are never below 0 either.
+  bad = kv;
+  bad["kv"]["depths"][0]["decode_tok_s"]["quant"] = -1.0;
+  EXPECT_NE(Receipt::check(bad, "kv.json").message.find("kv.json: kv.depths[0].decode_tok_s.quant: -1.0 is below the minimum 0"),
+            std::string::npos)
+      << Receipt::check(bad, "kv.json").message;
 }
 
 // Receipt::check: a kv depth's verdict is its bar's, mean and worst-token KL at or under it.
