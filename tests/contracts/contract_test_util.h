@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -120,6 +122,29 @@ class LastRowBitEncodeBackend final : public ForwardingBackend {
   }
 };
 using LastRowScaleBitEncodeBackend = LastRowBitEncodeBackend<RowField::scales, 1>;
+
+// Flips the lowest bit of *x (one ulp for a normal float, a sign-keeping change for any).
+inline void flip_lowest_bit(float* x) {
+  uint32_t u;
+  std::memcpy(&u, x, 4);
+  u ^= 1u;
+  std::memcpy(x, &u, 4);
+}
+
+// An attention whose output Edit::apply(cache, params, rows, n, out) alters after the real
+// attention ran and succeeded: the attention decorators of the contract tests (a row of a
+// batch one bit off, an empty row's -0, a head doubled, a NaN).
+template <class Edit>
+class AttentionEditBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+    if (st.ok) Edit::apply(c, p, rows, n, out);
+    return st;
+  }
+};
 
 // --filter on the cpu backend: of `cases` generated cases, `run` are run and the rest
 // counted as filtered out.

@@ -233,22 +233,12 @@ TEST(Framework, BoundRatioFailsAnErrorWhereTheBoundIsZero) {
 // last element) whenever other rows share its launch fails that gate. (The control
 // launch-dependent-rows flips a row's first value; mutation sweep round 7,
 // qp-rows-solo-one-float-short.)
-class FirstRowBatchedBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
-    if (st.ok && n > 1) {
-      float* last = out + size_t(p.q_heads) * c.lay.head_dim - 1;
-      uint32_t u;
-      std::memcpy(&u, last, 4);
-      u ^= 1u;
-      std::memcpy(last, &u, 4);
-    }
-    return st;
+struct FirstRowBatched {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* /*rows*/, int n, float* out) {
+    if (n > 1) test::flip_lowest_bit(out + size_t(p.q_heads) * c.lay.head_dim - 1);
   }
 };
+using FirstRowBatchedBackend = test::AttentionEditBackend<FirstRowBatched>;
 
 TEST(QwenPagesContract, RowsSoloSeesTheFirstRowChangeInABatch) {
   const RunResult r = test::run_cpu_through<FirstRowBatchedBackend>("qwen-pages", 3, "", true);
@@ -443,19 +433,14 @@ TEST(QwenPagesContract, StoreBytesSeeAGroupsLastCodeByte) {
 }
 
 // empty-rows compares bytes: a row with no keys must come out +0, and -0 (equal as a value) fails.
-class NegativeZeroEmptyRowsBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+struct NegativeZeroEmptyRows {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, float* out) {
     const size_t m = size_t(p.q_heads) * c.lay.head_dim;
-    if (st.ok)
-      for (int r = 0; r < n; ++r)
-        if (rows[r].len + rows[r].tail_len == 0) std::fill_n(out + r * m, m, -0.0f);
-    return st;
+    for (int r = 0; r < n; ++r)
+      if (rows[r].len + rows[r].tail_len == 0) std::fill_n(out + r * m, m, -0.0f);
   }
 };
+using NegativeZeroEmptyRowsBackend = test::AttentionEditBackend<NegativeZeroEmptyRows>;
 
 TEST(QwenPagesContract, EmptyRowsMustBePositiveZeroBytes) {
   // Case 3: bf16, pages of 256 (0.2 s on cpu).
@@ -523,19 +508,14 @@ TEST(QwenPagesContract, RopeBoundSeesEveryQueryHead) { expect_case1_fails<LastQu
 
 // empty-rows compares every element of a row with no keys: -0 in its last element alone fails
 // (qp-empty-rows-first-element).
-class LastElementNegativeZeroEmptyRowsBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+struct LastElementNegativeZeroEmptyRows {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, float* out) {
     const size_t m = size_t(p.q_heads) * c.lay.head_dim;
-    if (st.ok)
-      for (int r = 0; r < n; ++r)
-        if (rows[r].len + rows[r].tail_len == 0) out[r * m + m - 1] = -0.0f;
-    return st;
+    for (int r = 0; r < n; ++r)
+      if (rows[r].len + rows[r].tail_len == 0) out[r * m + m - 1] = -0.0f;
   }
 };
+using LastElementNegativeZeroEmptyRowsBackend = test::AttentionEditBackend<LastElementNegativeZeroEmptyRows>;
 
 TEST(QwenPagesContract, EmptyRowsComparesEveryElement) {
   expect_case1_fails<LastElementNegativeZeroEmptyRowsBackend>("empty-rows");
@@ -543,22 +523,12 @@ TEST(QwenPagesContract, EmptyRowsComparesEveryElement) {
 
 // A launch of more than two rows (the case's mixed launch of six; tail==committed's has two):
 // its last row's last value (the last head's last element) one bit off.
-class LastRowBatchedBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
-    if (st.ok && n > 2) {
-      float* last = out + size_t(n) * p.q_heads * c.lay.head_dim - 1;
-      uint32_t u;
-      std::memcpy(&u, last, 4);
-      u ^= 1u;
-      std::memcpy(last, &u, 4);
-    }
-    return st;
+struct LastRowBatched {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* /*rows*/, int n, float* out) {
+    if (n > 2) test::flip_lowest_bit(out + size_t(n) * p.q_heads * c.lay.head_dim - 1);
   }
 };
+using LastRowBatchedBackend = test::AttentionEditBackend<LastRowBatched>;
 
 // rows==solo runs the launch's last row alone too (row E, lane 0's tail with no committed keys):
 // an attention whose last row changes when other rows share its launch fails it
@@ -569,22 +539,12 @@ TEST(QwenPagesContract, RowsSoloSeesTheLastRowChangeInABatch) { expect_case1_fai
 // tail==committed compares row F too (lane 1 over its tail, the second row of that launch): an
 // attention whose second row of a two-row launch (only tail==committed's) is one bit off fails
 // it (qp-tail-committed-row-A-only).
-class SecondOfTwoRowsBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
-    if (st.ok && n == 2) {
-      float* x = out + size_t(p.q_heads) * c.lay.head_dim;  // row 1's first value
-      uint32_t u;
-      std::memcpy(&u, x, 4);
-      u ^= 1u;
-      std::memcpy(x, &u, 4);
-    }
-    return st;
+struct SecondOfTwoRows {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* /*rows*/, int n, float* out) {
+    if (n == 2) test::flip_lowest_bit(out + size_t(p.q_heads) * c.lay.head_dim);  // row 1's first value
   }
 };
+using SecondOfTwoRowsBackend = test::AttentionEditBackend<SecondOfTwoRows>;
 
 TEST(QwenPagesContract, TailEqualsCommittedComparesRowF) { expect_case1_fails<SecondOfTwoRowsBackend>("tail==committed"); }
 
@@ -610,39 +570,29 @@ TEST(QwenPagesContract, KeepReferenceComparesLaneOne) { expect_case1_fails<Lane1
 // attention-bound checks the query heads of every KV head: an attention whose last query head
 // (of the last KV head) comes out twice too large in every row with keys, the same in every
 // launch, fails it (qp-attention-bound-first-kv-head).
-class LastHeadDoubledBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+struct LastHeadDoubled {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, float* out) {
     const int d = c.lay.head_dim;
-    if (st.ok)
-      for (int r = 0; r < n; ++r)
-        if (rows[r].len + rows[r].tail_len > 0)
-          for (int j = 0; j < d; ++j) out[(size_t(r) * p.q_heads + p.q_heads - 1) * d + j] *= 2.0f;
-    return st;
+    for (int r = 0; r < n; ++r)
+      if (rows[r].len + rows[r].tail_len > 0)
+        for (int j = 0; j < d; ++j) out[(size_t(r) * p.q_heads + p.q_heads - 1) * d + j] *= 2.0f;
   }
 };
+using LastHeadDoubledBackend = test::AttentionEditBackend<LastHeadDoubled>;
 
 TEST(QwenPagesContract, AttentionBoundChecksEveryKvHead) { expect_case1_fails<LastHeadDoubledBackend>("attention-bound"); }
 
 // attention-bound fails a NaN output where every input is finite: an attention whose last
 // value of every row with keys is NaN, the same in every launch, fails it
 // (qp-attention-bound-nan-passes).
-class LastValueNanBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
-                   const float* q, float* out) override {
-    const Status st = ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+struct LastValueNan {
+  static void apply(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, float* out) {
     const size_t m = size_t(p.q_heads) * c.lay.head_dim;
-    if (st.ok)
-      for (int r = 0; r < n; ++r)
-        if (rows[r].len + rows[r].tail_len > 0) out[r * m + m - 1] = std::numeric_limits<float>::quiet_NaN();
-    return st;
+    for (int r = 0; r < n; ++r)
+      if (rows[r].len + rows[r].tail_len > 0) out[r * m + m - 1] = std::numeric_limits<float>::quiet_NaN();
   }
 };
+using LastValueNanBackend = test::AttentionEditBackend<LastValueNan>;
 
 TEST(QwenPagesContract, AttentionBoundFailsANanOutput) { expect_case1_fails<LastValueNanBackend>("attention-bound"); }
 
