@@ -2,7 +2,8 @@
 # Session 51, call 1: the rope store's H200 receipts (sessions 47's and 48's rope kernels, never
 # timed on an H200). Stops at once (rc 0, "not an H200") on any other card, so a drawn H100 costs
 # only the probe. On an H200: builds HEAD (the receipts' build), bench rope-store (the receipt),
-# qwen-pages on cuda (the receipt), and two more 64 / 256 MiB rope runs for the spread.
+# qwen-pages on cuda (the receipt), and two more 64 / 256 MiB rope runs for the spread (ROPE_EXTRA=n:
+# n more; 0 where the device time left is short).
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader)"; exit 0; }
@@ -22,7 +23,7 @@ echo "bench rope-store rc=$? at $((SECONDS-T0)) s"; grep -E "^target" $W/bench-r
 pack
 timeout 120 $H qwen-pages --backend cuda --out $W/qwen-pages.json > $W/qwen-pages.log 2>&1
 echo "qwen-pages rc=$? $(grep -E '^qwen-pages' $W/qwen-pages.log | tail -1)"
-for r in 2 3; do
+for r in $(seq 2 $((1 + ${ROPE_EXTRA:-2}))); do
   timeout 60 $H bench rope-store --filter '^(64|256)MiB/' --out $W/rope-$r.json > $W/rope-$r.log 2>&1; echo "rope run $r rc=$?"
 done
 pack
