@@ -80,16 +80,12 @@ TEST(ArenaOffsetsContract, FillGateChecksEveryFilledByte) {
 // The guard scan reaches the far arena's end: a rope store that sets the far arena's last byte
 // (past the window lane: no lane owns it, nothing reads it back) fails guards
 // (ao-guards-tail-unscanned).
-class FarArenaLastByteBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
-                    const float* v, float* q_out) override {
-    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
-    if (st.ok && c.mem.size() > (uint64_t(1) << 32)) c.mem.back() = 1;
-    return st;
+struct FarArenaLastByte {
+  static void apply(Cache& c, const RopeParams& /*p*/, const RopeRow* /*rows*/, int /*n*/, float* /*q_out*/) {
+    if (c.mem.size() > (uint64_t(1) << 32)) c.mem.back() = 1;
   }
 };
+using FarArenaLastByteBackend = test::RopeStoreEditBackend<FarArenaLastByte>;
 
 TEST(ArenaOffsetsContract, GuardsScanTheFarArenasEnd) {
   const RunResult r = test::run_cpu_through<FarArenaLastByteBackend>("arena-offsets", 1, "", true);

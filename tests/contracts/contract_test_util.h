@@ -146,6 +146,20 @@ class AttentionEditBackend final : public ForwardingBackend {
   }
 };
 
+// A rope store whose stored cache or rotated queries Edit::apply(cache, params, rows, n, q_out)
+// alters after the real store ran and succeeded (q_out may be null).
+template <class Edit>
+class RopeStoreEditBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
+                    const float* v, float* q_out) override {
+    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+    if (st.ok) Edit::apply(c, p, rows, n, q_out);
+    return st;
+  }
+};
+
 // --filter on the cpu backend: of `cases` generated cases, `run` are run and the rest
 // counted as filtered out.
 inline void expect_filter_selects(const std::string& contract, const std::string& filter, int cases, int run) {

@@ -410,20 +410,16 @@ TEST(QwenPagesContract, DrawnKeepsOverlapSoMoveOrderMatters) {
 // store==reference compares every byte of a q4 group's codes: a rope store that leaves a wrong
 // code in a group's last byte (element 30 of group 0 of head 0's V rows, within the store's
 // bounds) fails it.
-class LastCodeByteBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
-                    const float* v, float* q_out) override {
-    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
-    if (st.ok && c.lay.format == Format::q4)
+struct LastCodeByte {
+  static void apply(Cache& c, const RopeParams& p, const RopeRow* rows, int n, float* /*q_out*/) {
+    if (c.lay.format == Format::q4)
       for (int i = 0; i < n; ++i) {
         uint8_t* b = kv_row(c.view(rows[i].lane), p.layer, 1, 0, rows[i].slot) + 15;
         *b = uint8_t((*b & 0xF0) | ((*b & 0x0F) == 8 ? 9 : 8));  // code 0 or 1
       }
-    return st;
   }
 };
+using LastCodeByteBackend = test::RopeStoreEditBackend<LastCodeByte>;
 
 TEST(QwenPagesContract, StoreBytesSeeAGroupsLastCodeByte) {
   // Case 2: q4, pages of 128.
@@ -490,19 +486,15 @@ void expect_case1_fails(const std::string& gate) {
 
 // rope-bound checks every rotated query head: a rope store whose last query head comes out
 // 1 + 2^-6 times too large (K and V right) fails it (qp-rope-bound-query-head0-only).
-class LastQueryHeadScaledBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
-                    const float* v, float* q_out) override {
-    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
+struct LastQueryHeadScaled {
+  static void apply(Cache& c, const RopeParams& p, const RopeRow* /*rows*/, int n, float* q_out) {
     const int d = c.lay.head_dim;
-    if (st.ok && q_out)
+    if (q_out)
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < d; ++j) q_out[(size_t(i) * p.q_heads + p.q_heads - 1) * d + j] *= 1.0f + 1.0f / 64;
-    return st;
   }
 };
+using LastQueryHeadScaledBackend = test::RopeStoreEditBackend<LastQueryHeadScaled>;
 
 TEST(QwenPagesContract, RopeBoundSeesEveryQueryHead) { expect_case1_fails<LastQueryHeadScaledBackend>("rope-bound"); }
 
@@ -602,20 +594,17 @@ TEST(QwenPagesContract, AttentionBoundFailsANanOutput) { expect_case1_fails<Last
 // (qp-store-bytes-layer1-only; scales: qp-store-fp8-exact-scale-unchecked, V rows being exact
 // input).
 template <test::RowField kField>
-class Layer0VBitStoreBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
-                    const float* v, float* q_out) override {
-    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
-    if (st.ok && p.layer == 0)
+struct Layer0VBitStore {
+  static void apply(Cache& c, const RopeParams& p, const RopeRow* rows, int n, float* /*q_out*/) {
+    if (p.layer == 0)
       for (int i = 0; i < n; ++i) {
         const KvView kv = c.view(rows[i].lane);
         (kField == test::RowField::scales ? kv_scale(kv, 0, 1, 0, rows[i].slot) : kv_row(kv, 0, 1, 0, rows[i].slot))[0] ^= 0x01;
       }
-    return st;
   }
 };
+template <test::RowField kField>
+using Layer0VBitStoreBackend = test::RopeStoreEditBackend<Layer0VBitStore<kField>>;
 
 TEST(QwenPagesContract, StoreBytesCheckLayerZero) {
   expect_case1_fails<Layer0VBitStoreBackend<test::RowField::codes>>("store==reference");
@@ -628,16 +617,12 @@ TEST(QwenPagesContract, StoreBytesCompareAnExactFp8RowsScale) {
 // The rope store's and keep's guards scan the window cache as well as the paged one: a rope
 // store that changes the window cache's last byte (its trailing guard band, which no row
 // reads) fails them (qp-guards-window-unchecked).
-class WindowGuardWriteBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status rope_store(Cache& c, const RopeParams& p, const RopeRow* rows, int n, const float* q, const float* k,
-                    const float* v, float* q_out) override {
-    const Status st = ForwardingBackend::rope_store(c, p, rows, n, q, k, v, q_out);
-    if (st.ok && !c.views.empty() && !c.views[0].paged()) ++c.mem.back();  // four stores a case: +4, never back
-    return st;
+struct WindowGuardWrite {
+  static void apply(Cache& c, const RopeParams& /*p*/, const RopeRow* /*rows*/, int /*n*/, float* /*q_out*/) {
+    if (!c.views.empty() && !c.views[0].paged()) ++c.mem.back();  // four stores a case: +4, never back
   }
 };
+using WindowGuardWriteBackend = test::RopeStoreEditBackend<WindowGuardWrite>;
 
 TEST(QwenPagesContract, GuardsScanTheWindowCache) { expect_case1_fails<WindowGuardWriteBackend>("guards"); }
 
