@@ -630,7 +630,16 @@ def compare_kv(line, ea, eb, D):
     bar = ka.get("bar", {})
     for f in ("format", "tokens", "rows_per_depth", "decode_steps", "control_depths", "training_context", "memory",
               "model_max_position_embeddings", "recall_summary"):
-        if ka.get(f) != kb.get(f): D.append(("kv", f, ka.get(f), kb.get(f)))
+        xa, xb = ka.get(f), kb.get(f)
+        if f == "memory" and isinstance(xa, dict) and isinstance(xb, dict):
+            # the process's peak of device memory (and its note) is null on cpu and measured on cuda: by
+            # nature, as serve-gate's device memory; the table of bytes per position and per lane must agree
+            dev = ("peak_device_memory", "peak_device_memory_note")
+            if any(xa.get(k) != xb.get(k) for k in dev) and A.a != A.b:
+                why.append("memory: the peak of device memory is the backend's own (null on cpu)")
+            xa = {k: v for k, v in xa.items() if k not in dev}
+            xb = {k: v for k, v in xb.items() if k not in dev}
+        if xa != xb: D.append(("kv", f, xa, xb))
     near, numbers = [], []
 
     def close(x, b):
@@ -775,16 +784,21 @@ def selftest():
         cases += [("by-design", "serve tokens part at an exact tie", sl, side(0, sv(toks=((97, 0),))), side(0, sv(toks=((97, 1),), rounds=10))),
                   ("finding", "serve tokens part far from a tie", sl, side(0, sv(toks=((97, 97),))), side(0, sv(toks=((97, 0),))))]
 
-    def kvr(mean, verdict, red=True):
+    def kvr(mean, verdict, red=True, mem=None):
         d = {"depth": 8, "positions": [8, 15], "rows": 8, "beyond_training": False, "verdict": verdict, "top1_agreement": 1.0,
              "top1_differences": [], "mean_kl": mean, "worst_kl": mean, "perplexity": {"bf16": 2.0, "quant": 2.0}}
         return {"verdict": verdict, "kind": "kv-gate", "errors": [], "gates": [{"name": "mean KL", "status": "ok" if verdict == "pass" else "FAIL", "failed": int(verdict != "pass")}],
                 "controls": [{"name": "bar-one-bad-depth", "red": red}],
-                "kv": {"bar": {"mean_kl": 0.01, "worst_token_kl": 0.1}, "depths": [d], "recall": [], "format": "fp8"}}
+                "kv": {"bar": {"mean_kl": 0.01, "worst_token_kl": 0.1}, "depths": [d], "recall": [], "format": "fp8",
+                       "memory": mem or {"bytes_per_position": {"fp8": 288}, "peak_device_memory": None, "peak_device_memory_note": "null"}}}
     kl = Line("kv", "t", [], meta={"format": "fp8"})
     cases += [("by-design", "kv numbers alone", kl, side(0, kvr(0.001, "pass")), side(0, kvr(0.0010001, "pass"))),
               ("by-design", "a depth's verdict next to the bar", kl, side(0, kvr(0.00999, "pass")), side(1, kvr(0.01001, "fail"))),
-              ("finding", "a depth's verdict far from the bar", kl, side(0, kvr(0.001, "pass")), side(1, kvr(0.5, "fail")))]
+              ("finding", "a depth's verdict far from the bar", kl, side(0, kvr(0.001, "pass")), side(1, kvr(0.5, "fail"))),
+              ("by-design", "kv device memory alone", kl, side(0, kvr(0.001, "pass")),
+               side(0, kvr(0.001, "pass", mem={"bytes_per_position": {"fp8": 288}, "peak_device_memory": 5, "peak_device_memory_note": "bytes"}))),
+              ("finding", "kv bytes per position differ", kl, side(0, kvr(0.001, "pass")),
+               side(0, kvr(0.001, "pass", mem={"bytes_per_position": {"fp8": 289}, "peak_device_memory": 5, "peak_device_memory_note": "bytes"})))]
     for want, what, line, ra, rb in cases:
         try:
             got, D, why = compare(line, ra, rb)
