@@ -13,13 +13,14 @@
 // from position 0 of 520 moves and a sparse keep of 300, every position's bytes distinct)
 // reach what tails of a few rows do not: the cuda keep kernel's batch pipeline past its
 // third batch, a destination 0, lanes with moves behind lanes without, its no-table path.
-// After the drawn cases, 44 probes (kProbes, Probe): whole cases with shaped inputs (peaked
+// After the drawn cases, 51 probes (kProbes, Probe): whole cases with shaped inputs (peaked
 // scores, a far maximum in a late chunk, V outliers in the last warp's keys, row magnitudes
 // 2^-4 .. 2^4, fp8 V rows of E4M3 ties, q4 V groups whose scale is an fp16 tie, zero scale
 // groups, tiny and huge values, bf16 over many chunks on the tensor-core shapes, a row of
-// 72 head slots of 256, a row of 80 of 128) for paths and numerics the drawn data reach by
-// chance, and grids that take every tensor-core kernel, the regular one and the short path,
-// whatever the seed.
+// 72 head slots of 256, a row of 80 of 128, q4 groups whose rotation overflows to NaN beside
+// finite values, q4 V scales largest past a chunk's first 512 keys, d 128 at rotary dims 64)
+// for paths and numerics the drawn data reach by chance, and grids that take every
+// tensor-core kernel, the regular one and the short path, whatever the seed.
 // Gates:
 //   paged==window    rotated queries, every stored row, attention rows, rows after keep
 //   rows==solo       each attention row alone equals it in the mixed launch
@@ -81,18 +82,24 @@ struct Shape {
 // (kernels/attention/rope_store.cu) instead of the bulk-copy one (cases 7 and 8: q4, fp8).
 // A ninth, for probes only (never drawn): 64 q + 4 + 4 kv head slots of 256 at rotary dims 20,
 // more than the block-per-row store stages at a time (kRopeStageFloats / 256 = 64), so a row
-// takes a second stage.
+// takes a second stage. A tenth (80 head slots of 128) and an eleventh, probes only too: 8 q + 2
+// + 2 kv heads of 128 at rotary dims 64, the only fp8 / q4 shape at d 128 with partial rotary
+// that the ring kernel stores through its per-block plan (12 slots, rotary dims a multiple of 8;
+// the drawn d 128 shapes rotate all 128 dims, or 20, which takes the block-per-row store).
 const Shape kShapes[] = {
     {"qwen35-24q4kv-d256-r64", 24, 4, 256, 64, 1e7}, {"qwen3-32q8kv-d128", 32, 8, 128, 128, 1e6},
     {"gqa6-6q1kv-d128", 6, 1, 128, 128, 1e6},        {"mha-4q4kv-d64", 4, 4, 64, 64, 1e6},
     {"gqa8-16q2kv-d256", 16, 2, 256, 256, 1e7},      {"gqa4-8q2kv-d64-r32", 8, 2, 64, 32, 1e6},
     {"gqa12-12q1kv-d32", 12, 1, 32, 32, 1e6},        {"gqa2-4q2kv-d128-r20", 4, 2, 128, 20, 1e6},
     {"gqa16-64q4kv-d256-r20", 64, 4, 256, 20, 1e7},  {"gqa8-64q8kv-d128", 64, 8, 128, 128, 1e6},
+    {"gqa4-8q2kv-d128-r64", 8, 2, 128, 64, 1e6},
 };
-constexpr int kShapeCount = 8;     // the drawn shapes: the first eight
-constexpr int kWideShape = 8;      // probes only
-constexpr int kWideShape128 = 9;   // probes only: 80 head slots of 128
-static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 2, "qwen-pages: eight drawn shapes and the two wide ones");
+constexpr int kShapeCount = 8;       // the drawn shapes: the first eight
+constexpr int kWideShape = 8;        // probes only
+constexpr int kWideShape128 = 9;     // probes only: 80 head slots of 128
+constexpr int kPartialShape128 = 10;  // probes only: d 128 with rotary dims 64 (fp8, q4: the ring kernel's plan)
+static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 3,
+              "qwen-pages: eight drawn shapes, the two wide ones and the partial-rotary d 128 one");
 
 // Probes: inputs shaped so that every run reaches what the drawn cases reach only by chance
 // (found by the device mutation sweep, reports/h200/mutation-sweep/). Each probe is a whole
@@ -127,7 +134,27 @@ static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 2, "qwe
 //   tiny        K and V rows scaled by 2^u, u in [-140, -118] (every format): fp32
 //               subnormals, bf16 subnormals (the store bound's absolute 2^-134), scales that
 //               underflow
-enum class Probe { none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny, huge_v, q4_ties, chunks, wide };
+//   q4-half-nan layer 0's history V rows (a layer the attention does not read), one group of
+//               each row holding +-FLT_MAX in eight elements (M M -M -M M M M M, times a sign)
+//               whose fp32 butterflies overflow and cancel (Inf - Inf): the group's 16 even
+//               rotated values NaN, its 16 odd ones finite, none Inf. The reference poisons the
+//               group (scale 0x7E00, codes 0); an amax that drops a NaN operand (the ring
+//               kernel's max.NaN.f32 as max.f32, found by the fourth device sweep) gets a finite
+//               scale. A NaN or Inf input cannot show that: one makes every rotated value of
+//               its group NaN, or +-Inf / NaN, and either maximum is then NaN or Inf
+//   late-vmax   q4 over chunks of 1024: V rows 16x at keys 600, 800 and 1000 of each 1024 and
+//               the scores peaked on those keys (between 0 and 3, the rest near -12): the
+//               largest V scale of each group sits past a chunk's first 512 keys, at a key
+//               whose p is 1, so a p' shift taken from keys 0..511 alone (a V-scale maximum
+//               reduced before the chunk's third batch of 256 keys is loaded) puts p' = p x
+//               scale x 2^shift at 2^16 or more, past fp16's 65504: Inf / NaN in the output
+//   partial-rotary drawn data on the probe-only shape of 8 q + 2 kv heads of 128 at rotary
+//               dims 64 (fp8, q4): the ring kernel's per-block plan where dims past rot_dims
+//               pass through (rope-bound on the queries, store==reference on K's unrotated dims)
+enum class Probe {
+  none, peaked, far_max, v_binade, magnitudes, v_ties, zero_groups, tiny, huge_v, q4_ties, chunks, wide,
+  q4_half_nan, late_vmax, partial_rotary
+};
 const char* probe_name(Probe p) {
   switch (p) {
     case Probe::peaked: return "peaked";
@@ -141,6 +168,9 @@ const char* probe_name(Probe p) {
     case Probe::q4_ties: return "q4-ties";
     case Probe::chunks: return "chunks";
     case Probe::wide: return "wide";
+    case Probe::q4_half_nan: return "q4-half-nan";
+    case Probe::late_vmax: return "late-vmax";
+    case Probe::partial_rotary: return "partial-rotary";
     default: return "none";
   }
 }
@@ -589,13 +619,16 @@ class QwenCaseRun {
     for (int i = 0; i < nh; ++i) hpos[i] = hist[i].pos - c.pos_base;
     for (int i = 0; i < nr; ++i) rpos[i] = round[i].pos - c.pos_base;
     std::uniform_real_distribution<double> U(0.0, 1.0);
-    if (c.probe == Probe::peaked || c.probe == Probe::far_max) {
+    // late-vmax: the keys at 600, 800 and 1000 of each 1024 (past a chunk's first 512 keys).
+    auto late = [](int pos) { return pos % 1024 == 600 || pos % 1024 == 800 || pos % 1024 == 1000; };
+    if (c.probe == Probe::peaked || c.probe == Probe::far_max || c.probe == Probe::late_vmax) {
       // q = A e + noise, k = a e + noise with A a scale = the key's target score (the pair of
       // e turns < 0.04 rad between any two positions here), noise 0.05 per element.
       const int e = S.rot_dims / 2 - 1;
       const double A = 1.0 / std::sqrt(double(c.scale(d)));
       auto target = [&](int pos) {
         if (c.probe == Probe::far_max) return pos % 1024 == 20 * 32 + 5 ? 100.0 : -2.0 + 4.0 * U(g);
+        if (c.probe == Probe::late_vmax) return late(pos) ? 3.0 * U(g) : -14.0 + 4.0 * U(g);
         return pos % 61 == 7 ? 3.0 * U(g) : -14.0 + 4.0 * U(g);
       };
       auto keys = [&](std::vector<float>& k, const std::vector<int>& pos) {
@@ -621,6 +654,28 @@ class QwenCaseRun {
       };
       scale_rows(hv1, hpos);
       scale_rows(rv, rpos);
+    }
+    if (c.probe == Probe::late_vmax) {
+      auto scale_rows = [&](std::vector<float>& v, const std::vector<int>& pos) {
+        for (size_t r = 0; r < pos.size(); ++r)
+          if (late(pos[r]))
+            for (int j = 0; j < hkv * d; ++j) v[r * hkv * d + j] *= 16.0f;
+      };
+      scale_rows(hv1, hpos);
+      scale_rows(rv, rpos);
+    }
+    if (c.probe == Probe::q4_half_nan) {
+      // Eight elements 8 b .. 8 b + 7 of one group: M M -M -M M M M M (times sg), M = FLT_MAX.
+      // Butterflies h = 1: Inf 0 -Inf 0 Inf 0 Inf 0; h = 2: NaN 0 Inf 0 Inf 0 NaN 0; h = 4:
+      // NaN 0 NaN 0 NaN 0 NaN 0; h = 8 and 16 then make every even output NaN and leave the
+      // odd ones the finite sums of the other 24 drawn elements (exact zeros from these eight).
+      const float M = std::numeric_limits<float>::max();
+      const float pat[8] = {M, M, -M, -M, M, M, M, M};
+      for (size_t i = 0, row = 0; i < hv0.size(); i += d, ++row) {
+        const int g0 = int(row % size_t(d / 32)), b = int((row / 2) % 4);
+        const float sg = g() & 1 ? -1.0f : 1.0f;
+        for (int k = 0; k < 8; ++k) hv0[i + 32 * g0 + 8 * b + k] = sg * pat[k];
+      }
     }
     if (c.probe == Probe::magnitudes) {
       auto scale_rows = [&](std::vector<float>& v) {
@@ -1260,6 +1315,7 @@ struct NonFiniteCase {
 
 void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
   const std::string cv = nc.vars();
+  KernelPaths paths;  // the kernels the case's launches picked (cuda): numbers.coverage.non_finite_kernel_path
   const Shape& S = kShapes[nc.shape];
   const int d = S.head_dim, hq = S.q_heads, hkv = S.kv_heads, group = hq / hkv, half = S.rot_dims / 2;
   const KvLayout lay(1, hkv, d, nc.fmt);
@@ -1440,6 +1496,14 @@ void run_nonfinite(Run& run, Backend& be, const NonFiniteCase& nc) {
       run.check("non-finite", ok, cv, why);
       if (!run.in_control) run.cover_value("non_finite", std::string(format_name(nc.fmt)) + "/d" + std::to_string(d));
     }
+  // Which store and attention kernels the non-finite inputs went through ("format/dD/rR/path"),
+  // apart from kernel_path (the drawn cases' and probes'): the fourth device sweep's q4 amax
+  // mutant survived these cases on the ring kernel (a planted NaN makes its whole rotated group
+  // NaN, whatever the maximum), and the receipt is where a reader sees that path was taken.
+  if (!run.in_control)
+    for (const std::string& k : paths.seen())
+      run.cover_value("non_finite_kernel_path", std::string(format_name(nc.fmt)) + "/d" + std::to_string(d) + "/r" +
+                                                    std::to_string(S.rot_dims) + "/" + k);
 }
 
 // Long keeps, once per run for each of six (shape, format, page size): one keep call over four
@@ -1597,6 +1661,21 @@ const QwenCase kProbes[] = {
     probe_case(2, Format::q4, 16, 64, 1000, 700, Probe::magnitudes, 140),
     probe_case(2, Format::q4, 16, 256, 120, 100, Probe::peaked, 141),
     probe_case(1, Format::bf16, 16, 256, 120, 100, Probe::peaked, 142),
+    // The fourth device sweep's blind spots (reports/h200/mutation-sweep/round4/README.md).
+    // q4 groups whose rotated values mix NaN and finite ones, stored by the ring kernel's fast
+    // encode: d 128 through its per-block plan (8 head slots), d 256 (the grouped consumer)
+    probe_case(2, Format::q4, 16, 256, 120, 100, Probe::q4_half_nan, 145),
+    probe_case(0, Format::q4, 48, 256, 120, 100, Probe::q4_half_nan, 146),
+    // A group's largest V scale at keys 600 / 800 / 1000 of a q4 chunk of 1024, where p peaks: d 128
+    // at group 4 over two chunks x 8 kv heads x 6 rows, too many blocks for the short path (the
+    // regular packed kernel); d 256 and d 128 at group 6 over one chunk (their short paths; the
+    // regular d 256 kernel loads every key's V scale before the maximum)
+    probe_case(1, Format::q4, 128, 1024, 1100, 1030, Probe::late_vmax, 147),
+    probe_case(0, Format::q4, 48, 1024, 1000, 900, Probe::late_vmax, 148),
+    probe_case(2, Format::q4, 16, 1024, 1000, 900, Probe::late_vmax, 149),
+    // d 128 at rotary dims 64 in fp8 and q4: the ring kernel's plan with dims passed through
+    probe_case(kPartialShape128, Format::fp8, 16, 256, 120, 100, Probe::partial_rotary, 150),
+    probe_case(kPartialShape128, Format::q4, 16, 256, 120, 100, Probe::partial_rotary, 151),
 };
 
 void qwen_pages_body(Run& run) {

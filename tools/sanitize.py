@@ -38,7 +38,7 @@ TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
 # (run label, contract, extra arguments). The mma run selects the cases that take the
 # tensor-core partials (d 128 and 256, bf16, fp8 and q4), where shared memory is busiest.
-# qwen-pages' 42 probes (fixed cases with shaped inputs, `probe=` in their case line) run in
+# qwen-pages' 51 probes (fixed cases with shaped inputs, `probe=` in their case line) run in
 # every qwen-pages run whatever --cases says; they have a run of their own, and the other
 # qwen-pages runs and the controls leave them out (under racecheck they doubled a run's time).
 NO_PROBES = r"^(?!.*probe=)"

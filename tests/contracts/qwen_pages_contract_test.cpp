@@ -64,10 +64,19 @@ TEST(QwenPagesContract, CpuRunPassesNamesItsArithmeticAndRecordsCoverage) {
   for (const char* k : {"fp8/d128", "q4/d128", "mxfp4/d128"})
     EXPECT_EQ(cov["non_finite"][k], 12) << k;  // two shapes: rotary dims 128 and 20
   EXPECT_EQ(cov["non_finite"]["bf16/d128"], 14);
-  // The 44 probes ran (once per run), apart from the drawn cases' coverage.
+  // The 51 probes ran (once per run), apart from the drawn cases' coverage.
   int probes = 0;
   for (const auto& [k, v] : cov["probe"].items()) probes += v.get<int>();
-  EXPECT_EQ(probes, 44);
+  EXPECT_EQ(probes, 51);
+  // The fourth device sweep's blind spots: q4 groups rotated to NaN beside finite values (the ring
+  // kernel at d 128 and 256), q4 V scales largest past a chunk's first 512 keys (d 128 regular and
+  // short, d 256 short), d 128 at rotary dims 64 (fp8, q4: the ring kernel's plan).
+  for (const char* k : {"q4-half-nan/q4/d128", "q4-half-nan/q4/d256", "late-vmax/q4/d256", "partial-rotary/fp8/d128",
+                        "partial-rotary/q4/d128"})
+    EXPECT_EQ(cov["probe"][k], 1) << k;
+  EXPECT_EQ(cov["probe"]["late-vmax/q4/d128"], 2);  // group 4 over two chunks (regular), group 6 over one (short)
+  for (const char* k : {"fp8/d128/r64", "q4/d128/r64"}) EXPECT_EQ(cov["dims"][k], 1) << k;
+  EXPECT_FALSE(cov.contains("non_finite_kernel_path"));  // the twins note no kernel variant
   // The wide probes: 72 slots of 256 (mxfp4, fp8, q4) and 80 slots of 128 (fp8, q4: the ring
   // kernel's consumers in two passes, "rope-ring, passes > 1" on cuda).
   for (const char* k : {"wide/mxfp4/d256", "wide/fp8/d256", "wide/q4/d256", "wide/fp8/d128", "wide/q4/d128"})
@@ -304,7 +313,7 @@ TEST(QwenPagesContract, FixedCasesCoverEveryFormatAtEveryHeadDim) {
     if (std::stoi(k.substr(r_at + 2)) % 8 != 0) odd_rotary.insert(k.substr(0, k.find('/')));
     n += v.get<int>();
   }
-  EXPECT_EQ(n, 9 + 44);  // the nine drawn cases and the probes
+  EXPECT_EQ(n, 9 + 51);  // the nine drawn cases and the probes
   for (const char* f : {"bf16", "fp8", "q4", "mxfp4"})
     for (int d : {32, 64, 128, 256}) EXPECT_EQ(fd.count(std::string(f) + "/d" + std::to_string(d)), 1u) << f << " d" << d;
   for (const char* f : {"fp8", "q4", "mxfp4"}) EXPECT_EQ(odd_rotary.count(f), 1u) << f;
@@ -365,6 +374,48 @@ TEST(QwenPagesContract, CudaProbesAloneReachEveryTensorCoreKernel) {
   EXPECT_EQ(tensor_core_kernels_not_reached(kp), std::vector<std::string>{});
   EXPECT_TRUE(kp.contains("q4/d128/partial-mma-packed")) << kp.dump(1);
   EXPECT_TRUE(kp.contains("q4/d128/partial-packed")) << kp.dump(1);
+}
+
+// The probes for the fourth device sweep's blind spots (reports/h200/mutation-sweep/round4/README.md)
+// take the kernels they exist for: q4-half-nan the ring kernel's fast encode at d 128 (its per-block
+// plan: 8 head slots, one pass) and d 256; late-vmax the q4 partials whose V-scale maximum follows
+// the third batch of 256 keys (KPT > 0: d 128 regular and short, d 256 short), never the regular
+// d 256 kernel (KPT 0); partial-rotary the ring kernel's plan at d 128 (not the block-per-row store).
+TEST(QwenPagesContract, CudaRound4ProbesTakeTheirKernels) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  auto paths = [](const std::string& probe) {
+    const RunResult r = test::run_contract_on("qwen-pages", "cuda", std::nullopt, "probe=" + probe + ",", true);
+    for (const auto& g : r.receipt["gates"]) EXPECT_EQ(g["failed"], 0) << probe << " " << g["name"];
+    std::set<std::string> kp;
+    for (const auto& [key, n] : r.receipt["numbers"]["coverage"]["kernel_path"].items()) kp.insert(key);
+    return kp;
+  };
+  auto any = [](const std::set<std::string>& kp, const std::string& prefix) {
+    for (const std::string& k : kp)
+      if (k.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  auto dump = [](const std::set<std::string>& kp) {
+    std::string o;
+    for (const std::string& k : kp) o += k + "; ";
+    return o;
+  };
+  const std::set<std::string> nan = paths("q4-half-nan");
+  EXPECT_TRUE(nan.count("q4/d128/rope-ring") || nan.count("q4/d128/rope-ring, deep")) << dump(nan);
+  EXPECT_FALSE(nan.count("q4/d128/rope-ring, passes > 1") || any(nan, "q4/d128/rope-block")) << dump(nan);
+  EXPECT_TRUE(nan.count("q4/d256/rope-ring")) << dump(nan);
+  const std::set<std::string> late = paths("late-vmax");
+  EXPECT_TRUE(late.count("q4/d128/partial-mma-packed")) << dump(late);
+  EXPECT_TRUE(any(late, "q4/d128/partial-short-cl")) << dump(late);
+  EXPECT_TRUE(any(late, "q4/d256/partial-short-cl")) << dump(late);
+  EXPECT_FALSE(late.count("q4/d256/partial-mma")) << dump(late);
+  const std::set<std::string> rot = paths("partial-rotary");
+  for (const char* f : {"fp8", "q4"}) {
+    const std::string at = std::string(f) + "/d128/";
+    EXPECT_TRUE(rot.count(at + "rope-ring") || rot.count(at + "rope-ring, deep")) << dump(rot);
+    EXPECT_FALSE(rot.count(at + "rope-ring, passes > 1") || any(rot, at + "rope-block")) << dump(rot);
+  }
 }
 
 // The condition itself, on receipts that ran: 983675a's default run on the H200 lacks q4 d256's
