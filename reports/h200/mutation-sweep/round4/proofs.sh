@@ -11,7 +11,7 @@
 #      (0), eng-addnorm-row-offset-32bit (1), rope-plan-ignores-rot (2), q4-vmax-before-third-batch
 #      (3). Their checks are the mutants file's `expect` (qwen-pages for the three qwen-pages
 #      mutants: the new probes run inside it), then THEN: empty for those three (their new check is
-#      the probe, inside qwen-pages), `gtest:kc_engine_tests:$FILTER_ADDNORM` for the add + norm
+#      the probe, inside qwen-pages), `gtest:kc_device_tests:$FILTER_ADDNORM` for the add + norm
 #      mutant (the cuda test of add_rms_norm past 2^31 floats, written elsewhere).
 #   bash tools/h200_snap.sh                                   (locally; carry .deps.tgz and .dev)
 #   bash reports/h200/mutation-sweep/round4/proofs.sh         (the device call)
@@ -26,8 +26,8 @@
 # steps, then a table of the four mutants: status, the check that caught it, and the gate and
 # case of the caught qwen-pages run (which probe did it).
 
-# ---- fill in: the gtest filter of the cuda add_rms_norm test (rows past 2^31 floats) in kc_engine_tests
-FILTER_ADDNORM=${FILTER_ADDNORM:-""}
+# The gtest filter of the cuda add_rms_norm test (rows past 2^31 floats) in kc_device_tests (1cdceff)
+FILTER_ADDNORM=${FILTER_ADDNORM:-"EngineKernels.AddRmsNormIndexesRowsPast2To31Floats"}
 # ----
 
 T0=$(date +%s)
@@ -59,7 +59,7 @@ else:
 PY
 }
 then_of(){ case "$1" in
-  eng-addnorm-row-offset-32bit) [ -n "$FILTER_ADDNORM" ] && echo "gtest:kc_engine_tests:$FILTER_ADDNORM" ;;
+  eng-addnorm-row-offset-32bit) [ -n "$FILTER_ADDNORM" ] && echo "gtest:kc_device_tests:$FILTER_ADDNORM" ;;
   *) echo "${THEN_QP:-}" ;;
 esac; }
 BUILT=""; B0=""
@@ -68,7 +68,7 @@ for i in $SHARDS; do
   th=$(then_of "$id"); echo "$th" > $W/then$i.txt
   T=$(sel $i "$th" targets)
   # The first shard's build also gives the unmutated binaries of (a), copied out before its sweep starts.
-  [ -z "$B0" ] && [ "${BASELINE:-1}" = 1 ] && { B0=$i; T="$T tests/kc_contract_tests"; }
+  [ -z "$B0" ] && [ "${BASELINE:-1}" = 1 ] && { B0=$i; T="$T tests/kc_contract_tests tests/kc_device_tests"; }
   rm -rf /tmp/s$i /tmp/b$i /tmp/w$i; mkdir -p /tmp/s$i
   tar cf - --exclude=./.git --exclude=./.deps --exclude=./.deps.tgz --exclude=./.dev --exclude='./build*' . | tar xf - -C /tmp/s$i
   (cmake -S /tmp/s$i -B /tmp/b$i -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -87,9 +87,11 @@ step(){ local n=$1 lim=$2; shift 2; local t=$(left $lim); [ $t -gt 5 ] || { echo
 BASEJOB=""
 if [ -n "$B0" ] && [ -x /tmp/b$B0/tools/tf-cuda-test ] && [ -x /tmp/b$B0/tests/kc_contract_tests ]; then
   cp /tmp/b$B0/tools/tf-cuda-test /tmp/tf-base4; cp /tmp/b$B0/tests/kc_contract_tests /tmp/ct-base4
+  cp /tmp/b$B0/tests/kc_device_tests /tmp/dt-base4 2>/dev/null
   (step base-qwen-pages 200 /tmp/tf-base4 qwen-pages --backend cuda --out $W/base-qwen-pages-cuda.json
    step base-kernel-path-tests 200 /tmp/ct-base4 --gtest_brief=1 \
      --gtest_filter='QwenPagesContract.CudaDefaultRunReachesEveryKernelPath:QwenPagesContract.CudaProbesAloneReachEveryTensorCoreKernel:QwenPagesContract.CudaRound4ProbesTakeTheirKernels'
+   [ -x /tmp/dt-base4 ] && step base-engine-past-2to31 200 /tmp/dt-base4 --gtest_brief=1 --gtest_filter='EngineKernels.*'
    for p in q4-half-nan late-vmax partial-rotary; do
      step probe-$p 60 /tmp/tf-base4 qwen-pages --backend cuda --gates-only --quiet --filter "probe=$p," --out $W/probe-$p.json
    done) &
