@@ -34,13 +34,20 @@ endfunction()
 # kc_add_gtest(name SOURCES ... LABELS cpu|cuda): a GoogleTest binary whose tests are
 # registered one by one; GTEST_SKIP shows as skipped in CTest, never as passed (CMake's
 # GoogleTest module sets that SKIP_REGULAR_EXPRESSION itself: passing it again made CMake 4
-# write test files it could not read).
+# write test files it could not read). RESOURCE_LOCK name: CTest never runs two of the binary's
+# tests at once under `ctest -j` (for tests that each take most of a device's memory: two of them
+# could both see enough free memory, and the second's allocation would fail).
 function(kc_add_gtest name)
-  cmake_parse_arguments(A "" "" "SOURCES;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "RESOURCE_LOCK" "SOURCES;LABELS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE kc_contracts GTest::gtest GTest::gtest_main rapidcheck)
-  gtest_discover_tests(${name}
-    PROPERTIES LABELS "${A_LABELS}" DISCOVERY_TIMEOUT 60)
+  if(A_RESOURCE_LOCK)
+    gtest_discover_tests(${name}
+      PROPERTIES LABELS "${A_LABELS}" RESOURCE_LOCK "${A_RESOURCE_LOCK}" DISCOVERY_TIMEOUT 60)
+  else()
+    gtest_discover_tests(${name}
+      PROPERTIES LABELS "${A_LABELS}" DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
 
 # kc_add_contract_test(contract backend): the contract under CTest (cpu: its verdict in
