@@ -32,24 +32,31 @@ TEST(Arena, GuardViolationsSeeTheFirstAndLastByteOfEachArena) {
   }
 }
 
+// A byte-range fill whose ranges Edit::apply(cache, range) alters before the real fill runs.
+template <class Edit>
+class FillEditBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
+    std::vector<ByteRange> r(ranges, ranges + n);
+    for (ByteRange& x : r) Edit::apply(c, x);
+    return ForwardingBackend::fill(c, r.data(), n, value);
+  }
+};
+
 // arena-offsets' refused fill ends exactly one byte past the memory: a fill whose range check is
 // one byte short (a range ending at size + 1 taken as ending at the end) fails the fill gate.
 // Mutation sweep round 7, ao-refused-fill-two-past: with the probe two bytes past, this
 // backend refused it and the gate passed. One case, gates only (the contract's memory is past
 // 4 GiB: about 3 s and 4.2 GB on cpu).
-class FillOneBytePastBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
-    std::vector<ByteRange> r(ranges, ranges + n);
-    for (ByteRange& x : r)
-      if (x.offset <= c.mem.size() && x.bytes == c.mem.size() - x.offset + 1) --x.bytes;  // the off-by-one
-    return ForwardingBackend::fill(c, r.data(), n, value);
+struct FillOneBytePast {
+  static void apply(const Cache& c, ByteRange& x) {
+    if (x.offset <= c.mem.size() && x.bytes == c.mem.size() - x.offset + 1) --x.bytes;  // the off-by-one
   }
 };
 
 TEST(ArenaOffsetsContract, RefusedFillEndsOneBytePastTheMemory) {
-  const RunResult r = test::run_cpu_through<FillOneBytePastBackend>("arena-offsets", 1, "", true);
+  const RunResult r = test::run_cpu_through<FillEditBackend<FillOneBytePast>>("arena-offsets", 1, "", true);
   EXPECT_GT(test::gate_failed(r, "fill"), 0) << summary_table(r.receipt);
 }
 
@@ -60,19 +67,14 @@ TEST(ArenaOffsetsContract, RefusedFillEndsOneBytePastTheMemory) {
 // The fill gate checks every filled byte: a fill that leaves each range's first byte unwritten
 // (ranges of one byte filled; the refusals as the cpu backend's) fails it
 // (ao-fill-gate-last-byte-only; the control fill-drops-last-byte drops the last byte).
-class FillDropsFirstByteBackend final : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  Status fill(Cache& c, const ByteRange* ranges, int n, uint8_t value) override {
-    std::vector<ByteRange> r(ranges, ranges + n);
-    for (ByteRange& x : r)
-      if (x.bytes > 1) ++x.offset, --x.bytes;
-    return ForwardingBackend::fill(c, r.data(), n, value);
+struct FillDropsFirstByte {
+  static void apply(const Cache&, ByteRange& x) {
+    if (x.bytes > 1) ++x.offset, --x.bytes;
   }
 };
 
 TEST(ArenaOffsetsContract, FillGateChecksEveryFilledByte) {
-  const RunResult r = test::run_cpu_through<FillDropsFirstByteBackend>("arena-offsets", 1, "", true);
+  const RunResult r = test::run_cpu_through<FillEditBackend<FillDropsFirstByte>>("arena-offsets", 1, "", true);
   EXPECT_GT(test::gate_failed(r, "fill"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
