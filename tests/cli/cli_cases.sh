@@ -739,7 +739,9 @@ json.dump(r, open(sys.argv[2],'w'))" "$tmp/fp8-rows.json" "$tmp/skip.json"
   diff-bench-rows)
     ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $1; json.dump(r, open(sys.argv[2],'w'))" "$h200/bench-rope-store.json" "$tmp/e.json"; }
     ed "r['rows'].pop(0)"; expect 1 "removed" "$bin" diff "$h200/bench-rope-store.json" "$tmp/e.json"
-    ed "r['rows'][0]['verified']=False"; expect 1 "verified -> not verified" "$bin" diff "$h200/bench-rope-store.json" "$tmp/e.json" ;;
+    # (an unverified row fails the bench, so the head's verdict says so whatever the receipt's own verdict is)
+    ed "r['rows'][0]['verified']=False; r['verdict']='fail'; r['verdict_reasons']=['row %s not verified' % r['rows'][0]['config']]"
+    expect 1 "verified -> not verified" "$bin" diff "$h200/bench-rope-store.json" "$tmp/e.json" ;;
   # 15. diff: a gate that fails already and fails more checks (a depth more) is a regression.
   diff-gate-fails-more)
     python3 -c "
