@@ -10,7 +10,9 @@
 // computes an output row from its own input row (engine_backend.h, batch invariance), so the
 // bytes must be equal. Labelled cuda; skipped (visibly) without a device, and where the device
 // has too little free memory (the numbers in the reason). Each test takes 8 to 24 GiB of
-// device memory; on an H100 80GB they took 15 to 490 ms each, 1.1 s the five.
+// device memory; on an H100 80GB the first five took 15 to 490 ms each, 1.1 s the five. Three
+// more (session 53) read the embedding table, an odd-K product's weights and the staged
+// product's outputs past 2^31 elements.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -333,6 +335,106 @@ TEST_F(EngineKernels, EmbedWritesRowsPast2To31Floats) {
   ASSERT_TRUE(st.ok) << st.message;
   ASSERT_TRUE(eb_->embed(E, kVocab, kEDim, tokm, kTail, om).ok);
   expect_tail(out, kOutN, om, size_t(kTail) * kEDim, "embed");
+#endif
+}
+
+
+// The embedding's table read past 2^31 elements: E of 2^18 + 32 rows of 8192 bf16 (zeros but
+// the last 16 rows, drawn), 16 tokens naming those rows (in a drawn order, one twice) against the
+// same 16 rows as a table of their own, where every token * dim is small. embed_kernel forms
+// `int64_t(token) * dim`; a 32-bit product wraps to 2^31 elements before the row. 8 GiB.
+TEST_F(EngineKernels, EmbedReadsTableRowsPast2To31Elements) {
+  need(1);
+  if (IsSkipped() || HasFatalFailure()) return;
+#ifdef KC_HAVE_CUDA
+  const size_t n = size_t(kLast) * kDim;
+  uint16_t *E, *Em;
+  float *out, *om;
+  int32_t *tok, *tokm;
+  ASSERT_TRUE(get(0, kFloats, &E).ok && get(1, n, &Em).ok && get(2, n, &out).ok && get(3, n, &om).ok &&
+              get(4, size_t(kLast), &tok).ok && get(5, size_t(kLast), &tokm).ok);
+  const std::vector<uint16_t> ev = drawn_bf16(n, 51);
+  ASSERT_TRUE(fill(E, kFloats, 0).ok && eb_->upload(E + (kFloats - n), ev.data(), n * 2).ok && put(Em, ev).ok);
+  // Rows of the table's last 16, in an order that is not the identity, and row 15 twice.
+  const std::vector<int32_t> rel = {15, 3, 0, 9, 12, 1, 15, 7, 2, 14, 5, 11, 4, 8, 13, 6};
+  std::vector<int32_t> abs(kLast);
+  for (int j = 0; j < kLast; ++j) abs[j] = kRows - kLast + rel[j];
+  ASSERT_TRUE(put(tok, abs).ok && put(tokm, rel).ok);
+  ASSERT_TRUE(fill(out, n, 0xFF).ok && fill(om, n, 0xFF).ok);
+  Status st = eb_->embed(E, kRows, kDim, tok, kLast, out);
+  ASSERT_TRUE(st.ok) << st.message;
+  ASSERT_TRUE(eb_->embed(Em, kLast, kDim, tokm, kLast, om).ok);
+  expect_tail(out, n, om, n, "embed, table rows past 2^31 elements");
+#endif
+}
+
+// The product's per-block kernel where K is not a multiple of 8 (8199: 1024 octets and 7 more,
+// read by the scalar path and the short last octet) and W's rows lie past 2^31 elements (2^18 +
+// 32 rows of 8199 bf16, zeros but the last 16), at batch 1 and 16, against those 16 rows
+// alone. The vector path's W past 2^31 is MatmulIndexesPast2To31Elements's. 8 GiB.
+TEST_F(EngineKernels, MatmulOddKIndexesWeightRowsPast2To31Elements) {
+  need(1);
+  if (IsSkipped() || HasFatalFailure()) return;
+#ifdef KC_HAVE_CUDA
+  constexpr int64_t kK = 8199;
+  const size_t wn = size_t(kRows) * kK, n = size_t(kLast) * kK;
+  static_assert(size_t(kRows - kLast) * 8199 > (size_t(1) << 31), "the compared weight rows lie past 2^31 elements");
+  uint16_t *W, *Wm;
+  float *x, *y, *ym;
+  ASSERT_TRUE(get(0, wn, &W).ok && get(1, n, &Wm).ok && get(2, n, &x).ok && get(3, size_t(kLast) * kRows, &y).ok &&
+              get(4, size_t(kLast) * kLast, &ym).ok);
+  const std::vector<uint16_t> wv = drawn_bf16(n, 61);
+  ASSERT_TRUE(fill(W, wn, 0).ok && eb_->upload(W + (wn - n), wv.data(), n * 2).ok && put(Wm, wv).ok);
+  ASSERT_TRUE(put(x, drawn(n, 62)).ok);
+  for (int b : {1, kLast}) {
+    const std::string what = "matmul, K 8199, W past 2^31 elements, batch " + std::to_string(b);
+    ASSERT_TRUE(fill(y, size_t(kLast) * kRows, 0xFF).ok && fill(ym, size_t(kLast) * kLast, 0xFF).ok);
+    Status st = eb_->matmul(W, kRows, kK, x, b, y);
+    ASSERT_TRUE(st.ok) << what << ": " << st.message;
+    ASSERT_TRUE(eb_->matmul(Wm, kLast, kK, x, b, ym).ok);
+    for (int r = 0; r < b; ++r)
+      expect_tail(y + size_t(r) * kRows, size_t(kRows), ym + size_t(r) * kLast, size_t(kLast),
+                  what + ", row " + std::to_string(r));
+  }
+#endif
+}
+
+// The staged product (batch <= 8) writing y past 2^31 floats: W of 310,000,000 rows of K 8
+// (zeros but the last 16 rows), batch 8, so batch row 7's outputs start at 7 x 310e6 = 2.17e9
+// floats; each batch row's last 16 outputs against those 16 weight rows alone. The staged
+// kernel writes `y[int64_t(r) * rows + o]`; a 32-bit offset wraps there. y is 9.9 GB, W
+// 5 GB. (MatmulIndexesPast2To31Elements's y past 2^31 is the per-block kernel's, at batch
+// 2^18 + 32.)
+TEST_F(EngineKernels, MatmulStagedWritesOutputsPast2To31Floats) {
+  need(2);
+  if (IsSkipped() || HasFatalFailure()) return;
+#ifdef KC_HAVE_CUDA
+  constexpr int64_t kOutRows = 310000000, kK = 8;
+  constexpr int kB = 8;
+  static_assert(int64_t(kB - 1) * kOutRows > (int64_t(1) << 31), "batch row 7's outputs lie past 2^31 floats");
+  const size_t wn = size_t(kOutRows) * kK, yn = size_t(kB) * kOutRows, n = size_t(kLast) * kK;
+  uint16_t *W, *Wm;
+  float *x, *y, *ym;
+  ASSERT_TRUE(get(0, wn, &W).ok && get(1, yn, &y).ok && get(2, n, &Wm).ok && get(3, size_t(kB) * kK, &x).ok &&
+              get(4, size_t(kB) * kLast, &ym).ok);
+  const std::vector<uint16_t> wv = drawn_bf16(n, 71);
+  ASSERT_TRUE(fill(W, wn, 0).ok && eb_->upload(W + (wn - n), wv.data(), n * 2).ok && put(Wm, wv).ok);
+  ASSERT_TRUE(put(x, drawn(size_t(kB) * kK, 72)).ok);
+  // The group tree in one pass and in two (xs_tree_exchange<8> and <4>: both write y).
+  for (int passes : {1, 2}) {
+    EngineBackend::Debug d;
+    d.tree_passes = passes;
+    ASSERT_TRUE(eb_->set_debug(d).ok);
+    const std::string what = "matmul (staged, tree in " + std::to_string(passes) + " pass(es)), y past 2^31 floats";
+    ASSERT_TRUE(fill(y, yn, 0xFF).ok && fill(ym, size_t(kB) * kLast, 0xFF).ok);
+    Status st = eb_->matmul(W, kOutRows, kK, x, kB, y);
+    ASSERT_TRUE(st.ok) << what << ": " << st.message;
+    ASSERT_TRUE(eb_->matmul(Wm, kLast, kK, x, kB, ym).ok);
+    for (int r = 0; r < kB; ++r)
+      expect_tail(y + size_t(r) * kOutRows, size_t(kOutRows), ym + size_t(r) * kLast, size_t(kLast),
+                  what + ", batch row " + std::to_string(r));
+  }
+  ASSERT_TRUE(eb_->set_debug(EngineBackend::Debug{}).ok);
 #endif
 }
 
