@@ -158,6 +158,9 @@ Status validate_logits(const float* h, const int32_t* sel, int m, int dim, const
 
 Status validate_argmax(const float* x, int n, int64_t len, const int32_t* out) {
   KC_RETURN_IF_ERROR(at_least("argmax", "len", len, 1));
+  // out holds int32 indices: a row longer than 2^31 would give an index that does not fit.
+  if (len > (int64_t(1) << 31))
+    return Status::Error("argmax: len " + std::to_string(len) + ": must be at most 2147483648 (the index is an int32)");
   KC_RETURN_IF_ERROR(at_least("argmax", "n", n, 0));
   KC_RETURN_IF_ERROR(present("argmax", "x", x, n));
   return present("argmax", "out", out, n);

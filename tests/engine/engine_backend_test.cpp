@@ -508,5 +508,34 @@ TEST(EngineBackend, HostEngineRefusesTokensAndSlotsOutsideTheirRange) {
   EXPECT_NE(p, nullptr);
 }
 
+// argmax writes int32 indices, so a row longer than 2^31 is refused before anything is read or
+// written (the pointers are never touched: host memory serves both backends), and a row of
+// exactly 2^31 passes the check. On the host, and on cuda where a device is present (the
+// same validate_argmax, called before the launch).
+void expect_argmax_len_refused(EngineBackend& e, const std::string& name) {
+  const float x = 1.0f;
+  int32_t out = -7;
+  const Status st = e.argmax(&x, 1, (int64_t(1) << 31) + 1, &out);
+  EXPECT_FALSE(st.ok) << name;
+  EXPECT_NE(st.message.find("argmax: len 2147483649: must be at most 2147483648"), std::string::npos)
+      << name << ": " << st.message;
+  EXPECT_EQ(out, -7) << name << ": written before the refusal";
+}
+
+TEST(EngineBackend, ArgmaxRefusesRowsWhoseIndexDoesNotFitInt32) {
+  auto cpu = make_cpu_backend();
+  expect_argmax_len_refused(*cpu->engine(), "cpu");
+  const float x[3] = {0.5f, 2.0f, 1.0f};
+  int32_t out = -7;
+  EXPECT_TRUE(validate_argmax(x, 1, int64_t(1) << 31, &out).ok);
+  ASSERT_TRUE(cpu->engine()->argmax(x, 1, 3, &out).ok);
+  EXPECT_EQ(out, 1);
+}
+
+TEST(EngineBackend, ArgmaxRefusesRowsWhoseIndexDoesNotFitInt32OnCuda) {
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
+  expect_argmax_len_refused(*cuda->engine(), "cuda");
+}
+
 }  // namespace
 }  // namespace kc::engine
