@@ -5,6 +5,7 @@
 # about 20 GiB free), over a copy of the working tree:
 #  (a) kc_device_tests' EngineKernels.* unmutated (the five tests of round 4 and the three new ones):
 #      all pass;
+#      and kc_engine_tests' EngineBackend.Argmax* (the argmax length refusal on cuda);
 #  (b) tools/mutation_sweep.py over reports/mutation-sweep/mutants-device-5.json (three mutants, each
 #      expecting its new test red), then (c) EngineKernels.* once more from the restored build.
 #   bash tools/h200_snap.sh                                   (locally; carry .deps.tgz and .dev)
@@ -23,7 +24,10 @@ step(){ local n=$1 lim=$2; shift 2; local t0=$(date +%s); timeout $lim "$@" > $W
 B=/tmp/b5
 step configure 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DKC_DEVICE_MUTANTS=OFF -DCMAKE_PREFIX_PATH=$PWD/.deps/usr || { pack; exit 2; }
-step build 300 ninja -C $B -j 16 tests/kc_device_tests || { tail -30 $W/build.log; pack; exit 2; }
+step build 300 ninja -C $B -j 16 tests/kc_device_tests tests/kc_engine_tests || { tail -30 $W/build.log; pack; exit 2; }
+# The argmax length refusal on cuda (session 53), and the engine's cuda tests beside it.
+step argmax 60 $B/tests/kc_engine_tests --gtest_filter='EngineBackend.Argmax*'
+grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" $W/argmax.log | tee -a $W/steps.txt
 step unmutated 120 $B/tests/kc_device_tests --gtest_filter='EngineKernels.*'
 grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" $W/unmutated.log | tee -a $W/steps.txt
 pack
