@@ -25,7 +25,7 @@ B=/tmp/b5
 step configure 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DKC_DEVICE_MUTANTS=OFF -DCMAKE_PREFIX_PATH=$PWD/.deps/usr || { pack; exit 2; }
 step build 300 ninja -C $B -j 16 tests/kc_device_tests tests/kc_engine_tests || { tail -30 $W/build.log; pack; exit 2; }
-# The argmax length refusal on cuda (session 53), and the engine's cuda tests beside it.
+# The argmax length refusal on cuda (session 53).
 step argmax 60 $B/tests/kc_engine_tests --gtest_filter='EngineBackend.Argmax*'
 grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" $W/argmax.log | tee -a $W/steps.txt
 step unmutated 120 $B/tests/kc_device_tests --gtest_filter='EngineKernels.*'
