@@ -1,6 +1,7 @@
 // Split-K attention: the partial (on the tensor cores where attn_uses_mma, the fma chain
 // otherwise), then the in-order merge. Host twin: attention_host (attention/twin.cpp);
 // reference: reference/attention_ref.h; contract: qwen-pages.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -51,6 +52,18 @@ Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const Att
                       const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                       cudaStream_t s) {
   if (n == 0 || max_chunks == 0) return Status::Ok();
+  // A row a grid z index (at most 65535): more rows go in launches of kAttnRowsPerLaunch, each
+  // with its rows' slices of q and of the partials. A row's work reads only its own slices and
+  // its tail (tail_off indexes all of tails), so the bytes are those of one launch.
+  if (n > kAttnRowsPerLaunch) {
+    for (int b = 0; b < n; b += kAttnRowsPerLaunch) {
+      const int nb = std::min(kAttnRowsPerLaunch, n - b);
+      const size_t qo = size_t(b) * p.q_heads * d, po0 = size_t(b) * p.q_heads * max_chunks;
+      KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows + b, nb, tails, q + qo, max_chunks, pm + po0,
+                                        pl + po0, po + po0 * d, s));
+    }
+    return Status::Ok();
+  }
   if (attn_uses_mma(fmt, d))
     return launch_partial_mma(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s);
   KernelPaths::note("partial-fma");

@@ -26,6 +26,10 @@ inline cudaLaunchConfig_t dependent_launch(dim3 grid, dim3 block, cudaStream_t s
   return cfg;
 }
 
+// Rows of one partial or merge launch: a row is a grid index that CUDA caps at 65535 (the
+// partial's z, the merge's y). launch_partial and launch_merge take more in launches of this many.
+constexpr int kAttnRowsPerLaunch = 65535;
+
 // The split-K partial alone (the tensor cores where attn_uses_mma, the fma chain otherwise):
 // launch_attention's first launch, also timed alone by bench attention --timing partial.
 Status launch_partial(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,

@@ -152,6 +152,18 @@ __global__ void merge_plant_read_unwritten_kernel(const float* never_written, fl
 
 Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int max_chunks, const float* pm,
                     const float* pl, const float* po, bool unrotate, bool kept, float* out, cudaStream_t s) {
+  // A row a grid y index (at most 65535): more rows go in launches of kAttnRowsPerLaunch, each
+  // with its rows' slices of the partials and of out (the partial's launches are split the same
+  // way; each merge launch waits for the kernel before it, and that one for all before it).
+  if (n > kAttnRowsPerLaunch) {
+    for (int b = 0; b < n; b += kAttnRowsPerLaunch) {
+      const int nb = n - b < kAttnRowsPerLaunch ? n - b : kAttnRowsPerLaunch;
+      const size_t po0 = size_t(b) * p.q_heads * max_chunks;
+      KC_RETURN_IF_ERROR(launch_merge(p, rows + b, nb, d, max_chunks, pm + po0, pl + po0, po + po0 * d, unrotate, kept,
+                                      out + size_t(b) * p.q_heads * d, s));
+    }
+    return Status::Ok();
+  }
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);

@@ -36,12 +36,14 @@ namespace kc {
 namespace {
 
 
-__global__ void embed_kernel(const uint16_t* __restrict__ E, int64_t dim, const int32_t* __restrict__ tokens,
+// Rows i = blockIdx.y, + gridDim.y, ..: a grid's y is at most 65535, a launch takes any n.
+__global__ void embed_kernel(const uint16_t* __restrict__ E, int64_t dim, const int32_t* __restrict__ tokens, int n,
                              float* __restrict__ out) {
-  const int i = blockIdx.y;
-  const uint16_t* r = E + int64_t(tokens[i]) * dim;
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < dim; j += int64_t(gridDim.x) * blockDim.x)
-    out[int64_t(i) * dim + j] = eng::bf16_to_f32(r[j]);
+  for (int i = blockIdx.y; i < n; i += gridDim.y) {
+    const uint16_t* r = E + int64_t(tokens[i]) * dim;
+    for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < dim; j += int64_t(gridDim.x) * blockDim.x)
+      out[int64_t(i) * dim + j] = eng::bf16_to_f32(r[j]);
+  }
 }
 
 // ss of a row by lanes 0..7 of a warp (every lane returns it).
@@ -680,9 +682,9 @@ int grid_for(int64_t count, int threads) {
 }  // namespace
 
 Status launch_engine_embed(const uint16_t* E, int64_t dim, const int32_t* tokens, int n, float* out, cudaStream_t s) {
-  if (n == 0) return Status::Ok();
-  if (n > 65535) return Status::Error("engine embed: more than 65535 rows in one launch");
-  embed_kernel<<<dim3(grid_for(dim, 256) < 64 ? grid_for(dim, 256) : 64, n), 256, 0, s>>>(E, dim, tokens, out);
+  if (n <= 0) return Status::Ok();
+  const int gx = grid_for(dim, 256) < 64 ? grid_for(dim, 256) : 64;
+  embed_kernel<<<dim3(gx, n < 65535 ? n : 65535), 256, 0, s>>>(E, dim, tokens, n, out);
   KC_LAUNCH_CHECK("embed_kernel");
   return Status::Ok();
 }

@@ -438,5 +438,38 @@ TEST_F(EngineKernels, MatmulStagedWritesOutputsPast2To31Floats) {
 #endif
 }
 
+// The embedding of more rows than a grid's y holds (65535): 70,000 tokens in one launch
+// (embed_kernel walks rows by gridDim.y), each row the bf16 values of its token's table row.
+// Before, the launch refused more than 65535 rows, which a kv-gate fixture's prefill of 65536
+// rows reaches. Small buffers.
+TEST_F(EngineKernels, EmbedTakesMoreRowsThanAGridsY) {
+  need(0);
+  if (IsSkipped() || HasFatalFailure()) return;
+#ifdef KC_HAVE_CUDA
+  constexpr int kN = 70000, kEDim = 96, kVocab = 300;
+  uint16_t* E;
+  int32_t* tok;
+  float* out;
+  ASSERT_TRUE(get(0, size_t(kVocab) * kEDim, &E).ok && get(1, size_t(kN), &tok).ok &&
+              get(2, size_t(kN) * kEDim, &out).ok);
+  const std::vector<uint16_t> ev = drawn_bf16(size_t(kVocab) * kEDim, 81);
+  std::vector<int32_t> tv(kN);
+  for (int i = 0; i < kN; ++i) tv[i] = int32_t((uint64_t(i) * 2654435761u) % kVocab);
+  ASSERT_TRUE(put(E, ev).ok && put(tok, tv).ok && fill(out, size_t(kN) * kEDim, 0xFF).ok);
+  Status st = eb_->embed(E, kVocab, kEDim, tok, kN, out);
+  ASSERT_TRUE(st.ok) << st.message;
+  std::vector<float> got(size_t(kN) * kEDim);
+  ASSERT_TRUE(eb_->download(got.data(), out, got.size() * 4).ok);
+  int bad = 0;
+  for (int i = 0; i < kN && bad < 5; ++i)
+    for (int j = 0; j < kEDim; ++j) {
+      const float want = bf16_to_float(ev[size_t(tv[i]) * kEDim + j]);
+      if (std::memcmp(&got[size_t(i) * kEDim + j], &want, 4) != 0 && ++bad <= 5)
+        ADD_FAILURE() << "row " << i << " (token " << tv[i] << ") element " << j << ": " << got[size_t(i) * kEDim + j]
+                      << ", the table holds " << want;
+    }
+#endif
+}
+
 }  // namespace
 }  // namespace kc
