@@ -43,15 +43,35 @@ __global__ void fill_ranges_kernel(uint8_t* mem, const ByteRange* ranges, uint8_
 // What both attention paths (a host cache's, the engine's on device buffers) size before
 // the launch: the most chunks of any row, the entries of each partial array (at least
 // one), and the tail list (one placeholder entry when empty).
+// An attention call's rows in batches whose partials (m, l and o: q_heads x chunks x (d + 2)
+// floats a row, chunks the batch's most) fit in kAttnPartialBytes. A prefill of 65536 rows
+// over 65536 keys (256 chunks) with 4 q heads of 128 would otherwise ask for 34 GB of partials
+// at once. Each batch is a launch_attention of its own rows, in order on one stream, over the
+// same scratch; a row's bytes do not depend on the rows beside it or on the batch's chunk
+// count (rows==solo). Up to 1 GiB, one batch: every decode step and the contracts' calls.
+constexpr size_t kAttnPartialBytes = size_t(1) << 30;
+struct AttnBatch {
+  int first, n, max_chunks;
+};
 struct AttnShape {
-  int max_chunks = 0;
-  size_t np = 1;
+  size_t np = 1;  // partial slots of the largest batch
   std::vector<int32_t> tails;
-  AttnShape(const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& t) : tails(t) {
-    for (int i = 0; i < n; ++i)
-      max_chunks = std::max(max_chunks, (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk);
+  std::vector<AttnBatch> batches;
+  AttnShape(const AttnParams& p, const AttnRow* rows, int n, int d, const std::vector<int32_t>& t) : tails(t) {
     if (tails.empty()) tails.push_back(0);
-    np = std::max<size_t>(1, size_t(n) * p.q_heads * max_chunks);
+    const size_t per_chunk = size_t(p.q_heads) * (size_t(d) + 2) * sizeof(float);
+    AttnBatch b{0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      const int ci = (rows[i].len + rows[i].tail_len + p.chunk - 1) / p.chunk;
+      if (b.n > 0 && size_t(b.n + 1) * size_t(std::max(b.max_chunks, ci)) * per_chunk > kAttnPartialBytes) {
+        batches.push_back(b);
+        b = AttnBatch{i, 0, 0};
+      }
+      b.max_chunks = std::max(b.max_chunks, ci);
+      ++b.n;
+    }
+    if (b.n > 0) batches.push_back(b);
+    for (const AttnBatch& x : batches) np = std::max(np, size_t(x.n) * p.q_heads * x.max_chunks);
   }
 };
 
@@ -134,7 +154,7 @@ class CudaBackend final : public Backend {
                    const float* q, float* out) override {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     const int d = c.lay.head_dim, hkv = c.lay.kv_heads;
-    const AttnShape sh(p, rows, n, tails);
+    const AttnShape sh(p, rows, n, d, tails);
     AttnRow* dr;
     int32_t* dt;
     float *dq, *dout, *pm, *pl, *po;
@@ -147,8 +167,11 @@ class CudaBackend final : public Backend {
     KC_RETURN_IF_ERROR(scratch_.get(4, sh.np, &pm));
     KC_RETURN_IF_ERROR(scratch_.get(5, sh.np, &pl));
     KC_RETURN_IF_ERROR(scratch_.get(6, sh.np * d, &po));
-    KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, hkv, d, p, dr, n, dt, dq, sh.max_chunks, pm, pl, po,
-                                        dout, s_));
+    for (const AttnBatch& b : sh.batches) {
+      const size_t o = size_t(b.first) * p.q_heads * d;
+      KC_RETURN_IF_ERROR(launch_attention(a->views(), c.lay.format, hkv, d, p, dr + b.first, b.n, dt, dq + o,
+                                          b.max_chunks, pm, pl, po, dout + o, s_));
+    }
     return copy_out(out, dout, size_t(n) * p.q_heads * d);
   }
   // A held cache (or an alias of it) is packed from / unpacked into its device copy (its
@@ -493,7 +516,7 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(validate_attention(c, p, rows, n, tails));
     if (n == 0) return Status::Ok();
     const int d = c.lay.head_dim;
-    const AttnShape sh(p, rows, n, tails);
+    const AttnShape sh(p, rows, n, d, tails);
     AttnRow* dr;
     int32_t* dt;
     float *pm, *pl, *po;
@@ -505,8 +528,14 @@ class CudaEngine final : public EngineBackend {
     KC_RETURN_IF_ERROR(internal_.get(6, sh.np, &pl));
     KC_RETURN_IF_ERROR(internal_.get(7, sh.np * d, &po));
     Prof pr(this, [] { return std::string("attention (partial + merge)"); }, b_.is_held(a));
-    KC_RETURN_IF_ERROR(pr.end(launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr, n, dt, q, sh.max_chunks,
-                                               pm, pl, po, out, b_.s_)));
+    Status st;
+    for (const AttnBatch& b : sh.batches) {
+      const size_t o = size_t(b.first) * p.q_heads * d;
+      st = launch_attention(a->views(), c.lay.format, c.lay.kv_heads, d, p, dr + b.first, b.n, dt, q + o, b.max_chunks,
+                            pm, pl, po, out + o, b_.s_);
+      if (!st.ok) break;
+    }
+    KC_RETURN_IF_ERROR(pr.end(st));
     if (b_.is_held(a)) return Status::Ok();
     open_gate();
     return finish_stream(b_.s_);

@@ -1,14 +1,15 @@
 #!/bin/bash
 # Session 53: attention and the embedding over more than 65535 rows on cuda (a grid index's cap),
 # with and without the fix (launch_partial / launch_merge in launches of kAttnRowsPerLaunch rows,
-# embed_kernel walking rows by gridDim.y). One call, any card with about 60 GiB free:
+# embed_kernel walking rows by gridDim.y), and attention calls whose partials pass 1 GiB (the cuda
+# backend's batches of rows, kAttnPartialBytes). One call, any card with about 60 GiB free:
 #  head: kc_device_tests AttentionRows.* and EngineKernels.EmbedTakesMoreRowsThanAGridsY; kv-gate fp8
 #        on cuda with a fixture that prefills 65536 rows in one forward (stdlib-bytes-long, depth
 #        66000, prefill_chunk 65536: its schema's maximum); qwen-pages on cuda (the <= 65535-row
 #        launches are unchanged); all of kc_device_tests.
 #  control: the same tree with the fix reversed (.dev/rows-fix.patch, the fix's diff of kernels/):
 #        the two tests and the kv-gate must go red.
-#   locally: git diff <fix>^ <fix> -- kernels/ > .dev/rows-fix.patch; bash tools/h200_snap.sh
+#   locally: git diff 4cd47ac^ <last fix> -- kernels/ > .dev/rows-fix.patch; bash tools/h200_snap.sh
 #   device:  bash reports/h100/receipts-s53/rows.sh   (carry .deps.tgz and .dev)
 T0=$(date +%s); ROOT=$PWD
 W=/tmp/rows; rm -rf $W; mkdir -p $W ${OUT:=/tmp/out}

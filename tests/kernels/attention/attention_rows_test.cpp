@@ -95,5 +95,63 @@ TEST(AttentionRows, MoreRowsThanAGridIndexGiveEachRowItsSoloBytes) {
   for (const RowsCase& c : cases) check_many_rows(*be, c, seed++);
 }
 
+// Rows whose partials pass the cuda backend's budget (1 GiB: kAttnPartialBytes in
+// kernels/backend/cuda.cu), which then runs the call in batches of rows. 2100 rows of 4 q heads
+// of 128 over up to 65,536 keys in chunks of 256 (256 chunks: 532 KB of partials a row, 1.1 GB
+// the call, so two batches) must give every row the bytes of a call of its own range: rows
+// 0-99, 1000-1199 (the boundary lies near 2017) and 2000-2099, and a call of one row. Without
+// the batches this call asked for 1.1 GB of partials; a kv-gate prefill of 65536 such rows for
+// 34 GB. Two lanes of 65,536 keys (bf16; fp8 too).
+TEST(AttentionRows, PartialsPastTheBudgetGoInBatchesOfRows) {
+  std::string why;
+  if (!cuda_device_present(&why)) GTEST_SKIP() << why;
+  Status st;
+  std::unique_ptr<Backend> be = make_cuda_backend(&st);
+  ASSERT_TRUE(be) << st.message;
+  constexpr int kLong = 65536, kN = 2100, kQh = 4, kD = 128;
+  for (Format f : {Format::bf16, Format::fp8}) {
+    SCOPED_TRACE(format_name(f));
+    const KvLayout lay(1, 1, kD, f);
+    Cache cache = make_paged_cache(lay, 256, {kLong, kLong}, 3, 17);
+    std::mt19937_64 g(23);
+    std::normal_distribution<float> nd(0.f, 2.f);
+    auto drawn = [&](size_t count) {
+      std::vector<float> v(count);
+      for (float& x : v) x = nd(g);
+      return v;
+    };
+    std::vector<RopeRow> keys;
+    for (int lane = 0; lane < 2; ++lane)
+      for (int i = 0; i < kLong; ++i) keys.push_back({lane, i, i});
+    const std::vector<float> k = drawn(keys.size() * kD), v = drawn(keys.size() * kD);
+    ASSERT_TRUE(be->rope_store(cache, RopeParams{kQh, kD, 1e6, 0}, keys.data(), int(keys.size()), nullptr, k.data(),
+                               v.data(), nullptr)
+                    .ok);
+    // Lengths 60,000 .. 65,535, and every 50th row 100 (a short row inside a long batch).
+    std::vector<AttnRow> rows(kN);
+    for (int i = 0; i < kN; ++i)
+      rows[i] = {i % 2, i % 50 == 0 ? 100 : 60000 + int32_t((uint64_t(i) * 2654435761u) % 5536u), 0, 0};
+    const std::vector<int32_t> tails;
+    const size_t per_row = size_t(kQh) * kD;
+    const std::vector<float> q = drawn(size_t(kN) * per_row);
+    const AttnParams p{kQh, 0, 256, float(1.0 / std::sqrt(double(kD)))};
+    std::vector<float> one(size_t(kN) * per_row, -1.0f);
+    st = be->attention(cache, p, rows.data(), kN, tails, q.data(), one.data());
+    ASSERT_TRUE(st.ok) << st.message;
+    for (const auto& [i0, m] : {std::pair<int, int>{0, 100}, std::pair<int, int>{1000, 200},
+                                std::pair<int, int>{2000, 100}, std::pair<int, int>{2099, 1}}) {
+      std::vector<float> part(size_t(m) * per_row, -2.0f);
+      st = be->attention(cache, p, rows.data() + i0, m, tails, q.data() + size_t(i0) * per_row, part.data());
+      ASSERT_TRUE(st.ok) << "rows " << i0 << "..: " << st.message;
+      size_t j = 0;
+      const float* a = one.data() + size_t(i0) * per_row;
+      while (j < part.size() && std::memcmp(&a[j], &part[j], 4) == 0) ++j;
+      EXPECT_EQ(j, part.size()) << "row " << (i0 + j / per_row) << " (element " << j % per_row << ") is " << a[j]
+                                << " in the call of " << kN << " rows, " << (j < part.size() ? part[j] : 0.0f)
+                                << " in the call of rows " << i0 << ".." << (i0 + m - 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kc
