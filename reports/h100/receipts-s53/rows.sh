@@ -39,20 +39,20 @@ d.pop("$schema", None)
 json.dump(d, open("/tmp/kv-rows-65536.json", "w"))
 PY
 F='AttentionRows.*:EngineKernels.EmbedTakesMoreRowsThanAGridsY'
-step head-tests 300 /tmp/bh/tests/kc_device_tests --gtest_filter="$F"
-step ctl-tests 300 /tmp/bc/tests/kc_device_tests --gtest_filter="$F"
+step head-tests 150 /tmp/bh/tests/kc_device_tests --gtest_filter="$F"
+step ctl-tests 120 /tmp/bc/tests/kc_device_tests --gtest_filter="$F"
 pack
-step head-kv 200 /tmp/bh/tools/tf-cuda-test kv-gate /tmp/kv-rows-65536.json --format fp8 --backend cuda --bf16-cache /tmp/kvc-head --out $W/kv-head.json
+step head-kv 150 /tmp/bh/tools/tf-cuda-test kv-gate /tmp/kv-rows-65536.json --format fp8 --backend cuda --bf16-cache /tmp/kvc-head --out $W/kv-head.json
 pack
-step ctl-kv 200 /tmp/bc/tools/tf-cuda-test kv-gate /tmp/kv-rows-65536.json --format fp8 --backend cuda --bf16-cache /tmp/kvc-ctl --out $W/kv-ctl.json
+step ctl-kv 60 /tmp/bc/tools/tf-cuda-test kv-gate /tmp/kv-rows-65536.json --format fp8 --backend cuda --bf16-cache /tmp/kvc-ctl --out $W/kv-ctl.json
 pack
 # Four mutants of the row batching (reports/mutation-sweep/mutants-device-6.json) on the head build.
-step sweep 220 python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-device-6.json --build /tmp/bh \
+step sweep 160 python3 tools/mutation_sweep.py reports/mutation-sweep/mutants-device-6.json --build /tmp/bh \
   --backends cuda --timeout 120 --no-final-build --work $W/work --out $W/sweep-dev-6.json
 grep -E "^\[" $W/sweep.log | tee -a $W/steps.txt
 pack
-step head-qwen-pages 100 /tmp/bh/tools/tf-cuda-test qwen-pages --backend cuda --out $W/qwen-pages-cuda.json
-step head-device-tests 120 /tmp/bh/tests/kc_device_tests --gtest_brief=1
+step head-qwen-pages 60 /tmp/bh/tools/tf-cuda-test qwen-pages --backend cuda --out $W/qwen-pages-cuda.json
+step head-device-tests 60 /tmp/bh/tests/kc_device_tests --gtest_brief=1
 pack
 grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|Failure|error" $W/head-tests.log $W/ctl-tests.log | cut -c1-220 | head -20
 echo "done $(( $(date +%s) - T0 ))s"
