@@ -97,9 +97,9 @@ TEST(AttentionRows, MoreRowsThanAGridIndexGiveEachRowItsSoloBytes) {
 
 // Rows whose partials pass the cuda backend's budget (1 GiB: kAttnPartialBytes in
 // kernels/backend/cuda.cu), which then runs the call in batches of rows. 2100 rows of 4 q heads
-// of 128 over up to 65,536 keys in chunks of 256 (256 chunks: 532 KB of partials a row, 1.1 GB
-// the call, so two batches) must give every row the bytes of a call of its own range: rows
-// 0-99, 1000-1199 (the boundary lies near 2017) and 2000-2099, and a call of one row. Without
+// of 128, most over 60,000-65,535 keys in chunks of 256 (256 chunks: 532 KB of partials a row,
+// so two batches: rows 0-2015 and 2016-2099) must give every row the bytes of a call of its own
+// range: rows 0-99, 1000-1199, 2000-2099 (across the boundary) and a call of one row. Without
 // the batches this call asked for 1.1 GB of partials; a kv-gate prefill of 65536 such rows for
 // 34 GB. Two lanes of 65,536 keys (bf16; fp8 too).
 TEST(AttentionRows, PartialsPastTheBudgetGoInBatchesOfRows) {
@@ -127,10 +127,15 @@ TEST(AttentionRows, PartialsPastTheBudgetGoInBatchesOfRows) {
     ASSERT_TRUE(be->rope_store(cache, RopeParams{kQh, kD, 1e6, 0}, keys.data(), int(keys.size()), nullptr, k.data(),
                                v.data(), nullptr)
                     .ok);
-    // Lengths 60,000 .. 65,535, and every 50th row 100 (a short row inside a long batch).
+    // Lengths 60,000 .. 65,535 (256 chunks), every 50th row 100 (a short row inside a long
+    // batch), and from row 2000 on 100 .. 1,099 (at most 5 chunks): the first batch (rows
+    // 0-2015) has 256 chunks and the second (2016-2099) 5, so a batch launched with another
+    // batch's chunk count gives other bytes.
     std::vector<AttnRow> rows(kN);
-    for (int i = 0; i < kN; ++i)
-      rows[i] = {i % 2, i % 50 == 0 ? 100 : 60000 + int32_t((uint64_t(i) * 2654435761u) % 5536u), 0, 0};
+    for (int i = 0; i < kN; ++i) {
+      const uint32_t h = uint32_t((uint64_t(i) * 2654435761u) % 5536u);
+      rows[i] = {i % 2, i >= 2000 ? 100 + int32_t(h % 1000u) : i % 50 == 0 ? 100 : 60000 + int32_t(h), 0, 0};
+    }
     const std::vector<int32_t> tails;
     const size_t per_row = size_t(kQh) * kD;
     const std::vector<float> q = drawn(size_t(kN) * per_row);
