@@ -12,22 +12,12 @@
 #include "engine/ops.h"
 #include "kernels/backend/forwarding.h"
 #include "kernels/engine/engine_backend.h"
+#include "tests/cuda_backend_or_skip.h"
 
 namespace kc::engine {
 namespace {
 
 const std::string kFixture = std::string(KC_SOURCE_DIR) + "/fixtures/models/stdlib-bytes-3m";
-
-// `var`: the cuda backend, or the test skipped (counted as skipped) where no device is present.
-#define KC_CUDA_BACKEND_OR_SKIP(var)                        \
-  std::unique_ptr<Backend> var;                             \
-  {                                                         \
-    std::string why_;                                       \
-    if (!cuda_device_present(&why_)) GTEST_SKIP() << why_;  \
-    Status st_;                                             \
-    var = make_cuda_backend(&st_);                          \
-    ASSERT_TRUE(var) << st_.message;                        \
-  }
 
 // Forwards every operation, counting the KV steps; has no engine of its own.
 class PassThrough final : public ForwardingBackend {
