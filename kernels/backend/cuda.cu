@@ -41,10 +41,10 @@ __global__ void fill_ranges_kernel(uint8_t* mem, const ByteRange* ranges, uint8_
 #endif
 }
 // What both attention paths (a host cache's, the engine's on device buffers) size before
-// the launch: the most chunks of any row, the entries of each partial array (at least
-// one), and the tail list (one placeholder entry when empty).
-// An attention call's rows in batches whose partials (m, l and o: q_heads x chunks x (d + 2)
-// floats a row, chunks the batch's most) fit in kAttnPartialBytes. A prefill of 65536 rows
+// their launches: the tail list (one placeholder entry when empty), the call's rows in
+// batches, and the entries of each partial array (the largest batch's; at least one). The
+// batches' partials (m, l and o: q_heads x chunks x (d + 2) floats a row, chunks the batch's
+// most) fit in kAttnPartialBytes. A prefill of 65536 rows
 // over 65536 keys (256 chunks) with 4 q heads of 128 would otherwise ask for 34 GB of partials
 // at once. Each batch is a launch_attention of its own rows, in order on one stream, over the
 // same scratch; a row's bytes do not depend on the rows beside it or on the batch's chunk
