@@ -234,7 +234,10 @@ def main():
     ap.add_argument("--only", default="", help="regex on mutant ids")
     ap.add_argument("--no-final-build", action="store_true",
                     help="skip the rebuild from the restored sources at the end (a throwaway build folder: the H200 "
-                         "script's copies, where the rebuild cost the call its last minutes)")
+                         "script's copies, where the rebuild cost the call its last minutes). The folder keeps the "
+                         "last mutants' objects: never run tests from it afterwards (a later ninja may not rebuild "
+                         "them where a fresh copy of the sources is older than the objects); the sweep writes "
+                         "MUTATED-BUILD.txt there to say so")
     ap.add_argument("--files", default="", help="regex on the mutated files (e.g. '\\.h$')")
     ap.add_argument("--shard", default="", help="i/n: every n-th selected mutant from the i-th (0-based)")
     ap.add_argument("--list", action="store_true", help="print the selected mutants and exit")
@@ -293,6 +296,14 @@ def main():
     if not a.no_final_build:
         rc, text, _ = sw.run(["ninja", "-C", sw.build] + sorted(sw.built), a.build_timeout)
     out["restored_build"] = None if a.no_final_build else rc == 0
+    if a.no_final_build and sw.built:
+        # (session 53: tests run from such a folder after a fresh copy of the sources saw the
+        # last mutant's merge.cu object, older sources never rebuilt)
+        with open(os.path.join(sw.build, "MUTATED-BUILD.txt"), "w") as f:
+            f.write("tools/mutation_sweep.py --no-final-build left this build's objects from mutated sources "
+                    "(targets " + " ".join(sorted(sw.built)) + "); rebuild from a clean folder before running tests\n")
+        print("mutation_sweep: --no-final-build: " + sw.build + " keeps mutated objects (MUTATED-BUILD.txt)",
+              file=sys.stderr)
     if rc != 0:
         print("mutation_sweep: the final rebuild from the restored sources failed:\n" + text[-2000:], file=sys.stderr)
     out["seconds"] = round(time.time() - t0, 1)

@@ -59,6 +59,8 @@ st() { python3 -c "import json,sys; r=json.load(open('$tmp/$1.json')); m={x['id'
 grep -q -- "--tool racecheck --error-exitcode 99 $tmp/build/tools/tf-cuda-test qwen-pages --backend cuda --gates-only --quiet --out .* --filter len=9000" "$tmp/san.args" \
   || fail "the sanitizer's arguments: $(head -1 "$tmp/san.args")"
 grep -q dropped "$tmp/tree/k.cu" && fail "the source was not restored"
+grep -q "no-final-build left this build's objects from mutated sources" "$tmp/build/MUTATED-BUILD.txt" 2>/dev/null \
+  || fail "--no-final-build left no MUTATED-BUILD.txt in the build folder"
 run cpu cpu
 [ "$(st cpu drop-barrier)" = "survived  [-1]" ] || fail "drop-barrier without cuda: $(st cpu drop-barrier)"
 [ -e "$tmp/tree/.mutation-sweep-active" ] && fail "the marker was left behind"
