@@ -59,6 +59,8 @@
 // 1024-block grid ran a tail wave.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/attention/launch.h"
 
 namespace kc {
@@ -269,17 +271,18 @@ __device__ __forceinline__ void keep_fill2(KeepTable<R>& t0, KeepTable<R>& t1, c
 constexpr int kKeepSetLoads = 4;  // 16-byte code pieces per thread in each of the two register sets
 constexpr int kKeepTable = 128;   // moves per batch at most (rows of a table)
 // PER 16-byte pieces per code row, WS bytes per scale row (0: none); PER = 0: no table (one
-// plane after the other). The block's lane group is blockIdx.y: its moves [i0, i1), one lane's,
-// in order.
+// plane after the other). The block's lane group is g0 + blockIdx.y: its moves [i0, i1), one
+// lane's, in order (a grid's y is at most 65535: launch_keep runs more groups in launches of
+// kKeepGroupsPerLaunch, each with its first group g0).
 template <int NT, int MINB, int PER, int WS>
 __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, const KeepMove* moves,
-                                                      const int32_t* lane_off) {
+                                                      const int32_t* lane_off, int g0) {
   constexpr int LP = kKeepSetLoads, R = kKeepTable;
   using P = KeepPipe<NT, PER ? PER : 2, WS, LP, R>;
   constexpr int B = P::B, RM = P::RM;
   __shared__ KeepTable<R> tab[4];
   __shared__ KeepPlanes pp;
-  const int f = blockIdx.x, g = blockIdx.y;
+  const int f = blockIdx.x, g = g0 + int(blockIdx.y);
   // The view of lane g, loaded with the moves (it depends on no load): the group's lane is g
   // wherever every lane up to g has moves (the groups are distinct lanes in lane order, so
   // g < the number of views), and then its view is not a dependent load after the moves.
@@ -332,18 +335,18 @@ __global__ void __launch_bounds__(NT, MINB) keep_kernel(const KvView* views, con
 }
 
 template <int PER, int WS>
-void keep_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, cudaStream_t s) {
-  keep_kernel<128, 8, PER, WS><<<grid, 128, 0, s>>>(views, moves, lane_off);
+void keep_launch(dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, int g0, cudaStream_t s) {
+  keep_kernel<128, 8, PER, WS><<<grid, 128, 0, s>>>(views, moves, lane_off, g0);
 }
 template <int PER>
-bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off,
+bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* moves, const int32_t* lane_off, int g0,
                     cudaStream_t s) {
   switch (ws) {
-    case 0: keep_launch<PER, 0>(grid, views, moves, lane_off, s); return true;
-    case 2: keep_launch<PER, 2>(grid, views, moves, lane_off, s); return true;
-    case 4: keep_launch<PER, 4>(grid, views, moves, lane_off, s); return true;
-    case 8: keep_launch<PER, 8>(grid, views, moves, lane_off, s); return true;
-    case 16: keep_launch<PER, 16>(grid, views, moves, lane_off, s); return true;
+    case 0: keep_launch<PER, 0>(grid, views, moves, lane_off, g0, s); return true;
+    case 2: keep_launch<PER, 2>(grid, views, moves, lane_off, g0, s); return true;
+    case 4: keep_launch<PER, 4>(grid, views, moves, lane_off, g0, s); return true;
+    case 8: keep_launch<PER, 8>(grid, views, moves, lane_off, g0, s); return true;
+    case 16: keep_launch<PER, 16>(grid, views, moves, lane_off, g0, s); return true;
   }
   return false;
 }
@@ -351,18 +354,22 @@ bool keep_launch_ws(int ws, dim3 grid, const KvView* views, const KeepMove* move
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s) {
   if (groups == 0) return Status::Ok();
-  const dim3 grid(lay.planes(), groups);
   const int per = lay.code_bytes % 16 == 0 ? int(lay.code_bytes / 16) : 0, ws = int(lay.scale_bytes);
   bool table = false;
-  switch (per) {
-    case 2: table = keep_launch_ws<2>(ws, grid, views, moves, lane_off, s); break;
-    case 4: table = keep_launch_ws<4>(ws, grid, views, moves, lane_off, s); break;
-    case 8: table = keep_launch_ws<8>(ws, grid, views, moves, lane_off, s); break;
-    case 16: table = keep_launch_ws<16>(ws, grid, views, moves, lane_off, s); break;
-    case 32: table = keep_launch_ws<32>(ws, grid, views, moves, lane_off, s); break;
+  // A lane group is a grid y index (at most 65535): more groups go in launches of
+  // kKeepGroupsPerLaunch, each naming its first group.
+  for (int g0 = 0; g0 < groups; g0 += kKeepGroupsPerLaunch) {
+    const dim3 grid(lay.planes(), std::min(groups - g0, kKeepGroupsPerLaunch));
+    switch (per) {
+      case 2: table = keep_launch_ws<2>(ws, grid, views, moves, lane_off, g0, s); break;
+      case 4: table = keep_launch_ws<4>(ws, grid, views, moves, lane_off, g0, s); break;
+      case 8: table = keep_launch_ws<8>(ws, grid, views, moves, lane_off, g0, s); break;
+      case 16: table = keep_launch_ws<16>(ws, grid, views, moves, lane_off, g0, s); break;
+      case 32: table = keep_launch_ws<32>(ws, grid, views, moves, lane_off, g0, s); break;
+    }
+    if (!table) keep_kernel<128, 8, 0, 0><<<grid, 128, 0, s>>>(views, moves, lane_off, g0);  // one plane after the other
+    KC_LAUNCH_CHECK("keep_kernel");
   }
-  if (!table) keep_kernel<128, 8, 0, 0><<<grid, 128, 0, s>>>(views, moves, lane_off);  // one plane after the other
-  KC_LAUNCH_CHECK("keep_kernel");
   KernelPaths::note(table ? "keep-table" : "keep-planes");
   return Status::Ok();
 }

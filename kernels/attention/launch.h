@@ -41,7 +41,10 @@ Status launch_rope_store(const KvView* views, Format fmt, int hkv, int d, const 
 Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const AttnParams& p, const AttnRow* rows, int n,
                         const int32_t* tails, const float* q, int max_chunks, float* pm, float* pl, float* po,
                         float* out, cudaStream_t s);
-// keep: every field of `lay` (the views' layout: it picks the kernel, keep.cu) moves.
+// keep: every field of `lay` (the views' layout: it picks the kernel, keep.cu) moves; `groups`
+// lane groups (lane_off has groups + 1 entries), any number: a group is a grid y index, so more
+// than kKeepGroupsPerLaunch go in several launches.
+constexpr int kKeepGroupsPerLaunch = 65535;
 Status launch_keep(const KvView* views, const KvLayout& lay, const KeepMove* moves, const int32_t* lane_off, int groups,
                    cudaStream_t s);
 }  // namespace kc
