@@ -506,8 +506,8 @@ Status run_arm(const Model& m, Backend& be, const KvFixture& fx, const std::vect
   Cache c;
   KC_RETURN_IF_ERROR(make_engine_cache(m.kv_layout(), lanes, &c));
   // The cache stays on the device for the whole arm (cuda; cpu holds nothing): no forward
-  // copies it. A planting decorator has no engine of its own, so its arms copy per call and
-  // the plant sees the host image.
+  // copies it. A planting decorator (KvPlantBackend) plants on the real engine, so its arms
+  // hold the cache too.
   EngineBackend* eb = be.engine();
   if (eb) KC_RETURN_IF_ERROR(eb->hold(c));
   struct Release {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "engine/kv_gate.h"
 #include "engine/kv_plant_backend.h"
 #include "engine/model.h"
+#include "tests/cuda_backend_or_skip.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
@@ -98,6 +100,101 @@ TEST(KvPlant, ProbePlantActsOnLaneOneRowsOnly) {
   EXPECT_EQ(std::memcmp(out.data(), want.data(), 2 * d * 4), 0);
   ASSERT_TRUE(cpu->attention(c, ap, both, 2, {}, q.data(), want.data()).ok);
   EXPECT_NE(std::memcmp(out.data() + d, want.data() + d, d * 4), 0) << "lane 1's zero query changed nothing";
+}
+
+// The plants on the engine path (KvPlantBackend::engine(): a KvPlantEngine over the real
+// engine, the cache held, q, k, v and out in the engine's memory) give the bytes of the
+// Backend path (the cache image, host buffers): the cache after a planted rope store of two
+// lanes' rows (lane 1's first stored slot takes the scale of a row stored before), and
+// attention's output under a planted query. Each plant also changes something (against the
+// real backend unplanted), so an engine path that skipped its plant fails here.
+void expect_engine_plants_as_backend_plants(Backend& real, KvPlant plant, Format f) {
+  SCOPED_TRACE(std::string(format_name(f)) + " plant " + std::to_string(int(plant)));
+  const int d = 32, qh = 4, L = 2;
+  const KvLayout lay(L, 2, d, f);
+  Cache base;
+  ASSERT_TRUE(make_engine_cache(lay, {{24, 0}, {24, 0}}, &base).ok);
+  std::mt19937 g(7);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  auto drawn = [&](size_t n) {
+    std::vector<float> x(n);
+    for (float& e : x) e = nd(g);
+    return x;
+  };
+  // Slots 0..9 of both lanes at both layers, unplanted.
+  for (int layer = 0; layer < L; ++layer) {
+    std::vector<RopeRow> rows;
+    for (int lane = 0; lane < 2; ++lane)
+      for (int s = 0; s < 10; ++s) rows.push_back({lane, s, s});
+    const size_t n = rows.size();
+    const std::vector<float> q = drawn(n * qh * d), k = drawn(n * 2 * d), v = drawn(n * 2 * d);
+    std::vector<float> qo(q.size());
+    ASSERT_TRUE(real.rope_store(base, {qh, d, 1e6, layer}, rows.data(), int(n), q.data(), k.data(), v.data(),
+                                qo.data()).ok);
+  }
+  // The planted call: slots 10..13 of lane 0 and 10..11 of lane 1 at layer 1 (out of order).
+  const std::vector<RopeRow> rows = {{0, 12, 12}, {1, 10, 10}, {0, 10, 10}, {0, 13, 13}, {1, 11, 11}, {0, 11, 11}};
+  const int n = int(rows.size());
+  const RopeParams rp{qh, d, 1e6, 1};
+  const std::vector<float> q = drawn(size_t(n) * qh * d), k = drawn(size_t(n) * 2 * d), v = drawn(size_t(n) * 2 * d);
+  const std::vector<AttnRow> arows = {{0, 14, 0, 0}, {1, 12, 0, 0}, {0, 7, 0, 0}};
+  const AttnParams ap{qh, 1, 4, float(1.0 / std::sqrt(double(d)))};
+  const std::vector<float> aq = drawn(arows.size() * qh * d);
+  const size_t nout = arows.size() * qh * d;
+
+  Cache by_backend = base, by_engine = base, unplanted = base;
+  std::vector<float> qo(q.size()), out_backend(nout), out_engine(nout), out_real(nout);
+  KvPlantBackend pb(real, plant);
+  ASSERT_TRUE(pb.rope_store(by_backend, rp, rows.data(), n, q.data(), k.data(), v.data(), qo.data()).ok);
+  ASSERT_TRUE(pb.attention(by_backend, ap, arows.data(), int(arows.size()), {}, aq.data(), out_backend.data()).ok);
+  ASSERT_TRUE(real.rope_store(unplanted, rp, rows.data(), n, q.data(), k.data(), v.data(), qo.data()).ok);
+  ASSERT_TRUE(real.attention(unplanted, ap, arows.data(), int(arows.size()), {}, aq.data(), out_real.data()).ok);
+  const int planted_by_backend = pb.planted();
+
+  EngineBackend* eb = pb.engine();
+  ASSERT_NE(eb, nullptr) << "the plant has no engine over " << real.name() << "'s";
+  ASSERT_TRUE(eb->hold(by_engine).ok);
+  void *dq, *dk, *dv, *dqo, *daq, *dout;
+  const std::pair<void**, size_t> bufs[] = {{&dq, q.size()},   {&dk, k.size()},    {&dv, v.size()},
+                                            {&dqo, q.size()}, {&daq, aq.size()}, {&dout, nout}};
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(eb->scratch(i, bufs[i].second * 4, bufs[i].first).ok);
+  ASSERT_TRUE(eb->upload(dq, q.data(), q.size() * 4).ok);
+  ASSERT_TRUE(eb->upload(dk, k.data(), k.size() * 4).ok);
+  ASSERT_TRUE(eb->upload(dv, v.data(), v.size() * 4).ok);
+  ASSERT_TRUE(eb->upload(daq, aq.data(), aq.size() * 4).ok);
+  ASSERT_TRUE(eb->rope_store(by_engine, rp, rows.data(), n, static_cast<float*>(dq), static_cast<float*>(dk),
+                             static_cast<float*>(dv), static_cast<float*>(dqo)).ok);
+  ASSERT_TRUE(eb->attention(by_engine, ap, arows.data(), int(arows.size()), {}, static_cast<float*>(daq),
+                            static_cast<float*>(dout)).ok);
+  ASSERT_TRUE(eb->download(out_engine.data(), dout, nout * 4).ok);
+  ASSERT_TRUE(eb->release(by_engine).ok);
+
+  EXPECT_EQ(pb.planted(), 2 * planted_by_backend) << "the engine path planted in other calls than the Backend path";
+  EXPECT_GT(planted_by_backend, 0);
+  EXPECT_TRUE(by_engine.mem == by_backend.mem) << "the cache after the engine path's planted store";
+  EXPECT_EQ(std::memcmp(out_engine.data(), out_backend.data(), nout * 4), 0) << "attention on the engine path";
+  if (plant == KvPlant::scales_from_neighbour_row)
+    EXPECT_FALSE(by_engine.mem == unplanted.mem) << "the planted store changed no byte";
+  else
+    EXPECT_NE(std::memcmp(out_engine.data(), out_real.data(), nout * 4), 0) << "the planted query changed nothing";
+}
+
+TEST(KvPlant, EnginePathPlantsAsTheBackendPathOnCpu) {
+  auto cpu = make_cpu_backend();
+  expect_engine_plants_as_backend_plants(*cpu, KvPlant::scales_from_neighbour_row, Format::fp8);
+  expect_engine_plants_as_backend_plants(*cpu, KvPlant::scales_from_neighbour_row, Format::q4);
+  expect_engine_plants_as_backend_plants(*cpu, KvPlant::q4_query_unrotated, Format::q4);
+  expect_engine_plants_as_backend_plants(*cpu, KvPlant::probe_query_zeroed, Format::bf16);
+}
+
+// The same on cuda: the engine path holds the cache on the device (the scales plant packs and
+// unpacks the device copy), the Backend path copies it per call.
+TEST(KvPlant, EnginePathPlantsAsTheBackendPathOnCuda) {
+  KC_CUDA_BACKEND_OR_SKIP(cuda);
+  expect_engine_plants_as_backend_plants(*cuda, KvPlant::scales_from_neighbour_row, Format::fp8);
+  expect_engine_plants_as_backend_plants(*cuda, KvPlant::scales_from_neighbour_row, Format::q4);
+  expect_engine_plants_as_backend_plants(*cuda, KvPlant::q4_query_unrotated, Format::q4);
+  expect_engine_plants_as_backend_plants(*cuda, KvPlant::probe_query_zeroed, Format::bf16);
 }
 
 TEST(KvGateMath, KlAgainstAHandComputedCase) {

@@ -2,7 +2,7 @@
 # Session 54: keep's launches of 65535 lane groups (kernel argument g0, a loop on the host) against
 # the keep before it (86714b2's keep.cu and launch.h, carried in .dev/keep-base), same call:
 # bench compact three times each, interleaved (out_hash and ratios per row); then qwen-pages on
-# cuda from the head build (its keep cases).   device: bash reports/h100/receipts-s54/ab-keep.sh
+# cuda from the head build (its keep cases).   device: bash reports/h200/receipts-s54/ab-keep.sh
 T0=$(date +%s); ROOT=$PWD; W=/tmp/abkeep; rm -rf $W; mkdir -p $W ${OUT:=/tmp/out}
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
 [ -d .deps ] || tar xzf .deps.tgz

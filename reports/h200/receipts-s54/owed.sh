@@ -10,8 +10,8 @@
 #  3. kv-gate fp8 on cuda, end to end, with a fixture that prefills 65536 rows in one forward
 #     (h200-long.json's text and model, depth 66000, rows 32, decode_steps 2, prefill_chunk 65536:
 #     its schema's maximum), until the call's time runs out.
-#   device: bash reports/h100/receipts-s54/owed.sh tests   (1, 2, 2b), then at once on the warm machine
-#           bash reports/h100/receipts-s54/owed.sh kv      (3: reuses step 1's tf-cuda-test copy where the
+#   device: bash reports/h200/receipts-s54/owed.sh tests   (1, 2, 2b), then at once on the warm machine
+#           bash reports/h200/receipts-s54/owed.sh kv      (3: reuses step 1's tf-cuda-test copy where the
 #           machine kept it, else builds)   (carry .deps.tgz and .dev)
 T0=$(date +%s); ROOT=$PWD; LIMIT=${LIMIT:-590}
 PART=${1:-tests}; W=/tmp/owed-$PART; rm -rf $W; mkdir -p $W ${OUT:=/tmp/out}
