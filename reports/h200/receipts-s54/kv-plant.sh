@@ -6,6 +6,8 @@
 #  2. kv-gate h200.json fp8 on cuda by both builds (verdict, every control red, times);
 #  3. kv-gate of 65536 prefill rows (owed.sh's fixture; 410 s before, 400 of them controls) by
 #     the head build, in what time is left.   device: bash reports/h200/receipts-s54/kv-plant.sh
+#   locally first: mkdir -p .dev/kvplant-base && git show b4eb858^:engine/kv_plant_backend.h > .dev/kvplant-base/kv_plant_backend.h;
+#   bash tools/h200_snap.sh   (carry .deps.tgz and .dev)
 # SHORT=1 (little device time): no base build and no base run; steps 1, 2 (head) and 3 as time allows.
 T0=$(date +%s); ROOT=$PWD; LIMIT=${LIMIT:-560}; W=/tmp/kvplant; rm -rf $W; mkdir -p $W ${OUT:=/tmp/out}
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
