@@ -1043,6 +1043,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     return &(unplanted_at[f] = std::move(u));
   };
   auto planted_arm = [&](Run& sub, const std::string& name, Format f, KvPlant plant) {
+    err << "kv-gate: control " << name << " (a planted " << format_name(f) << " arm)\n";  // progress: a long run's slowest part
     Model m;
     Status st = make(f, &m);
     if (!st.ok) return sub.error(name, st.message);
@@ -1109,6 +1110,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                     if (int64_t(d) + fx.rows >= rd / 2) break;
                   }
                   const int steps = int64_t(ds.back()) + fx.rows >= rd / 2 ? 0 : fx.decode_steps;
+                  err << "kv-gate: control recall-probe-attends-uniformly (a planted " << cmd.format << " arm)\n";
                   KvPlantBackend pb(*be, KvPlant::probe_query_zeroed);
                   KvProbe one = *rp;
                   one.depths = {rd};
