@@ -13,7 +13,7 @@
 //   probe_query_zeroed        attention rows of lane 1 (the recall probes' lane) score a zero
 //                             query: every key weighs the same, so the probe attends its
 //                             whole context uniformly and cannot pick the passphrase out.
-// Where the real backend has an engine (cpu, cuda), engine() is a KvPlantEngine over it, and
+// Where the real backend has an engine (cpu, cuda), engine() is a KvPlantBackend::Engine over it, and
 // the plants act there too: the planted arm then runs on the real engine (on cuda with the
 // cache held on the device, as the gate's own arms run) instead of the host twins over a
 // cache copied to the device and back in every call. On that path a planted query is

@@ -3,7 +3,9 @@
 // decorator (contracts/faulty_backend.h, contracts/refusals.cpp, the rows-invariant
 // engines, engine/kv_plant_backend.h) overrides only the operations it plants in.
 // ForwardingBackend has no engine of its own (engine() stays null): the engine then runs
-// the host twins over the decorator and its KV steps go through the plants.
+// the host twins over the decorator and its KV steps go through the plants. A decorator may
+// hand out a ForwardingEngine over the real engine instead (engine/kv_plant_backend.h), so
+// that its plants act where the real engine runs.
 #pragma once
 #include <string>
 #include <vector>
