@@ -66,6 +66,7 @@ class KvPlantBackend final : public ForwardingBackend {
   Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
                    const float* q, float* out) override {
     if (!plants_query(c, rows, n)) return real_.attention(c, p, rows, n, tails, q, out);
+    ++planted_;
     std::vector<float> qq(q, q + size_t(n) * p.q_heads * c.lay.head_dim);
     plant_query(c, p, rows, n, qq.data());
     return real_.attention(c, p, rows, n, tails, qq.data(), out);
@@ -124,6 +125,7 @@ class KvPlantBackend final : public ForwardingBackend {
     Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& t,
                      const float* q, float* out) override {
       if (!o_.plants_query(c, rows, n)) return in_.attention(c, p, rows, n, t, q, out);
+      ++o_.planted_;
       const size_t bytes = size_t(n) * p.q_heads * c.lay.head_dim * sizeof(float);
       std::vector<float> qq(bytes / sizeof(float));
       KC_RETURN_IF_ERROR(in_.download(qq.data(), q, bytes));
@@ -147,16 +149,11 @@ class KvPlantBackend final : public ForwardingBackend {
   bool plants_scales(const Cache& c, int n) const {
     return plant_ == KvPlant::scales_from_neighbour_row && c.lay.scale_bytes != 0 && n > 0;
   }
-  // Whether this attention call's query is planted (the probe plant counts the calls it acts in).
-  bool plants_query(const Cache& c, const AttnRow* rows, int n) {
-    if (plant_ == KvPlant::probe_query_zeroed) {
-      const bool acts = std::any_of(rows, rows + n, [](const AttnRow& r) { return r.lane == 1; });
-      planted_ += acts;
-      return acts;
-    }
-    if (plant_ != KvPlant::q4_query_unrotated || c.lay.format != Format::q4 || n == 0) return false;
-    ++planted_;
-    return true;
+  // Whether this attention call's query is planted (a call counts as planted where it is).
+  bool plants_query(const Cache& c, const AttnRow* rows, int n) const {
+    if (plant_ == KvPlant::probe_query_zeroed)
+      return std::any_of(rows, rows + n, [](const AttnRow& r) { return r.lane == 1; });
+    return plant_ == KvPlant::q4_query_unrotated && c.lay.format == Format::q4 && n > 0;
   }
   // The planted query in host memory ([n][q_heads][head_dim]).
   void plant_query(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, float* q) const {
