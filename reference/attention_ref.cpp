@@ -2,14 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "reference/bounds.h"
 
 namespace kc::ref {
 
 namespace {
+// theta_i = base^(-2i/rot) in long double, computed once per (base, rot) and kept: the contracts
+// ask for it per element of every stored row, and powl was about a tenth of a cpu qwen-pages run.
+long double theta_of(int i, int rot, double base) {
+  thread_local double t_base = 0.0;
+  thread_local int t_rot = 0;
+  thread_local std::vector<long double> t_theta;
+  if (rot != t_rot || base != t_base) {
+    t_theta.resize(size_t(rot / 2));
+    for (int k = 0; k < rot / 2; ++k) t_theta[size_t(k)] = powl((long double)base, -2.0L * k / rot);
+    t_base = base;
+    t_rot = rot;
+  }
+  return t_theta[size_t(i)];
+}
+
 void angle(int64_t pos, int i, int rot, double base, long double* c, long double* s) {
-  const long double theta = powl((long double)base, -2.0L * i / rot);
+  const long double theta = theta_of(i, rot, base);
   const long double a = (long double)pos * theta;
   *c = cosl(a);
   *s = sinl(a);

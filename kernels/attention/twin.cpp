@@ -13,14 +13,13 @@
 
 namespace kc {
 
-static void rope_row_host(const float* x, float* y, int d, int rot, double base, int64_t pos) {
+// One row's rotation by its cos / sin table (c[i], sn[i] for pairs i < rot / 2).
+static void rope_row_host(const float* x, float* y, int d, int rot, const float* c, const float* sn) {
   const int h = rot / 2;
   for (int j = rot; j < d; ++j) y[j] = x[j];
   for (int i = 0; i < h; ++i) {
-    float c, s;
-    rope_cos_sin(pos, i, rot, base, &c, &s);
-    y[i] = x[i] * c - x[i + h] * s;
-    y[i + h] = x[i + h] * c + x[i] * s;
+    y[i] = x[i] * c[i] - x[i + h] * sn[i];
+    y[i + h] = x[i + h] * c[i] + x[i] * sn[i];
   }
 }
 
@@ -31,16 +30,22 @@ static void rope_row_host(const float* x, float* y, int d, int rot, double base,
 void rope_store_host(Cache& cache, const RopeParams& p, const RopeRow* rows, int n, const float* q,
                      const float* k, const float* v, float* q_out) {
   const int d = cache.lay.head_dim, hkv = cache.lay.kv_heads;
-  std::vector<float> y(d);
+  const int h2 = p.rot_dims / 2;
+  std::vector<float> y(d), c(h2), sn(h2);
+  // theta_i once per call and the row's cos / sin once per row (as the device's blocks keep
+  // them): the same rope_theta and rope_cos_sin_theta calls, so the same bits.
+  std::vector<double> theta(h2);
+  for (int i = 0; i < h2; ++i) theta[i] = rope_theta(i, p.rot_dims, p.base);
   with_format(cache.lay.format, [&](auto codec) {
     using C = decltype(codec);
     for (int r = 0; r < n; ++r) {
       const KvView view = cache.view(rows[r].lane);
+      for (int i = 0; i < h2; ++i) rope_cos_sin_theta(rows[r].pos, theta[i], &c[i], &sn[i]);
       for (int h = 0; q && h < p.q_heads; ++h)
         rope_row_host(q + (size_t(r) * p.q_heads + h) * d, q_out + (size_t(r) * p.q_heads + h) * d, d, p.rot_dims,
-                      p.base, rows[r].pos);
+                      c.data(), sn.data());
       for (int h = 0; h < hkv; ++h) {
-        rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, p.base, rows[r].pos);
+        rope_row_host(k + (size_t(r) * hkv + h) * d, y.data(), d, p.rot_dims, c.data(), sn.data());
         C::encode_row(view, y.data(), RowRef{rows[r].lane, p.layer, 0, h, rows[r].slot});
         C::encode_row(view, v + (size_t(r) * hkv + h) * d, RowRef{rows[r].lane, p.layer, 1, h, rows[r].slot});
       }
