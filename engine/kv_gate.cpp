@@ -847,6 +847,9 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     err << "tf-cuda-test: error: kv-gate: " << why << "\n";
     return 2;
   };
+  // Progress lines (which arm or control runs), none with --quiet; errors and warnings still go to err.
+  std::ostream nowhere(nullptr);
+  std::ostream& progress = cmd.quiet ? nowhere : err;
   const auto t_all = Clock::now();
   std::string text;
   if (!read_file(cmd.fixture, &text)) return bad(cmd.fixture + ": cannot be read");
@@ -929,7 +932,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   std::string miss;
   b16.file = base + ".json";
   if (!load_bf16(base, key, fx, V, &b16, &miss)) {
-    err << "kv-gate: bf16 arm (" << (miss == "absent" ? "not stored yet" : "stored copy not used: " + miss) << ")\n";
+    progress << "kv-gate: bf16 arm (" << (miss == "absent" ? "not stored yet" : "stored copy not used: " + miss) << ")\n";
     const Status st = run_arm(ref, *be, fx, fx.depths, fx.decode_steps, fx.recall, &b16.arm);
     if (!st.ok) {
       err << "tf-cuda-test: error: kv-gate: bf16 arm: " << st.message << "\n";
@@ -947,7 +950,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       b16.store_error = ws.message;
     }
   } else {
-    err << "kv-gate: bf16 arm read from " << b16.file << "\n";
+    progress << "kv-gate: bf16 arm read from " << b16.file << "\n";
     if (r["git"]["dirty"].get<bool>())
       err << "kv-gate: warning: the tree is dirty; the stored bf16 arm is keyed by commit " << engine_commit
           << " and may predate uncommitted engine changes (use another --bf16-cache to recompute)\n";
@@ -960,7 +963,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   }
 
   // ---- the quantized arm ----
-  err << "kv-gate: " << cmd.format << " arm\n";
+  progress << "kv-gate: " << cmd.format << " arm\n";
   ArmOut qa;
   be->reset_peak_memory();  // the peak below is the quantized arm's (process-wide counters)
   {
@@ -976,7 +979,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     stats.push_back(kv_depth_stats(fx.depths[i], fx.rows, V, b16.arm.logits[i].data(), qa.logits[i].data(), fx.tokens));
 
   CaseSelection sel;
-  Run run(*be, nullptr, 0, int(fx.depths.size()), sel, false);
+  Run run(*be, nullptr, 0, int(fx.depths.size()), sel, cmd.quiet);
   run.declare("mean KL", "per depth: mean over the scored rows of KL(bf16 || quantized) <= bar.mean_kl");
   run.declare("worst-token KL", "per depth: the largest KL(bf16 || quantized) of a scored row <= bar.worst_token_kl");
   run.declare("recall", "a passphrase the bf16 arm recalls (planted at half the depth, asked at the end) is recalled "
@@ -1043,7 +1046,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
     return &(unplanted_at[f] = std::move(u));
   };
   auto planted_arm = [&](Run& sub, const std::string& name, Format f, KvPlant plant) {
-    err << "kv-gate: control " << name << " (a planted " << format_name(f) << " arm)\n";  // progress: a long run's slowest part
+    progress << "kv-gate: control " << name << " (a planted " << format_name(f) << " arm)\n";  // progress: a long run's slowest part
     Model m;
     Status st = make(f, &m);
     if (!st.ok) return sub.error(name, st.message);
@@ -1110,7 +1113,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                     if (int64_t(d) + fx.rows >= rd / 2) break;
                   }
                   const int steps = int64_t(ds.back()) + fx.rows >= rd / 2 ? 0 : fx.decode_steps;
-                  err << "kv-gate: control recall-probe-attends-uniformly (a planted " << cmd.format << " arm)\n";
+                  progress << "kv-gate: control recall-probe-attends-uniformly (a planted " << cmd.format << " arm)\n";
                   KvPlantBackend pb(*be, KvPlant::probe_query_zeroed);
                   KvProbe one = *rp;
                   one.depths = {rd};

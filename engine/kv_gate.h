@@ -155,6 +155,7 @@ struct KvGateCommand {
   std::string out_file;
   std::string bf16_cache = "kv-gate-cache";  // folder of the bf16 arm's stored log-probs
   bool bf16_only = false;  // compute (or find) and store the bf16 arm, then stop: no receipt, exit 0
+  bool quiet = false;      // no progress lines on err (--quiet); errors and warnings still go there
   std::vector<std::string> argv;
 };
 int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& err);

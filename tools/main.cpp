@@ -383,6 +383,7 @@ int run_main(int argc, char** argv) {
                          "Cache formats to run instead of the fixture's cache_formats: bf16, fp8, q4 or mxfp4, or a "
                          "comma-separated list (the fixture's goldens for those formats apply)");
   serve_gate->add_option("--out", sg.out_file, "Write the receipt (kind serve-gate) here, atomically");
+  serve_gate->add_flag("--quiet", sg.quiet, "No progress lines on stderr (errors and warnings still go there)");
   // serve-memory (issue 17): the serving arena planned and admitted in three arms, a receipt.
   kc::engine::ServeMemoryCommand sm;
   auto* serve_memory = app.add_subcommand(
@@ -451,6 +452,7 @@ int run_main(int argc, char** argv) {
   kv_gate->add_flag("--bf16-only", kg.bf16_only,
                     "Compute (or find) the bf16 arm, store it in --bf16-cache and stop (no receipt): lets one command "
                     "run the bf16 arm and later ones each quantized arm");
+  kv_gate->add_flag("--quiet", kg.quiet, "No progress lines on stderr (errors and warnings still go there)");
   // export (issue 19): inputs and our outputs for the independent oracle tools/oracle_torch.py.
   std::string ex_contract, ex_out, ex_backend = "auto", ex_seed = "1";
   int ex_cases = 16;

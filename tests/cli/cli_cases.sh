@@ -859,6 +859,38 @@ json.dump(k, open(sys.argv[2], 'w'))" "$src" "$tmp/kvname.json" || fail "could n
     for f in "$h200/oracle.json" "$h200/receipts-s36/sanitize-probes-983675a.json"; do
       "$bin" report "$f" >/dev/null 2>&1; rc=$?; [ $rc -le 1 ] || fail "report $f: exit $rc"
     done ;;
+  # serve-gate and kv-gate --quiet: no progress line on stderr, the same FAIL lines there, the same
+  # summary on stdout and the same verdict as without it (which prints progress: which arm, which
+  # control). The serve fixture fails (goldens of 16 tokens cut to 4), the kv fixture passes.
+  gates-quiet)
+    serve_fixture "$tmp/sg.json" "$SMALL; f['golden'] = {'bf16': f['golden']['bf16'][:3]}" || fail "could not write the serve fixture"
+    python3 - "$src" "$tmp" <<'PY' || fail "could not write the kv fixture"
+import json, sys
+src, tmp = sys.argv[1], sys.argv[2]
+k = json.load(open(src + "/fixtures/kv/ci.json"))
+k["model"] = src + "/fixtures/models/stdlib-bytes-3m"
+k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
+json.dump(k, open(tmp + "/kv.json", "w"))
+PY
+    for g in sg kv; do
+      if [ $g = sg ]; then set -- serve-gate "$tmp/sg.json" --backend cpu; else set -- kv-gate "$tmp/kv.json" --format fp8 --backend cpu --bf16-cache "$tmp/c"; fi
+      "$bin" "$@" --out "$tmp/$g-loud.json" > "$tmp/$g-loud.out" 2> "$tmp/$g-loud.err"; rc_loud=$?
+      "$bin" "$@" --quiet --out "$tmp/$g-quiet.json" > "$tmp/$g-quiet.out" 2> "$tmp/$g-quiet.err"; rc_quiet=$?
+      [ $rc_loud -le 1 ] && [ $rc_quiet -eq $rc_loud ] || fail "$1: exit $rc_loud, with --quiet $rc_quiet"
+      # A failing check's line is an error, not progress: it stays (the serve fixture's cut goldens
+      # fail); so do warnings (kv-gate's stored bf16 arm in a dirty tree).
+      grep -v -e '^FAIL ' -e '^[a-z-]*: warning: ' "$tmp/$g-quiet.err" > "$tmp/$g-quiet.progress"
+      [ -s "$tmp/$g-quiet.progress" ] && fail "$1 --quiet printed progress on stderr: $(head -3 "$tmp/$g-quiet.progress")"
+      [ "$(grep -c '^FAIL ' "$tmp/$g-quiet.err")" = "$(grep -c '^FAIL ' "$tmp/$g-loud.err")" ] ||
+        fail "$1: --quiet changed the FAIL lines on stderr"
+      grep -q "^$1: .* arm\|^$1: bf16: solo" "$tmp/$g-loud.err" || fail "$1 without --quiet printed no progress: $(head -3 "$tmp/$g-loud.err")"
+      grep -q "control .*: red" "$tmp/$g-loud.err" || fail "$1 without --quiet named no control"
+      for f in "$tmp/$g-loud.out" "$tmp/$g-quiet.out"; do
+        grep -q "controls red" "$f" && grep -q "^receipt: " "$f" || fail "$1: no summary or receipt line in $f: $(tail -3 "$f")"
+      done
+      python3 -c "import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:3]); sys.exit(a['verdict'] != b['verdict'])" \
+        "$tmp/$g-loud.json" "$tmp/$g-quiet.json" || fail "$1: --quiet changed the verdict"
+    done ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0
