@@ -22,7 +22,7 @@ def rows(r):
 sdpa = {}
 for r in runs[512]:
     for k, x in rows(r).items():
-        b = [x[s] for s in ("sdpa_cudnn_us", "sdpa_flash_us", "sdpa_math_us", "sdpa_efficient_us") if x.get(s)]
+        b = [x[s] for s in ("sdpa_cudnn_us", "sdpa_flash_us") if x.get(s)]
         if b and k not in sdpa:
             sdpa[k] = min(b)
 
