@@ -485,26 +485,48 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   KC_RETURN_IF_ERROR(prepare_output(path, &target));
   std::error_code ec;
   const fs::path dir = fs::path(target).has_parent_path() ? fs::path(target).parent_path() : fs::path(".");
+  // The folders this write creates (deepest first): a write that fails removes them again, so a
+  // refused or failed write leaves nothing (a full disk once left the new folders behind).
+  std::vector<fs::path> made;
+  for (fs::path d = dir; !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path()) {
+    made.push_back(d);
+    if (d == d.parent_path()) break;
+  }
+  const auto undo = [&] {
+    std::error_code e2;
+    for (const fs::path& d : made) fs::remove(d, e2);  // removes only an empty folder
+  };
   fs::create_directories(dir, ec);  // the missing folders prepare_output checked
-  if (!fs::is_directory(dir, ec))
+  if (!fs::is_directory(dir, ec)) {
+    undo();
     return Status::Error(path + ": folder " + dir.string() + " cannot be created" +
                          (ec ? " (" + ec.message() + ")" : std::string()));
+  }
   const fs::path tmp = target + ".tmp." + std::to_string(getpid());
   {
+    errno = 0;
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) return Status::Error(path + ": cannot open " + tmp.string() + " for writing");
+    if (!f) {
+      const std::string e = errno ? std::strerror(errno) : "no reason given";
+      undo();
+      return Status::Error(path + ": cannot open " + tmp.string() + " for writing (" + e + ")");
+    }
     f << text;
     f.flush();
     if (!f) {
+      const std::string e = errno ? std::strerror(errno) : "no reason given";
       f.close();
       fs::remove(tmp, ec);
-      return Status::Error(path + ": write failed");
+      undo();
+      return Status::Error(path + ": write failed (" + e + ")");
     }
   }
   fs::rename(tmp, target, ec);
   if (ec) {
+    const std::string e = ec.message();
     fs::remove(tmp, ec);
-    return Status::Error(path + ": rename failed: " + ec.message());
+    undo();
+    return Status::Error(path + ": rename failed: " + e);
   }
   return Status::Ok();
 }
@@ -521,6 +543,17 @@ bool same_output(const std::string& a, const std::string& b) {
   std::string ta, tb;
   if (!prepare_output(a, &ta).ok || !prepare_output(b, &tb).ok) return false;
   return path_key(ta) == path_key(tb);
+}
+
+std::string output_replaces_file_in(const std::string& out, const std::string& dir) {
+  if (dir.empty() || out.empty()) return "";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, std::filesystem::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fe;
+    if (it->is_regular_file(fe) && same_output(out, it->path().string())) return it->path().string();
+  }
+  return "";
 }
 
 size_t utf8_length_at(const std::string& s, size_t i) {

@@ -203,6 +203,10 @@ Status prepare_output(const std::string& path, std::string* target);
 // Whether two output paths name one file (after prepare_output's symlinks, compared
 // canonically): a second write would replace the first (--out and --junit, say).
 bool same_output(const std::string& a, const std::string& b);
+// The regular file directly in folder `dir` (a checkpoint's config.json, its safetensors, ...)
+// that writing `out` would replace, or "" when none would (or `dir` is empty or unreadable):
+// a command refuses an --out that would overwrite the model it reads.
+std::string output_replaces_file_in(const std::string& out, const std::string& dir);
 // A path as same_output compares it: absolute, symlinks of its existing folders resolved, and
 // "x/.." folded where x does not exist yet.
 std::filesystem::path path_key(const std::string& path);

@@ -80,6 +80,15 @@ inline bool parse_json_strict(std::string_view text, nlohmann::json* out, std::s
     }
     return p;
   };
+  // nlohmann's parser stops at a NUL byte as at the input's end, so whatever followed one was
+  // never read (a receipt or fixture with garbage after a NUL parsed). JSON text has no raw NUL
+  // (inside a string it must be escaped): refused.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    if (field) *field = "(file)";
+    *why = "not JSON: a NUL byte at offset " + std::to_string(nul) + " (JSON text holds none)";
+    if (reason) *reason = *why;
+    return false;
+  }
   try {
     *out = nlohmann::json::parse(text, [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
       using E = nlohmann::json::parse_event_t;

@@ -59,6 +59,14 @@ bool from_contract_run(const nlohmann::json& r) {
   return cmd == r["name"].get<std::string>() || cmd == "kernel-contract" || cmd == "premerge";
 }
 
+// A contract run's receipt (tf-cuda-test NAME, kernel-contract, premerge): its argv says so, or
+// its name is a contract's (not oracle's or sanitize's, the two tools that write the contract
+// kind) whatever its argv says, since argv is as editable as the rest.
+static bool contract_run(const nlohmann::json& r) {
+  const std::string name = r.value("name", "");
+  return r.value("kind", "") == "contract" && (from_contract_run(r) || (name != "oracle" && name != "sanitize"));
+}
+
 std::string shell_quote(const std::string& w) {
   if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
                         std::string::npos)
@@ -389,13 +397,19 @@ bool check_receipt(const json& r, Checker& c) {
       return false;
     if (k["red"].get<bool>() && k["caught_by"].empty())
       return c.fail(at + ".red", "true, but no gate caught it (caught_by is empty)");
+    if (k.contains("time_s") && !(k["time_s"].get<double>() >= 0))
+      return c.fail(at + ".time_s", "a time below 0 (" + num_text(k["time_s"].get<double>()) + ")");
+    for (size_t j = 0; j < k["caught_by"].size(); ++j)
+      for (size_t j2 = 0; j2 < j; ++j2)
+        if (k["caught_by"][j2] == k["caught_by"][j])
+          return c.fail(at + ".caught_by", k["caught_by"][j].dump() + " appears twice");
     if (k["red"].get<bool>() && k.contains("errors") && !k["errors"].empty())
       return c.fail(at + ".red", "true, but the control had errors (an error is not a catch)");
   }
   // A control is caught by gates of the run: each name in caught_by is one of the receipt's
   // gates. (tools/sanitize.py's receipts, of kind contract but no contract run, name the
   // sanitizer that caught each plant instead.)
-  if (r["kind"] != "contract" || from_contract_run(r)) {
+  if (r["kind"] != "contract" || contract_run(r)) {
     std::set<std::string> gate_names;
     for (const json& g : r["gates"]) gate_names.insert(g["name"].get<std::string>());
     for (size_t i = 0; i < r["controls"].size(); ++i)
@@ -446,6 +460,11 @@ bool check_receipt(const json& r, Checker& c) {
     if (!c.field(kv, "kv", "format", Want::string) || !c.field(kv, "kv", "depths", Want::array) ||
         !c.field(kv, "kv", "recall", Want::array) || !c.field(kv, "kv", "memory", Want::object))
       return false;
+    // The bar every depth's verdict is judged by (every kv-gate receipt writes it): without it
+    // a depth's "pass" could not be checked (one with mean KL 50 once read as pass).
+    if (!c.field(kv, "kv", "bar", Want::object) || !c.field(kv["bar"], "kv.bar", "mean_kl", Want::number) ||
+        !c.field(kv["bar"], "kv.bar", "worst_token_kl", Want::number))
+      return false;
     for (size_t i = 0; i < kv["depths"].size(); ++i) {
       const json& d = kv["depths"][i];
       const std::string at = "kv.depths[" + std::to_string(i) + "]";
@@ -470,9 +489,7 @@ bool check_receipt(const json& r, Checker& c) {
           !c.field(d, at, "why", Want::string))
         return false;
       // A depth's verdict is its bar's: mean and worst-token KL at or under it (kv_bar_failure).
-      if (kv.contains("bar") && kv["bar"].is_object() && kv["bar"].contains("mean_kl") &&
-          kv["bar"]["mean_kl"].is_number() && kv["bar"].contains("worst_token_kl") &&
-          kv["bar"]["worst_token_kl"].is_number()) {
+      {
         const double bm = kv["bar"]["mean_kl"].get<double>(), bw = kv["bar"]["worst_token_kl"].get<double>();
         const double m = d["mean_kl"].get<double>(), w = d["worst_kl"].get<double>();
         const bool holds = m <= bm && w <= bw;
@@ -548,8 +565,10 @@ bool check_receipt(const json& r, Checker& c) {
   if (r["kind"] == "serve-memory") {  // what the arms table reads
     if (!c.field(r, "", "memory", Want::object)) return false;
     const json& m = r["memory"];
-    for (const char* k : {"parallel", "context", "page"})
+    for (const char* k : {"parallel", "context", "page"}) {
       if (!c.field(m, "memory", k, Want::integer)) return false;
+      if (!count_ok(m[k])) return c.fail(std::string("memory.") + k, count_why(m[k]));
+    }
     if (!c.field(m, "memory", "preset", Want::string) || !c.field(m, "memory", "bytes_per_position", Want::object) ||
         !c.field(m, "memory", "arms", Want::array))
       return false;
@@ -558,9 +577,12 @@ bool check_receipt(const json& r, Checker& c) {
       const std::string at = "memory.arms[" + std::to_string(i) + "]";
       if (!a.is_object()) return c.fail(at, "expected an object, got " + json_type_name(a));
       if (!c.field(a, at, "arm", Want::string) || !c.field(a, at, "lanes", Want::array)) return false;
+      // Counts, each from 0 to 2^63 - 1: bytes_in_use 2^64 - 1 once read as -1 (under arena_bytes).
       for (const char* k : {"page_stride", "arena_bytes", "bytes_fixed_per_lane", "pages_taken", "bytes_in_use",
-                            "free_pages_after", "admitted"})
+                            "free_pages_after", "admitted"}) {
         if (!c.field(a, at, k, Want::integer)) return false;
+        if (!count_ok(a[k])) return c.fail(at + "." + k, count_why(a[k]));
+      }
       if (a["bytes_in_use"].get<int64_t>() > a["arena_bytes"].get<int64_t>())
         return c.fail(at + ".bytes_in_use", a["bytes_in_use"].dump() + " is more than arena_bytes " + a["arena_bytes"].dump());
     }
@@ -570,18 +592,24 @@ bool check_receipt(const json& r, Checker& c) {
     const json& g = r["generate"];
     for (const char* k : {"model", "checkpoint_sha256", "kv_cache", "text"})
       if (!c.field(g, "generate", k, Want::string)) return false;
-    for (const char* k : {"pages", "decode_tokens", "cache_bytes"})
+    for (const char* k : {"pages", "decode_tokens", "cache_bytes"}) {
       if (!c.field(g, "generate", k, Want::integer)) return false;
-    for (const char* k : {"time_to_first_token_s", "decode_s", "decode_tok_s"})
+      if (!count_ok(g[k])) return c.fail(std::string("generate.") + k, count_why(g[k]));
+    }
+    for (const char* k : {"time_to_first_token_s", "decode_s", "decode_tok_s"}) {
       if (!c.field(g, "generate", k, Want::number)) return false;
+      if (!(g[k].get<double>() >= 0))
+        return c.fail(std::string("generate.") + k, "below 0 (" + num_text(g[k].get<double>()) + ")");
+    }
     if (!c.field(g, "generate", "stopped_at_eos", Want::boolean) || !c.field(g, "generate", "tokens", Want::array) ||
         !c.field(g, "generate", "prompt_tokens", Want::array))
       return false;
     for (const char* k : {"tokens", "prompt_tokens"})
       for (size_t i = 0; i < g[k].size(); ++i)
-        if (!g[k][i].is_number_integer())
+        if (!g[k][i].is_number_integer() || !count_ok(g[k][i]))
           return c.fail(std::string("generate.") + k + "[" + std::to_string(i) + "]",
-                        "expected an integer, got " + json_type_name(g[k][i]));
+                        g[k][i].is_number_integer() ? "a token id below 0 or out of range (" + g[k][i].dump() + ")"
+                                                    : "expected an integer, got " + json_type_name(g[k][i]));
   }
   if (r["kind"] == "bench-engine") {  // what the engine bench's extra tables read
     if (!c.field(r, "", "transformers", Want::object) || !c.field(r, "", "attention_share", Want::object, true))
@@ -621,10 +649,15 @@ bool check_receipt(const json& r, Checker& c) {
     // ran and a check that passed. Other tools' contract-kind receipts (tools/sanitize.py) judge
     // their own runs.
     const std::string kind = r["kind"].get<std::string>();
-    const bool runner = kind == "serve-gate" || kind == "kv-gate" || kind == "serve-memory" ||
-                        (kind == "contract" && from_contract_run(r));
-    if (runner) {
-      if (r["controls"].empty()) return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
+    const bool runner = kind == "serve-gate" || kind == "kv-gate" || kind == "serve-memory" || contract_run(r);
+    if (runner && r["controls"].empty())
+      return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
+    if (contract_run(r) && r.contains("cases") && r["cases"].contains("run") && r["cases"]["run"] == 0)
+      return c.fail("verdict", "'pass' with cases.run 0 (a contract run that ran no case never passes)");
+    // A check that passed: every runner's rule, and every contract-kind receipt's whoever wrote
+    // it (argv, which says who did, is as editable as the rest: a pass with no gates once
+    // passed with argv emptied).
+    if (runner || kind == "contract") {
       bool checked = false;
       for (const json& g : r["gates"]) checked = checked || g["passed"].get<int64_t>() > 0;
       if (!checked) return c.fail("verdict", "'pass' with no gate check passed (nothing was checked)");
@@ -650,6 +683,12 @@ bool check_receipt(const json& r, Checker& c) {
         if (r["kv"]["depths"][i].value("verdict", std::string("pass")) != "pass")
           return c.fail("verdict", "'pass' contradicts kv.depths[" + std::to_string(i) + "].verdict " +
                                        r["kv"]["depths"][i]["verdict"].dump());
+    // No recall lost: a probe the bf16 arm recalls and the quantized arm does not fails the gate.
+    if (kind == "kv-gate" && r.contains("kv") && r["kv"].contains("recall") && r["kv"]["recall"].is_array())
+      for (size_t i = 0; i < r["kv"]["recall"].size(); ++i)
+        if (r["kv"]["recall"][i].value("outcome", std::string()) == "lost")
+          return c.fail("verdict", "'pass' contradicts kv.recall[" + std::to_string(i) + "] (" +
+                                       r["kv"]["recall"][i].value("probe", std::string("?")) + ") lost");
   }
   return true;
 }

@@ -162,6 +162,8 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
       return bad("--out " + cmd.out_file + " names the prompt file " + cmd.prompt_file + ": the receipt would replace it");
   }
   if (cmd.model_dir.empty()) return bad("--model: missing");
+  if (const std::string f = output_replaces_file_in(cmd.out_file, cmd.model_dir); !f.empty())
+    return bad("--out " + cmd.out_file + " names the model's file " + f + ": the receipt would replace it");
   Qwen3Weights w;
   {
     const Status st = load_byte_level_checkpoint(cmd.model_dir, &w);

@@ -600,6 +600,16 @@ std::string cache_folder_problem(const std::string& dir, bool must_write, bool* 
   return "";
 }
 
+// The part of the bf16 arm's metadata that the gate reads besides the logits, as one canonical
+// text (nlohmann's dump: sorted keys, round-trip numbers); results_sha256 is its checksum.
+std::string bf16_results_text(const nlohmann::json& meta) {
+  return nlohmann::json{{"decode_tok_s", meta.at("decode_tok_s")},
+                        {"lane_bytes", meta.at("lane_bytes")},
+                        {"probes", meta.at("probes")},
+                        {"wall_s", meta.at("wall_s")}}
+      .dump();
+}
+
 struct Bf16Arm {
   ArmOut arm;
   bool from_cache = false;
@@ -622,12 +632,23 @@ bool load_bf16(const std::string& base, const std::string& key, const KvFixture&
     return false;
   }
   const size_t per = size_t(fx.rows) * vocab;
-  if (meta.value("key", "") != key || bin.size() != fx.depths.size() * per * 4 ||
-      meta.value("f32_sha256", "") != sha256_hex(bin)) {
+  // Any metadata that is not the object store_bf16 writes (an array, a key that is a number)
+  // makes the copy unusable, never the run's end: it is computed again.
+  if (!meta.is_object() || !meta.contains("key") || !meta["key"].is_string() || !meta.contains("f32_sha256") ||
+      !meta["f32_sha256"].is_string()) {
+    *why = "bad metadata: not an object with a string key and f32_sha256";
+    return false;
+  }
+  if (meta["key"].get<std::string>() != key || bin.size() != fx.depths.size() * per * 4 ||
+      meta["f32_sha256"].get<std::string>() != sha256_hex(bin)) {
     *why = "key, size or checksum differs";
     return false;
   }
   try {
+    // The results the gate reads of the metadata (recall probes, rates) have their own
+    // checksum: an edited "recalled" would turn a lost recall into an uninformative one.
+    if (meta.at("results_sha256").get<std::string>() != sha256_hex(bf16_results_text(meta)))
+      throw std::runtime_error("results_sha256 differs from the results' checksum");
     for (size_t i = 0; i < fx.depths.size(); ++i) {
       std::vector<float> lg(per);
       std::memcpy(lg.data(), bin.data() + i * per * 4, per * 4);
@@ -679,6 +700,7 @@ Status store_bf16(const std::string& base, const std::string& key, const nlohman
   meta["wall_s"] = a.arm.wall_s;
   meta["lane_bytes"] = a.arm.lane_bytes;
   meta["probes"] = probes;
+  meta["results_sha256"] = sha256_hex(bf16_results_text(meta));
   std::error_code ec;
   fs::create_directories(fs::path(base).parent_path(), ec);
   if (ec) return Status::Error(fs::path(base).parent_path().string() + ": " + ec.message());
@@ -890,6 +912,8 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
                                      {"the token file", fx.tokens_file}})
       if (same_output(cmd.out_file, path))
         return bad("--out " + cmd.out_file + " names " + what + " " + path + ": the receipt would replace it");
+    if (const std::string f = output_replaces_file_in(cmd.out_file, fx.model_dir); !f.empty())
+      return bad("--out " + cmd.out_file + " names the model's file " + f + ": the receipt would replace it");
   }
 
   Qwen3Weights w;

@@ -101,6 +101,10 @@ Status check_qwen3_config(const Qwen3Config& c, const std::string& file) {
     if (n > kMaxTensorElements) return fail(name, "makes a tensor of more than 2^40 elements");
   if (!(std::isfinite(c.rms_norm_eps) && c.rms_norm_eps > 0))
     return fail("rms_norm_eps", "expected a positive number, got " + std::to_string(c.rms_norm_eps));
+  // The engine's RMSNorm takes eps as a float: 3.5e38 was finite here and inf there (exit 1, no
+  // file or field named).
+  if (!std::isfinite(static_cast<float>(c.rms_norm_eps)))
+    return fail("rms_norm_eps", json(c.rms_norm_eps).dump() + " is past the largest float (the norm's eps is a float)");
   if (!(std::isfinite(c.rope_theta) && c.rope_theta > 0))
     return fail("rope_theta", "expected a positive number, got " + std::to_string(c.rope_theta));
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))

@@ -547,6 +547,10 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     if (!st.ok) return bad("--out " + st.message);
     if (same_output(cmd.out_file, cmd.fixture))
       return bad("--out " + cmd.out_file + " names the fixture " + cmd.fixture + ": the receipt would replace it");
+    for (const auto& [what, dir] : {std::pair<std::string, std::string>{"the model's", fx.model_dir},
+                                    {"the draft model's", fx.draft_model_dir}})
+      if (const std::string f = output_replaces_file_in(cmd.out_file, dir); !f.empty())
+        return bad("--out " + cmd.out_file + " names " + what + " file " + f + ": the receipt would replace it");
   }
   ServeModels sm;
   if (!load_serve_models(cmd.fixture, fx, &sm, &why)) return bad(why);

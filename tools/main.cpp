@@ -51,6 +51,9 @@
 namespace {
 
 constexpr int kUsage = 2;
+// The longest --filter taken. std::regex compiles a pattern by recursion: 20,000 nested groups
+// overflowed the stack (exit 139). Case lines and bench rows are about 100 bytes.
+constexpr size_t kMaxFilterBytes = 1000;
 
 struct Common {
   std::string backend = "auto";
@@ -216,8 +219,8 @@ int run_main(int argc, char** argv) {
     s->add_option("--cases", o.cases, "Number of generated cases (default " + std::to_string(c.default_cases) + ")")
         ->check(kAtLeastOne);
     auto* filter = s->add_option("--filter", o.filter,
-                                 "Run only cases whose name(k=v,...) line matches this ECMAScript regex (searched); a "
-                                 "filter that matches no case fails the run");
+                                 "Run only cases whose name(k=v,...) line matches this ECMAScript regex (searched, at most "
+                                 "1000 bytes); a filter that matches no case fails the run");
     s->add_option("--case", o.case_line,
                   "Run only the case whose printed name(k=v,...) line is exactly LINE (literal, no regex): paste a "
                   "failing case's line, with the same --seed and --cases, to replay it (a failing run prints the "
@@ -297,7 +300,7 @@ int run_main(int argc, char** argv) {
           ->check(CLI::IsMember({"events", "gated", "graph", "partial"}));
   auto* bench_filter = bench->add_option("--filter", bo.filter,
                     "attention: time only the rows whose config/format/addressing (as printed, e.g. "
-                    "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex; unmeasured targets read "
+                    "'24q/4kv/d256/b8/ctx32768/bf16/window') matches this ECMAScript regex (at most 1000 bytes); unmeasured targets read "
                     "'not measured'. rope-store, compact: the rows whose size/format/addressing (e.g. "
                     "'256MiB/q4/p16') matches; a filter that selects no row exits 2");
   auto* bench_l2 =
@@ -731,6 +734,11 @@ int run_main(int argc, char** argv) {
         return kUsage;
       }
     }
+    if (bo.filter.size() > kMaxFilterBytes) {
+      std::cerr << "tf-cuda-test: error: --filter: " << bo.filter.size() << " bytes; at most " << kMaxFilterBytes
+                << " (std::regex compiles a pattern by recursion)\n";
+      return kUsage;
+    }
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
@@ -804,6 +812,11 @@ int run_main(int argc, char** argv) {
       return kUsage;
     }
     o.seed_value = seed;
+  }
+  if (o.filter.size() > kMaxFilterBytes) {
+    std::cerr << "tf-cuda-test: error: --filter: " << o.filter.size() << " bytes; at most " << kMaxFilterBytes
+              << " (std::regex compiles a pattern by recursion)\n";
+    return kUsage;
   }
   if (!o.filter.empty()) {
     try {

@@ -711,6 +711,8 @@ void diff_kv(const json& b, const json& h, std::vector<std::string>* regress, st
     if (ob == "recalled" && oh != "recalled")
       regress->push_back("recall probe " + k + ": recalled -> " + oh +
                          (oh == "uninformative" ? " (the bf16 arm no longer recalls it)" : ""));
+    else if (ob != "lost" && oh == "lost")  // uninformative -> lost: the bf16 arm now recalls it, the cache does not
+      regress->push_back("recall probe " + k + ": " + ob + " -> lost");
     else if (ob == "lost" && oh == "recalled")
       improve->push_back("recall probe " + k + ": lost -> recalled");
   }

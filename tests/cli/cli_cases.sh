@@ -43,6 +43,13 @@ case "$case_name" in
   filter-none-fp8) expect 1 "--filter nomatch matched none of the" "$bin" fp8-rows --backend cpu --quiet --filter nomatch ;;
   filter-none-q4) expect 1 "--filter nomatch matched none of the" "$bin" q4-rows --backend cpu --quiet --filter nomatch ;;
   filter-none-mxfp4) expect 1 "--filter nomatch matched none of the" "$bin" mxfp4-rows --backend cpu --quiet --filter nomatch ;;
+  # A filter too long to compile safely (std::regex recurses: 20,000 nested groups overflowed the
+  # stack, exit 139) is refused as bad usage, in a contract and in bench.
+  filter-too-long)
+    deep=$(python3 -c 'print("(" * 20000 + "a" + ")" * 20000)')
+    expect 2 "--filter: 40001 bytes; at most 1000" "$bin" fp8-rows --backend cpu --quiet --cases 1 --filter "$deep"
+    expect 2 "--filter: 40001 bytes; at most 1000" "$bin" bench attention --filter "$deep"
+    expect 0 "fp8-rows: pass" "$bin" fp8-rows --backend cpu --quiet --cases 1 --filter "$(python3 -c 'print("(" * 498 + ")" * 498 + "fp8")')" ;;
   case-none)
     expect 1 "--case 'fp8-rows(ptok=48,len=97+48)' matched none of the" \
       "$bin" fp8-rows --backend cpu --quiet --case 'fp8-rows(ptok=48,len=97+48)' ;;
@@ -488,6 +495,35 @@ PY
     expect 2 "--junit $tmp/r.json names the receipt $tmp/r.json: the JUnit XML would replace it" \
       "$bin" report "$tmp/r.json" --junit "$tmp/r.json"
     cmp -s "$tmp/p.txt" "$tmp/p.orig" && cmp -s "$tmp/r.json" "$tmp/r.orig" || fail "an input was replaced" ;;
+  # --out naming a file of a checkpoint the command reads (generate's --model, a serve fixture's
+  # model and draft model, a kv fixture's model) is refused before anything runs: it once
+  # replaced config.json or model.safetensors with the receipt and exited 0 (the next run failed).
+  out-names-model)
+    cp -r "$src/fixtures/models/stdlib-bytes-3m" "$tmp/m" && cp -r "$src/fixtures/models/stdlib-bytes-3m-draft1" "$tmp/d" ||
+      fail "could not copy the models"
+    serve_fixture "$tmp/sg.json" "$SMALL; del f['golden']; f['model'] = '$tmp/m'; f['draft']['model'] = '$tmp/d'" ||
+      fail "could not write the serve fixture"
+    python3 - "$src" "$tmp" <<'PY' || fail "could not write the kv fixture"
+import json, sys
+src, tmp = sys.argv[1], sys.argv[2]
+k = json.load(open(src + "/fixtures/kv/ci.json"))
+k["model"] = tmp + "/m"
+k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
+json.dump(k, open(tmp + "/kv.json", "w"))
+PY
+    cp -r "$tmp/m" "$tmp/m.orig" && cp -r "$tmp/d" "$tmp/d.orig"
+    expect 2 "--out $tmp/m/config.json names the model's file $tmp/m/config.json: the receipt would replace it" \
+      "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --out "$tmp/m/config.json"
+    expect 2 "--out $tmp/x/../m/model.safetensors names the model's file $tmp/m/model.safetensors: the receipt would replace it" \
+      "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --out "$tmp/x/../m/model.safetensors"
+    expect 2 "--out $tmp/m/model.safetensors names the model's file $tmp/m/model.safetensors: the receipt would replace it" \
+      "$bin" serve-gate "$tmp/sg.json" --out "$tmp/m/model.safetensors"
+    expect 2 "--out $tmp/d/config.json names the draft model's file $tmp/d/config.json: the receipt would replace it" \
+      "$bin" serve-gate "$tmp/sg.json" --out "$tmp/d/config.json"
+    expect 2 "--out $tmp/m/config.json names the model's file $tmp/m/config.json: the receipt would replace it" \
+      "$bin" kv-gate "$tmp/kv.json" --format fp8 --bf16-cache "$tmp/c" --out "$tmp/m/config.json"
+    diff -r "$tmp/m" "$tmp/m.orig" >/dev/null && diff -r "$tmp/d" "$tmp/d.orig" >/dev/null || fail "a model file was replaced"
+    [ ! -e "$tmp/c" ] && [ ! -e "$tmp/x" ] || fail "something was written before the refusal" ;;
   # A serve gate that fails at run time (its golden hashes are of 16 new tokens, the fixture
   # asks for 4) fails kernel-contract while every contract passes (one shard of their cases):
   # exit 1, the serve gate's line FAIL. --quiet prints no progress on stderr, the serve gate's arm
@@ -546,6 +582,29 @@ r = json.load(open(sys.argv[1])); r['cases']['requested'] = 1
 json.dump(r, open(sys.argv[2], 'w'))
 " "$tmp/n.json" "$tmp/n1.json"
     expect 0 "Regressions (0)" "$bin" diff "$tmp/fp8-rows.json" "$tmp/n1.json" ;;
+  # A receipt write that fails on a full disk (a 300 KB tmpfs, filled) says why and leaves
+  # nothing: neither the file nor the folders the write made (they once stayed). Needs a tmpfs
+  # mount (root); skipped where none can be made.
+  out-full-disk)
+    mkdir -p "$tmp/small"
+    mount -t tmpfs -o size=300k tmpfs "$tmp/small" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
+    trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+    dd if=/dev/zero of="$tmp/small/fill" bs=1k count=400 2>/dev/null
+    expect 2 "$tmp/small/new/sub/r.json: write failed (No space left on device)" \
+      "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/small/new/sub/r.json"
+    [ "$(ls -A "$tmp/small")" = fill ] || fail "the failed write left: $(ls -A "$tmp/small")" ;;
+  # Text after a NUL byte was never read (nlohmann stops there as at the end): a receipt, a serve
+  # fixture and a model's config.json with a NUL and garbage after it are refused, the offset named.
+  json-nul-byte)
+    cp "$h200/fp8-rows.json" "$tmp/r.json" && printf '\000 garbage {{{' >> "$tmp/r.json"
+    n=$(( $(wc -c < "$h200/fp8-rows.json") ))
+    expect 2 "$tmp/r.json: not JSON: a NUL byte at offset $n (JSON text holds none)" "$bin" report "$tmp/r.json"
+    serve_fixture "$tmp/sg.json" "$SMALL; del f['golden']" || fail "could not write the serve fixture"
+    printf '\000garbage' >> "$tmp/sg.json"
+    expect 2 "a NUL byte at offset" "$bin" serve-gate "$tmp/sg.json" --out "$tmp/s.json"
+    [ ! -e "$tmp/s.json" ] || fail "a receipt was written"
+    cp -r "$src/fixtures/models/stdlib-bytes-3m" "$tmp/m" && printf '\000x' >> "$tmp/m/config.json"
+    expect 2 "a NUL byte at offset" "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 ;;
   # The receipt reader follows the schema, and a contract run's pass needs a control and a check.
   report-schema-rules)
     cpu_receipt fp8-rows || fail "setup"

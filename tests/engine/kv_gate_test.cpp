@@ -815,6 +815,37 @@ TEST(KvGate, SmallFixtureVerdictControlsAndTheStoredBf16Arm) {
     EXPECT_EQ(r5["kv"]["recall"], r1["kv"]["recall"]) << edit;
   }
 
+  // A probe's result flipped in the metadata (every entry still there): results_sha256 no
+  // longer matches, so the copy is not used and the bf16 arm's recall is computed again. Then
+  // metadata that is not store_bf16's object (an array; a key that is a number), which once
+  // ended the run in an uncaught type_error (exit 134): not used, computed again.
+  const auto edit_meta = [&](const std::function<void(nlohmann::json&)>& f) {
+    for (const auto& e : std::filesystem::directory_iterator(cache))
+      if (e.path().extension() == ".json") {
+        nlohmann::json meta = nlohmann::json::parse(std::ifstream(e.path()));
+        f(meta);
+        std::ofstream(e.path()) << meta.dump();
+      }
+  };
+  const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> bad_meta = {
+      {"results_sha256", [](nlohmann::json& m) {
+         ASSERT_TRUE(m["probes"].is_object() && !m["probes"].empty());
+         auto& p = m["probes"].begin().value();
+         p["recalled"] = !p["recalled"].get<bool>();
+       }},
+      {"bad metadata: not an object", [](nlohmann::json& m) { m = nlohmann::json::array(); }},
+      {"bad metadata: not an object", [](nlohmann::json& m) { m["key"] = 5; }},
+      {"bad metadata: not an object", [](nlohmann::json& m) { m.erase("f32_sha256"); }}};
+  for (const auto& [want, f] : bad_meta) {
+    edit_meta(f);
+    EXPECT_EQ(run_kv(fx, "fp8", dir.file("r6.json"), cache, &text, &err), 0) << want << ": " << err;
+    EXPECT_NE(err.find("stored copy not used: "), std::string::npos) << want << ": " << err;
+    EXPECT_NE(err.find(want), std::string::npos) << want << ": " << err;
+    const auto r6 = nlohmann::json::parse(std::ifstream(dir.file("r6.json")));
+    EXPECT_FALSE(r6["kv"]["bf16_arm"]["from_cache"].get<bool>()) << want;
+    EXPECT_EQ(r6["kv"]["recall"], r1["kv"]["recall"]) << want;
+  }
+
   // --bf16-only: stores (here: finds) the bf16 arm and writes no receipt.
   EXPECT_EQ(run_kv(fx, "", "", cache, &text, &err), 2);  // no --format
   KvGateCommand only;

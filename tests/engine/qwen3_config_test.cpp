@@ -127,6 +127,8 @@ TEST(Qwen3Config, RefusesEveryMissingIllTypedOrInconsistentFieldByName) {
   cases.push_back({"head_dim string", [](json& j) { j["head_dim"] = "32"; }, "head_dim: expected a positive integer, got a string"});
   cases.push_back({"eps string", [](json& j) { j["rms_norm_eps"] = "1e-6"; }, "rms_norm_eps: expected a positive number, got a string"});
   cases.push_back({"eps zero", [](json& j) { j["rms_norm_eps"] = 0; }, "rms_norm_eps: expected a positive number, got 0"});
+  cases.push_back({"eps past float", [](json& j) { j["rms_norm_eps"] = 3.5e38; },
+                   "rms_norm_eps: 3.5e+38 is past the largest float (the norm's eps is a float)"});
   cases.push_back({"theta negative", [](json& j) { j["rope_theta"] = -1.0; }, "rope_theta: expected a positive number, got -1.0"});
   cases.push_back({"tie as int", [](json& j) { j["tie_word_embeddings"] = 1; },
                    "tie_word_embeddings: expected a boolean, got an integer"});

@@ -7,6 +7,7 @@
 #include <functional>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "contracts/json_type.h"
@@ -234,6 +235,78 @@ TEST(ReceiptViews, CheckRefusesARunnersPassWithNothingChecked) {
   bad["verdict_reasons"] = {"no gate check passed"};
   st = check_as_read(bad, "n.json");
   EXPECT_TRUE(st.ok) << st.message;
+}
+
+// argv says who wrote a receipt, and is as editable as the rest: a contract's receipt (a
+// registered name) with argv emptied or naming another tool keeps the runner's rule (a control
+// and a passed check), and any contract-kind pass, sanitize's included, needs a passed check.
+// A pass with no gates and no controls once read as pass with argv [].
+TEST(ReceiptViews, CheckKeepsTheRunnersRuleWhateverArgvSays) {
+  for (const json& argv : {json::array(), json{"x", "sanitize"}, json{"tools/sanitize.py", "--bin"}}) {
+    json r = contract_receipt();
+    r["argv"] = argv;
+    EXPECT_TRUE(check_as_read(r, "a.json").ok) << argv;
+    r["controls"] = json::array();
+    Status st = check_as_read(r, "a.json");
+    EXPECT_NE(st.message.find("a.json: verdict: 'pass' with no control"), std::string::npos) << argv << st.message;
+    r["gates"] = json::array();
+    st = check_as_read(r, "a.json");
+    EXPECT_FALSE(st.ok) << argv;
+  }
+  // sanitize's receipts judge their own runs (a receipt of extra runs has no controls), but a
+  // pass still needs a check that passed.
+  json s = contract_receipt();
+  s["name"] = "sanitize";
+  s["argv"] = {"tools/sanitize.py", "--bin", "b"};
+  s["controls"] = json::array();
+  EXPECT_TRUE(check_as_read(s, "s.json").ok) << check_as_read(s, "s.json").message;
+  s["gates"] = json::array();
+  const Status st = check_as_read(s, "s.json");
+  EXPECT_NE(st.message.find("s.json: verdict: 'pass' with no gate check passed"), std::string::npos) << st.message;
+}
+
+// Smaller contradictions a tampered receipt once carried through report: a control's negative
+// time, a gate named twice in caught_by, a contract run's pass with no case run, a serve-memory
+// count of 2^64 - 1 (read as -1, under arena_bytes) or below 0, a generate receipt's negative
+// count, time or token.
+TEST(ReceiptViews, CheckRefusesNegativeCountsTimesAndRepeats) {
+  auto refused = [](const json& r, const std::string& want) {
+    const Status st = check_as_read(r, "m.json");
+    EXPECT_NE(st.message.find(want), std::string::npos) << want << " / " << st.message;
+  };
+  json r = contract_receipt();
+  r["controls"][0]["time_s"] = -1;
+  refused(r, "m.json: controls[0].time_s: a time below 0");
+  r = contract_receipt();
+  r["controls"][0]["caught_by"] = {"attention-bound", "attention-bound"};
+  refused(r, "m.json: controls[0].caught_by: \"attention-bound\" appears twice");
+  r = contract_receipt();
+  r["cases"]["run"] = 0;
+  refused(r, "m.json: verdict: 'pass' with cases.run 0");
+
+  const json mem = committed("reports/cpu-serve/serve-memory-qwen35-27b-attn-p4-c32768-fp8.json");
+  ASSERT_TRUE(check_as_read(mem, "m.json").ok) << check_as_read(mem, "m.json").message;
+  json m = mem;
+  m["memory"]["arms"][0]["bytes_in_use"] = std::numeric_limits<uint64_t>::max();
+  refused(m, "m.json: memory.arms[0].bytes_in_use: count 18446744073709551615 out of range");
+  m = mem;
+  m["memory"]["arms"][0]["admitted"] = -3;
+  refused(m, "m.json: memory.arms[0].admitted: negative count -3");
+  m = mem;
+  m["memory"]["context"] = -1;
+  refused(m, "m.json: memory.context: negative count -1");
+
+  const json gen = committed("reports/h200/generate-fixture-cuda.json");
+  ASSERT_TRUE(check_as_read(gen, "m.json").ok) << check_as_read(gen, "m.json").message;
+  json g = gen;
+  g["generate"]["cache_bytes"] = -5;
+  refused(g, "m.json: generate.cache_bytes: negative count -5");
+  g = gen;
+  g["generate"]["decode_s"] = -0.5;
+  refused(g, "m.json: generate.decode_s: below 0");
+  g = gen;
+  g["generate"]["tokens"][0] = -1;
+  refused(g, "m.json: generate.tokens[0]: a token id below 0");
 }
 
 TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
@@ -635,6 +708,43 @@ TEST(ReceiptViews, RecallOutcomeFollowsFromBothArms) {
                             "false (which say 'lost')"),
             std::string::npos)
       << st.message;
+}
+
+// A kv-gate pass is checked against its own bar and recall: the bar is required (without it a
+// depth of mean KL 50 read as pass), a lost probe contradicts a pass, and diff counts
+// uninformative -> lost (the bf16 arm recalls it now, the cache does not) as a regression.
+TEST(ReceiptViews, KvGatePassNeedsItsBarAndNoLostRecall) {
+  const json ok = committed("reports/h200/audit-0420bd5/kv-ci-fp8-cuda.json");
+  ASSERT_EQ(ok["verdict"], "pass");
+  ASSERT_TRUE(Receipt::check(ok, "k.json").ok) << Receipt::check(ok, "k.json").message;
+  json r = ok;
+  r["kv"].erase("bar");
+  Status st = Receipt::check(r, "k.json");
+  EXPECT_NE(st.message.find("k.json: kv.bar: missing"), std::string::npos) << st.message;
+  r = ok;
+  r["kv"]["bar"]["mean_kl"] = "0.01";
+  st = Receipt::check(r, "k.json");
+  EXPECT_NE(st.message.find("k.json: kv.bar.mean_kl: expected a number"), std::string::npos) << st.message;
+  r = ok;
+  ASSERT_FALSE(r["kv"]["recall"].empty());
+  json& p = r["kv"]["recall"][0];
+  p["bf16"]["recalled"] = true;
+  p["quant"]["recalled"] = false;
+  p["outcome"] = "lost";
+  st = Receipt::check(r, "k.json");
+  EXPECT_NE(st.message.find("k.json: verdict: 'pass' contradicts kv.recall[0] (" + p["probe"].get<std::string>() + ") lost"),
+            std::string::npos)
+      << st.message;
+  r["verdict"] = "fail";
+  r["verdict_reasons"] = {"recall lost"};
+  ASSERT_TRUE(Receipt::check(r, "k.json").ok) << Receipt::check(r, "k.json").message;
+  json base = ok;
+  base["kv"]["recall"][0]["bf16"]["recalled"] = false;
+  base["kv"]["recall"][0]["quant"]["recalled"] = false;
+  base["kv"]["recall"][0]["outcome"] = "uninformative";
+  const ReceiptDiff d = gate_diff(base, r);
+  EXPECT_TRUE(says(d, "recall probe " + p["probe"].get<std::string>() + "@" + p["depth"].dump() + ": uninformative -> lost"))
+      << d.text;
 }
 
 // The backend is set aside when commands are compared; "checks fewer" counts on the same
