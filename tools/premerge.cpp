@@ -51,8 +51,18 @@ Status read_folder(const std::string& dir, const std::string& role, Folder* f) {
     return Status::Error(role + " " + dir + ": " + (fs::exists(dir, ec) ? "not a folder" : "no such folder") +
                          " (expected a folder of receipts, as kernel-contract --out-dir writes them)");
   std::vector<fs::path> files;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".json" && fs::is_regular_file(it->path())) files.push_back(it->path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".json") continue;
+    // Not fs::is_regular_file(path), which throws on a symlink loop (premerge aborted, exit
+    // 134). A *.json that is no readable regular file (a loop, a dangling link, a folder, a
+    // FIFO) is listed among the files not compared, never skipped without a word.
+    std::error_code fe;
+    const fs::file_status st = fs::status(it->path(), fe);
+    if (st.type() == fs::file_type::regular) files.push_back(it->path());
+    else
+      f->ignored.push_back(it->path().filename().string() + ": not a regular file" +
+                           (fe ? " (" + fe.message() + ")" : st.type() == fs::file_type::not_found ? " (a dangling link)" : ""));
+  }
   if (ec) return Status::Error(role + " " + dir + ": cannot list the folder: " + ec.message());
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) {
@@ -564,6 +574,22 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     }
     if (o.backend_given && o.backend != "auto" && o.backend != head_backend)
       return refuse("--backend " + o.backend + " but the head's receipts in " + o.head_dir + " ran on " + head_backend);
+    // One head, one commit: a receipt of another commit in the head's folder (the base's own
+    // receipt copied in) stood for the head and hid the head's regression (PASS).
+    {
+      std::string commit, first;
+      std::vector<std::pair<std::string, const json*>> used;
+      for (const std::string& n : head_set) used.push_back({file_of(o.head_dir, n + ".json"), &head.contracts[n]});
+      for (const auto& [n, r] : head.benches) used.push_back({file_of(o.head_dir, "bench-" + n + ".json"), &r});
+      for (const auto& [stem, r] : head.gates) used.push_back({file_of(o.head_dir, stem + ".json"), &r});
+      for (const auto& [file, r] : used) {
+        const std::string c = (*r)["git"].value("commit", std::string());
+        if (first.empty()) commit = c, first = file;
+        else if (c != commit)
+          return refuse("commit mismatch inside the head: " + first + " was built from " + commit + ", " + file + " from " +
+                        c + " (a head folder holds one commit's receipts)");
+      }
+    }
     // A head receipt stands for the head only if it ran what its base ran: every case (no
     // --filter, --case or shard) and as many cases. A one-case run would pass the gate.
     for (const std::string& n : head_set) {
@@ -834,6 +860,11 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       head_receipts.push_back(head.contracts[n]);
     }
     for (const auto& [n, r] : head.benches) {
+      // As the gate receipts below: a bench of another backend is no bench of this head (an
+      // H200 bench in a cpu head folder was listed as not compared, silently).
+      if (r["backend"].get<std::string>() != head_backend)
+        return refuse("backend mismatch inside the head: " + file_of(o.head_dir, "bench-" + n + ".json") + " ran on " +
+                      r["backend"].get<std::string>() + ", the head's contract receipts on " + head_backend);
       head_benches[n] = r;
       head_receipts.push_back(r);
     }
@@ -938,7 +969,13 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     c.label = n;
     c.base_file = file_of(o.base_dir, n + ".json");
     c.base_verdict = base.contracts[n]["verdict"].get<std::string>();
-    c.notes.push_back("removed: the head does not run it (--allow-contract-changes)");
+    // A head folder without a receipt of a contract this build still registers lost the
+    // receipt: the contract was not removed (it once passed as "removed").
+    if (!o.head_dir.empty() && registered.count(n))
+      c.regressions.push_back("the head folder " + o.head_dir + " has no receipt of it, but this build registers " + n +
+                              " (a lost receipt, not a removed contract)");
+    else
+      c.notes.push_back("removed: the head does not run it (--allow-contract-changes)");
     all.push_back(c);
   }
   for (const auto& [n, b] : base.benches) {

@@ -85,6 +85,22 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     KC_RETURN_IF_ERROR(same(first["name"], r["name"], "name"));
     KC_RETURN_IF_ERROR(same(first["backend"], r["backend"], "backend"));
     KC_RETURN_IF_ERROR(same(first["git"]["commit"], r["git"]["commit"], "git.commit"));
+    // The command's own --shard is the shard the run dealt: a cases.shard edited to another
+    // (1/2 relabelled 2/2) merged shard 1's cases twice and shard 2's never, and passed.
+    if (r.contains("argv") && r["argv"].is_array()) {
+      const json& a = r["argv"];
+      for (size_t k = 0; k < a.size(); ++k) {
+        if (!a[k].is_string()) continue;
+        const std::string w = a[k].get<std::string>();
+        std::string v;
+        bool has = false;
+        if (w == "--shard" && k + 1 < a.size() && a[k + 1].is_string()) v = a[k + 1].get<std::string>(), has = true;
+        else if (w.rfind("--shard=", 0) == 0) v = w.substr(8), has = true;
+        if (has && v != sh)
+          return Status::Error(paths[s] + ": cases.shard " + sh + " but its command ran --shard " + v +
+                               ": the receipt does not say which shard it ran");
+      }
+    }
     KC_RETURN_IF_ERROR(same(first["seed"], r["seed"], "seed"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("requested", json()), r["cases"].value("requested", json()), "cases.requested"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("filter", json("")), r["cases"].value("filter", json("")), "cases.filter"));

@@ -1,6 +1,7 @@
 #include "tools/receipt_views.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <iomanip>
@@ -74,9 +75,15 @@ struct Table {
   }
   static std::string cell_md(std::string s) {
     std::string o;
-    for (char ch : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      const char ch = s[i];
+      const char nx = i + 1 < s.size() ? s[i + 1] : '\0';
       if (ch == '|') o += "\\|";
-      else if (ch == '\n') o += ' ';
+      else if (ch == '\n' || ch == '\r') o += ' ';  // CommonMark ends a line at a lone CR too
+      // A tag or comment opener (<script>, </x>, <!--, <?) from a case line or file name is
+      // shown, never interpreted; "<=" in a target's name stays as it is.
+      else if (ch == '<' && (std::isalpha(static_cast<unsigned char>(nx)) || nx == '/' || nx == '!' || nx == '?'))
+        o += "&lt;";
       else o += ch;
     }
     return o;
@@ -241,10 +248,24 @@ bool bench_output_hash(const std::string& k) {
   return false;
 }
 
+std::string control_free(const std::string& s) {
+  std::string o = s;
+  for (char& ch : o) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f) ch = '?';
+  }
+  return o;
+}
+
 std::string html_escape(const std::string& s) {
   std::string o;
   o.reserve(s.size());
   for (char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f) {  // not HTML text; an ESC or CR from a receipt
+      o += '?';
+      continue;
+    }
     switch (ch) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
@@ -278,7 +299,7 @@ int report_command(const std::vector<std::string>& files, ViewFormat fmt, std::o
     }
     if (!recs[i].passed()) rc = 1;
   }
-  out << text;
+  out << (fmt == ViewFormat::html ? text : control_free(text));  // no terminal escape from a receipt's strings
   return rc;
 }
 
@@ -300,7 +321,7 @@ int diff_command(const std::string& base_path, const std::string& head_path, std
     err << "tf-cuda-test: error: " << st.message << "\n";
     return 2;
   }
-  out << d.text;
+  out << control_free(d.text);
   return d.regressions > 0 ? 1 : 0;
 }
 

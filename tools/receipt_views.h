@@ -89,6 +89,9 @@ bool bench_output_hash(const std::string& k);
 std::string fmt_sig(double v, int digits = 4);
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string html_escape(const std::string& s);
+// s with every control byte but newline and tab (ESC, CR, NUL, DEL...) replaced by '?': report
+// and diff print a receipt's strings (case lines, file names) to a terminal.
+std::string control_free(const std::string& s);
 // `tf-cuda-test diff BASE HEAD`: 0 (no regression), 1 (a regression) or 2 (unreadable or
 // incomparable receipts).
 int diff_command(const std::string& base, const std::string& head, std::ostream& out, std::ostream& err);

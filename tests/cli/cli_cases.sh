@@ -745,6 +745,28 @@ PY
     cd "$tmp" && expect 2 "--base premerge/head is --out-dir premerge's head/" \
       "$bin" premerge --base premerge/head --backend cpu --contracts fp8-rows --quiet
     cmp -s "$tmp/premerge/head/fp8-rows.json" "$tmp/b.copy" || fail "the base receipt was replaced (default --out-dir)" ;;
+  # premerge --head reads one head: a *.json that is no regular file (a symlink loop aborted it,
+  # exit 134) is listed as not compared; a receipt of another commit (the base's own, copied
+  # in, read as PASS) or a bench of another backend is refused; a contract this build registers
+  # but the folder lacks is a lost receipt (a regression), even with --allow-contract-changes.
+  premerge-head-folder)
+    for h in h1 h2 h3 h4; do mkdir -p "$tmp/$h" && cp "$src"/reports/cpu/*.json "$tmp/$h/"; done
+    ln -s loop.json "$tmp/h1/loop.json"
+    expect 0 "premerge: PASS" "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h1" --backend cpu --out-dir "$tmp/o1" --quiet
+    grep -q -F "head loop.json: not a regular file (Too many levels of symbolic links)" "$tmp/o1/premerge.md" ||
+      fail "premerge.md does not list the loop: $(cat "$tmp/o1/premerge.md")"
+    python3 -c "import json,sys; f=sys.argv[1]; r=json.load(open(f)); r['git']['commit']='0'*40; json.dump(r, open(f,'w'))" "$tmp/h2/q4-rows.json"
+    expect 2 "commit mismatch inside the head: " "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h2" --backend cpu --out-dir "$tmp/o2" --quiet
+    case "$out" in *"$tmp/h2/q4-rows.json"*) ;; *) fail "the other commit's receipt is not named: $out";; esac
+    [ ! -e "$tmp/o2/premerge.md" ] || fail "premerge.md written before the refusal"
+    rm "$tmp/h3/q4-rows.json"
+    expect 1 "the head folder $tmp/h3 has no receipt of it, but this build registers q4-rows (a lost receipt, not a removed contract)" \
+      "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h3" --backend cpu --allow-contract-changes --out-dir "$tmp/o3" --quiet
+    # (its commit made the head's, so that the backend is what differs)
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['git']=json.load(open(sys.argv[2]))['git']; json.dump(r, open(sys.argv[3],'w'))" \
+      "$h200/bench-attention.json" "$tmp/h4/fp8-rows.json" "$tmp/h4/bench-attention.json"
+    expect 2 "backend mismatch inside the head: $tmp/h4/bench-attention.json ran on cuda, the head's contract receipts on cpu" \
+      "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h4" --backend cpu --out-dir "$tmp/o4" --quiet ;;
   # premerge --contracts: premerge.md lists the base's contract receipts it left out (a PASS said
   # nothing of them).
   premerge-contracts-listed)

@@ -309,6 +309,27 @@ TEST(ReceiptViews, CheckRefusesNegativeCountsTimesAndRepeats) {
   refused(g, "m.json: generate.tokens[0]: a token id below 0");
 }
 
+// A receipt's strings (a case line from --case, a file name) reach a terminal, a Markdown
+// comment and an HTML page: no control byte passes (ESC wrote terminal escapes, a lone CR split
+// a Markdown table row), and no tag opener is live in Markdown or HTML.
+TEST(ReceiptViews, ReportPrintsNoControlByteAndNoLiveTag) {
+  json r = contract_receipt();
+  r["gates"][1]["worst"]["case"] = std::string("qwen-pages(<script>x</script>\x1b[31m\r\x01|<!--)");
+  const std::string file = write_temp("odd-strings.json", r.dump());
+  for (const ViewFormat f : {ViewFormat::text, ViewFormat::md, ViewFormat::html}) {
+    std::ostringstream out, err;
+    ASSERT_EQ(report_command({file}, f, out, err), 0) << err.str();
+    const std::string o = out.str();
+    for (const char c : {'\x1b', '\r', '\x01'}) EXPECT_EQ(o.find(c), std::string::npos) << int(f) << ": " << int(c);
+    if (f != ViewFormat::text) {
+      EXPECT_EQ(o.find("<script>"), std::string::npos) << o;
+      EXPECT_EQ(o.find("<!--"), std::string::npos) << o;
+    }
+    if (f == ViewFormat::md) EXPECT_NE(o.find("&lt;script>x&lt;/script>"), std::string::npos) << o;
+  }
+  EXPECT_EQ(control_free(std::string("a\x1b[1mb\r\n\tc\x7f", 11)), "a?[1mb?\n\tc?");
+}
+
 TEST(ReceiptViews, BadInputNamesFileFieldAndReason) {
   Receipt r;
   Status st = Receipt::load("/nonexistent/r.json", &r);

@@ -190,6 +190,24 @@ TEST(Merge, ShardsMergeIntoOneReceipt) {
   EXPECT_TRUE(Receipt::load(path, &back).ok);
 }
 
+// A shard's cases.shard must be the --shard its command ran: 1/2 relabelled 2/2 merged shard
+// 1's cases twice and shard 2's never, and passed.
+TEST(Merge, ShardLabelMustBeTheCommands) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  for (int k = 0; k < 2; ++k) {
+    s[k]["argv"] = {"tf-cuda-test", "rows-invariant", "--backend", "cpu", "--shard", k == 0 ? "1/2" : "2/2"};
+  }
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"s1.json", "s2.json"}, &m).ok);
+  s[1]["argv"][5] = "1/2";
+  Status st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  EXPECT_NE(st.message.find("s2.json: cases.shard 2/2 but its command ran --shard 1/2"), std::string::npos) << st.message;
+  s[1]["argv"] = {"tf-cuda-test", "rows-invariant", "--shard=1/2"};
+  st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  EXPECT_NE(st.message.find("s2.json: cases.shard 2/2 but its command ran --shard 1/2"), std::string::npos) << st.message;
+}
+
 TEST(Merge, AGreenControlInOneShardIsGreen) {
   const json whole = receipt("reports/cpu/rows-invariant.json");
   auto s = two_shards(whole, 40);
