@@ -1,5 +1,9 @@
 #include "contracts/framework.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -443,6 +447,26 @@ Status prepare_output(const std::string& path, std::string* target) {
   if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
     return Status::Error(path + ": expected a file name, not a folder");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  // An existing file that a rename may not replace: the write would fail after the whole run,
+  // leaving the earlier receipt (a PASS) in place. Two causes the folder probe below does not
+  // see: a sticky folder (/tmp-like) and a file owned by another user, and a file marked
+  // immutable or append-only (chattr +i / +a).
+  if (st.type() == fs::file_type::regular) {
+    struct stat fst {}, dst {};
+    if (::stat(p.c_str(), &fst) == 0 && ::stat(dir.c_str(), &dst) == 0 && (dst.st_mode & S_ISVTX) && ::geteuid() != 0 &&
+        fst.st_uid != ::geteuid() && dst.st_uid != ::geteuid())
+      return Status::Error(path + via + ": cannot be replaced: another user's file in a sticky folder (" + dir.string() +
+                           ")");
+    const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      int flags = 0;
+      const bool got = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+      ::close(fd);
+      if (got && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+        return Status::Error(path + via + ": cannot be replaced: the file is marked " +
+                             ((flags & FS_IMMUTABLE_FL) ? "immutable" : "append-only") + " (chattr)");
+    }
+  }
   // Missing folders are created when the file is written (write_text_atomic, as mkdir -p would),
   // not here: a check that refuses leaves nothing behind. The nearest folder that exists must be
   // a writable folder.

@@ -96,7 +96,9 @@ uint64_t rd64(const std::vector<uint8_t>& b, uint64_t off) {
   if (off + 8 <= b.size()) std::memcpy(&v, b.data() + off, 8);
   return v;
 }
-void wr32(std::vector<uint8_t>& b, uint64_t off, uint32_t v) { std::memcpy(b.data() + off, &v, 4); }
+void wr32(std::vector<uint8_t>& b, uint64_t off, uint32_t v) {
+  if (off + 4 <= b.size()) std::memcpy(b.data() + off, &v, 4);  // as rd32: a short blob is never written past
+}
 uint64_t up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 std::string declared_name(const FieldInfo& fi) {
   std::ostringstream o;
@@ -319,6 +321,16 @@ void run_case(Run& run, const PackCase& c) {
     run.check("attention-restored", same, cv, "attention over the restored lane differs: " + which);
   }
 
+  // The refusal edits below rewrite the blob where the layout puts its field table and checksum.
+  // A packer that wrote a shorter blob (a field left out) fails the refusals here: the edits
+  // once wrote past the blob's end (heap corruption that mangled the receipt's replay line).
+  if (const uint64_t need = 64 + 48 * uint64_t(lay.field_count()) + 8; blob.size() < need) {
+    run.check("refusals", false, cv,
+              "the packed blob is " + std::to_string(blob.size()) + " bytes, fewer than its header and the layout's " +
+                  std::to_string(lay.field_count()) + "-field table need (" + std::to_string(need) +
+                  "): no refusal edit can be made");
+    return;
+  }
   // Refusals: each bad blob is refused with its reason; the destination is unchanged.
   auto expect_refused = [&](const std::string& kind, const std::vector<uint8_t>& bad, int64_t pos0,
                             const std::string& reason, const std::string& also = "") {

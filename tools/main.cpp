@@ -922,6 +922,12 @@ int run_main(int argc, char** argv) {
   std::vector<nlohmann::json> receipts;
   auto write_junit = [&](int rc) {
     if (o.junit.empty()) return rc;
+    // Exit 2 (a receipt that could not be written, a refused fixture): no JUnit either. A JUnit
+    // of a run whose receipt write failed once read green beside an exit 2.
+    if (rc == kUsage) {
+      std::cerr << "tf-cuda-test: note: --junit " << o.junit << " not written (the run exits 2)\n";
+      return rc;
+    }
     const kc::Status w = kc::write_junit(o.junit, "tf-cuda-test " + command, receipts);
     if (!w.ok) {
       std::cerr << "tf-cuda-test: error: --junit " << w.message << "\n";
@@ -935,7 +941,29 @@ int run_main(int argc, char** argv) {
       return write_junit(run_one(*c, *be, o, *s, args, o.out, &receipts.back()));
     }
 
-  // kernel-contract: every contract, one receipt each.
+  // kernel-contract: every contract, one receipt each. The receipts an earlier run left under
+  // the names this run writes go first: a run stopped part way (SIGTERM) left them beside its
+  // own, and report and premerge --head read the folder as one passing run.
+  {
+    std::vector<std::string> stale = {"serve-gate.json"};
+    for (auto& [c, s] : subs) stale.push_back(c->name + ".json");
+    std::vector<std::string> removed;
+    for (const std::string& f : stale) {
+      const std::filesystem::path fp = std::filesystem::path(o.out_dir) / f;
+      std::error_code sec, ec;
+      if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(fp, sec))) continue;  // none there (or a link)
+      if (std::filesystem::remove(fp, ec))
+        removed.push_back(f);
+      else if (ec) {
+        std::cerr << "tf-cuda-test: error: --out-dir " << fp.string() << ": an earlier run's receipt cannot be removed ("
+                  << ec.message() << ")\n";
+        return kUsage;
+      }
+    }
+    if (!removed.empty())
+      std::cerr << "tf-cuda-test: note: --out-dir " << o.out_dir << ": removed " << removed.size()
+                << " receipt" << (removed.size() == 1 ? "" : "s") << " of an earlier run under the names this run writes\n";
+  }
   std::vector<std::pair<std::string, int>> results;
   for (auto& [c, s] : subs) {
     const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();

@@ -591,8 +591,50 @@ json.dump(r, open(sys.argv[2], 'w'))
     trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
     dd if=/dev/zero of="$tmp/small/fill" bs=1k count=400 2>/dev/null
     expect 2 "$tmp/small/new/sub/r.json: write failed (No space left on device)" \
-      "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/small/new/sub/r.json"
-    [ "$(ls -A "$tmp/small")" = fill ] || fail "the failed write left: $(ls -A "$tmp/small")" ;;
+      "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/small/new/sub/r.json" --junit "$tmp/j.xml"
+    [ "$(ls -A "$tmp/small")" = fill ] || fail "the failed write left: $(ls -A "$tmp/small")"
+    # No JUnit beside an exit 2: it read green (failures=0) where the receipt was never written.
+    [ ! -e "$tmp/j.xml" ] || fail "a JUnit was written for a run that exits 2"
+    # A receipt marked immutable cannot be replaced: refused before the run (it ran, then failed).
+    cp "$h200/fp8-rows.json" "$tmp/imm.json"
+    if chattr +i "$tmp/imm.json" 2>/dev/null; then
+      expect 2 "$tmp/imm.json: cannot be replaced: the file is marked immutable (chattr)" \
+        "$bin" fp8-rows --backend cpu --cases 1 --quiet --out "$tmp/imm.json"
+      chattr -i "$tmp/imm.json"
+      case "$out" in *"fp8-rows: pass"*) fail "the run ran before the refusal";; esac
+    fi ;;
+  # A packer that leaves a field out (the pack-skip-scales mutant) writes a shorter blob: the
+  # scale-planes contract fails its refusals by name, and its receipt's replay lines are intact
+  # (the refusal edits once wrote past the blob and mangled them: "d=3\x05\x00...").
+  mutant-short-blob)
+    [ -x "$mutant" ] || { echo "mutant binary missing"; exit 1; }
+    expect 1 "fewer than its header and the layout's" \
+      "$mutant" scale-planes --backend cpu --cases 3 --gates-only --out "$tmp/r.json"
+    python3 - "$tmp/r.json" <<'PY' || fail "a replay line holds a byte outside printable ASCII"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["replay"], "no replay line"
+for line in r["replay"]:
+    assert all(32 <= ord(ch) < 127 for ch in line), repr(line)
+PY
+    ;;
+  # kernel-contract --out-dir over an earlier run's receipts: they go before the run starts, so a
+  # run stopped part way (SIGTERM) leaves only its own (the earlier ones read as one passing run
+  # with them, in report and premerge --head).
+  kc-out-dir-stale)
+    mkdir -p "$tmp/k" && cp "$src"/reports/cpu/*.json "$tmp/k/" && cp "$src/reports/cpu-serve/serve-ci.json" "$tmp/k/serve-gate.json" 2>/dev/null
+    n=$(ls "$tmp/k" | wc -l)
+    "$bin" kernel-contract --backend cpu --shard 3/3 --out-dir "$tmp/k" --quiet > "$tmp/out" 2> "$tmp/err" &
+    pid=$!; sleep 3; kill -TERM $pid 2>/dev/null; wait $pid
+    grep -q "removed $n receipts of an earlier run under the names this run writes" "$tmp/err" ||
+      fail "the earlier receipts were not removed and named: $(cat "$tmp/err")"
+    python3 - "$tmp/k" "$src/reports/cpu" "$src/reports/cpu-serve/serve-ci.json" <<'PY' || fail "an earlier run's receipt is still there"
+import glob, json, sys
+old = {json.load(open(f))["git"]["commit"] for f in glob.glob(sys.argv[2] + "/*.json") + [sys.argv[3]]}
+left = [f for f in glob.glob(sys.argv[1] + "/*.json") if json.load(open(f))["git"]["commit"] in old]
+print("\n".join(left)); sys.exit(1 if left else 0)
+PY
+    ;;
   # Text after a NUL byte was never read (nlohmann stops there as at the end): a receipt, a serve
   # fixture and a model's config.json with a NUL and garbage after it are refused, the offset named.
   json-nul-byte)
