@@ -35,6 +35,17 @@ exec(edit)
 json.dump(f, open(out, "w"))
 PY
 }
+# kv_fixture FILE MODEL: the ci kv fixture with MODEL (a folder) and the token file by absolute path.
+kv_fixture() {
+  python3 - "$src" "$1" "$2" <<'PY'
+import json, sys
+src, out, model = sys.argv[1:4]
+k = json.load(open(src + "/fixtures/kv/ci.json"))
+k["model"] = model
+k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
+json.dump(k, open(out, "w"))
+PY
+}
 # The ci fixture's first 3 prompts, 4 new tokens, bf16 (the goldens, of 16 tokens, are EDIT's to drop or cut).
 SMALL='f["prompts"], f["new_tokens"], f["cache_formats"] = f["prompts"][:3], 4, ["bf16"]'
 
@@ -503,14 +514,7 @@ PY
       fail "could not copy the models"
     serve_fixture "$tmp/sg.json" "$SMALL; del f['golden']; f['model'] = '$tmp/m'; f['draft']['model'] = '$tmp/d'" ||
       fail "could not write the serve fixture"
-    python3 - "$src" "$tmp" <<'PY' || fail "could not write the kv fixture"
-import json, sys
-src, tmp = sys.argv[1], sys.argv[2]
-k = json.load(open(src + "/fixtures/kv/ci.json"))
-k["model"] = tmp + "/m"
-k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
-json.dump(k, open(tmp + "/kv.json", "w"))
-PY
+    kv_fixture "$tmp/kv.json" "$tmp/m" || fail "could not write the kv fixture"
     cp -r "$tmp/m" "$tmp/m.orig" && cp -r "$tmp/d" "$tmp/d.orig"
     expect 2 "--out $tmp/m/config.json names the model's file $tmp/m/config.json: the receipt would replace it" \
       "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --out "$tmp/m/config.json"
@@ -987,14 +991,7 @@ json.dump(k, open(sys.argv[2], 'w'))" "$src" "$tmp/kvname.json" || fail "could n
   # control). The serve fixture fails (goldens of 16 tokens cut to 4), the kv fixture passes.
   gates-quiet)
     serve_fixture "$tmp/sg.json" "$SMALL; f['golden'] = {'bf16': f['golden']['bf16'][:3]}" || fail "could not write the serve fixture"
-    python3 - "$src" "$tmp" <<'PY' || fail "could not write the kv fixture"
-import json, sys
-src, tmp = sys.argv[1], sys.argv[2]
-k = json.load(open(src + "/fixtures/kv/ci.json"))
-k["model"] = src + "/fixtures/models/stdlib-bytes-3m"
-k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
-json.dump(k, open(tmp + "/kv.json", "w"))
-PY
+    kv_fixture "$tmp/kv.json" "$src/fixtures/models/stdlib-bytes-3m" || fail "could not write the kv fixture"
     for g in sg kv; do
       if [ $g = sg ]; then set -- serve-gate "$tmp/sg.json" --backend cpu; else set -- kv-gate "$tmp/kv.json" --format fp8 --backend cpu --bf16-cache "$tmp/c"; fi
       "$bin" "$@" --out "$tmp/$g-loud.json" > "$tmp/$g-loud.out" 2> "$tmp/$g-loud.err"; rc_loud=$?
