@@ -1602,8 +1602,9 @@ QwenCase control_case(int shape, Format f, int ptok, int len0, int len1, int tai
 }
 
 // The probes, once per run: shape, format, page size, chunk, lengths, tail, probe.
-QwenCase probe_case(int shape, Format f, int ptok, int chunk, int len0, int len1, Probe p, uint64_t seed) {
-  return QwenCase{shape, f, ptok, chunk, len0, len1, 2, 500, 0, 0, seed, p};
+QwenCase probe_case(int shape, Format f, int ptok, int chunk, int len0, int len1, Probe p, uint64_t seed,
+                    int scale_kind = 0) {
+  return QwenCase{shape, f, ptok, chunk, len0, len1, 2, 500, scale_kind, 0, seed, p};
 }
 const QwenCase kProbes[] = {
     probe_case(1, Format::q4, 16, 256, 400, 300, Probe::peaked, 101),     // q4 d128 group 4: the packed kernel
@@ -1634,8 +1635,11 @@ const QwenCase kProbes[] = {
     probe_case(0, Format::q4, 48, 256, 120, 100, Probe::q4_ties, 125),  // d 256
     probe_case(7, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 126),  // the block-per-row store
     probe_case(4, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 127),   // bf16 d 256: kept partials
-    probe_case(0, Format::bf16, 48, 64, 1000, 700, Probe::chunks, 128),
-    probe_case(1, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 129),   // bf16 d 128
+    // These two at the other scales (1/d, 1): every run proves the softmax scale, whatever
+    // --cases (the drawn cases reach a scale other than 1/sqrt(d) from case 3 on, and a
+    // hard-coded 1/sqrt(d), the attn-fixed-scale mutant, passed a run of three).
+    probe_case(0, Format::bf16, 48, 64, 1000, 700, Probe::chunks, 128, 1),
+    probe_case(1, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 129, 2),  // bf16 d 128
     probe_case(kWideShape, Format::mxfp4, 16, 256, 120, 100, Probe::wide, 130),
     probe_case(kWideShape, Format::fp8, 16, 256, 120, 100, Probe::wide, 131),
     probe_case(kWideShape, Format::q4, 16, 256, 120, 100, Probe::wide, 132),
