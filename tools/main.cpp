@@ -54,6 +54,13 @@ constexpr int kUsage = 2;
 // The longest --filter taken. std::regex compiles a pattern by recursion: 20,000 nested groups
 // overflowed the stack (exit 139). Case lines and bench rows are about 100 bytes.
 constexpr size_t kMaxFilterBytes = 1000;
+// --filter within kMaxFilterBytes, else the error on stderr (exit 2 follows).
+bool filter_fits(const std::string& filter) {
+  if (filter.size() <= kMaxFilterBytes) return true;
+  std::cerr << "tf-cuda-test: error: --filter: " << filter.size() << " bytes; at most " << kMaxFilterBytes
+            << " (std::regex compiles a pattern by recursion)\n";
+  return false;
+}
 
 struct Common {
   std::string backend = "auto";
@@ -734,11 +741,7 @@ int run_main(int argc, char** argv) {
         return kUsage;
       }
     }
-    if (bo.filter.size() > kMaxFilterBytes) {
-      std::cerr << "tf-cuda-test: error: --filter: " << bo.filter.size() << " bytes; at most " << kMaxFilterBytes
-                << " (std::regex compiles a pattern by recursion)\n";
-      return kUsage;
-    }
+    if (!filter_fits(bo.filter)) return kUsage;
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
@@ -813,11 +816,7 @@ int run_main(int argc, char** argv) {
     }
     o.seed_value = seed;
   }
-  if (o.filter.size() > kMaxFilterBytes) {
-    std::cerr << "tf-cuda-test: error: --filter: " << o.filter.size() << " bytes; at most " << kMaxFilterBytes
-              << " (std::regex compiles a pattern by recursion)\n";
-    return kUsage;
-  }
+  if (!filter_fits(o.filter)) return kUsage;
   if (!o.filter.empty()) {
     try {
       std::regex re(o.filter);
