@@ -527,30 +527,46 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
                          (ec ? " (" + ec.message() + ")" : std::string()));
   }
   const fs::path tmp = target + ".tmp." + std::to_string(getpid());
-  {
-    errno = 0;
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) {
-      const std::string e = errno ? std::strerror(errno) : "no reason given";
-      undo();
-      return Status::Error(path + ": cannot open " + tmp.string() + " for writing (" + e + ")");
-    }
-    f << text;
-    f.flush();
-    if (!f) {
-      const std::string e = errno ? std::strerror(errno) : "no reason given";
-      f.close();
-      fs::remove(tmp, ec);
-      undo();
-      return Status::Error(path + ": write failed (" + e + ")");
-    }
+  // The bytes reach the disk before the rename (fsync), so that a crash or power loss after
+  // it leaves the earlier file or this one whole, never an empty or short receipt; the
+  // folder is synced after the rename so that the new name survives too (best effort: a
+  // file system that cannot sync a folder keeps the file, which is complete either way).
+  const auto fail = [&](const std::string& what, int fd) {
+    const std::string e = errno ? std::strerror(errno) : "no reason given";
+    if (fd >= 0) ::close(fd);
+    fs::remove(tmp, ec);
+    undo();
+    return Status::Error(path + ": " + what + " (" + e + ")");
+  };
+  errno = 0;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const std::string e = errno ? std::strerror(errno) : "no reason given";
+    undo();
+    return Status::Error(path + ": cannot open " + tmp.string() + " for writing (" + e + ")");
   }
+  for (size_t done = 0; done < text.size();) {
+    errno = 0;
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return fail("write failed", fd);
+    done += size_t(w);
+  }
+  errno = 0;
+  if (::fsync(fd) != 0) return fail("write failed: fsync", fd);
+  errno = 0;
+  if (::close(fd) != 0) return fail("write failed: close", -1);
   fs::rename(tmp, target, ec);
   if (ec) {
     const std::string e = ec.message();
     fs::remove(tmp, ec);
     undo();
     return Status::Error(path + ": rename failed: " + e);
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
   }
   return Status::Ok();
 }

@@ -210,8 +210,9 @@ std::string output_replaces_file_in(const std::string& out, const std::string& d
 // A path as same_output compares it: absolute, symlinks of its existing folders resolved, and
 // "x/.." folded where x does not exist yet.
 std::filesystem::path path_key(const std::string& path);
-// Writes text atomically through prepare_output: a temp file beside the target, then
-// rename over it (receipts, Markdown, JUnit XML).
+// Writes text atomically through prepare_output: a temp file beside the target, synced to
+// the disk (fsync), then renamed over it, and the folder synced (receipts, Markdown, JUnit
+// XML): a crash leaves the earlier file or the new one, whole.
 Status write_text_atomic(const std::string& path, const std::string& text);
 // The length of the well-formed UTF-8 sequence at s[i] (Unicode's Table 3-7: no overlong form,
 // no surrogate, nothing past U+10FFFF), 0 where there is none.

@@ -1,6 +1,9 @@
 #include "contracts/receipt.h"
 #include "contracts/json_type.h"
 
+#include <elf.h>
+#include <link.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -106,6 +109,7 @@ Receipt::Receipt(const Head& h) {
   doc_["backend"] = h.backend;
   doc_["device"] = h.device;
   doc_["git"] = {{"commit", KC_GIT_COMMIT}, {"dirty", KC_GIT_DIRTY}};
+  doc_["build"] = {{"id", executable_build_id()}};
   doc_["seed"] = h.seed;
   doc_["argv"] = h.argv;
   doc_["gates"] = json::array();
@@ -157,6 +161,55 @@ void Receipt::set_errors(const std::vector<std::string>& errors) { doc_["errors"
 void Receipt::set_total_s(double seconds) { doc_["timings"] = {{"total_s", seconds}}; }
 
 // ---- reading ----
+
+namespace {
+// The GNU build-id note of the executable (the first object dl_iterate_phdr reports), in hex.
+int find_build_id(dl_phdr_info* info, size_t, void* data) {
+  std::string* out = static_cast<std::string*>(data);
+  for (int i = 0; i < info->dlpi_phnum && out->empty(); ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const size_t align = ph.p_align == 8 ? 8 : 4;  // a note's name and description are padded to it
+    const auto pad = [&](size_t n) { return (n + align - 1) / align * align; };
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+    const unsigned char* end = p + ph.p_memsz;
+    while (size_t(end - p) >= sizeof(ElfW(Nhdr))) {
+      ElfW(Nhdr) nh;
+      std::memcpy(&nh, p, sizeof nh);
+      const unsigned char* name = p + sizeof nh;
+      if (size_t(end - name) < pad(nh.n_namesz)) break;
+      const unsigned char* desc = name + pad(nh.n_namesz);
+      if (size_t(end - desc) < nh.n_descsz) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+          nh.n_descsz <= 64) {
+        static const char* hex = "0123456789abcdef";
+        for (size_t k = 0; k < nh.n_descsz; ++k) *out += hex[desc[k] >> 4], *out += hex[desc[k] & 15];
+        break;
+      }
+      if (size_t(end - desc) < pad(nh.n_descsz)) break;
+      p = desc + pad(nh.n_descsz);
+    }
+  }
+  return 1;  // the executable only
+}
+}  // namespace
+
+const std::string& executable_build_id() {
+  static const std::string id = [] {
+    std::string s;
+    dl_iterate_phdr(find_build_id, &s);
+    return s.empty() ? std::string("none") : s;
+  }();
+  return id;
+}
+
+bool build_id_ok(const std::string& id) {
+  if (id == "none") return true;
+  if (id.empty() || id.size() % 2 || id.size() > 128) return false;
+  for (char ch : id)
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return false;
+  return true;
+}
 
 std::string Receipt::seed_text() const {
   const auto it = doc_.find("seed");
@@ -267,6 +320,8 @@ bool check_receipt(const json& r, Checker& c) {
       !c.one_of(r, "backend", {"cpu", "cuda"}) || !c.field(r, "", "device", Want::object) ||
       !c.field(r["device"], "device", "name", Want::string) || !c.field(r, "", "git", Want::object) ||
       !c.field(r["git"], "git", "commit", Want::string) || !c.field(r["git"], "git", "dirty", Want::boolean) ||
+      !c.field(r, "", "build", Want::object, true) ||
+      (r.contains("build") && !c.field(r["build"], "build", "id", Want::string)) ||
       !c.strings(r, "", "argv") || !c.field(r, "", "timings", Want::object) ||
       !c.field(r["timings"], "timings", "total_s", Want::number) || !c.strings(r, "", "errors", true) ||
       !c.strings(r, "", "verdict_reasons", true) ||
@@ -286,6 +341,9 @@ bool check_receipt(const json& r, Checker& c) {
                                 (kv ? " is not FIXTURE/FORMAT, each part a file name" : " is not a file name") +
                                 " (not empty, not . or .., no /, \\ or NUL: a receipt's name names its files)");
   }
+  if (r.contains("build") && !build_id_ok(r["build"]["id"].get<std::string>()))
+    return c.fail("build.id", json(r["build"]["id"]).dump(-1, ' ', false, json::error_handler_t::replace) +
+                                  " is not the executable's GNU build id in lower-case hex (1 to 64 bytes) or none");
   if (!(r["timings"]["total_s"].get<double>() >= 0))
     return c.fail("timings.total_s", "a time below 0 (" + num_text(r["timings"]["total_s"].get<double>()) + ")");
   // seed: an unsigned integer; null only for a bench (no generator).

@@ -42,6 +42,15 @@ const std::vector<std::string>& registered_contract_names();
 // contract the head no longer runs (--allow-contract-changes lists it as removed).
 Status check_known_contract(const nlohmann::json& doc, const std::string& file);
 
+// The running executable's GNU build id (its ELF note, which the linker computes from the
+// binary's contents) in lower-case hex, or "none" where it has none: a receipt's build.id.
+// Two binaries of one commit differ in it when anything in their code does (a planted
+// mutant, another compiler or its flags), so report's shard merge refuses shards of two
+// binaries, which git.commit alone let through.
+const std::string& executable_build_id();
+// What Receipt::check accepts as build.id: "none", or 1 to 64 bytes in lower-case hex.
+bool build_id_ok(const std::string& id);
+
 // A contract-kind receipt written by the contract runner (argv[1] is the contract, kernel-contract
 // or premerge), not by another tool that borrows the kind (tools/sanitize.py).
 bool from_contract_run(const nlohmann::json& r);

@@ -589,6 +589,17 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
           return refuse("commit mismatch inside the head: " + first + " was built from " + commit + ", " + file + " from " +
                         c + " (a head folder holds one commit's receipts)");
       }
+      // And one binary, where the receipts name theirs (build.id; older receipts do not): a
+      // receipt of a mutant or of another build of the commit copied in stood for the head.
+      std::string build, build_file;
+      for (const auto& [file, r] : used) {
+        if (!r->contains("build")) continue;
+        const std::string b = (*r)["build"].value("id", std::string());
+        if (build_file.empty()) build = b, build_file = file;
+        else if (b != build)
+          return refuse("build mismatch inside the head: " + build_file + " was written by the binary of build id " + build +
+                        ", " + file + " by " + b + " (a head folder holds one binary's receipts)");
+      }
     }
     // A head receipt stands for the head only if it ran what its base ran: every case (no
     // --filter, --case or shard) and as many cases. A one-case run would pass the gate.

@@ -85,6 +85,16 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     KC_RETURN_IF_ERROR(same(first["name"], r["name"], "name"));
     KC_RETURN_IF_ERROR(same(first["backend"], r["backend"], "backend"));
     KC_RETURN_IF_ERROR(same(first["git"]["commit"], r["git"]["commit"], "git.commit"));
+    // One binary: two builds of one commit (a planted mutant, other compiler flags) have one
+    // git.commit, and their shards merged into one receipt that no single binary earned.
+    {
+      const json a = first.contains("build") ? first["build"].value("id", json()) : json(),
+                 b = r.contains("build") ? r["build"].value("id", json()) : json();
+      if (a != b)
+        return Status::Error(paths[s] + ": build.id " + (b.is_null() ? "missing" : b.dump()) + " differs from " + paths[0] +
+                             "'s " + (a.is_null() ? "missing" : a.dump()) +
+                             ": shards of two binaries do not merge (one commit built twice, or a mutant)");
+    }
     // The command's own --shard is the shard the run dealt: a cases.shard edited to another
     // (1/2 relabelled 2/2) merged shard 1's cases twice and shard 2's never, and passed.
     if (r.contains("argv") && r["argv"].is_array()) {

@@ -309,6 +309,37 @@ TEST(ReceiptViews, CheckRefusesNegativeCountsTimesAndRepeats) {
   refused(g, "m.json: generate.tokens[0]: a token id below 0");
 }
 
+// build.id: the writer's GNU build id, hex or none; optional (older receipts, the Python
+// tools' receipts have none).
+TEST(ReceiptViews, BuildIdIsTheExecutablesAndChecked) {
+  const std::string id = executable_build_id();
+  EXPECT_TRUE(build_id_ok(id)) << id;
+  EXPECT_NE(id, "none") << "this test binary was linked with a GNU build-id note (Debian's default, and the linker's "
+                           "--build-id where CMake adds it)";
+  EXPECT_EQ(id.size(), 40u) << id;  // sha1, the linker's default
+  auto refused = [](const json& r, const std::string& want) {
+    const Status st = check_as_read(r, "m.json");
+    EXPECT_NE(st.message.find(want), std::string::npos) << want << " / " << st.message;
+  };
+  json r = contract_receipt();
+  r["build"] = {{"id", id}};
+  EXPECT_TRUE(check_as_read(r, "m.json").ok) << check_as_read(r, "m.json").message;
+  r["build"]["id"] = "none";
+  EXPECT_TRUE(check_as_read(r, "m.json").ok);
+  r.erase("build");
+  EXPECT_TRUE(check_as_read(r, "m.json").ok);
+  r["build"] = "abc";
+  refused(r, "m.json: build: expected an object, got a string");
+  r["build"] = json::object();
+  refused(r, "m.json: build.id: missing");
+  for (const char* bad : {"", "ABCD", "abc", "xyz0", "none ", "0011\n"}) {
+    r["build"] = {{"id", bad}};
+    refused(r, "is not the executable's GNU build id");
+  }
+  r["build"] = {{"id", std::string(130, 'a')}};
+  refused(r, "is not the executable's GNU build id");
+}
+
 // A receipt's strings (a case line from --case, a file name) reach a terminal, a Markdown
 // comment and an HTML page: no control byte passes (ESC wrote terminal escapes, a lone CR split
 // a Markdown table row), and no tag opener is live in Markdown or HTML.

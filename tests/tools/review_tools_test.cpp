@@ -208,6 +208,29 @@ TEST(Merge, ShardLabelMustBeTheCommands) {
   EXPECT_NE(st.message.find("s2.json: cases.shard 2/2 but its command ran --shard 1/2"), std::string::npos) << st.message;
 }
 
+// Shards of two binaries of one commit (a mutant, another build's flags) do not merge: their
+// build ids differ, or one has none. Shards that carry none (older receipts) merge as before.
+TEST(Merge, ShardsOfTwoBinariesAreRefused) {
+  const json whole = receipt("reports/cpu/rows-invariant.json");
+  auto s = two_shards(whole, 40);
+  s[0]["build"] = {{"id", "00112233445566778899aabbccddeeff00112233"}};
+  s[1]["build"] = s[0]["build"];
+  json m;
+  ASSERT_TRUE(merge_shards(s, {"s1.json", "s2.json"}, &m).ok);
+  EXPECT_EQ(m["build"], s[0]["build"]);
+  s[1]["build"]["id"] = "00112233445566778899aabbccddeeff00112234";
+  Status st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  EXPECT_NE(st.message.find("s2.json: build.id \"00112233445566778899aabbccddeeff00112234\" differs from s1.json's "
+                            "\"00112233445566778899aabbccddeeff00112233\": shards of two binaries do not merge"),
+            std::string::npos)
+      << st.message;
+  s[1].erase("build");
+  st = merge_shards(s, {"s1.json", "s2.json"}, &m);
+  EXPECT_NE(st.message.find("s2.json: build.id missing differs from s1.json's"), std::string::npos) << st.message;
+  s[0].erase("build");
+  EXPECT_TRUE(merge_shards(s, {"s1.json", "s2.json"}, &m).ok);
+}
+
 TEST(Merge, AGreenControlInOneShardIsGreen) {
   const json whole = receipt("reports/cpu/rows-invariant.json");
   auto s = two_shards(whole, 40);

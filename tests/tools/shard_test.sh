@@ -4,9 +4,10 @@
 #   second run of a shard draws the same ones); report --merge-out merges them into a receipt
 #   whose case count equals the unsharded run's, which diff compares with it (no regression);
 #   an incomplete or mismatched set of shards, a bad --shard: exit 2 naming the problem.
-#   shard_test.sh TF_CUDA_TEST OUT_DIR   (the receipts and a JUnit file stay in OUT_DIR for the
-#                                         schema and JUnit tests)
-tool=$1 out=$2
+#   and shards of two binaries of one commit (OTHER_BINARY, a cpu mutant) are refused.
+#   shard_test.sh TF_CUDA_TEST OUT_DIR [OTHER_BINARY]   (the receipts and a JUnit file stay in
+#                                         OUT_DIR for the schema and JUnit tests)
+tool=$1 out=$2 other=${3:-}
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$out" && mkdir -p "$out" || fail "cannot make $out"
 run() { "$tool" rows-invariant --backend cpu --quiet "$@" >"$out/log" 2>&1 || fail "rows-invariant $*: $(tail -3 "$out/log")"; }
@@ -119,5 +120,20 @@ gname=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gates']
 if "$tool" report "$out/nr/s1.json" "$out/nr/s2.json" --merge-out "$out/nr/m" >"$out/log" 2>&1; then fail "a gate no shard checked: the merge passed"; fi
 grep -q "gate $gname checked nothing in a run of every case" "$out/nr/m/rows-invariant.json" || fail "the merge did not name gate $gname"
 echo "a gate no shard of a full run checked: the merge fails"
-[ ! -e "$out/m2" ] && [ ! -e "$out/no" ] && [ ! -e "$out/mj" ] || fail "a refused command wrote its output"
+# Shard 2/2 from another binary of the same commit (a cpu mutant whose plant is in another
+# contract's codec, so rows-invariant passes on it): one commit, one seed, both shards pass, and
+# they used to merge into one pass that no binary earned. Refused by build.id.
+if [ -n "$other" ]; then
+  "$other" rows-invariant --backend cpu --quiet --shard 2/2 --out "$out/ob/s2.json" >"$out/log" 2>&1 ||
+    fail "rows-invariant shard 2/2 on $other: $(tail -3 "$out/log")"
+  a=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['build']['id'])" "$out/s1/rows-invariant.json")
+  b=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['build']['id'])" "$out/ob/s2.json")
+  [ "$a" != "$b" ] && [ "$a" != none ] && [ "$b" != none ] || fail "build ids of two binaries: '$a' and '$b'"
+  expect2 "$out/ob/s2.json: build.id \"$b\" differs from $out/s1/rows-invariant.json's \"$a\": shards of two binaries do not merge" \
+    "$tool" report "$out/s1/rows-invariant.json" "$out/ob/s2.json" --merge-out "$out/om"
+  rm -rf "$out/ob"
+else
+  echo "the build-id merge check: no second binary given"
+fi
+[ ! -e "$out/m2" ] && [ ! -e "$out/no" ] && [ ! -e "$out/mj" ] && [ ! -e "$out/om" ] || fail "a refused command wrote its output"
 rm -rf "$out/t1" "$out/again" "$out/rf" "$out/qp" "$out/nr" "$out"/three?.json
