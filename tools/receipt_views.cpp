@@ -479,6 +479,8 @@ std::string render_receipt(const Receipt& receipt, const std::string& path, View
   info.rows.push_back({"receipt", path});
   info.rows.push_back({"backend", receipt.device_line()});
   info.rows.push_back({"commit", receipt.short_commit()});
+  if (r.contains("build"))  // checked: an object whose id is hex or none
+    info.rows.push_back({"build id", r["build"]["id"].get<std::string>()});
   info.rows.push_back({"seed", seed_of(receipt)});
   if (r.contains("verdict_reasons"))  // checked: an array of strings
     for (const auto& w : r["verdict_reasons"]) info.rows.push_back({"failed because", w.get<std::string>()});

@@ -225,9 +225,15 @@ def main():
                         "runs": sum(1 for g in gates if g.get("status") in ("ok", "FAIL"))},
             "timings": {"total_s": time.monotonic() - t_start + prior_s, "jobs": a.jobs},
         }
+        # The binary's build id, as its contract runs' receipts name it (build.id: a rebuild of the
+        # commit has another); a resumed receipt's runs kept from another build say which.
+        if found.get("build"):
+            receipt["build"] = found["build"]
         if resumed is not None:
             receipt["resumed_from"] = {"path": a.resume, "gates_kept": kept[0], "controls_kept": kept[1],
                                        "total_s": prior_s}
+            if resumed.get("build") and resumed.get("build") != found.get("build"):
+                receipt["resumed_from"]["build"] = resumed["build"]
         tmp = a.out + ".tmp"
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(tmp, "w") as f:
@@ -290,6 +296,8 @@ def main():
             if sub is not None:
                 found["device"] = sub.get("device", found["device"])
                 found["git"] = sub.get("git", found["git"])
+                if sub.get("build"):
+                    found["build"] = sub["build"]
                 found["new"] = True  # this run's binary named its commit and device
             gate_at[idx] = gate
             if why:
@@ -340,6 +348,8 @@ def main():
         old_ctls = {c.get("name"): c for c in resumed["controls"] if "time_s" in c}
         prior_s = float((resumed.get("timings") or {}).get("total_s") or 0.0)
         found["device"], found["git"] = resumed.get("device", found["device"]), resumed.get("git", found["git"])
+        if resumed.get("build"):
+            found["build"] = resumed["build"]
         todo = []
         for i, (fn, args) in enumerate(tasks):
             if fn is run_gate and f"{args[0]}:{args[1]}" in old_gates:

@@ -46,6 +46,10 @@ rc=$(run clean); [ "$rc" = 0 ] || { cat "$t/clean.out"; fail "clean run: exit $r
 [ "$(field "$t/clean.json" "d['verdict']")" = pass ] || fail "clean run: verdict not pass"
 [ "$(field "$t/clean.json" "sum(g['status']=='ok' for g in d['gates'])")" = 6 ] || fail "clean run: 6 gates ok expected (2 tools x 3 runs)"
 [ "$(field "$t/clean.json" "[c['red'] for c in d['controls']]")" = "[True, True]" ] || fail "clean run: controls not red"
+# The binary's build id, as its own receipts name it (build.id).
+want=$("$bin" rows-invariant --backend cpu --cases 1 --gates-only --quiet --out "$t/probe.json" > /dev/null 2>&1;
+       field "$t/probe.json" "d['build']['id']")
+[ "$(field "$t/clean.json" "d['build']['id']")" = "$want" ] || fail "clean run: build.id not the binary's ($want)"
 "$bin" report "$t/clean.json" > "$t/report.md" 2>&1 || { cat "$t/report.md"; fail "report refused or failed the clean receipt"; }
 grep -q 'memcheck:fp8-rows' "$t/report.md" || fail "report does not list memcheck:fp8-rows"
 
