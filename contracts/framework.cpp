@@ -552,8 +552,10 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
     if (w <= 0) return fail("write failed", fd);
     done += size_t(w);
   }
+  // A file system that cannot sync a file (EINVAL, ENOTSUP: some FUSE and network mounts) keeps
+  // the bytes written; only a failed sync (EIO, ENOSPC, EDQUOT) fails the write.
   errno = 0;
-  if (::fsync(fd) != 0) return fail("write failed: fsync", fd);
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP) return fail("write failed: fsync", fd);
   errno = 0;
   if (::close(fd) != 0) return fail("write failed: close", -1);
   fs::rename(tmp, target, ec);
