@@ -812,7 +812,21 @@ PY
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['git']=json.load(open(sys.argv[2]))['git']; json.dump(r, open(sys.argv[3],'w'))" \
       "$h200/bench-attention.json" "$tmp/h4/fp8-rows.json" "$tmp/h4/bench-attention.json"
     expect 2 "backend mismatch inside the head: $tmp/h4/bench-attention.json ran on cuda, the head's contract receipts on cpu" \
-      "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h4" --backend cpu --out-dir "$tmp/o4" --quiet ;;
+      "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h4" --backend cpu --out-dir "$tmp/o4" --quiet
+    # One binary: two receipts of one commit written by two builds (build.id) are refused; receipts
+    # that name no build (older ones) do not count against it.
+    mkdir -p "$tmp/h5" && cp "$src"/reports/cpu/*.json "$tmp/h5/"
+    for f in fp8-rows:aa q4-rows:bb; do
+      python3 -c "import json,sys; f=sys.argv[1]; r=json.load(open(f)); r['build']={'id': sys.argv[2]*20}; json.dump(r, open(f,'w'))" \
+        "$tmp/h5/${f%%:*}.json" "${f##*:}"
+    done
+    expect 2 "build mismatch inside the head: " "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h5" --backend cpu --out-dir "$tmp/o5" --quiet
+    for id in aa bb; do
+      case "$out" in *"$(printf "$id%.0s" $(seq 20))"*) ;; *) fail "build id ${id}.. is not named: $out";; esac
+    done
+    [ ! -e "$tmp/o5/premerge.md" ] || fail "premerge.md written before the refusal"
+    python3 -c "import json,sys; f=sys.argv[1]; r=json.load(open(f)); r['build']={'id': 'aa'*20}; json.dump(r, open(f,'w'))" "$tmp/h5/q4-rows.json"
+    expect 0 "premerge: PASS" "$bin" premerge --base "$src/reports/cpu" --head "$tmp/h5" --backend cpu --out-dir "$tmp/o6" --quiet ;;
   # premerge --contracts: premerge.md lists the base's contract receipts it left out (a PASS said
   # nothing of them).
   premerge-contracts-listed)
