@@ -104,15 +104,21 @@ __device__ __forceinline__ float ldg_f32_l2(const float* a, uint64_t pol) {
 #endif
 }
 
+// 16-byte copies global -> shared (V tiles and slices), asking L2 for the 256 bytes around each
+// miss; KC_CP_ASYNC_L2 overrides the qualifier (experiments: empty for no prefetch hint).
+#ifndef KC_CP_ASYNC_L2
+#define KC_CP_ASYNC_L2 ".L2::256B"
+#endif
 __device__ __forceinline__ void cp_async16(uint32_t dst, const uint8_t* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  asm volatile("cp.async.cg.shared.global" KC_CP_ASYNC_L2 " [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 #endif
 }
 // The same with zero-fill: nothing is read when !valid, the 16 bytes become zeros.
 __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const uint8_t* src, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+  asm volatile("cp.async.cg.shared.global" KC_CP_ASYNC_L2 " [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
                : "memory");
 #endif
 }
