@@ -30,6 +30,10 @@ struct AttnBenchResult {
   // FNV-1a of the output's bytes after the last timed run (not in partial timing: no
   // output): the same in every build and path that gives the same bytes (KC_ATTN_SHORT A/B).
   std::string out_fnv1a;
+  // The kernels the launch picked (KernelPaths' names: partial-mma, partial-short-cl2,
+  // merge-kept, ...), from one untimed launch before the timed ones (the pick depends only on
+  // the grid, the format and the device): what a row's time is of.
+  std::vector<std::string> kernel_paths;
 };
 Status bench_attention_config(const AttnBenchConfig& c, int warmup, int reps, AttnBenchResult* r);
 // The launch floor in the same timing mode: an empty kernel, then an empty kernel launched

@@ -162,6 +162,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
                                   {"of_ceiling", res.bytes / (res.median_us * 1e-6) / ceiling}};
             if (res.host_enqueue_us > 0) row["host_enqueue_us"] = res.host_enqueue_us;
             if (!res.out_fnv1a.empty()) row["out_fnv1a"] = res.out_fnv1a;
+            row["kernel_paths"] = res.kernel_paths;  // an array: names no row (row_key reads strings)
             double best = 0;
             if (sdpa.count(k)) {
               for (const char* n : {"flash_us", "cudnn_us"})
