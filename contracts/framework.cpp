@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -111,7 +112,7 @@ bool Run::selected(const std::string& case_vars) {
   const bool stop = gates_only_ && gates_failed();
   if (stop) ++cases_stopped_;
   bool in = !stop && (selection_.case_line ? case_vars == *selection_.case_line
-                                           : !filter_ || std::regex_search(case_vars, *filter_));
+                                           : !filter_ || filter_search(case_vars, *filter_, selection_.filter));
   if (in) ++cases_matched;
   last_out_by_shard_ = false;
   // Shards take the selected cases in turn: the k-th (from 0) is shard k mod n's, so shard i
@@ -501,6 +502,20 @@ Status prepare_output(const std::string& path, std::string* target) {
   }
   *target = p.string();
   return Status::Ok();
+}
+
+bool filter_search(const std::string& text, const std::regex& re, const std::string& pattern) {
+  // The search gets its own copies: a timed-out search keeps running on its thread until the
+  // process ends, and must not read the caller's stack.
+  auto found = std::async(std::launch::async, [text, re] { return std::regex_search(text, re); });
+  if (found.wait_for(std::chrono::seconds(kFilterSearchSeconds)) == std::future_status::ready) return found.get();
+  progress::clear();
+  std::cerr << "tf-cuda-test: error: --filter '" << utf8_escaped(pattern) << "': searching '" << utf8_escaped(text)
+            << "' took more than " << kFilterSearchSeconds
+            << " s (std::regex backtracks: a repeated group whose branches can match the same text, such as "
+               "(.|.)* or (a*)*, takes time exponential in the line's length); simplify the pattern\n";
+  std::cerr.flush();
+  std::_Exit(2);
 }
 
 Status write_text_atomic(const std::string& path, const std::string& text) {

@@ -210,6 +210,13 @@ std::string output_replaces_file_in(const std::string& out, const std::string& d
 // A path as same_output compares it: absolute, symlinks of its existing folders resolved, and
 // "x/.." folded where x does not exist yet.
 std::filesystem::path path_key(const std::string& path);
+// --filter's search of one case line or bench row: std::regex_search, on a thread of its own
+// under a deadline. std::regex backtracks, so a pattern such as (.|.)*X took exponential time
+// on a 100-byte line and the command ran until stopped; a search that takes longer than
+// kFilterSearchSeconds ends the process with exit 2, naming the pattern and the line. Nothing
+// is written by then (receipts are written at the end).
+inline constexpr int kFilterSearchSeconds = 10;
+bool filter_search(const std::string& text, const std::regex& re, const std::string& pattern);
 // Writes text atomically through prepare_output: a temp file beside the target, synced to
 // the disk (fsync), then renamed over it, and the folder synced (receipts, Markdown, JUnit
 // XML): a crash leaves the earlier file or the new one, whole.

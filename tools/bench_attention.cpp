@@ -52,7 +52,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
   auto wanted = [&](const std::string& k) {  // any row of this dense config selected
     for (Format f : formats)
       for (int a : addrs)
-        if (std::regex_search(row_name(k, f, a), filter)) return true;
+        if (kc::filter_search(row_name(k, f, a), filter, o.filter)) return true;
     return false;
   };
   Receipt r(Receipt::Head{"bench", "attention", "cuda", o.device, o.argv, nullptr});  // no generator: seed null
@@ -141,7 +141,7 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
       for (int ctx : ctxs)
         for (Format f : formats)
           for (int a : addrs) {
-            if (!std::regex_search(row_name(key(s, b, ctx), f, a), filter)) continue;
+            if (!filter_search(row_name(key(s, b, ctx), f, a), filter, o.filter)) continue;
             AttnBenchResult res;
             st = bench_attention_config({s.hq, s.hkv, s.d, b, ctx, f, a, o.chunk, o.timing}, 3, o.reps, &res);
             const std::string k = key(s, b, ctx);

@@ -107,7 +107,7 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
       for (int a : kAddrs) {
         const std::string addr = addr_name(a);
         const std::string cfg = config_name(mib, f, a);
-        if (!std::regex_search(cfg, filter)) continue;
+        if (!filter_search(cfg, filter, o.filter)) continue;
         MoveBenchResult res;
         const MoveBenchConfig mc{f, a, mib << 20, layers, q_heads, kv_heads, head_dim, lanes, flush_l2};
         const Status st = rope ? bench_rope_store_config(mc, warmup, o.reps, &res)

@@ -751,7 +751,7 @@ int run_main(int argc, char** argv) {
     if (bench_what == "rope-store" || bench_what == "compact") {
       const std::regex re(bo.filter, std::regex::ECMAScript);
       const auto cfgs = kc::bench_moves_configs(bo.quick);
-      if (std::none_of(cfgs.begin(), cfgs.end(), [&](const std::string& c) { return std::regex_search(c, re); })) {
+      if (std::none_of(cfgs.begin(), cfgs.end(), [&](const std::string& c) { return kc::filter_search(c, re, bo.filter); })) {
         std::cerr << "tf-cuda-test: error: bench " << bench_what << ": --filter '" << bo.filter
                   << "' selects no row (rows read like '" << cfgs.back() << "')\n";
         return kUsage;

@@ -61,6 +61,14 @@ case "$case_name" in
     expect 2 "--filter: 40001 bytes; at most 1000" "$bin" fp8-rows --backend cpu --quiet --cases 1 --filter "$deep"
     expect 2 "--filter: 40001 bytes; at most 1000" "$bin" bench attention --filter "$deep"
     expect 0 "fp8-rows: pass" "$bin" fp8-rows --backend cpu --quiet --cases 1 --filter "$(python3 -c 'print("(" * 498 + ")" * 498 + "fp8")')" ;;
+  # A pattern that backtracks exponentially on a case line ran until stopped: after
+  # kFilterSearchSeconds (10 s) on one line the command exits 2 naming the pattern and the line,
+  # and writes nothing.
+  filter-backtracks)
+    expect 2 "--filter '(.|.)*X': searching 'fp8-rows(" "$bin" fp8-rows --backend cpu --quiet --cases 1 \
+      --filter '(.|.)*X' --out "$tmp/r.json" --junit "$tmp/j.xml"
+    case "$out" in *"took more than 10 s"*) ;; *) fail "the deadline is not named: $out";; esac
+    [ -z "$(ls -A "$tmp")" ] || fail "a refused run wrote: $(ls -A "$tmp")" ;;
   case-none)
     expect 1 "--case 'fp8-rows(ptok=48,len=97+48)' matched none of the" \
       "$bin" fp8-rows --backend cpu --quiet --case 'fp8-rows(ptok=48,len=97+48)' ;;
