@@ -506,11 +506,11 @@ Status prepare_output(const std::string& path, std::string* target) {
 }
 
 bool filter_search(const std::string& text, const std::regex& re, const std::string& pattern) {
-  // The search gets its own copies: a timed-out search keeps running on its thread until the
-  // process ends, and must not read the caller's stack.
+  // The search may read the caller's text and regex: the caller waits for it, and past the
+  // deadline ends the process without returning (a timed-out search runs on until then).
   std::future<bool> found;
   try {
-    found = std::async(std::launch::async, [text, re] { return std::regex_search(text, re); });
+    found = std::async(std::launch::async, [&text, &re] { return std::regex_search(text, re); });
   } catch (const std::system_error&) {  // no thread to be had (a process or thread limit): search here
     return std::regex_search(text, re);
   }

@@ -582,17 +582,15 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       for (const std::string& n : head_set) used.push_back({file_of(o.head_dir, n + ".json"), &head.contracts[n]});
       for (const auto& [n, r] : head.benches) used.push_back({file_of(o.head_dir, "bench-" + n + ".json"), &r});
       for (const auto& [stem, r] : head.gates) used.push_back({file_of(o.head_dir, stem + ".json"), &r});
+      // And one binary, where the receipts name theirs (build.id; older receipts do not): a
+      // receipt of a mutant or of another build of the commit copied in stood for the head.
+      std::string build, build_file;
       for (const auto& [file, r] : used) {
         const std::string c = (*r)["git"].value("commit", std::string());
         if (first.empty()) commit = c, first = file;
         else if (c != commit)
           return refuse("commit mismatch inside the head: " + first + " was built from " + commit + ", " + file + " from " +
                         c + " (a head folder holds one commit's receipts)");
-      }
-      // And one binary, where the receipts name theirs (build.id; older receipts do not): a
-      // receipt of a mutant or of another build of the commit copied in stood for the head.
-      std::string build, build_file;
-      for (const auto& [file, r] : used) {
         if (!r->contains("build")) continue;
         const std::string b = (*r)["build"].value("id", std::string());
         if (build_file.empty()) build = b, build_file = file;
