@@ -124,9 +124,10 @@ static_assert(int(sizeof(kShapes) / sizeof(kShapes[0])) == kShapeCount + 3,
 //               (to the even neighbour below): fl32(amax / 7) = m exactly and the scale is
 //               the lower fp16, where amax * fl32(1 / 7) rounds to m + 1 ulp and the upper
 //               one (found by the third device sweep: the ring kernel's fast encode)
-//   chunks      drawn data, bf16 on the tensor-core shapes over 11 to 16 chunks of 64: the
-//               merge's batches of partials on every path, the kept-partials one of bf16 d 256
-//               among them (the drawn cases reach bf16 at d 128 / 256 only by chance)
+//   chunks      drawn data, bf16 on the tensor-core shapes over 11 to 16 chunks of 64 (15 to
+//               21 of 48 at gqa8 d 256): the merge's batches of partials on every path, the
+//               kept-partials ones of bf16 d 256 among them, one batch of 16 and two in
+//               registers (the drawn cases reach bf16 at d 128 / 256 only by chance)
 //   wide        drawn data on the probe-only shapes of 72 head slots of 256 (rotary dims 20):
 //               the block-per-row rope store's second stage of a row; and of 80 head slots of
 //               128 (fp8, q4): the ring kernel's consumers in two passes of a row, without
@@ -1634,7 +1635,7 @@ const QwenCase kProbes[] = {
     probe_case(1, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 124),  // the ring kernel's fast encode, d 128
     probe_case(0, Format::q4, 48, 256, 120, 100, Probe::q4_ties, 125),  // d 256
     probe_case(7, Format::q4, 16, 256, 120, 100, Probe::q4_ties, 126),  // the block-per-row store
-    probe_case(4, Format::bf16, 16, 64, 1000, 700, Probe::chunks, 127),   // bf16 d 256: kept partials
+    probe_case(4, Format::bf16, 16, 48, 1000, 700, Probe::chunks, 127),   // bf16 d 256: kept partials, 21 chunks (two batches)
     // These two at the other scales (1/d, 1): every run proves the softmax scale, whatever
     // --cases (the drawn cases reach a scale other than 1/sqrt(d) from case 3 on, and a
     // hard-coded 1/sqrt(d), the attn-fixed-scale mutant, passed a run of three).

@@ -77,9 +77,7 @@ Status launch_attention(const KvView* views, Format fmt, int hkv, int d, const A
   KC_RETURN_IF_ERROR(launch_partial(views, fmt, hkv, d, p, rows, n, tails, q, max_chunks, pm, pl, po, s));
   const bool rotated = with_format(fmt, [](auto c) { return decltype(c)::kRotated; });  // q4: output rotated back
   const bool kept = attn_uses_mma(fmt, d) && attn_keeps_partials(fmt, d);  // in L2 for the merge (mma_smem.h)
-  // The merge's loops over chunks (batches, tiles) run past their first trip only with chunks > 1.
-  KernelPaths::note(kept ? (max_chunks > 1 ? "merge-kept, chunks > 1" : "merge-kept, 1 chunk")
-                         : (max_chunks > 1 ? "merge, chunks > 1" : "merge, 1 chunk"));
+  // launch_merge notes its kernel's path (KernelPaths).
   return launch_merge(p, rows, n, d, max_chunks, pm, pl, po, rotated, kept, out, s);
 }
 

@@ -19,7 +19,7 @@ namespace kc {
 // cluster size, which depends on the device, so only its prefix is listed.
 inline constexpr const char* kKernelPathNames[] = {
     "partial-fma", "partial-mma", "partial-mma-packed", "partial-short-cl", "partial-packed",
-    "merge, 1 chunk", "merge, chunks > 1", "merge-kept, 1 chunk", "merge-kept, chunks > 1",
+    "merge, 1 chunk", "merge, chunks > 1", "merge-kept, 1 chunk", "merge-kept, chunks > 1", "merge, pipelined", "merge-kept, pipelined",
     "rope-ring", "rope-ring, passes > 1", "rope-ring, deep", "rope-bulk", "rope-block", "rope-block, stages > 1",
     "keep-table", "keep-planes",
 };
