@@ -1,8 +1,8 @@
 // Split-K merge kernel. Host twin: attention_merge_host (attention/twin.cpp); contract:
 // qwen-pages.
 //
-// attention_merge_kernel: block per (q head, row) (or per slice of its elements: `split`), a
-//   thread per output element; chunks merged in chunk order: M = max of m, L = sum l * expf(m - M),
+// attention_merge_kernel: block per (q head, row), a thread per output element; chunks
+//   merged in chunk order: M = max of m, L = sum l * expf(m - M),
 //   O = sum o * expf(m - M); out = O / L; a row with no keys gives 0 (never NaN). Every
 //   chunk below nc has keys (l >= 1 when its scores are finite); a chunk is never skipped
 //   for its l, so a NaN l or o (a non-finite score or V) reaches the output. q4
@@ -20,7 +20,7 @@
 
 namespace kc {
 
-// Block per (q head, row) or per slice of its elements, one thread per output element. M (the max of the chunks' m;
+// Block per (q head, row), one thread per output element. M (the max of the chunks' m;
 // exact in any order) is a block reduction; then every thread walks the chunks
 // in chunk order (the same L in every thread), their m and l staged through shared
 // memory kMergeTile chunks at a time and their partials loaded U chunks at a time
@@ -60,16 +60,6 @@ bool merge_pipe_allowed() {
   }();
   return allowed;
 }
-// A (row, head)'s elements over 2, 4, ... blocks (at least a warp each) while the grid still has
-// an SM a block: a few long rows (b1 x 128K: 24-32 heads) read their partials on 4x the SMs, each
-// thread's sums unchanged. KC_MERGE_SPLIT=1 (read once a process): one block a (row, head).
-bool merge_split_allowed() {
-  static const bool allowed = [] {
-    const char* e = std::getenv("KC_MERGE_SPLIT");
-    return !(e && std::string_view(e) == "1");
-  }();
-  return allowed;
-}
 
 // One chunk's terms: the same two fmas, in chunk order, on every path; `use` false leaves them.
 __device__ __forceinline__ void merge_term(float& L, float& acc, float lc, float w, float o, bool use) {
@@ -82,24 +72,18 @@ __device__ __forceinline__ void merge_term(float& L, float& acc, float lc, float
 // evict_first policy, so that they leave L2 first once read. D: head_dim (the block's threads).
 template <bool kKept, int U, int D, bool kPipe>
 __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int max_chunks, const float* pm,
-                                       const float* pl, const float* po, bool unrotate, int split, float* out) {
+                                       const float* pl, const float* po, bool unrotate, float* out) {
   __shared__ float obuf[D];
   __shared__ float2 tlw[kMergeTile];  // a staged chunk's l and weight expf(m - M)
   __shared__ float tm[kMergeTile], wmax[D / 32];
-  // A (row, head)'s D elements over `split` blocks of nt threads (nt >= 32): block x is head x /
-  // split's slice x % split. Thread t's element j; every block finds M and the weights itself.
-  const int nt = blockDim.x, t = threadIdx.x, lane = t & 31;
-  const int qh = blockIdx.x / split, r = blockIdx.y, j0 = blockIdx.x % split * nt, j = j0 + t;
+  const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
   const AttnRow row = rows[r];
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
-  // element j of the (row, head)'s chunk 0 (the slice's first element apart: j as a thread's
-  // offset alone lets each load's address stay an immediate offset from one register pair)
-  const float* oj = po + (base * D + j0) + t;
-  asm("" : "+l"(oj));  // one register pair: the compiler does not spread j0 over the loads' addresses
+  const float* oj = po + base * D + j;  // element j of the (row, head)'s chunk 0
   float oa[U], ob[kPipe ? U : 1];       // partials of a batch of chunks at element j (ob: the next batch)
   const uint64_t last_use = kKept ? l2_policy_evict_first() : 0;
   // Chunks [c, c + U) of the tile that ends at chunk te; only a batch that runs past te is guarded.
@@ -152,53 +136,38 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int ma
       if (U < te) load_batch(ob, U, te);
   }
   float M = -INFINITY;
-  auto see = [&](float lc, float mc) {
-#ifdef KC_PLANT_MERGE_SKIP_NONFINITE  // planted bug (test builds only): a chunk whose l is NaN is skipped
+  for (int c = j; c < nc; c += D) {
+    const float lc = __ldg(pl + base + c), mc = __ldg(pm + base + c);
+    if (c < kMergeTile) tlw[c].x = lc, tm[c] = mc;
+#ifdef KC_PLANT_MERGE_SKIP_NONFINITE
     if (lc > 0.0f) M = fmaxf(M, mc);
 #else
     M = fmaxf(M, mc);
     (void)lc;
 #endif
-  };
-  {
-    // The first tile's m and l, up to kMergeTile / 32 a thread, all loaded before any is used
-    // (a loop would wait for each pair in turn).
-    const int tn = min(nc, kMergeTile);
-    float lcs[kMergeTile / 32], mcs[kMergeTile / 32];
-#pragma unroll
-    for (int i = 0; i < kMergeTile / 32; ++i) {
-      const int c = t + i * nt;
-      lcs[i] = c < tn ? __ldg(pl + base + c) : 0.0f;
-      mcs[i] = c < tn ? __ldg(pm + base + c) : -INFINITY;
-    }
-#pragma unroll
-    for (int i = 0; i < kMergeTile / 32; ++i) {
-      const int c = t + i * nt;
-      if (c < tn) tlw[c].x = lcs[i], tm[c] = mcs[i], see(lcs[i], mcs[i]);
-    }
   }
-  for (int c = kMergeTile + t; c < nc; c += nt) see(__ldg(pl + base + c), __ldg(pm + base + c));
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xFFFFFFFFu, M, off));
-  if (lane == 0) wmax[t / 32] = M;
+  if (lane == 0) wmax[j / 32] = M;
 #if defined(KC_PLANT_MERGE_BARRIER_TWO_SITES)  // sanitizer control (tools/sanitize.py): synccheck must see the
   // block's warps meet one barrier at two instructions (the first warp at one, the rest at another);
   // bar.sync is the aligned barrier, so that is an error even where the hardware lets it pass
-  if (t < 32) asm volatile("bar.sync 0;" ::: "memory");
+  if (j < 32) asm volatile("bar.sync 0;" ::: "memory");
   else asm volatile("bar.sync 0;" ::: "memory");
 #elif !defined(KC_PLANT_MERGE_NO_BARRIER)  // sanitizer control (tools/sanitize.py): racecheck must see the hazard
   __syncthreads();  // also: the first tile's m and l are staged
 #endif
   M = -INFINITY;
-  for (int w = 0; w < nt / 32; ++w) M = fmaxf(M, wmax[w]);
+#pragma unroll
+  for (int w = 0; w < D / 32; ++w) M = fmaxf(M, wmax[w]);
   // Each chunk's weight expf(m - M), once per block (it is the same for every element j):
   // the first tile's here, the others' as they are staged.
-  for (int c = t; c < min(nc, kMergeTile); c += nt) tlw[c].y = expf(tm[c] - M);
+  for (int c = j; c < min(nc, kMergeTile); c += D) tlw[c].y = expf(tm[c] - M);
   __syncthreads();
   for (int t0 = 0; t0 < nc; t0 += kMergeTile) {
     const int tn = min(kMergeTile, nc - t0), te = t0 + tn;
     if (t0 > 0) {
       __syncthreads();  // the previous tile is consumed
-      for (int c = t; c < tn; c += nt) tlw[c] = make_float2(__ldg(pl + base + t0 + c), expf(__ldg(pm + base + t0 + c) - M));
+      for (int c = j; c < tn; c += D) tlw[c] = make_float2(__ldg(pl + base + t0 + c), expf(__ldg(pm + base + t0 + c) - M));
       load_batch(oa, t0, te);
       if constexpr (kPipe)
         if (U < tn) load_batch(ob, t0 + U, te);
@@ -227,11 +196,11 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int ma
   float res = nc > 0 ? acc / L : 0.0f;  // no keys: 0; otherwise a NaN L or acc stays NaN
 #endif
   if (unrotate) {  // q4: the output back to original space, once
-    obuf[t] = res;  // the block's slice holds whole groups of 32 (nt is a multiple of 32)
+    obuf[j] = res;
     __syncthreads();
-    if (t < nt / 32) hadamard32_inv(obuf + 32 * t);
+    if (j < D / 32) hadamard32_inv(obuf + 32 * j);
     __syncthreads();
-    res = obuf[t];
+    res = obuf[j];
   }
 #ifdef KC_PLANT_MERGE_READ_PAST_END  // sanitizer control (tools/sanitize.py): memcheck must see the read
   if (__ldg(pl + base + max_chunks) == 1234.5f) res = 0.0f;  // the next (row, head)'s: past the end on the last
@@ -249,7 +218,7 @@ __global__ void merge_plant_read_unwritten_kernel(const float* never_written, fl
 }
 #endif
 
-using MergeKernel = void (*)(AttnParams, const AttnRow*, int, const float*, const float*, const float*, bool, int, float*);
+using MergeKernel = void (*)(AttnParams, const AttnRow*, int, const float*, const float*, const float*, bool, float*);
 
 // The kernel for a launch: its batch (merge_batch), one or two batches in registers (pipe),
 // head_dim D. Kept partials take the batch of 16 only.
@@ -288,20 +257,20 @@ Status launch_merge(const AttnParams& p, const AttnRow* rows, int n, int d, int 
   }
   // Launched with a programmatic dependency on the partial (dependent_launch).
   cudaLaunchAttribute attr;
-  CudaDeviceFacts dev;
-  KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
-  const int64_t blocks = int64_t(p.q_heads) * n;
-  const bool pipe = merge_pipe_allowed() && max_chunks > merge_batch(max_chunks, kept) && (kept || blocks <= dev.sms);
-  int split = 1;  // each (row, head) over `split` blocks while the grid fits on the SMs (merge_split_allowed)
-  while (merge_split_allowed() && split * 2 <= d / 32 && blocks * split * 2 <= dev.sms) split *= 2;
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads, n), dim3(d), s, &attr);
+  bool pipe = merge_pipe_allowed() && max_chunks > merge_batch(max_chunks, kept);
+  if (pipe && !kept) {
+    CudaDeviceFacts dev;
+    KC_RETURN_IF_ERROR(cuda_device_facts(&dev));
+    pipe = int64_t(p.q_heads) * n <= dev.sms;
+  }
   // The merge's loops over chunks (batches, tiles) run past their first trip only with chunks > 1.
   KernelPaths::note(pipe ? (kept ? "merge-kept, pipelined" : "merge, pipelined")
                     : kept ? (max_chunks > 1 ? "merge-kept, chunks > 1" : "merge-kept, 1 chunk")
                            : (max_chunks > 1 ? "merge, chunks > 1" : "merge, 1 chunk"));
   const MergeKernel kern = merge_kernel_for(d, max_chunks, kept, pipe);
   if (!kern) return Status::Error("attention merge: head_dim must be 32, 64, 128 or 256");
-  const cudaLaunchConfig_t cfg = dependent_launch(dim3(p.q_heads * split, n), dim3(d / split), s, &attr);
-  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, p, rows, max_chunks, pm, pl, po, unrotate, split, out));
+  KC_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, p, rows, max_chunks, pm, pl, po, unrotate, out));
   KC_LAUNCH_CHECK("attention_merge_kernel");
 #ifdef KC_PLANT_MERGE_READ_UNWRITTEN
   static float* never_written = nullptr;  // allocated once per process, kept to its end
