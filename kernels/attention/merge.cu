@@ -77,10 +77,12 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int ma
   __shared__ float2 tlw[kMergeTile];  // a staged chunk's l and weight expf(m - M)
   __shared__ float tm[kMergeTile], wmax[D / 32];
   const int qh = blockIdx.x, r = blockIdx.y, j = threadIdx.x, lane = j & 31;
+  // The rows were in place before the partial began (the stream's order), so the row's read
+  // need not wait for the partials: its round trip overlaps the wait.
+  const AttnRow row = rows[r];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();  // launched early (programmatic dependency): wait for the partials
 #endif
-  const AttnRow row = rows[r];
   const int nc = (row.len + row.tail_len + p.chunk - 1) / p.chunk;
   const size_t base = (size_t(r) * p.q_heads + qh) * max_chunks;
   const float* oj = po + base * D + j;  // element j of the (row, head)'s chunk 0
