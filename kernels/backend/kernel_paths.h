@@ -2,8 +2,9 @@
 // receipt's numbers.coverage.kernel_path). A case's parameters do not say which kernel ran:
 // the launchers choose, from the format, head_dim, grid size and the device, between the fma
 // chain and the tensor cores, the cluster short path (and its cluster size) and the regular
-// grid, a merge that reads kept partials, the rope store's ring, bulk-copy and block-per-row
-// kernels, and the keep's table and plane-by-plane kernels. The cuda launchers note each
+// grid, a merge that reads kept partials or holds two batches of them (pipelined), the rope
+// store's ring, bulk-copy and block-per-row kernels, and the keep's table and plane-by-plane
+// kernels. The cuda launchers note each
 // choice; nothing is kept unless a KernelPaths is open on the calling thread (a contract opens
 // one per case), so a launch outside a contract costs one thread_local read (a launcher that
 // builds its path's name asks active() first). The cpu backend notes nothing (its twins have
