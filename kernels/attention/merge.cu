@@ -186,7 +186,9 @@ __global__ void attention_merge_kernel(AttnParams p, const AttnRow* rows, int ma
         if (c0 + U >= tn) break;
         if (c0 + 2 * U < tn) load_batch(oa, t0 + c0 + 2 * U, te);
         sum_batch(ob, c0 + U, tn);
+#ifndef KC_PLANT_MERGE_PIPE_STALE  // planted bug (test builds only): the second set keeps its first batch
         if (c0 + 3 * U < tn) load_batch(ob, t0 + c0 + 3 * U, te);
+#endif
       }
     } else {
       for (int c0 = 0; c0 < tn; c0 += U) {
