@@ -56,7 +56,7 @@ constexpr int merge_batch(int max_chunks, bool kept) {
 // where every block of the grid fits on an SM of its own, so the registers cost no
 // residency. KC_MERGE_PIPE=0 (read once a process) never takes them: the one-batch kernels
 // over many chunks, for an A/B or a sanitizer run.
-bool merge_pipe_allowed() {
+static bool merge_pipe_allowed() {
   static const bool allowed = [] {
     const char* e = std::getenv("KC_MERGE_PIPE");
     return !(e && std::string_view(e) == "0");
@@ -230,7 +230,7 @@ using MergeKernel = void (*)(AttnParams, const AttnRow*, int, const float*, cons
 // The kernel for a launch: its batch (merge_batch), one or two batches in registers (pipe),
 // head_dim D. Kept partials take the batch of 16 only.
 template <int D>
-MergeKernel merge_kernel_d(int max_chunks, bool kept, bool pipe) {
+static MergeKernel merge_kernel_d(int max_chunks, bool kept, bool pipe) {
   if (kept) return pipe ? attention_merge_kernel<true, kMergeBatch, D, true> : attention_merge_kernel<true, kMergeBatch, D, false>;
   switch (merge_batch(max_chunks, false)) {
     case 64: return pipe ? attention_merge_kernel<false, 64, D, true> : attention_merge_kernel<false, 64, D, false>;
@@ -238,7 +238,7 @@ MergeKernel merge_kernel_d(int max_chunks, bool kept, bool pipe) {
     default: return attention_merge_kernel<false, kMergeBatch, D, false>;
   }
 }
-MergeKernel merge_kernel_for(int d, int max_chunks, bool kept, bool pipe) {
+static MergeKernel merge_kernel_for(int d, int max_chunks, bool kept, bool pipe) {
   switch (d) {
     case 32: return merge_kernel_d<32>(max_chunks, kept, pipe);
     case 64: return merge_kernel_d<64>(max_chunks, kept, pipe);
