@@ -6,7 +6,8 @@
 #   base      the base commit (KC_BASE, else the commit reports/h200/fp8-rows.json names: the base
 #             tools/h200_premerge.sh builds) and base.tar.gz, its tree without fixtures/models/
 #             and without reports/ but for reports/schema/ (~0.7 MB: what a build and the benches
-#             need; contracts/CMakeLists.txt reads the receipt schema).
+#             need; contracts/CMakeLists.txt reads the receipt schema). KC_SNAP_BASE=0 leaves
+#             base.tar.gz out (0.8 MB of the device call's 64 MiB tree) where no premerge runs.
 # On the device, tools/h200_git_from_snap.sh makes a shallow git dir from the pack (read-tree
 # HEAD, update-index --refresh: every tracked file hashed), so git rev-parse / git status, and
 # through them the receipts' git.commit and git.dirty, say what they would in a clone; and
@@ -30,6 +31,7 @@ echo "$h" > .dev/snap/head
 echo "$base" > .dev/snap/base
 # Every entry of the base's reports/ but schema/ left out (an exclusion would win over an include).
 mapfile -t left_out < <(git ls-tree --name-only "$base" reports/ | grep -vx 'reports/schema' | sed 's/^/:!/')
-git archive --format=tar.gz "$base" -- . "${left_out[@]}" ':!fixtures/models' > .dev/snap/base.tar.gz
+[ "${KC_SNAP_BASE:-1}" = 0 ] ||
+  git archive --format=tar.gz "$base" -- . "${left_out[@]}" ':!fixtures/models' > .dev/snap/base.tar.gz
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "h200_snap.sh: the working tree differs from HEAD: the device's git status will say so" >&2
 echo "head $h, base $base"
