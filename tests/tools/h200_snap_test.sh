@@ -5,7 +5,7 @@
 # base archive holds the base commit's files but not fixtures/models/ nor reports/ other than
 # reports/schema/ (the build reads the receipt schema), and unpacked
 # gets a git dir at the base commit (--base: clean, a changed file seen; a base the pack lacks is
-# refused with no git dir left); a copy without a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
+# refused with no git dir left); KC_SNAP_BASE=0 writes no base archive; a copy without a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
 # Usage: h200_snap_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -24,6 +24,10 @@ printf '{"git": {"commit": "%s"}}\n' "$base" > reports/h200/fp8-rows.json
 echo two > a.txt && printf '#!/bin/sh\n' > run.sh && chmod +x run.sh
 git add -A && git commit -qm head || fail "no head commit"
 head=$(git rev-parse HEAD)
+# KC_SNAP_BASE=0: the commits' pack and names, no base archive
+out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "KC_SNAP_BASE=0 h200_snap.sh failed: $out"
+[ "$(cat .dev/snap/head)" = "$head" ] && ls .dev/snap/pack-*.pack > /dev/null 2>&1 || fail "KC_SNAP_BASE=0: no head or pack"
+[ -e .dev/snap/base.tar.gz ] && fail "KC_SNAP_BASE=0 wrote the base archive"
 out=$(bash "$src/tools/h200_snap.sh" 2>&1) || fail "h200_snap.sh failed: $out"
 [ "$(cat .dev/snap/head)" = "$head" ] || fail "snap/head is not HEAD"
 [ "$(cat .dev/snap/base)" = "$base" ] || fail "snap/base is not the commit fp8-rows.json names"
