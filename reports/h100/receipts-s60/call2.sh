@@ -43,7 +43,7 @@ run() {  # run VARIANT ROUND
   echo "bench $1 $2 rc=$? ($((SECONDS-T0)) s)"
 }
 for r in 1 2 3; do
-  [ $(left) -gt 170 ] || { echo "round $r: not run (time)"; break; }
+  [ $(left) -gt 130 ] || { echo "round $r: not run (time)"; break; }
   order="m q s e"; [ $((r % 2)) = 0 ] && order="e s q m"
   for v in $order; do run $v $r; done
   pack
