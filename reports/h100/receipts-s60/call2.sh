@@ -7,8 +7,8 @@
 #  S  the short path's p.v warps take two m-tiles each where that leaves >= 4 warps at work, so
 #     p's fragments are read from shared memory once for two m-tiles (b1 x 4K);
 #  E  the merge reads kept partials without the evict_first policy (tail1's untried lead).
-# Variant sources: .dev/{q,s,e}/ (partial_mma.cu, merge.cu). Steps: build M, Q, S, E (one build
-# dir, one file swapped each); bench attention --timing gated over window rows and b1 x 4K's
+# Variants: {q,s,e}-unmeasured.patch beside this script. Steps: build M, Q, S, E (one build
+# dir, each patch applied and reverted); bench attention --timing gated over window rows and b1 x 4K's
 # rows, variants interleaved, 3 rounds (out_fnv1a must agree: tools/ab_summary.py); qwen-pages
 # --backend cuda with Q and S. Before the call: commit, KC_SNAP_BASE=0 tools/h200_snap.sh;
 # carry .deps.tgz and .dev. Returns $OUT/c2.tgz.
@@ -24,14 +24,15 @@ cmake -S . -B /tmp/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKC_CUDA=ON -DCMAK
   -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKC_DEVICE_MUTANTS=OFF > $W/cmake.log 2>&1 || { tail -20 $W/cmake.log; exit 2; }
 ninja -C /tmp/build tf-cuda-test > $W/build.log 2>&1 || { tail -30 $W/build.log; pack; exit 2; }
 cp /tmp/build/tools/tf-cuda-test /tmp/bin/m; echo "build M $((SECONDS-T0)) s"
-variant() {  # variant NAME FILE: kernels/attention/FILE from .dev/NAME, built, restored
-  cp kernels/attention/$2 /tmp/$2.main && cp .dev/$1/$2 kernels/attention/$2
+variant() {  # variant NAME: reports/h100/receipts-s60/NAME-unmeasured.patch applied, built, reverted
+  local pt=reports/h100/receipts-s60/$1-unmeasured.patch
+  git apply $pt || { echo "variant $1: the patch does not apply"; return; }
   ninja -C /tmp/build tf-cuda-test > $W/build-$1.log 2>&1 && cp /tmp/build/tools/tf-cuda-test /tmp/bin/$1 \
     || { echo "build $1 failed"; tail -20 $W/build-$1.log; }
-  cp /tmp/$2.main kernels/attention/$2
+  git apply -R $pt
   echo "build $1 $((SECONDS-T0)) s"
 }
-variant q partial_mma.cu; variant s partial_mma.cu; variant e merge.cu
+variant q; variant s; variant e
 ninja -C /tmp/build tf-cuda-test > /dev/null 2>&1  # back to main's objects
 echo "git: $(git status --short --untracked-files=no | wc -l) changed"
 mkdir -p /tmp/nosdpa && echo 'import sys; sys.exit(3)' > /tmp/nosdpa/bench_sdpa.py
