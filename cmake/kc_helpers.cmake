@@ -50,21 +50,29 @@ function(kc_add_gtest name)
   endif()
 endfunction()
 
+# kc_add_cuda_contract_run(run contract [ENV "VAR=value ..."] [ARGS "options ..."]): CTest
+# contract.RUN, `tf-cuda-test <contract> --backend cuda ARGS --out receipts/RUN.json` with ENV
+# set: one GPU asked of CTest (RESOURCE_GROUPS gpus:1), run through tools/ctest_gpu.sh, which
+# makes the allotted GPU its device 0 (`ctest -L cuda -j N --resource-spec-file SPEC`, SPEC from
+# tools/gpu_resource_spec.sh, spreads the runs over the GPUs); skipped (exit 77) without a device.
+function(kc_add_cuda_contract_run run contract)
+  cmake_parse_arguments(A "" "ENV;ARGS" "" ${ARGN})
+  set(out ${CMAKE_BINARY_DIR}/receipts/${run}.json)
+  add_test(NAME contract.${run}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tools/ctest_gpu.sh sh -c
+                   "out=$(${A_ENV} \"$0\" ${contract} --backend cuda ${A_ARGS} --out ${out} 2>&1); rc=$?; printf '%s\\n' \"$out\"; case \"$out\" in *'no CUDA device'*) exit 77;; esac; exit $rc"
+                   $<TARGET_FILE:tf-cuda-test>)
+  set_tests_properties(contract.${run} PROPERTIES RESOURCE_GROUPS "gpus:1" LABELS "cuda;contract" SKIP_RETURN_CODE 77)
+endfunction()
+
 # kc_add_contract_test(contract backend): the contract under CTest (cpu: its verdict in
-# kernel-contract's run, below; cuda: `tf-cuda-test <contract> --backend cuda`). A cuda
-# test asks CTest for one GPU (RESOURCE_GROUPS gpus:1) and runs through tools/ctest_gpu.sh,
-# which makes the allotted GPU its device 0: `ctest -L cuda -j N --resource-spec-file SPEC`
-# (SPEC from tools/gpu_resource_spec.sh) spreads them over the GPUs, one GPU a test; without
-# a device it reports itself skipped (exit 77).
+# kernel-contract's run, below; cuda: `tf-cuda-test <contract> --backend cuda`, as
+# kc_add_cuda_contract_run above).
 function(kc_add_contract_test contract backend)
-  set(out ${CMAKE_BINARY_DIR}/receipts/${contract}.${backend}.json)
   if(backend STREQUAL "cuda")
-    add_test(NAME contract.${contract}.${backend}
-             COMMAND sh ${CMAKE_SOURCE_DIR}/tools/ctest_gpu.sh sh -c
-                     "out=$(\"$0\" ${contract} --backend cuda --out ${out} 2>&1); rc=$?; printf '%s\\n' \"$out\"; case \"$out\" in *'no CUDA device'*) exit 77;; esac; exit $rc"
-                     $<TARGET_FILE:tf-cuda-test>)
-    set_tests_properties(contract.${contract}.${backend} PROPERTIES RESOURCE_GROUPS "gpus:1")
+    kc_add_cuda_contract_run(${contract}.cuda ${contract})
   else()
+    set(out ${CMAKE_BINARY_DIR}/receipts/${contract}.${backend}.json)
     # On cpu the contract runs once, in kernel-contract's run (CTest cli.kernel_contract: the
     # same seed, cases and code path, every contract in turn); this test is that run's
     # verdict for the contract, read back through `report` (exit 0 only for a consistent
@@ -74,9 +82,8 @@ function(kc_add_contract_test contract backend)
                      $<TARGET_FILE:tf-cuda-test> ${CMAKE_BINARY_DIR}/receipts-all/${contract}.json ${out})
     # Its receipt is among those tests/tools/validate_receipts.py checks (cli.receipts_schema).
     set_tests_properties(contract.${contract}.${backend} PROPERTIES FIXTURES_SETUP contract_receipts
-                         FIXTURES_REQUIRED kernel_contract_receipts)
+                         FIXTURES_REQUIRED kernel_contract_receipts LABELS "${backend};contract" SKIP_RETURN_CODE 77)
   endif()
-  set_tests_properties(contract.${contract}.${backend} PROPERTIES LABELS "${backend};contract" SKIP_RETURN_CODE 77)
 endfunction()
 
 # kc_add_contract(name SOURCE file): a contract. Its source defines `ContractDef
