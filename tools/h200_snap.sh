@@ -12,6 +12,10 @@
 # HEAD, update-index --refresh: every tracked file hashed), so git rev-parse / git status, and
 # through them the receipts' git.commit and git.dirty, say what they would in a clone; and
 # tools/h200_premerge.sh builds its base from base.tar.gz where the base commit is not in git.
+# Last, it prints the size of what a device call sends (the tracked files in the working tree,
+# the untracked files git does not ignore, and the carried paths: KC_CARRY, default
+# ".deps.tgz .dev") against the tool's 64 MiB; over it (the call would be refused before any
+# start) it exits 3, with the snapshot written, and within 2 MiB of it it warns.
 # Usage: tools/h200_snap.sh   (from the repository root; carry .dev with the call)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -35,3 +39,20 @@ mapfile -t left_out < <(git ls-tree --name-only "$base" reports/ | grep -vx 'rep
   git archive --format=tar.gz "$base" -- . "${left_out[@]}" ':!fixtures/models' > .dev/snap/base.tar.gz
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "h200_snap.sh: the working tree differs from HEAD: the device's git status will say so" >&2
 echo "head $h, base $base"
+# What the device call sends, against its limit (64 MiB; the tool refuses a larger tree at once).
+sum_sizes() { xargs -0 -r stat -c %s -- 2> /dev/null | awk '{s += $1} END {printf "%d", s}'; }
+tracked=$(git ls-files -z | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done | sum_sizes)
+untracked=$(git ls-files -z --others --exclude-standard | sum_sizes)
+carried=0
+for c in ${KC_CARRY-.deps.tgz .dev}; do
+  [ -e "$c" ] && carried=$((carried + $(find "$c" -type f -print0 | sum_sizes)))
+done
+total=$((tracked + untracked + carried)) limit=$((64 << 20))
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
+echo "device copy: $(mib $total) MiB of 64 (tracked $(mib $tracked), untracked $(mib $untracked), carried $(mib $carried): ${KC_CARRY-.deps.tgz .dev})"
+if [ "$total" -gt "$limit" ]; then
+  echo "h200_snap.sh: the device copy is $(mib $total) MiB, over the device tool's 64 MiB: a call would be refused; carry less or move files out of the tree" >&2
+  exit 3
+elif [ $((limit - total)) -lt $((2 << 20)) ]; then
+  echo "h200_snap.sh: the device copy is within 2 MiB of the device tool's 64 MiB" >&2
+fi

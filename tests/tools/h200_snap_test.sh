@@ -5,7 +5,10 @@
 # base archive holds the base commit's files but not fixtures/models/ nor reports/ other than
 # reports/schema/ (the build reads the receipt schema), and unpacked
 # gets a git dir at the base commit (--base: clean, a changed file seen; a base the pack lacks is
-# refused with no git dir left); KC_SNAP_BASE=0 writes no base archive; a copy without a snapshot is refused (exit 4). Runs on a repository of its own (the tools are the subject).
+# refused with no git dir left); KC_SNAP_BASE=0 writes no base archive; a copy without a snapshot is refused (exit 4); the size of
+# what a device call sends is printed, and over 64 MiB (an untracked file, or a carried ignored
+# one) h200_snap.sh exits 3, while an ignored file that is not carried does not count. Runs on a
+# repository of its own (the tools are the subject).
 # Usage: h200_snap_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -83,4 +86,22 @@ cd "$c" || exit 1
 rm -rf .dev .git
 bash "$src/tools/h200_git_from_snap.sh" > /dev/null 2>&1
 [ $? = 4 ] || fail "no snapshot: exit 4 expected"
+# the device copy's size against the tool's 64 MiB
+cd "$r" || exit 1
+out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "snap before the size checks: $out"
+echo "$out" | grep -q '^device copy: [0-9.]* MiB of 64 (tracked [0-9.]*, untracked 0.0, carried [0-9.]*: .deps.tgz .dev)$' ||
+  fail "no device copy line: $out"
+truncate -s 65M big.bin  # sparse: the size counts, not the blocks
+out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1); rc=$?
+[ $rc = 3 ] || fail "an untracked 65 MiB file: exit 3 expected, got $rc: $out"
+echo "$out" | grep -q 'over the device tool.s 64 MiB' || fail "no message for the oversize copy: $out"
+[ -s .dev/snap/head ] || fail "the oversize check left no snapshot"
+echo big.bin > .gitignore
+out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "an ignored big file counted: $out"
+out=$(KC_CARRY="big.bin .dev" KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1); rc=$?
+[ $rc = 3 ] || fail "a carried ignored 65 MiB file: exit 3 expected, got $rc: $out"
+truncate -s 63M big.bin
+out=$(KC_CARRY="big.bin" KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "63 MiB carried: $out"
+echo "$out" | grep -q 'within 2 MiB' || fail "no warning within 2 MiB of the limit: $out"
+rm -f big.bin .gitignore
 echo "h200_snap_test: ok"
