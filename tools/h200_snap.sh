@@ -40,8 +40,10 @@ mapfile -t left_out < <(git ls-tree --name-only "$base" reports/ | grep -vx 'rep
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "h200_snap.sh: the working tree differs from HEAD: the device's git status will say so" >&2
 echo "head $h, base $base"
 # What the device call sends, against its limit (64 MiB; the tool refuses a larger tree at once).
-sum_sizes() { xargs -0 -r stat -c %s -- 2> /dev/null | awk '{s += $1} END {printf "%d", s}'; }
-tracked=$(git ls-files -z | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done | sum_sizes)
+# A path that is not there (a tracked file deleted in the working tree) adds nothing; stat's
+# failure for it must not end the script (pipefail).
+sum_sizes() { { xargs -0 -r stat -c %s -- 2> /dev/null || true; } | awk '{s += $1} END {printf "%d", s}'; }
+tracked=$(git ls-files -z | sum_sizes)
 untracked=$(git ls-files -z --others --exclude-standard | sum_sizes)
 carried=0
 for c in ${KC_CARRY-.deps.tgz .dev}; do

@@ -7,7 +7,8 @@
 # gets a git dir at the base commit (--base: clean, a changed file seen; a base the pack lacks is
 # refused with no git dir left); KC_SNAP_BASE=0 writes no base archive; a copy without a snapshot is refused (exit 4); the size of
 # what a device call sends is printed, and over 64 MiB (an untracked file, or a carried ignored
-# one) h200_snap.sh exits 3, while an ignored file that is not carried does not count. Runs on a
+# one) h200_snap.sh exits 3, while an ignored file that is not carried does not count, nor does a
+# tracked file deleted in the working tree. Runs on a
 # repository of its own (the tools are the subject).
 # Usage: h200_snap_test.sh SOURCE_DIR
 set -u
@@ -104,4 +105,9 @@ truncate -s 63M big.bin
 out=$(KC_CARRY="big.bin" KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "63 MiB carried: $out"
 echo "$out" | grep -q 'within 2 MiB' || fail "no warning within 2 MiB of the limit: $out"
 rm -f big.bin .gitignore
+# a tracked file deleted in the working tree (the last one git lists) counts nothing and stops nothing
+mv sub/b.txt "$t/b.txt"
+out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "a deleted tracked file stopped the snap: $out"
+echo "$out" | grep -q '^device copy: ' || fail "no device copy line with a deleted tracked file: $out"
+mv "$t/b.txt" sub/b.txt
 echo "h200_snap_test: ok"
