@@ -9,9 +9,8 @@
 # unpacks .deps.tgz where .deps is missing, and makes the git dir from .dev/snap
 # (tools/h200_git_from_snap.sh), writing its line and the card's (name, driver, max SM clock) to
 # $W/head.txt and stdout. Without a snapshot, with one that does not load, or with a .deps.tgz that
-# does not unpack, it exits 4, so the
-# call says so at once. Before the call (here): commit, KC_SNAP_BASE=0 tools/h200_snap.sh, and
-# carry .deps.tgz and .dev.
+# does not unpack, it exits 4, so the call says so at once. Before the call (here): commit,
+# KC_SNAP_BASE=0 tools/h200_snap.sh, and carry .deps.tgz and .dev.
 # shellcheck shell=bash
 kc_call_name=${1:?"usage: . tools/device_call.sh NAME"}
 export PATH=/usr/local/cuda/bin:$PATH
