@@ -433,6 +433,9 @@ Status prepare_output(const std::string& path, std::string* target) {
     p = to.is_absolute() ? to : p.parent_path() / to;
   }
   const fs::file_status st = fs::status(p, ec);
+  // A name the system refuses to look up (too long, a folder on the way that is a file) is not
+  // "a file that exists": say the system's reason.
+  if (st.type() == fs::file_type::none && ec) return Status::Error(path + ": " + ec.message());
   const char* what = nullptr;
   switch (st.type()) {
     case fs::file_type::not_found:

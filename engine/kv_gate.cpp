@@ -18,6 +18,7 @@
 
 #include "contracts/framework.h"
 #include "contracts/json_type.h"
+#include "engine/files.h"
 #include "engine/generate.h"
 #include "engine/kv_plant_backend.h"
 #include "engine/model.h"
@@ -30,14 +31,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream s;
-  s << f.rdbuf();
-  *out = s.str();
-  return bool(f) || f.eof();
-}
+// A regular file's bytes (a folder, a FIFO or a name the system refuses is not read: see
+// read_input_file_why for the reason).
+bool read_file(const std::string& path, std::string* out) { return read_input_file_why(path, out).empty(); }
 
 std::string num_text(double x) {
   std::ostringstream o;
@@ -234,10 +230,10 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
     f.control_depths = {f.depths.front()};
   }
 
-  if (!fs::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
+  if (const std::string why = folder_problem(f.model_dir); !why.empty()) return fail("model", f.model_dir + " " + why);
   std::string bytes;
-  if (!fs::is_regular_file(f.tokens_file) || !read_file(f.tokens_file, &bytes))
-    return fail("tokens.file", f.tokens_file + ": cannot be read");
+  if (const std::string why = read_input_file_why(f.tokens_file, &bytes); !why.empty())
+    return fail("tokens.file", f.tokens_file + ": cannot be read (" + why + ")");
   const std::string got = sha256_hex(bytes);
   if (got != f.tokens_sha256) return fail("tokens.sha256", f.tokens_file + " has sha256 " + got);
   f.tokens = encode_prompt(bytes);
@@ -786,9 +782,11 @@ std::string kv_bf16_arm_key(const std::string& fixture_sha, const std::string& t
 
 std::string checkpoint_sha256(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_regular_file() && (n.ends_with(".safetensors") || n == "config.json" || n.ends_with(".index.json")))
+  std::error_code ec;  // entries that cannot be examined (a loop of symbolic links) are no checkpoint files
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    std::error_code fec;
+    if (it->is_regular_file(fec) && (n.ends_with(".safetensors") || n == "config.json" || n.ends_with(".index.json")))
       names.push_back(n);
   }
   std::sort(names.begin(), names.end());
@@ -807,14 +805,15 @@ std::string checkpoint_sha256(const std::string& dir) {
 bool kv_training_context(const std::string& model_dir, int64_t max_position_embeddings, int64_t* positions,
                          std::string* source, std::string* err) {
   const std::string file = (fs::path(model_dir) / "fixture.json").string();
-  if (!fs::exists(file)) {
+  std::error_code ec;
+  if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) {
     *positions = max_position_embeddings;
     *source = "config.json max_position_embeddings (the model folder has no fixture.json)";
     return true;
   }
   std::string text;
-  if (!read_file(file, &text)) {
-    *err = file + ": cannot be read";
+  if (const std::string why = read_input_file_why(file, &text); !why.empty()) {
+    *err = file + ": cannot be read (" + why + ")";
     return false;
   }
   nlohmann::json j;
@@ -874,7 +873,8 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   std::ostream& progress = cmd.quiet ? nowhere : err;
   const auto t_all = Clock::now();
   std::string text;
-  if (!read_file(cmd.fixture, &text)) return bad(cmd.fixture + ": cannot be read");
+  if (const std::string why = read_input_file_why(cmd.fixture, &text); !why.empty())
+    return bad(cmd.fixture + ": cannot be read (" + why + ")");
   nlohmann::json fj;
   if (std::string jwhy; !parse_json_strict(text, &fj, &jwhy)) return bad(cmd.fixture + ": " + jwhy);
   KvFixture fx;

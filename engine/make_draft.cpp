@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "engine/files.h"
 #include "engine/make_model.h"  // prepare_checkpoint_dir
 #include "engine/safetensors.h"
 #include "engine/serve.h"        // make_draft_weights
@@ -40,20 +41,15 @@ std::map<std::string, const HostTensor*> tensors_by_name(const Qwen3Weights& w) 
   return m;
 }
 
-Status read_file(const fs::path& p, std::string* out) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return Status::Error(p.string() + ": cannot open: " + std::strerror(errno));
-  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  if (f.bad()) return Status::Error(p.string() + ": read failed");
-  return Status::Ok();
-}
+Status read_file(const fs::path& p, std::string* out) { return read_input_file(p.string(), out); }
 
 // sha256 over the source's tensor file(s): model.safetensors, or the index and each shard
 // it names in name order.
 Status source_digest(const std::string& dir, std::string* hex) {
   const fs::path single = fs::path(dir) / "model.safetensors";
   std::string bytes;
-  if (fs::exists(single)) {
+  std::error_code ec;
+  if (fs::exists(single, ec)) {
     KC_RETURN_IF_ERROR(read_file(single, &bytes));
     *hex = sha256_hex(bytes);
     return Status::Ok();
@@ -147,9 +143,11 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
   std::string digest;
   st = source_digest(from_dir, &digest);
   if (!st.ok) return fail("--from: " + st.message);
-  const std::string source = fs::path(from_dir).lexically_normal().filename().string().empty()
-                                 ? fs::path(from_dir).lexically_normal().parent_path().filename().string()
-                                 : fs::path(from_dir).lexically_normal().filename().string();
+  // The source folder's own name, however --from spells it ("m", "m/", "." inside m, "../m"):
+  // the files stay the same bytes (as generate names its model).
+  fs::path from_abs = fs::absolute(from_dir, ec).lexically_normal();
+  if (!from_abs.has_filename()) from_abs = from_abs.parent_path();
+  const std::string source = from_abs.filename().string();
   st = write_qwen3_checkpoint(d, out_dir,
                               {{"format", "pt"},
                                {"kc_draft_from", source},

@@ -108,14 +108,59 @@ Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out) {
   return Status::Ok();
 }
 
+namespace {
+
+// What make-model / make-draft would create for `out_dir`, read from the path as given, one
+// component at a time and without resolving it lexically (`missing/..` is not the current
+// folder until `missing` exists, and `x/../y` names y only through x): *first_missing is the
+// first prefix where nothing exists, not even a symbolic link ("" when the whole path is
+// there). A `..` after a missing folder is refused: creating the folders would make the path
+// name a folder that exists (one the run must not touch). So is a symbolic link that points
+// nowhere, as the output or on the way to it.
+Status checkpoint_dir_plan(const std::string& out_dir, std::string* first_missing) {
+  first_missing->clear();
+  std::error_code ec;
+  fs::path cur;
+  for (const fs::path& part : fs::path(out_dir)) {
+    if (part.empty()) continue;  // a trailing slash
+    cur /= part;
+    if (!first_missing->empty()) {
+      if (part == "..")
+        return Status::Error(out_dir + ": (output directory): '..' after " + *first_missing +
+                             ", which does not exist: give the folder's path without it");
+      continue;
+    }
+    if (part == "." || part == ".." || part == cur.root_path()) continue;
+    const fs::file_status ls = fs::symlink_status(cur, ec);
+    if (ls.type() == fs::file_type::not_found) {
+      *first_missing = cur.string();
+      continue;
+    }
+    if (ec) return Status::Error(out_dir + ": (output directory): " + cur.string() + ": " + ec.message());
+    if (fs::is_symlink(ls) && !fs::exists(fs::status(cur, ec)))
+      return Status::Error(out_dir + ": (output directory): " + cur.string() +
+                           " is a symbolic link to nothing (its target does not exist)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype) {
   KC_RETURN_IF_ERROR(check_qwen3_config(c, "config"));
+  std::string missing;
+  KC_RETURN_IF_ERROR(checkpoint_dir_plan(out_dir, &missing));
   std::error_code ec;
-  if (fs::exists(out_dir, ec)) {
-    if (!fs::is_directory(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
-    if (!fs::is_empty(out_dir, ec)) return Status::Error(out_dir + ": (output directory): exists and is not empty");
-  } else if (!fs::create_directories(out_dir, ec) || ec) {
-    return Status::Error(out_dir + ": (output directory): cannot create: " + ec.message());
+  if (missing.empty()) {
+    const fs::file_status st = fs::status(out_dir, ec);
+    if (ec) return Status::Error(out_dir + ": (output directory): " + ec.message());
+    if (!fs::is_directory(st)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
+    if (!fs::is_empty(out_dir, ec) || ec)
+      return Status::Error(out_dir + ": (output directory): " + (ec ? ec.message() : "exists and is not empty"));
+  } else {
+    fs::create_directories(out_dir, ec);
+    if (ec || !fs::is_directory(out_dir, ec))
+      return Status::Error(out_dir + ": (output directory): cannot create" + (ec ? ": " + ec.message() : std::string()));
   }
   const Dtype d = c.dtype == "bfloat16" ? Dtype::bf16 : c.dtype == "float16" ? Dtype::f16 : Dtype::f32;
   *dtype = d;
@@ -123,18 +168,16 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
 }
 
 CheckpointDirGuard::CheckpointDirGuard(const std::string& out_dir) : dir_(out_dir) {
-  std::error_code ec;
   if (out_dir.empty()) return;
-  if (fs::exists(out_dir, ec)) {
-    ours_ = fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec);
+  std::string missing;
+  if (!checkpoint_dir_plan(out_dir, &missing).ok) return;  // refused before anything is made: nothing is ours
+  if (!missing.empty()) {
+    ours_ = true;
+    first_created_ = missing;
     return;
   }
-  ours_ = true;
-  fs::path p = fs::absolute(out_dir, ec).lexically_normal();
-  if (ec) return;
-  if (!p.has_filename()) p = p.parent_path();  // a trailing slash
-  while (p.has_parent_path() && p != p.parent_path() && !fs::exists(p.parent_path(), ec)) p = p.parent_path();
-  first_created_ = p.string();
+  std::error_code ec;
+  ours_ = fs::is_directory(fs::status(out_dir, ec)) && !ec && fs::is_empty(out_dir, ec) && !ec;
 }
 
 void CheckpointDirGuard::cleanup() const {

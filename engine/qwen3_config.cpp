@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contracts/json_type.h"
+#include "engine/files.h"
 
 namespace kc::engine {
 namespace {
@@ -41,6 +42,8 @@ struct Reader {
   Status positive_int(const char* key, int64_t* out) const {
     if (!j.contains(key)) return fail(key, "missing");
     const json& v = j[key];
+    if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()))
+      return fail(key, "expected a positive integer, got " + v.dump() + ", a whole number written as a float (write it without the fraction)");
     if (!v.is_number_integer()) return fail(key, "expected a positive integer, got " + type_name(v));
     if (!v.is_number_unsigned() || v.get<uint64_t>() == 0) return fail(key, "expected a positive integer, got " + v.dump());
     if (v.get<uint64_t>() > static_cast<uint64_t>(kMaxDim))
@@ -252,22 +255,7 @@ Status parse_qwen3_config(std::string_view text, const std::string& file, Qwen3C
   return Status::Ok();
 }
 
-Status read_model_text(const std::string& path, std::string* out) {
-  {  // a folder or a FIFO is refused by name (a FIFO would block the read)
-    std::error_code ec;
-    const auto t = std::filesystem::status(path, ec).type();
-    if (t == std::filesystem::file_type::directory) return Status::Error(path + ": (file): is a folder, not a file");
-    if (t != std::filesystem::file_type::regular && t != std::filesystem::file_type::not_found)
-      return Status::Error(path + ": (file): not a regular file");
-  }
-  std::ifstream is(path, std::ios::binary);
-  if (!is) return Status::Error(path + ": (file): cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << is.rdbuf();
-  if (is.bad()) return Status::Error(path + ": (file): read failed");
-  *out = s.str();
-  return Status::Ok();
-}
+Status read_model_text(const std::string& path, std::string* out) { return read_input_file(path, out); }
 
 Status read_qwen3_config(const std::string& path, Qwen3Config* out) {
   std::string text;

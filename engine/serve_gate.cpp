@@ -11,9 +11,11 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "contracts/framework.h"
 #include "contracts/json_type.h"
+#include "engine/files.h"
 #include "engine/generate.h"
 #include "engine/serve.h"
 
@@ -288,9 +290,9 @@ bool parse_serve_fixture(const nlohmann::json& j, const std::string& dir, ServeF
                                     std::to_string(held) + " pages" +
                                     (f.pages_all ? "" : " (control pages-released-before-drained runs pages-all there)"));
   }
-  if (!std::filesystem::is_directory(f.model_dir)) return fail("model", f.model_dir + " is not a folder");
-  if (!f.draft_model_dir.empty() && !std::filesystem::is_directory(f.draft_model_dir))
-    return fail("draft.model", f.draft_model_dir + " is not a folder");
+  if (const std::string why = folder_problem(f.model_dir); !why.empty()) return fail("model", f.model_dir + " " + why);
+  if (const std::string why = f.draft_model_dir.empty() ? "" : folder_problem(f.draft_model_dir); !why.empty())
+    return fail("draft.model", f.draft_model_dir + " " + why);
   *out = std::move(f);
   return true;
 }
@@ -406,15 +408,9 @@ std::string compare_serve_results(const ServeResult& a, const ServeResult& b, bo
 }
 
 bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why) {
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f || !std::filesystem::is_regular_file(path)) {
-      *why = path + ": cannot be read";
-      return false;
-    }
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    *text = ss.str();
+  if (const std::string r = read_input_file_why(path, text); !r.empty()) {  // a FIFO is refused, never opened
+    *why = path + ": cannot be read (" + r + ")";
+    return false;
   }
   nlohmann::json fj;
   if (std::string jwhy; !parse_json_strict(*text, &fj, &jwhy)) {
@@ -547,11 +543,13 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
     if (!st.ok) return bad("--out " + st.message);
     if (same_output(cmd.out_file, cmd.fixture))
       return bad("--out " + cmd.out_file + " names the fixture " + cmd.fixture + ": the receipt would replace it");
+  }
+  for (const auto& [opt, file, thing] : {std::tuple<std::string, std::string, std::string>{"--out", cmd.out_file, "receipt"},
+                                         {"--junit", cmd.junit_file, "JUnit XML"}})
     for (const auto& [what, dir] : {std::pair<std::string, std::string>{"the model's", fx.model_dir},
                                     {"the draft model's", fx.draft_model_dir}})
-      if (const std::string f = output_replaces_file_in(cmd.out_file, dir); !f.empty())
-        return bad("--out " + cmd.out_file + " names " + what + " file " + f + ": the receipt would replace it");
-  }
+      if (const std::string f = file.empty() ? "" : output_replaces_file_in(file, dir); !f.empty())
+        return bad(opt + " " + file + " names " + what + " file " + f + ": the " + thing + " would replace it");
   ServeModels sm;
   if (!load_serve_models(cmd.fixture, fx, &sm, &why)) return bad(why);
   Status bst;
@@ -1066,8 +1064,9 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   }
   r["numbers"] = nums;
   r.set_total_s(secs);
-  if (cmd.receipt) *cmd.receipt = r.doc();
+  // The receipt for --junit only once --out is written: a run that exits 2 writes no JUnit.
   if (const Status ws = print_and_write_receipt(r, cmd.out_file, out); !ws.ok) return bad("--out " + ws.message);
+  if (cmd.receipt) *cmd.receipt = r.doc();
   return pass ? 0 : 1;
 }
 

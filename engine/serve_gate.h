@@ -78,7 +78,8 @@ struct ServeGateCommand {
   std::string kv_cache;  // non-empty: the cache formats to run (comma-separated), instead of the fixture's
   std::string out_file;
   std::vector<std::string> argv;
-  nlohmann::json* receipt = nullptr;  // when set, receives the receipt (the command line's --junit)
+  nlohmann::json* receipt = nullptr;  // when set, receives the receipt once it is written (the command line's --junit)
+  std::string junit_file;             // --junit: refused, as out_file, where it names a file of the fixture's models
   bool quiet = false;                 // no progress lines on err (kernel-contract --quiet)
 };
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err);

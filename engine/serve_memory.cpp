@@ -154,7 +154,12 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
     return bad("--draft-layers " + std::to_string(cmd.draft_layers) + ": must be in 1.." +
                std::to_string(c.num_hidden_layers - 1) + " (below the model's " + std::to_string(c.num_hidden_layers) +
                " layers)");
-  if (cmd.prompts.empty() || int(cmd.prompts.size()) > cmd.parallel)
+  // Without --prompts, as many of the default lengths as there are lanes (--parallel 2 alone
+  // used to be refused for a --prompts nobody gave).
+  std::vector<int> prompts = cmd.prompts;
+  if (!cmd.prompts_given && int(prompts.size()) > cmd.parallel) prompts.resize(size_t(cmd.parallel));
+  const std::string which = cmd.prompts_given ? "" : " (the default --prompts; give --prompts lengths that fit)";
+  if (prompts.empty() || int(prompts.size()) > cmd.parallel)
     return bad("--prompts: give 1.." + std::to_string(cmd.parallel) + " prompt lengths (one request per lane)");
   ServeConfig base;
   base.parallel = cmd.parallel;
@@ -162,13 +167,14 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
   base.context = cmd.context;
   ServeConfig drafted = base;
   drafted.draft_tokens = cmd.draft_tokens;
-  for (size_t i = 0; i < cmd.prompts.size(); ++i) {
-    if (cmd.prompts[i] < 2) return bad("--prompts[" + std::to_string(i) + "]: a prompt holds at least 2 tokens");
-    const int64_t need = serve_positions(drafted, cmd.prompts[i], cmd.max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i] < 2) return bad("--prompts[" + std::to_string(i) + "]: a prompt holds at least 2 tokens");
+    const int64_t need = serve_positions(drafted, prompts[i], cmd.max_tokens);
     if (need > cmd.context)
-      return bad("--prompts[" + std::to_string(i) + "]: prompt " + std::to_string(cmd.prompts[i]) + " + max_tokens " +
+      return bad("--prompts[" + std::to_string(i) + "]: prompt " + std::to_string(prompts[i]) + " + max_tokens " +
                  std::to_string(cmd.max_tokens) + " + a draft window of " + std::to_string(cmd.draft_tokens + 1) +
-                 " = " + std::to_string(need) + " positions, more than --context " + std::to_string(cmd.context));
+                 " = " + std::to_string(need) + " positions, more than --context " + std::to_string(cmd.context) +
+                 which);
   }
   const int pool_pages =
       cmd.pool_pages > 0 ? cmd.pool_pages : int(int64_t(cmd.parallel) * ((int64_t(cmd.context) + cmd.page - 1) / cmd.page));
@@ -197,7 +203,7 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
                              std::to_string(cmd.draft_tokens + 1) + " more positions";
 
   CaseSelection sel;
-  Run run(*be, nullptr, 0, int(cmd.prompts.size()), sel, true);
+  Run run(*be, nullptr, 0, int(prompts.size()), sel, true);
   run.declare("admitted", "every request admitted into its lane in every arm (the planned arena holds them)");
   run.declare("run planning", "every lane's run held its parts (none refused at planning)");
   json arms = json::array();
@@ -211,7 +217,7 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
   for (const auto& [name, what, cfg, d] :
        std::vector<std::tuple<std::string, std::string, ServeConfig, const KvLayout*>>{
            {"windows", w_what, windows, nullptr}, {"pool", p_what, pool, nullptr}, {"pool-with-runs", r_what, runs, &dlay}}) {
-    ArmResult a = measure_arm(name, what, cfg, lay, d, cmd.prompts, cmd.max_tokens, false);
+    ArmResult a = measure_arm(name, what, cfg, lay, d, prompts, cmd.max_tokens, false);
     gate(run, a, name);
     if (name == "pool") pool_pages_taken = a.pages_taken;
     arms.push_back(a.j);
@@ -225,14 +231,14 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
                                  {"first_miss", g.failures.empty() ? "" : g.failures.front()}};
   };
   run.control("run-one-part-short", "each lane's run is sized one part short (pool-with-runs arm)", [&](Run& sub) {
-    ArmResult a = measure_arm("control-run-short", r_what, runs, lay, &dlay, cmd.prompts, cmd.max_tokens, true);
+    ArmResult a = measure_arm("control-run-short", r_what, runs, lay, &dlay, prompts, cmd.max_tokens, true);
     gate(sub, a, "control-run-short");
     note("run-one-part-short", sub);
   });
   run.control("pool-one-page-short", "the pool arm's pool is one page smaller than its requests take", [&](Run& sub) {
     ServeConfig p = pool;
     p.pool_pages = std::max(pool_pages_taken - 1, 0);
-    ArmResult a = measure_arm("control-pool-short", p_what, p, lay, nullptr, cmd.prompts, cmd.max_tokens, false);
+    ArmResult a = measure_arm("control-pool-short", p_what, p, lay, nullptr, prompts, cmd.max_tokens, false);
     gate(sub, a, "control-pool-short");
     note("pool-one-page-short", sub);
   });
@@ -248,7 +254,7 @@ int serve_memory_command(const ServeMemoryCommand& cmd, std::ostream& out, std::
                            std::to_string(cmd.context) + "-" + cmd.kv_cache;
   Receipt r(Receipt::Head{"serve-memory", name, be->name(), device_json(be->device()), cmd.argv, json(uint64_t(0))});
   r.set_verdict(pass, reasons);
-  r.set_cases(int64_t(cmd.prompts.size()), int64_t(cmd.prompts.size()), 0, "");
+  r.set_cases(int64_t(prompts.size()), int64_t(prompts.size()), 0, "");
   record_run(run, &r, seen);
   r["memory"] = {
       {"method", "planned with plan_serve_arena and admitted into a Pool as serve() admits at its first round; no "

@@ -38,6 +38,7 @@ struct ServeMemoryCommand {
   int page = 256;
   std::string kv_cache = "bf16";
   std::vector<int> prompts = {1201, 2804, 4413, 6003};  // suite12's four filler logs
+  bool prompts_given = false;  // false: the defaults, the first --parallel of them
   int max_tokens = 96;
   int draft_layers = 1;
   int draft_tokens = 4;

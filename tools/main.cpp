@@ -413,7 +413,7 @@ int run_main(int argc, char** argv) {
   serve_memory->add_option("--kv-cache", sm.kv_cache, "bf16 (default), fp8, q4 or mxfp4");
   serve_memory->add_option("--prompts", sm.prompts,
                            "Prompt lengths in tokens, one request per lane (default 1201,2804,4413,6003: suite12's "
-                           "filler logs)")
+                           "filler logs, the first --parallel of them)")
       ->delimiter(',');
   serve_memory->add_option("--max-tokens", sm.max_tokens, "New tokens per request (default 96)");
   serve_memory->add_option("--draft-layers", sm.draft_layers, "Drafter: the target's first K layers (default 1)");
@@ -624,6 +624,7 @@ int run_main(int argc, char** argv) {
         }
     }
     sm.argv = args;
+    sm.prompts_given = serve_memory->get_option("--prompts")->count() > 0;
     return kc::engine::serve_memory_command(sm, std::cout, std::cerr);
   }
 
@@ -648,6 +649,7 @@ int run_main(int argc, char** argv) {
     }
     nlohmann::json rec;
     if (!sg_junit.empty()) sg.receipt = &rec;
+    sg.junit_file = sg_junit;
     const int rc = kc::engine::serve_gate_command(sg, std::cout, std::cerr);
     if (!sg_junit.empty() && !rec.is_null()) {
       const kc::Status w = kc::write_junit(sg_junit, "tf-cuda-test serve-gate", {rec});

@@ -615,6 +615,79 @@ json.dump(r, open(sys.argv[2], 'w'))
       chattr -i "$tmp/imm.json"
       case "$out" in *"fp8-rows: pass"*) fail "the run ran before the refusal";; esac
     fi ;;
+  # serve-gate --out on a full disk with --junit: exit 2, and no JUnit (session 62's audit: the
+  # receipt for --junit was handed over before the write, so a green JUnit stood beside exit 2).
+  serve-gate-full-disk-junit)
+    mkdir -p "$tmp/small"
+    mount -t tmpfs -o size=300k tmpfs "$tmp/small" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
+    trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+    dd if=/dev/zero of="$tmp/small/fill" bs=1k count=400 2>/dev/null
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None)"
+    expect 2 "$tmp/small/r.json: write failed (No space left on device)" \
+      "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet --out "$tmp/small/r.json" --junit "$tmp/j.xml"
+    [ ! -e "$tmp/j.xml" ] || fail "a JUnit was written for a serve-gate run that exits 2" ;;
+  # make-model / make-draft never remove what they did not create (session 62's audit: the
+  # cleanup of a failed run removed an existing folder that "missing/../name" named, make-draft's
+  # own source among them, and a dangling symbolic link given as --out).
+  make-out-existing-untouched)
+    "$bin" make-model --preset tiny --out "$tmp/m" >/dev/null 2>&1 || fail "make-model did not write $tmp/m"
+    cp -r "$tmp/m" "$tmp/victim" && echo keep > "$tmp/victim/notes.txt"
+    expect 2 "'..' after $tmp/nonexist, which does not exist" "$bin" make-model --preset tiny --out "$tmp/nonexist/../victim"
+    expect 2 "is not a preset" "$bin" make-model --preset nope --out "$tmp/nonexist/../victim"
+    expect 2 "'..' after $tmp/zz, which does not exist" "$bin" make-draft --from "$tmp/victim" --layers 1 --out "$tmp/zz/../victim"
+    [ -f "$tmp/victim/notes.txt" ] && [ -f "$tmp/victim/model.safetensors" ] || fail "a refused run removed $tmp/victim"
+    [ ! -e "$tmp/nonexist" ] && [ ! -e "$tmp/zz" ] || fail "a refused run left a folder it made"
+    ln -s "$tmp/nowhere" "$tmp/dangling"
+    expect 2 "$tmp/dangling is a symbolic link to nothing" "$bin" make-model --preset tiny --out "$tmp/dangling"
+    expect 2 "$tmp/dangling is a symbolic link to nothing" "$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/dangling/sub"
+    [ -L "$tmp/dangling" ] || fail "a refused run removed the symbolic link $tmp/dangling"
+    # Spelled as it may be, a path through an existing folder still works, and make-draft's files
+    # do not depend on how --from is spelled.
+    mkdir -p "$tmp/a/b"
+    expect 0 "" "$bin" make-model --preset tiny --out "$tmp/a/b/../c"
+    [ -f "$tmp/a/c/model.safetensors" ] || fail "--out a/b/../c did not write a/c"
+    expect 0 "" "$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/d1"
+    (cd "$tmp/m" && "$bin" make-draft --from . --layers 1 --out "$tmp/d2" >/dev/null 2>&1) || fail "make-draft --from . failed"
+    cmp -s "$tmp/d1/model.safetensors" "$tmp/d2/model.safetensors" || fail "make-draft --from . wrote other bytes than --from m" ;;
+  # Names the system refuses in a fixture's files and folders, a FIFO as the fixture, and a model
+  # folder holding a loop of symbolic links: exit 2 with the reason (or a normal run), never an
+  # abort or a read that blocks (session 62's audit: std::filesystem exceptions, exit 134).
+  engine-input-names)
+    long=$(printf 'x%.0s' $(seq 300))
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None); f['model'] = '$long'"
+    expect 2 "$long is not a folder (File name too long)" "$bin" serve-gate "$tmp/s.json" --backend cpu
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None); f['draft']['model'] = '$long'"
+    expect 2 "$long is not a folder (File name too long)" "$bin" serve-gate "$tmp/s.json" --backend cpu
+    kv_fixture "$tmp/k.json" "$long"
+    expect 2 "$long is not a folder (File name too long)" "$bin" kv-gate "$tmp/k.json" --format fp8 --backend cpu
+    kv_fixture "$tmp/k.json" "$src/fixtures/models/stdlib-bytes-3m"
+    python3 -c "import json,sys; k=json.load(open(sys.argv[1])); k['tokens']['file']=sys.argv[2]; json.dump(k,open(sys.argv[1],'w'))" \
+      "$tmp/k.json" "$tmp/loop"
+    ln -s "$tmp/loop" "$tmp/loop"
+    expect 2 "field tokens.file: $tmp/loop: cannot be read (Too many levels of symbolic links)" \
+      "$bin" kv-gate "$tmp/k.json" --format fp8 --backend cpu
+    mkfifo "$tmp/ff"
+    expect 2 "$tmp/ff: cannot be read (not a regular file)" timeout 20 "$bin" serve-gate "$tmp/ff" --backend cpu
+    expect 2 "$tmp/ff: cannot be read (not a regular file)" timeout 20 "$bin" kv-gate "$tmp/ff" --format fp8 --backend cpu
+    expect 2 "$tmp: cannot be read (is a folder, not a file)" "$bin" kv-gate "$tmp" --format fp8 --backend cpu
+    "$bin" make-model --preset tiny --out "$tmp/m" >/dev/null 2>&1 || fail "make-model did not write $tmp/m"
+    ln -s loop2 "$tmp/m/loop2"
+    expect 0 "" "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --backend cpu --out "$tmp/g.json"
+    [ -f "$tmp/g.json" ] || fail "generate wrote no receipt"
+    expect 2 "File name too long" "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --out "$tmp/$long.json" ;;
+  # serve-gate --junit may not name a file of the fixture's models (as --out may not).
+  serve-gate-junit-model)
+    cp -r "$src/fixtures/models/stdlib-bytes-3m" "$tmp/mc"
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None); f['model'] = '$tmp/mc'"
+    expect 2 "--junit $tmp/mc/config.json names the model's file" \
+      "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet --junit "$tmp/mc/config.json"
+    cmp -s "$tmp/mc/config.json" "$src/fixtures/models/stdlib-bytes-3m/config.json" || fail "--junit replaced the model's config.json" ;;
+  # serve-memory without --prompts takes as many of the default lengths as there are lanes; a
+  # context too small for them says the defaults are to blame.
+  serve-memory-default-prompts)
+    expect 0 "2 cases" "$bin" serve-memory --preset tiny --parallel 2 --out "$tmp/m.json"
+    expect 2 "more than --context 1000 (the default --prompts; give --prompts lengths that fit)" \
+      "$bin" serve-memory --preset tiny --context 1000 ;;
   # A packer that leaves a field out (the pack-skip-scales mutant) writes a shorter blob: the
   # scale-planes contract fails its refusals by name, and its receipt's replay lines are intact
   # (the refusal edits once wrote past the blob and mangled them: "d=3\x05\x00...").

@@ -120,6 +120,10 @@ TEST(Qwen3Config, RefusesEveryMissingIllTypedOrInconsistentFieldByName) {
                    "hidden_size: expected a positive integer, got a string"});
   cases.push_back({"size fractional", [](json& j) { j["intermediate_size"] = 384.5; },
                    "intermediate_size: expected a positive integer, got a non-integer number"});
+  // A whole number written as a float is refused too, and the message says so (it used to call
+  // 4096.0 "a non-integer number").
+  cases.push_back({"size as float", [](json& j) { j["max_position_embeddings"] = 4096.0; },
+                   "max_position_embeddings: expected a positive integer, got 4096.0, a whole number written as a float"});
   cases.push_back({"size zero", [](json& j) { j["num_hidden_layers"] = 0; },
                    "num_hidden_layers: expected a positive integer, got 0"});
   cases.push_back({"size negative", [](json& j) { j["vocab_size"] = -5; }, "vocab_size: expected a positive integer, got -5"});

@@ -44,7 +44,7 @@ CROSS = {
         r"^field golden\.\w+(\.\w+)?: must be an array of \d+ hashes \(one per prompt\)",
         r"^field draft\.tree: must branch somewhere",
         r"^field draft\.tree: holds .* nodes, at most 64",
-        r"^field (model|draft\.model): .* is not a folder$",
+        r"^field (model|draft\.model): .* is not a folder( \(.*\))?$",
     ],
     # Receipt::check's self-contradictions (design: "a receipt that contradicts itself"), and its
     # integers written as integer literals (the tools write them so; 3.0 is an edited receipt).
@@ -68,14 +68,14 @@ CROSS = {
     "kv": [
         r"^field depths\[\d+\]: must be at least depths\[\d+\] \+ rows \+ decode_steps",
         r"^field depths: the deepest depth needs",
-        r"^field tokens\.file: .*: cannot be read$",
+        r"^field tokens\.file: .*: cannot be read( \(.*\))?$",
         r"^field tokens\.sha256: .* has sha256 ",
         r"^field recall\[\d+\]\.name: repeats ",
         r"^field recall\[\d+\]\.plant: must (hold \{passphrase\} once|contain)",
         r"^field recall\[\d+\]\.ask: must not contain",
         r"^field recall\[\d+\]\.depths\[\d+\]: (must be at least \d+ \(twice|at most twice the main|deeper than the token)",
         r"^field control_depths\[\d+\]: must (be one of depths|ascend)",
-        r"^field model: .* is not a folder$",
+        r"^field model: .* is not a folder( \(.*\))?$",
     ],
 }
 # A refusal may name a field that a touched field constrains (cross-field rules): touched
