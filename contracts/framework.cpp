@@ -326,8 +326,11 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
     r["cases"]["shard"] = shard_text;
     r["cases"]["matched"] = run.cases_matched - run.matched_uncounted;  // selected cases, in any shard
     r["cases"]["other_shards"] = run.cases_other_shard;  // of filtered_out: the other shards' cases
-    r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
   }
+  // Every receipt says whether it is a run of every case (shards: the merged run is), so that its
+  // reader holds a pass to the rule above: every gate checked something (session 62's audit: an
+  // edited receipt with a gate at total 0 read as a pass).
+  r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
   // A ready-to-run command for each failing case (the first few), and for the run. Each keeps
   // --gates-only: without it a --gates-only run's replay (no failing case: the run failed for its
   // skipped controls) ran the controls too and came back green.
@@ -351,12 +354,16 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   return {pass, std::move(r)};
 }
 
-Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out) {
+Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out,
+                               const std::vector<std::pair<std::string, std::string>>& with) {
   out << summary_table(r);
   out.flush();
-  if (out_file.empty()) return Status::Ok();
-  KC_RETURN_IF_ERROR(write_json_atomic(out_file, r));
-  out << "receipt: " << out_file << "\n";
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!out_file.empty()) files.push_back({out_file, json_file_text(r.doc())});
+  files.insert(files.end(), with.begin(), with.end());
+  if (files.empty()) return Status::Ok();
+  KC_RETURN_IF_ERROR(write_files_atomic(files));
+  if (!out_file.empty()) out << "receipt: " << out_file << "\n";
   return Status::Ok();
 }
 
@@ -527,47 +534,57 @@ bool filter_search(const std::string& text, const std::regex& re, const std::str
   std::_Exit(2);
 }
 
-Status write_text_atomic(const std::string& path, const std::string& text) {
+namespace {
+
+// One file of a write: its temp file written and synced beside the target, not yet renamed.
+struct StagedFile {
+  std::string path, target;
+  std::filesystem::path dir, tmp;
+  std::vector<std::filesystem::path> made;  // the folders this write created, deepest first
+  void undo_folders() const {
+    std::error_code e2;
+    for (const auto& d : made) std::filesystem::remove(d, e2);  // removes only an empty folder
+  }
+  void abandon() const {
+    std::error_code e2;
+    std::filesystem::remove(tmp, e2);
+    undo_folders();
+  }
+};
+
+Status stage_text(const std::string& path, const std::string& text, StagedFile* sf) {
   namespace fs = std::filesystem;
-  std::string target;
-  KC_RETURN_IF_ERROR(prepare_output(path, &target));
+  sf->path = path;
+  KC_RETURN_IF_ERROR(prepare_output(path, &sf->target));
   std::error_code ec;
-  const fs::path dir = fs::path(target).has_parent_path() ? fs::path(target).parent_path() : fs::path(".");
+  sf->dir = fs::path(sf->target).has_parent_path() ? fs::path(sf->target).parent_path() : fs::path(".");
   // The folders this write creates (deepest first): a write that fails removes them again, so a
   // refused or failed write leaves nothing (a full disk once left the new folders behind).
-  std::vector<fs::path> made;
-  for (fs::path d = dir; !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path()) {
-    made.push_back(d);
+  for (fs::path d = sf->dir; !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path()) {
+    sf->made.push_back(d);
     if (d == d.parent_path()) break;
   }
-  const auto undo = [&] {
-    std::error_code e2;
-    for (const fs::path& d : made) fs::remove(d, e2);  // removes only an empty folder
-  };
-  fs::create_directories(dir, ec);  // the missing folders prepare_output checked
-  if (!fs::is_directory(dir, ec)) {
-    undo();
-    return Status::Error(path + ": folder " + dir.string() + " cannot be created" +
+  fs::create_directories(sf->dir, ec);  // the missing folders prepare_output checked
+  if (!fs::is_directory(sf->dir, ec)) {
+    sf->undo_folders();
+    return Status::Error(path + ": folder " + sf->dir.string() + " cannot be created" +
                          (ec ? " (" + ec.message() + ")" : std::string()));
   }
-  const fs::path tmp = target + ".tmp." + std::to_string(getpid());
+  sf->tmp = sf->target + ".tmp." + std::to_string(getpid());
   // The bytes reach the disk before the rename (fsync), so that a crash or power loss after
-  // it leaves the earlier file or this one whole, never an empty or short receipt; the
-  // folder is synced after the rename so that the new name survives too (best effort: a
-  // file system that cannot sync a folder keeps the file, which is complete either way).
+  // it leaves the earlier file or this one whole, never an empty or short receipt.
   const auto fail = [&](const std::string& what, int fd) {
     const std::string e = errno ? std::strerror(errno) : "no reason given";
     if (fd >= 0) ::close(fd);
-    fs::remove(tmp, ec);
-    undo();
+    sf->abandon();
     return Status::Error(path + ": " + what + " (" + e + ")");
   };
   errno = 0;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  const int fd = ::open(sf->tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
     const std::string e = errno ? std::strerror(errno) : "no reason given";
-    undo();
-    return Status::Error(path + ": cannot open " + tmp.string() + " for writing (" + e + ")");
+    sf->undo_folders();
+    return Status::Error(path + ": cannot open " + sf->tmp.string() + " for writing (" + e + ")");
   }
   for (size_t done = 0; done < text.size();) {
     errno = 0;
@@ -582,18 +599,47 @@ Status write_text_atomic(const std::string& path, const std::string& text) {
   if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP) return fail("write failed: fsync", fd);
   errno = 0;
   if (::close(fd) != 0) return fail("write failed: close", -1);
-  fs::rename(tmp, target, ec);
+  return Status::Ok();
+}
+
+// The rename over the target, then the folder synced so that the new name survives too (best
+// effort: a file system that cannot sync a folder keeps the file, which is complete either way).
+Status commit_staged(const StagedFile& sf) {
+  std::error_code ec;
+  std::filesystem::rename(sf.tmp, sf.target, ec);
   if (ec) {
     const std::string e = ec.message();
-    fs::remove(tmp, ec);
-    undo();
-    return Status::Error(path + ": rename failed: " + e);
+    sf.abandon();
+    return Status::Error(sf.path + ": rename failed: " + e);
   }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dfd = ::open(sf.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     (void)::fsync(dfd);
     ::close(dfd);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status write_text_atomic(const std::string& path, const std::string& text) { return write_files_atomic({{path, text}}); }
+
+Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<StagedFile> staged;
+  staged.reserve(files.size());
+  for (const auto& [path, text] : files) {
+    StagedFile sf;
+    if (const Status st = stage_text(path, text, &sf); !st.ok) {
+      for (auto it = staged.rbegin(); it != staged.rend(); ++it) it->abandon();  // later folders first
+      return st;
+    }
+    staged.push_back(std::move(sf));
+  }
+  for (size_t i = 0; i < staged.size(); ++i)
+    if (const Status st = commit_staged(staged[i]); !st.ok) {
+      for (size_t k = staged.size(); k-- > i + 1;) staged[k].abandon();
+      return st;
+    }
   return Status::Ok();
 }
 
@@ -674,8 +720,10 @@ nlohmann::json utf8_escaped(const nlohmann::json& j) {
   return j;
 }
 
+std::string json_file_text(const nlohmann::json& j) { return utf8_escaped(j).dump(2) + "\n"; }
+
 Status write_json_atomic(const std::string& path, const nlohmann::json& j) {
-  return write_text_atomic(path, utf8_escaped(j).dump(2) + "\n");
+  return write_text_atomic(path, json_file_text(j));
 }
 
 }  // namespace kc

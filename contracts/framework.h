@@ -221,6 +221,11 @@ bool filter_search(const std::string& text, const std::regex& re, const std::str
 // the disk (fsync), then renamed over it, and the folder synced (receipts, Markdown, JUnit
 // XML): a crash leaves the earlier file or the new one, whole.
 Status write_text_atomic(const std::string& path, const std::string& text);
+// Several files as one write (a receipt and its --junit): every file is written and synced
+// to its temp file first, and only when all of them are does any rename happen, so a write
+// that fails (a full disk) leaves every target as it was. (A rename that fails after others
+// took effect, which needs the folder to change under the run, is reported as the error.)
+Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 // The length of the well-formed UTF-8 sequence at s[i] (Unicode's Table 3-7: no overlong form,
 // no surrogate, nothing past U+10FFFF), 0 where there is none.
 size_t utf8_length_at(const std::string& s, size_t i);
@@ -233,11 +238,15 @@ nlohmann::json utf8_escaped(const nlohmann::json& j);
 // JSON, indented by 2, through write_text_atomic; strings through utf8_escaped, so any bytes
 // given on the command line reach the file (never an exception after a run).
 Status write_json_atomic(const std::string& path, const nlohmann::json& j);
+// The bytes write_json_atomic writes (for write_files_atomic).
+std::string json_file_text(const nlohmann::json& j);
 inline Status write_json_atomic(const std::string& path, const Receipt& r) { return write_json_atomic(path, r.doc()); }
 // The end of a command that writes a receipt (serve-gate, serve-memory, kv-gate): the
 // summary table on `out`, then, when `out_file` is given, the receipt written there
-// atomically and "receipt: FILE". An error is write_json_atomic's (nothing written).
-Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out);
+// atomically and "receipt: FILE". `with`: more files (path, text: the --junit XML) written
+// in the same write (write_files_atomic). An error is the write's (nothing written).
+Status print_and_write_receipt(const Receipt& r, const std::string& out_file, std::ostream& out,
+                               const std::vector<std::pair<std::string, std::string>>& with = {});
 
 // Case helpers.
 uint64_t mix_seed(uint64_t seed, uint64_t i);

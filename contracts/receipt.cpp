@@ -377,6 +377,11 @@ bool check_receipt(const json& r, Checker& c) {
         return c.fail(std::string("cases.") + k, count_why(r["cases"][k]));
     }
     if (!c.field(r["cases"], "cases", "every_case", Want::boolean, true)) return false;
+    if (r["cases"].value("every_case", false) &&
+        (!r["cases"].value("filter", std::string()).empty() || r["cases"].contains("case")))
+      return c.fail("cases.every_case", std::string("true contradicts cases.") +
+                                            (r["cases"].contains("case") ? "case" : "filter") +
+                                            " (a selection is not a run of every case)");
     if (!c.field(r["cases"], "cases", "merged_shards", Want::integer, true)) return false;
     if (r["cases"].contains("merged_shards") && r["cases"]["merged_shards"].get<int64_t>() < 1)
       return c.fail("cases.merged_shards", "expected at least 1, got " + r["cases"]["merged_shards"].dump());
@@ -429,6 +434,11 @@ bool check_receipt(const json& r, Checker& c) {
       return c.fail(at + ".status", "'" + g["status"].get<std::string>() + "' contradicts its counts (which say '" +
                                         gate_status(passed, failed, skipped) + "')");
     if (!c.strings(g, at, "failures", true) || !c.field(g, at, "worst", Want::object, true)) return false;
+    // The writers list failed checks only (at most 8 of them): more entries than failed checks
+    // is a failure printed under a gate that says it held.
+    if (g.contains("failures") && int64_t(g["failures"].size()) > failed)
+      return c.fail(at + ".failures", std::to_string(g["failures"].size()) + " entries contradict failed = " +
+                                          std::to_string(failed));
     if (g.contains("worst")) {
       const json& w = g["worst"];
       if (!c.field(w, at + ".worst", "case", Want::string, true) || !c.field(w, at + ".worst", "detail", Want::string, true))
@@ -712,6 +722,17 @@ bool check_receipt(const json& r, Checker& c) {
       return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
     if (contract_run(r) && r.contains("cases") && r["cases"].contains("run") && r["cases"]["run"] == 0)
       return c.fail("verdict", "'pass' with cases.run 0 (a contract run that ran no case never passes)");
+    // A run of every case (cases.every_case, unsharded: a shard's gates may miss cases that
+    // other shards hold) reaches every gate: a gate that checked nothing there fails the run.
+    if (contract_run(r) && r.contains("cases") && r["cases"].value("every_case", false) && !r["cases"].contains("shard"))
+      for (size_t i = 0; i < r["gates"].size(); ++i)
+        if (r["gates"][i]["total"].get<int64_t>() == 0)
+          return c.fail("verdict", "'pass' with gates[" + std::to_string(i) + "] (" + r["gates"][i]["name"].get<std::string>() +
+                                       ") at total 0 in a run of every case (a gate that checks nothing cannot fail)");
+    // The runner writes cases.run into every contract receipt: without it a pass of a run that
+    // ran no case (the filter matched none) read as a pass (session 62's audit).
+    if (contract_run(r) && !(r.contains("cases") && r["cases"].contains("run")))
+      return c.fail("verdict", "'pass' without cases.run (a contract run's pass says how many cases ran)");
     // A check that passed: every runner's rule, and every contract-kind receipt's whoever wrote
     // it (argv, which says who did, is as editable as the rest: a pass with no gates once
     // passed with argv emptied).

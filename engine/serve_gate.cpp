@@ -1065,7 +1065,10 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   r["numbers"] = nums;
   r.set_total_s(secs);
   // The receipt for --junit only once --out is written: a run that exits 2 writes no JUnit.
-  if (const Status ws = print_and_write_receipt(r, cmd.out_file, out); !ws.ok) return bad("--out " + ws.message);
+  std::vector<std::pair<std::string, std::string>> with;
+  if (!cmd.junit_file.empty() && cmd.junit_text) with.push_back({cmd.junit_file, cmd.junit_text(r.doc())});
+  if (const Status ws = print_and_write_receipt(r, cmd.out_file, out, with); !ws.ok)
+    return bad((cmd.out_file.empty() ? "--junit " : "--out ") + ws.message);
   if (cmd.receipt) *cmd.receipt = r.doc();
   return pass ? 0 : 1;
 }

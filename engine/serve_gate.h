@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,9 @@ struct ServeGateCommand {
   std::vector<std::string> argv;
   nlohmann::json* receipt = nullptr;  // when set, receives the receipt once it is written (the command line's --junit)
   std::string junit_file;             // --junit: refused, as out_file, where it names a file of the fixture's models
+  // With junit_file: the JUnit XML of the receipt, written with --out in one write (a failed
+  // write leaves neither file).
+  std::function<std::string(const nlohmann::json&)> junit_text;
   bool quiet = false;                 // no progress lines on err (kernel-contract --quiet)
 };
 int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostream& err);

@@ -232,10 +232,14 @@ bool junit_writable(const std::string& path, std::string* why) {
   return st.ok;
 }
 
-Status write_junit(const std::string& path, const std::string& name, const std::vector<json>& receipts) {
+std::string junit_text(const std::string& name, const std::vector<json>& receipts) {
   std::vector<JunitSuite> suites;
   for (const auto& r : receipts) suites.push_back(junit_suite(r));
-  return write_text_atomic(path, junit_xml(name, suites));
+  return junit_xml(name, suites);
+}
+
+Status write_junit(const std::string& path, const std::string& name, const std::vector<json>& receipts) {
+  return write_text_atomic(path, junit_text(name, receipts));
 }
 
 }  // namespace kc

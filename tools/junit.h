@@ -54,5 +54,7 @@ std::string xml_escape(const std::string& s, bool attribute = true);
 bool junit_writable(const std::string& path, std::string* why);
 // Writes the suites of `receipts` to path (the document named `name`).
 Status write_junit(const std::string& path, const std::string& name, const std::vector<nlohmann::json>& receipts);
+// The XML write_junit writes (to write it together with the receipts: write_files_atomic).
+std::string junit_text(const std::string& name, const std::vector<nlohmann::json>& receipts);
 
 }  // namespace kc

@@ -26,6 +26,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -125,7 +126,7 @@ bool output_writable(const std::string& path, std::string* why) {
 
 int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App& sub,
             const std::vector<std::string>& argv, const std::string& out, nlohmann::json* receipt = nullptr,
-            const std::string& label = "") {
+            const std::string& label = "", const std::string& junit = "") {
   kc::RunOptions ro;
   ro.backend = o.backend;
   // kernel-contract has --seed but no --cases: ask only for options the command has.
@@ -144,13 +145,20 @@ int run_one(const kc::ContractDef& c, kc::Backend& be, const Common& o, CLI::App
   const kc::RunResult r = kc::run_contract(c, be, ro);
   if (receipt) *receipt = r.receipt.doc();
   std::cout << kc::summary_table(r.receipt) << std::flush;
-  if (!out.empty()) {
-    const kc::Status st = kc::write_json_atomic(out, r.receipt);
+  // The receipt and --junit in one write: a JUnit that cannot be written (a full disk) leaves
+  // no new receipt either, and the reverse (exit 2 writes nothing).
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!out.empty()) files.push_back({out, kc::json_file_text(r.receipt.doc())});
+  if (!junit.empty()) files.push_back({junit, kc::junit_text("tf-cuda-test " + c.name, {r.receipt.doc()})});
+  if (!files.empty()) {
+    const kc::Status st = kc::write_files_atomic(files);
     if (!st.ok) {
-      std::cerr << "tf-cuda-test: error: " << st.message << "\n";
+      std::cerr << "tf-cuda-test: error: " << (out.empty() ? "--junit " : "") << st.message << "\n";
+      if (!junit.empty() && !out.empty())
+        std::cerr << "tf-cuda-test: note: --junit " << junit << " not written either (the run exits 2)\n";
       return kUsage;
     }
-    std::cout << "receipt: " << out << "\n";
+    if (!out.empty()) std::cout << "receipt: " << out << "\n";
   }
   return r.pass ? 0 : 1;
 }
@@ -576,7 +584,9 @@ int run_main(int argc, char** argv) {
                                                    "--serve-fixture", "--bf16-cache", "--script-dir", "--engine-model",
                                                    "--model", "--prompt-file", "--base", "--head", "--base-bin", "--from"};
       const bool path = kPaths.count(opt->get_name()) > 0;
-      if (opt->count() == 0 || (!path && opt->get_name() != "--kv-cache")) continue;
+      // --shard "" (an unset $SHARD) read as no shard ran every case on every runner.
+      const bool value = opt->get_name() == "--kv-cache" || opt->get_name() == "--shard";
+      if (opt->count() == 0 || (!path && !value)) continue;
       for (const std::string& v : opt->results())
         if (v.empty()) {
           std::cerr << "tf-cuda-test: error: " << sub->get_name() << " " << opt->get_name()
@@ -585,6 +595,28 @@ int run_main(int argc, char** argv) {
           return kUsage;
         }
     }
+
+  // Comma-separated lists: an empty item (2,,3 or 2, or a lone ,) is refused. CLI11 drops it, so
+  // the run would plan other requests than the ones written (serve-memory --prompts), or a list
+  // left empty took the next option as its value (premerge --contracts , --out-dir X said
+  // "unknown contract '--out-dir'").
+  for (const auto& [sub, opt, form] : {std::tuple<CLI::App*, std::string, std::string>{serve_memory, "--prompts", "N,N,..."},
+                                       {premerge, "--contracts", "A,B,..."}}) {
+    if (!sub->parsed()) continue;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      std::vector<std::string> vals;
+      if (a.rfind(opt + "=", 0) == 0) vals.push_back(a.substr(opt.size() + 1));
+      else if (a == opt)
+        for (int k = i + 1; k < argc && std::string(argv[k]).rfind("--", 0) != 0; ++k) vals.push_back(argv[k]);
+      for (const std::string& v : vals)
+        if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos) {
+          std::cerr << "tf-cuda-test: error: " << sub->get_name() << " " << opt << " '" << v
+                    << "': an empty item (expected " << form << ")\n";
+          return kUsage;
+        }
+    }
+  }
 
   if (list->parsed()) {
     for (const kc::ContractDef& c : kc::contracts())
@@ -609,20 +641,6 @@ int run_main(int argc, char** argv) {
   }
 
   if (serve_memory->parsed()) {
-    // --prompts 2,,3 or 2, : CLI11 drops the empty item, so the run would plan other requests
-    // than the ones written.
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      std::vector<std::string> vals;
-      if (a.rfind("--prompts=", 0) == 0) vals.push_back(a.substr(10));
-      else if (a == "--prompts")
-        for (int k = i + 1; k < argc && std::string(argv[k]).rfind("--", 0) != 0; ++k) vals.push_back(argv[k]);
-      for (const std::string& v : vals)
-        if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos) {
-          std::cerr << "tf-cuda-test: error: serve-memory --prompts '" << v << "': an empty item (expected N,N,...)\n";
-          return kUsage;
-        }
-    }
     sm.argv = args;
     sm.prompts_given = serve_memory->get_option("--prompts")->count() > 0;
     return kc::engine::serve_memory_command(sm, std::cout, std::cerr);
@@ -647,18 +665,9 @@ int run_main(int argc, char** argv) {
                 << ": the JUnit XML would replace it\n";
       return kUsage;
     }
-    nlohmann::json rec;
-    if (!sg_junit.empty()) sg.receipt = &rec;
     sg.junit_file = sg_junit;
-    const int rc = kc::engine::serve_gate_command(sg, std::cout, std::cerr);
-    if (!sg_junit.empty() && !rec.is_null()) {
-      const kc::Status w = kc::write_junit(sg_junit, "tf-cuda-test serve-gate", {rec});
-      if (!w.ok) {
-        std::cerr << "tf-cuda-test: error: --junit " << w.message << "\n";
-        return kUsage;
-      }
-    }
-    return rc;
+    sg.junit_text = [](const nlohmann::json& r) { return kc::junit_text("tf-cuda-test serve-gate", {r}); };
+    return kc::engine::serve_gate_command(sg, std::cout, std::cerr);
   }
 
   if (premerge->parsed()) {
@@ -939,7 +948,7 @@ int run_main(int argc, char** argv) {
   for (auto& [c, s] : subs)
     if (s->parsed()) {
       receipts.emplace_back();
-      return write_junit(run_one(*c, *be, o, *s, args, o.out, &receipts.back()));
+      return run_one(*c, *be, o, *s, args, o.out, &receipts.back(), "", o.junit);  // --junit written with --out
     }
 
   // kernel-contract: every contract, one receipt each. The receipts an earlier run left under

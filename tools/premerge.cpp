@@ -560,6 +560,12 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   std::vector<std::string> head_set;  // in registry order
   std::string head_backend;
   std::unique_ptr<Backend> be;
+  // A head that is the base folder compares every receipt with itself: a PASS with nothing
+  // compared (session 62's audit; a CI job with the two variables swapped or equal).
+  if (!o.head_dir.empty() &&
+      path_key(file_of(o.base_dir, "premerge.md")) == path_key(file_of(o.head_dir, "premerge.md")))
+    return refuse("--head " + o.head_dir + " is the --base folder " + o.base_dir +
+                  ": every receipt would be compared with itself; give the head's own receipts");
   if (!o.head_dir.empty()) {
     st = read_folder(o.head_dir, "--head", &head);
     if (!st.ok) return refuse(st.message);

@@ -97,6 +97,9 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     }
     // The command's own --shard is the shard the run dealt: a cases.shard edited to another
     // (1/2 relabelled 2/2) merged shard 1's cases twice and shard 2's never, and passed.
+    // A command without --shard (argv edited, or missing) says no shard at all: the relabelled
+    // copy with --shard taken out of its argv merged as above and passed (session 62's audit).
+    bool ran_shard = false;
     if (r.contains("argv") && r["argv"].is_array()) {
       const json& a = r["argv"];
       for (size_t k = 0; k < a.size(); ++k) {
@@ -109,8 +112,12 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
         if (has && v != sh)
           return Status::Error(paths[s] + ": cases.shard " + sh + " but its command ran --shard " + v +
                                ": the receipt does not say which shard it ran");
+        ran_shard = ran_shard || has;
       }
     }
+    if (!ran_shard)
+      return Status::Error(paths[s] + ": cases.shard " + sh +
+                           " but its command (argv) has no --shard: the receipt does not say which shard it ran");
     KC_RETURN_IF_ERROR(same(first["seed"], r["seed"], "seed"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("requested", json()), r["cases"].value("requested", json()), "cases.requested"));
     KC_RETURN_IF_ERROR(same(first["cases"].value("filter", json("")), r["cases"].value("filter", json("")), "cases.filter"));
@@ -290,6 +297,9 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
   m["cases"]["run"] = run;
   m["cases"]["filtered_out"] = counted ? by_selection : (filtered - int64_t(n - 1) * run) / n;
   for (const char* k : {"matched", "other_shards", "every_case"}) m["cases"].erase(k);
+  // The merged run's own every_case, as an unsharded run's receipt says it (report holds a pass
+  // to it; diff compares the two runs' cases).
+  if (counted) m["cases"]["every_case"] = every_case;
   m["cases"]["merged_shards"] = n;
   m["timings"]["total_s"] = longest;
   m["timings"]["shards_total_s"] = sum;
@@ -410,15 +420,14 @@ int report_main(const std::vector<std::string>& files, const std::string& format
     }
     return fail(which + ": unreadable field (" + std::string(e.what()) + ")");
   }
+  // The merged receipts and --junit in one write: a failure leaves none of them (a JUnit that
+  // could not be written once left the new merged receipts beside an exit 2).
+  std::vector<std::pair<std::string, std::string>> outs;
   for (const auto& [name, m] : merged_out)
-    if (!merge_out.empty()) {
-      const Status st = write_json_atomic((std::filesystem::path(merge_out) / (name + ".json")).string(), m);
-      if (!st.ok) return fail(st.message);
-    }
-  if (!junit.empty()) {
-    const Status st = write_junit(junit, "tf-cuda-test report", shown);
-    if (!st.ok) return fail("--junit " + st.message);
-  }
+    if (!merge_out.empty()) outs.push_back({(std::filesystem::path(merge_out) / (name + ".json")).string(), json_file_text(m)});
+  if (!junit.empty()) outs.push_back({junit, junit_text("tf-cuda-test report", shown)});
+  if (const Status st = write_files_atomic(outs); !st.ok)
+    return fail((outs.size() == 1 && !junit.empty() ? "--junit " : "") + st.message);
   out << text;
   for (const auto& r : shown)
     if (r["verdict"] != "pass") return 1;

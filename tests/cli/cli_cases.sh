@@ -688,6 +688,98 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 0 "2 cases" "$bin" serve-memory --preset tiny --parallel 2 --out "$tmp/m.json"
     expect 2 "more than --context 1000 (the default --prompts; give --prompts lengths that fit)" \
       "$bin" serve-memory --preset tiny --context 1000 ;;
+  # Receipts that contradict themselves in ways session 62's audit found report reading as a pass.
+  # edit FILE OUT PYTHON: the receipt FILE with the statements PYTHON applied (as r), written to OUT.
+  report-contradictions-s62)
+    edit() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(r, open(sys.argv[2],'w'))" "$@"; }
+    "$bin" fp8-rows --backend cpu --quiet --out "$tmp/full.json" >/dev/null 2>&1 || fail "setup: a default fp8-rows run"
+    # A failure listed under a gate that says it held.
+    edit "$tmp/full.json" "$tmp/f1.json" "r['gates'][3]['failures']=['x: error 5 > bound']"
+    expect 2 "gates[3].failures: 1 entries contradict failed = 0" "$bin" report "$tmp/f1.json"
+    # A pass without cases.run: the filter that matched none, with its verdict edited.
+    "$bin" fp8-rows --backend cpu --quiet --cases 2 --filter nomatch --out "$tmp/nm.json" >/dev/null 2>&1
+    edit "$tmp/nm.json" "$tmp/nm1.json" "r['verdict']='pass'; r['verdict_reasons']=[]; r['replay']=[]; del r['cases']"
+    expect 2 "'pass' without cases.run" "$bin" report "$tmp/nm1.json"
+    edit "$tmp/nm.json" "$tmp/nm2.json" "r['verdict']='pass'; r['verdict_reasons']=[]; r['replay']=[]; del r['cases']['run']"
+    expect 2 "'pass' without cases.run" "$bin" report "$tmp/nm2.json"
+    # A gate that checked nothing in a run of every case.
+    grep -q '"every_case": true' "$tmp/full.json" || fail "a default run's receipt does not say every_case true"
+    edit "$tmp/full.json" "$tmp/e1.json" "g=r['gates'][3]; g.update(passed=0,total=0,status='not run'); g.pop('worst',None)"
+    expect 2 "at total 0 in a run of every case" "$bin" report "$tmp/e1.json"
+    edit "$tmp/full.json" "$tmp/e2.json" "r['cases']['filter']='x'"
+    expect 2 "cases.every_case: true contradicts cases.filter" "$bin" report "$tmp/e2.json"
+    expect 0 "" "$bin" report "$tmp/full.json" ;;
+  # report --merge-out: a shard receipt whose argv has no --shard says no shard (the relabelled
+  # copy of shard 1 with --shard taken out of its argv merged and passed).
+  merge-shard-argv-missing)
+    "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard 1/2 --out "$tmp/s1.json" >/dev/null 2>&1 || fail "setup"
+    python3 -c "
+import json,sys
+r=json.load(open(sys.argv[1])); i=r['argv'].index('--shard'); del r['argv'][i:i+2]; r['cases']['shard']='2/2'
+json.dump(r, open(sys.argv[2],'w'))" "$tmp/s1.json" "$tmp/fake2.json"
+    expect 2 "cases.shard 2/2 but its command (argv) has no --shard" "$bin" report --merge-out "$tmp/m" "$tmp/s1.json" "$tmp/fake2.json"
+    [ ! -e "$tmp/m" ] || fail "the refused merge wrote $tmp/m" ;;
+  # --junit that cannot be written (a full disk) leaves the receipt it goes with unwritten, and an
+  # earlier receipt at --out as it was: one write for both (contract, report --merge-out, serve-gate).
+  junit-full-disk-receipt-kept)
+    mkdir -p "$tmp/small"
+    mount -t tmpfs -o size=128k tmpfs "$tmp/small" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
+    trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+    # room R: fill the tmpfs until R bytes (rounded up to its 4 KiB pages) stay free.
+    room() {
+      rm -f "$tmp/small/fill"
+      want=$(( ($1 + 4095) / 4096 * 4096 )); free=$(df -B1 --output=avail "$tmp/small" | tail -1)
+      dd if=/dev/zero of="$tmp/small/fill" bs=4096 count=$(( (free - want) / 4096 )) 2>/dev/null
+      [ "$(df -B1 --output=avail "$tmp/small" | tail -1)" -eq "$want" ] || { echo "skipped: cannot leave $want bytes free"; exit 77; }
+    }
+    "$bin" fp8-rows --backend cpu --cases 3 --quiet --out "$tmp/x.json" --junit "$tmp/x.xml" >/dev/null 2>&1 || fail "setup"
+    room "$(wc -c < "$tmp/x.json")"  # the receipt fits, the JUnit beside it does not
+    expect 2 "write failed (No space left on device)" \
+      "$bin" fp8-rows --backend cpu --cases 3 --quiet --out "$tmp/small/r.json" --junit "$tmp/small/j.xml"
+    case "$out" in *"$tmp/small/j.xml: write failed"*) ;; *) fail "the JUnit's write is not the one that failed: $out";; esac
+    [ "$(ls -A "$tmp/small")" = fill ] || fail "files left beside an exit 2: $(ls -A "$tmp/small")"
+    # An earlier receipt stays as it was.
+    echo '{"earlier": true}' > "$tmp/small/r.json"
+    room "$(wc -c < "$tmp/x.json")"
+    expect 2 "$tmp/small/j.xml: write failed (No space left on device)" \
+      "$bin" fp8-rows --backend cpu --cases 3 --quiet --out "$tmp/small/r.json" --junit "$tmp/small/j.xml"
+    [ "$(cat "$tmp/small/r.json")" = '{"earlier": true}' ] || fail "the earlier receipt was replaced although the run exits 2"
+    [ "$(ls -A "$tmp/small" | sort | tr '\n' ' ')" = "fill r.json " ] || fail "files left: $(ls -A "$tmp/small")"
+    "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard 1/2 --out "$tmp/s1.json" >/dev/null 2>&1
+    "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard 2/2 --out "$tmp/s2.json" >/dev/null 2>&1
+    "$bin" report --merge-out "$tmp/mm" "$tmp/s1.json" "$tmp/s2.json" >/dev/null 2>&1 || fail "setup: the merge"
+    mkdir "$tmp/small/m" && echo '{"earlier": true}' > "$tmp/small/m/fp8-rows.json"
+    room "$(wc -c < "$tmp/mm/fp8-rows.json")"
+    expect 2 "$tmp/small/j.xml: write failed (No space left on device)" \
+      "$bin" report --merge-out "$tmp/small/m" --junit "$tmp/small/j.xml" "$tmp/s1.json" "$tmp/s2.json"
+    [ "$(cat "$tmp/small/m/fp8-rows.json")" = '{"earlier": true}' ] || fail "report replaced the earlier merged receipt although it exits 2"
+    [ ! -e "$tmp/small/j.xml" ] || fail "report left a JUnit"
+    # serve-gate: the same one write.
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None)"
+    "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet --out "$tmp/sg.json" >/dev/null 2>&1 || fail "setup: serve-gate"
+    room "$(wc -c < "$tmp/sg.json")"
+    expect 2 "$tmp/small/j.xml: write failed (No space left on device)" \
+      "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet --out "$tmp/small/r.json" --junit "$tmp/small/j.xml"
+    [ "$(cat "$tmp/small/r.json")" = '{"earlier": true}' ] || fail "serve-gate replaced the earlier receipt although it exits 2"
+    [ ! -e "$tmp/small/j.xml" ] || fail "serve-gate left a JUnit" ;;
+  # premerge --head naming the --base folder compares every receipt with itself.
+  premerge-head-is-base)
+    mkdir -p "$tmp/b" && cp "$src"/reports/cpu/*.json "$tmp/b/" && ln -s "$tmp/b" "$tmp/lnb"
+    for h in "$tmp/b" "$tmp/b/" "$tmp/lnb"; do
+      expect 2 "is the --base folder" "$bin" premerge --base "$tmp/b" --head "$h" --backend cpu --skip-gates --quiet --out-dir "$tmp/o"
+    done
+    [ ! -e "$tmp/o" ] || fail "premerge wrote $tmp/o before the refusal" ;;
+  # Empty values and empty list items: --shard "" (an unset variable) ran every case on every
+  # runner; premerge --contracts , took the next option as a contract.
+  empty-shard-and-items)
+    expect 2 "fp8-rows --shard: empty value" "$bin" fp8-rows --backend cpu --cases 2 --quiet --shard ''
+    expect 2 "kernel-contract --shard: empty value" "$bin" kernel-contract --backend cpu --quiet --shard ''
+    expect 2 "premerge --contracts ',': an empty item (expected A,B,...)" \
+      "$bin" premerge --base "$src/reports/cpu" --backend cpu --skip-gates --quiet --contracts , --out-dir "$tmp/o"
+    expect 2 "premerge --contracts 'q4-rows,': an empty item" \
+      "$bin" premerge --base "$src/reports/cpu" --backend cpu --skip-gates --quiet --contracts q4-rows, --out-dir "$tmp/o"
+    expect 2 "serve-memory --prompts '2,,3': an empty item (expected N,N,...)" "$bin" serve-memory --preset tiny --prompts 2,,3
+    [ ! -e "$tmp/o" ] || fail "premerge wrote $tmp/o" ;;
   # A packer that leaves a field out (the pack-skip-scales mutant) writes a shorter blob: the
   # scale-planes contract fails its refusals by name, and its receipt's replay lines are intact
   # (the refusal edits once wrote past the blob and mangled them: "d=3\x05\x00...").
@@ -911,7 +1003,8 @@ PY
   # premerge --contracts: premerge.md lists the base's contract receipts it left out (a PASS said
   # nothing of them).
   premerge-contracts-listed)
-    expect 0 "premerge: PASS" "$bin" premerge --base "$src/reports/cpu" --head "$src/reports/cpu" --backend cpu \
+    mkdir "$tmp/head" && cp "$src"/reports/cpu/*.json "$tmp/head/"
+    expect 0 "premerge: PASS" "$bin" premerge --base "$src/reports/cpu" --head "$tmp/head" --backend cpu \
       --contracts fp8-rows --out-dir "$tmp/pm" --quiet
     grep -q -F "q4-rows.json: not among --contracts" "$tmp/pm/premerge.md" ||
       fail "premerge.md does not list q4-rows as not compared: $(cat "$tmp/pm/premerge.md")"
@@ -974,7 +1067,7 @@ json.dump(r, open(sys.argv[2],'w'))" "$h200/kv-gate-q4.json" "$tmp/more.json"
   # 16. Receipts that contradict themselves are refused by every reader (exit 2).
   report-more-contradictions)
     ed() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2; json.dump(r, open(sys.argv[3],'w'))" "$1" "$2" "$tmp/e.json"; }
-    ed "$h200/kv-gate-fp8.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [g.update(passed=g['passed']+g['failed'], failed=0, ok=True, status='ok') for g in r['gates'] if g['failed'] > 0]; [g['worst'].update(ratio=0.5) for g in r['gates'] if isinstance(g.get('worst'), dict) and isinstance(g['worst'].get('ratio'), (int, float)) and g['worst']['ratio'] > 1]; r['kv']['depths'][0]['verdict']='fail'"
+    ed "$h200/kv-gate-fp8.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [g.update(passed=g['passed']+g['failed'], failed=0, ok=True, status='ok') or g.pop('failures', None) for g in r['gates'] if g['failed'] > 0]; [g['worst'].update(ratio=0.5) for g in r['gates'] if isinstance(g.get('worst'), dict) and isinstance(g['worst'].get('ratio'), (int, float)) and g['worst']['ratio'] > 1]; r['kv']['depths'][0]['verdict']='fail'"
     expect 2 "'pass' contradicts kv.depths[0].verdict" "$bin" report "$tmp/e.json"
     ed "$h200/bench-pack.json" "r['verdict']='pass'; r['verdict_reasons']=[]; [t.update(met=True, value=max(t['value'], t['limit'] + 1) if t['at_least'] else t['value'], measured=True) for t in r['targets']]; r['rows'][0]['verified']=False"
     expect 2 "'pass' contradicts rows[0] (not verified)" "$bin" report "$tmp/e.json"

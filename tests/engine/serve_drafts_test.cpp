@@ -496,9 +496,9 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
       {[](ServeMemoryCommand& c) { c.parallel = 0; }, "--parallel 0"},
       {[](ServeMemoryCommand& c) { c.page = 0; }, "--page 0"},
       {[](ServeMemoryCommand& c) { c.draft_layers = 2; }, "--draft-layers 2: must be in 1..1"},
-      {[](ServeMemoryCommand& c) { c.prompts = {10, 10, 10, 10, 10}; }, "--prompts: give 1..4 prompt lengths"},
-      {[](ServeMemoryCommand& c) { c.prompts = {40000}; }, "--prompts[0]: prompt 40000"},
-      {[](ServeMemoryCommand& c) { c.prompts = {1}; }, "--prompts[0]: a prompt holds at least 2 tokens"},
+      {[](ServeMemoryCommand& c) { c.prompts = {10, 10, 10, 10, 10}, c.prompts_given = true; }, "--prompts: give 1..4 prompt lengths"},
+      {[](ServeMemoryCommand& c) { c.prompts = {40000}, c.prompts_given = true; }, "--prompts[0]: prompt 40000"},
+      {[](ServeMemoryCommand& c) { c.prompts = {1}, c.prompts_given = true; }, "--prompts[0]: a prompt holds at least 2 tokens"},
       // Past the bounds: the default pool's page count overflowed an int, a context of 2^30
       // on pages of 1 ran out of host memory (exit 1), --layers 1 refused every --draft-layers.
       {[](ServeMemoryCommand& c) { c.context = 2147418113, c.page = 65536; }, "--context 2147418113: must be in 2..1048576"},

@@ -62,7 +62,9 @@ CROSS = {
         r": kv\.depths\[\d+\]\.verdict: .* contradicts",
         r": kv\.recall\[\d+\]\.outcome: .* contradicts",
         r": memory\.arms\[\d+\]\.bytes_in_use: .* is more than arena_bytes",
-        r": verdict: 'pass' (contradicts|with) ",
+        r": verdict: 'pass' (contradicts|with|without) ",
+        r": gates\[\d+\]\.failures: \d+ entries contradict failed = ",
+        r": cases\.every_case: true contradicts cases\.",
         r": expected an integer, got a number$",
     ],
     "kv": [

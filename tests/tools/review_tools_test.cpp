@@ -163,6 +163,8 @@ std::vector<json> two_shards(const json& whole, int run1) {
   const int run = whole["cases"]["run"].get<int>();
   a["cases"]["shard"] = "1/2";
   b["cases"]["shard"] = "2/2";
+  a["argv"].push_back("--shard"), a["argv"].push_back("1/2");  // the command that ran each shard
+  b["argv"].push_back("--shard"), b["argv"].push_back("2/2");
   a["cases"]["run"] = run1;
   b["cases"]["run"] = run - run1;
   a["cases"]["filtered_out"] = run - run1;
