@@ -14,8 +14,9 @@ ratio per batch x context group (b1/ctx4096, ...). A row that a variant lacks is
 missing.
 
 Exit codes: 0 every row's bytes agree; 1 a row whose bytes differ, or a row a variant lacks;
-2 bad input (no receipts, a receipt that is not JSON or has no rows, an unknown --base),
-naming the file and the reason.
+2 bad input (no receipts, a receipt that is not JSON or has no rows, a row that is not an
+object or whose median_us is not a positive number or whose hash is not a string, an unknown
+--base, an --out that cannot be written), naming the file and the reason, before printing.
 """
 import argparse
 import glob
@@ -32,6 +33,8 @@ def fail(msg):
 
 
 def row_key(x, path):
+    if not isinstance(x, dict):
+        fail(f"{path}: a row that is not an object: {json.dumps(x)[:60]}")
     if "config" in x:
         fields = ("config", "format", "addressing")
     else:
@@ -48,6 +51,12 @@ def main():
     ap.add_argument("--base", required=True, help="the variant the others are divided by")
     ap.add_argument("--out", help="also write the summary to this file")
     a = ap.parse_args()
+    if a.out:
+        out_dir = os.path.dirname(os.path.abspath(a.out))
+        if os.path.isdir(a.out):
+            fail(f"--out: {a.out} is a folder")
+        if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+            fail(f"--out: {out_dir} is not a writable folder")
 
     files = sorted(glob.glob(os.path.join(a.dir, "ab-*.json")))
     if not files:
@@ -72,10 +81,13 @@ def main():
         for x in rows:
             k = row_key(x, f)
             t = x.get("median_us")
-            if not isinstance(t, (int, float)) or t <= 0:
+            if not isinstance(t, (int, float)) or isinstance(t, bool) or t <= 0:
                 fail(f"{f}: row {k}: median_us {t!r} is not a positive number")
+            h = x.get("out_fnv1a", x.get("out_hash"))
+            if h is not None and not isinstance(h, str):
+                fail(f"{f}: row {k}: out_fnv1a / out_hash {h!r} is not a string")
             times.setdefault(k, {}).setdefault(v, []).append(float(t))
-            hashes.setdefault(k, set()).add(x.get("out_fnv1a", x.get("out_hash")))
+            hashes.setdefault(k, set()).add(h)
     if a.base not in variants:
         fail(f"--base {a.base}: not among the variants {variants}")
     others = [v for v in variants if v != a.base]
@@ -116,10 +128,16 @@ def main():
     rounds = {v: max(len(x.get(v, [])) for x in times.values()) for v in variants}
     lines.append(f"variants {variants}, rounds {rounds}; rows whose bytes differ or a variant lacks: {bad}")
     text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
     if a.out:
-        with open(a.out, "w") as fh:
-            fh.write(text)
+        try:
+            with open(a.out + ".tmp", "w") as fh:
+                fh.write(text)
+            os.replace(a.out + ".tmp", a.out)
+        except OSError as e:
+            if os.path.exists(a.out + ".tmp"):
+                os.remove(a.out + ".tmp")
+            fail(f"--out: {a.out}: {e.strerror}")
+    sys.stdout.write(text)
     return 1 if bad else 0
 
 

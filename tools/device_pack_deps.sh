@@ -12,6 +12,13 @@ if grep -rqs --include='*.cpp' --include='*.h' --include='*.cu' --include='*.cuh
     bench contracts engine kernels reference tests tools 2>/dev/null; then
   echo "device_pack_deps.sh: a source includes unsupported/Eigen: keep it in the archive" >&2; exit 2
 fi
-tar cf - --exclude='.deps/usr/include/eigen3/unsupported' --exclude='.deps/usr/share/doc' \
-  --exclude='.deps/usr/share/man' .deps | gzip -9 > .deps.tgz.tmp && mv .deps.tgz.tmp .deps.tgz
+# A failed tar or gzip (pipefail) leaves the earlier archive and no temp file, and exits 1: set -e
+# does not stop at a failure on the left of &&.
+if ! { tar cf - --exclude='.deps/usr/include/eigen3/unsupported' --exclude='.deps/usr/share/doc' \
+         --exclude='.deps/usr/share/man' .deps | gzip -9 > .deps.tgz.tmp; }; then
+  rm -f .deps.tgz.tmp
+  echo "device_pack_deps.sh: packing .deps failed; .deps.tgz is unchanged" >&2
+  exit 1
+fi
+mv .deps.tgz.tmp .deps.tgz
 ls -l .deps.tgz | awk '{print ".deps.tgz: " $5 " bytes"}'

@@ -8,7 +8,10 @@
 # try the allocation on a machine with one GPU).
 #   gpu_resource_spec.sh [SLOTS]
 slots=${1:-1}
-case "$slots" in ''|*[!0-9]*|0) echo "gpu_resource_spec.sh: SLOTS must be a whole number from 1, got '$slots'" >&2; exit 2;; esac
+case "$slots" in ''|*[!0-9]*) echo "gpu_resource_spec.sh: SLOTS must be a whole number from 1, got '$slots'" >&2; exit 2;; esac
+# 00 is 0 slots and 08 is not a JSON number: the value as a decimal number, then the rule.
+slots=$(printf '%s' "$slots" | sed 's/^0*//')
+case "$slots" in ''|?????????*) echo "gpu_resource_spec.sh: SLOTS must be a whole number from 1 (at most 8 digits), got '$1'" >&2; exit 2;; esac
 ids=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null)
 [ -n "$ids" ] || echo "gpu_resource_spec.sh: nvidia-smi lists no GPU; the spec declares none (cuda tests will not start)" >&2
 printf '{\n  "version": {"major": 1, "minor": 0},\n  "local": [\n    {\n      "gpus": ['

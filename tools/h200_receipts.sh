@@ -53,7 +53,7 @@ fi
 if [ "${KC_MUTANTS:-0}" = 1 ]; then  # the device-side planted bugs: each must turn its contract red on cuda
   targets=$(cuda_mutant_targets build)
   cmake --build build --target $targets >> "$logs/build.log" 2>&1
-  step cuda-mutants ctest --test-dir build -L cuda -R '^mutant[.]' --output-on-failure
+  step cuda-mutants ctest --test-dir build -L cuda -R '^mutant[.]' --no-tests=error --output-on-failure
 fi
 printf '%s' "$table"
 exit $(( worst > 0 ? 1 : 0 ))

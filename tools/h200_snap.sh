@@ -43,10 +43,16 @@ echo "head $h, base $base"
 # A path that is not there (a tracked file deleted in the working tree) adds nothing; stat's
 # failure for it must not end the script (pipefail).
 sum_sizes() { { xargs -0 -r stat -c %s -- 2> /dev/null || true; } | awk '{s += $1} END {printf "%d", s}'; }
+# A carried path that git does not ignore counts once, as carried (it also shows as untracked).
 tracked=$(git ls-files -z | sum_sizes)
-untracked=$(git ls-files -z --others --exclude-standard | sum_sizes)
+read -r -a carry <<< "${KC_CARRY-.deps.tgz .dev}"
+not_carried=(-e '^$')  # grep -v of nothing but the empty name
+for c in "${carry[@]}"; do
+  not_carried+=(-e "^$(printf '%s' "${c%/}" | sed 's/[].[\*^$]/\\&/g')\(/.*\)\{0,1\}$")
+done
+untracked=$(git ls-files -z --others --exclude-standard | { grep -zv "${not_carried[@]}" || true; } | sum_sizes)
 carried=0
-for c in ${KC_CARRY-.deps.tgz .dev}; do
+for c in "${carry[@]}"; do
   [ -e "$c" ] && carried=$((carried + $(find "$c" -type f -print0 | sum_sizes)))
 done
 total=$((tracked + untracked + carried)) limit=$((64 << 20))

@@ -6,6 +6,16 @@
 # ends, so a run cut short (a device call's time limit) still tells which steps ended and how.
 table=""
 worst=0
+# The switches of the sourcing scripts are 0 or 1, and KC_DEADLINE_S a whole number of seconds:
+# another spelling (KC_SANITIZE=yes, KC_DEADLINE_S=10m) used to be read as off, or to leave its
+# steps out of the table with exit 0. Exit 2 before anything runs.
+for kc_v in KC_AB_CONTROL KC_BASE_HERE KC_MUTANTS KC_ORACLE KC_PREBUILT KC_SANITIZE KC_SKIP_BENCH KC_SKIP_GATES \
+  KC_SKIP_MUTANTS KC_SKIP_SANITIZERS; do
+  case "${!kc_v:-0}" in 0 | 1) ;; *) echo "${0##*/}: $kc_v='${!kc_v}': expected 0 or 1" >&2; exit 2 ;; esac
+done
+case "${KC_DEADLINE_S:-0}" in '' | *[!0-9]*) echo "${0##*/}: KC_DEADLINE_S='$KC_DEADLINE_S': expected whole seconds" >&2; exit 2 ;; esac
+case "${KC_SANITIZE_JOBS:-6}" in '' | 0 | *[!0-9]*) echo "${0##*/}: KC_SANITIZE_JOBS='$KC_SANITIZE_JOBS': expected a whole number from 1" >&2; exit 2 ;; esac
+unset kc_v
 step() {
   local name=$1
   shift
@@ -35,7 +45,8 @@ step_within() {
   local name=$1 limit=$2
   shift 2
   if [ -n "${KC_DEADLINE_S:-}" ]; then
-    local left=$((KC_DEADLINE_S - SECONDS - 10))
+    case "$KC_DEADLINE_S" in *[!0-9]*) echo "${0##*/}: KC_DEADLINE_S='$KC_DEADLINE_S': expected whole seconds" >&2; exit 2 ;; esac
+    local left=$((10#$KC_DEADLINE_S - SECONDS - 10))
     if [ "$left" -lt 20 ]; then
       step "$name" sh -c 'echo "not run (time): $0s left before KC_DEADLINE_S=$1"; exit 3' "$left" "$KC_DEADLINE_S"
       return

@@ -9,24 +9,39 @@
 # KC_DEBUG_INFO (1: -g, the default; 0: none, the default when CI=true),
 # KC_DRY_RUN=1 (print the configure, build and run commands instead of running them),
 # KC_TEST_TOOLS=0 (test: do not install chromium, libxml2-utils, python3-jsonschema).
+# The switches take 0 or 1 and KC_CUDA one of AUTO, ON, OFF; any other value exits 2 (KC_DRY_RUN=yes
+# used to install and build for real). run's arguments are read from the folder it is called from
+# (tf-cuda-test runs there; the default --out-dir is the repository's receipts/), and the script
+# may be called through a symbolic link.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+caller=$PWD
+root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+cd "$root"
 mode=${1:-}
 [ $# -gt 0 ] && shift
 case "$mode" in run|test|build) ;; *) echo "usage: tools/kc.sh run|test|build [args...]" >&2; exit 2;; esac
+for v in KC_DRY_RUN KC_DEBUG_INFO KC_TEST_TOOLS; do
+  case "${!v-0}" in 0 | 1) ;; *) echo "kc.sh: $v='${!v}': expected 0 or 1" >&2; exit 2 ;; esac
+done
+case "${KC_CUDA:-AUTO}" in AUTO | ON | OFF) ;; *) echo "kc.sh: KC_CUDA='$KC_CUDA': expected AUTO, ON or OFF" >&2; exit 2 ;; esac
 dry=${KC_DRY_RUN:-0}
-do_run() { if [ "$dry" = 1 ]; then echo "+ $*"; else "$@"; fi; }
+# A dry run prints each command quoted so that it can be pasted back.
+show() { printf '+'; printf ' %q' "$@"; printf '\n'; }
+do_run() { if [ "$dry" = 1 ]; then show "$@"; else "$@"; fi; }
 
 pkgs="cmake make g++ git libgtest-dev librapidcheck-dev libeigen3-dev nlohmann-json3-dev libcli11-dev"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
-sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+# sudo drops DEBIAN_FRONTEND from the environment (env_reset): env passes it on.
+apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+[ "$(id -u)" -ne 0 ] && apt=(sudo "${apt[@]}")
 updated=0
 if [ -n "$missing" ]; then
   echo "kc.sh: installing:$missing" >&2
-  do_run $sudo apt-get update -q
+  do_run "${apt[@]}" update -q
   updated=1
-  DEBIAN_FRONTEND=noninteractive do_run $sudo apt-get install -y -q $missing
+  # shellcheck disable=SC2086  # one word per package
+  do_run "${apt[@]}" install -y -q $missing
 fi
 # The tests of the reviewer's tools (issue 21) need a browser (report --format html rendered
 # by headless Chromium), an XML Schema validator (JUnit files) and a JSON Schema validator
@@ -40,8 +55,9 @@ if [ "$mode" = test ] && [ "${KC_TEST_TOOLS:-1}" = 1 ]; then
   python3 -c 'import jsonschema' >/dev/null 2>&1 || extra="$extra python3-jsonschema"
   if [ -n "$extra" ]; then
     echo "kc.sh: installing the test tools:$extra (KC_TEST_TOOLS=0 skips them)" >&2
-    [ "$updated" = 1 ] || do_run $sudo apt-get update -q || true
-    DEBIAN_FRONTEND=noninteractive do_run $sudo apt-get install -y -q --no-install-recommends $extra ||
+    [ "$updated" = 1 ] || do_run "${apt[@]}" update -q || true
+    # shellcheck disable=SC2086  # one word per package
+    do_run "${apt[@]}" install -y -q --no-install-recommends $extra ||
       echo "kc.sh: could not install$extra: their tests will report skipped" >&2
   fi
 fi
@@ -54,9 +70,12 @@ build=${BUILD_DIR:-build}
 # (CI=true) builds without it unless KC_DEBUG_INFO=1.
 debug_info=${KC_DEBUG_INFO:-$([ "${CI:-}" = true ] && echo 0 || echo 1)}
 flags=(-DKC_CUDA="${KC_CUDA:-AUTO}" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}")
-[ "$debug_info" = 0 ] && flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" "-DCMAKE_CUDA_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG")
+# Both values are passed every time: the flags live in the build folder's cache, so KC_DEBUG_INFO=1
+# on a folder configured with 0 left -g out.
+g=$([ "$debug_info" = 0 ] || echo " -g")
+flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2$g -DNDEBUG" "-DCMAKE_CUDA_FLAGS_RELWITHDEBINFO=-O2$g -DNDEBUG")
 if [ "$dry" = 1 ]; then
-  echo "+ cmake -S . -B $build ${flags[*]}"
+  show cmake -S . -B "$build" "${flags[@]}"
 else
   cmake -S . -B "$build" "${flags[@]}" >/dev/null
 fi
@@ -68,10 +87,12 @@ do_run cmake --build "$build" "${target[@]}" -j"$(nproc)"
 case "$mode" in
   build) ;;
   run)
-    if [ $# -eq 0 ]; then set -- --out-dir receipts; fi
-    [ "$dry" = 1 ] && { echo "+ $build/tools/tf-cuda-test kernel-contract $*"; exit 0; }
-    exec "$build/tools/tf-cuda-test" kernel-contract "$@" ;;
+    if [ $# -eq 0 ]; then set -- --out-dir "$root/receipts"; fi
+    case "$build" in /*) tool=$build/tools/tf-cuda-test ;; *) tool=$root/$build/tools/tf-cuda-test ;; esac
+    cd "$caller"
+    [ "$dry" = 1 ] && { show cd "$caller"; show "$tool" kernel-contract "$@"; exit 0; }
+    exec "$tool" kernel-contract "$@" ;;
   test)
-    [ "$dry" = 1 ] && { echo "+ (cd $build && ctest --output-on-failure -j$(nproc) $*)"; exit 0; }
+    [ "$dry" = 1 ] && { show cd "$build"; show ctest --output-on-failure -j"$(nproc)" "$@"; exit 0; }
     cd "$build" && exec ctest --output-on-failure -j"$(nproc)" "$@" ;;
 esac

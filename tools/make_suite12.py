@@ -9,7 +9,12 @@ byte-level); a prompt's token count is its byte count + 1 (the leading <|eos|>).
     python3 tools/make_suite12.py            # rewrites fixtures/serve/suite12.json
     python3 tools/make_suite12.py --check    # exit 1 if the file differs from what it would write
 
-Goldens are kept from the existing file (they are recorded by serve-gate runs, per backend)."""
+Goldens are kept from the existing file (they are recorded by serve-gate runs, per backend);
+any other hand edit of the file is overwritten (--check shows whether there is one). An
+existing file that is not JSON is not overwritten (its goldens would be lost).
+Exit codes: 0 written or as generated; 1 (--check) the file differs or is missing; 2 bad
+arguments (an unknown option: nothing is written) or an existing file that is not JSON."""
+import argparse
 import json
 import os
 import sys
@@ -92,20 +97,35 @@ def build(old):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if the file differs from what would be written, or is missing")
+    a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.path.join(root, "fixtures", "serve", "suite12.json")
-    old = None
+    old, current = None, None
     if os.path.exists(path):
-        with open(path) as f:
-            old = json.load(f)
+        with open(path, encoding="utf-8") as f:
+            current = f.read()
+        try:
+            old = json.loads(current)
+        except ValueError as e:
+            if not a.check:
+                print(f"make_suite12: {path}: not JSON ({e}); not overwritten (its goldens would be lost)",
+                      file=sys.stderr)
+                return 2
     text = json.dumps(build(old), indent=2, ensure_ascii=False) + "\n"
-    if "--check" in sys.argv:
-        with open(path) as f:
-            same = f.read() == text
+    if a.check:
+        if current is None:
+            print(f"suite12.json: missing ({path})")
+            return 1
+        same = current == text
         print("suite12.json: " + ("as generated" if same else "differs from tools/make_suite12.py's output"))
         return 0 if same else 1
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
+    os.replace(path + ".tmp", path)
     print("wrote " + path)
     return 0
 

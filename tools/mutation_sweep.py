@@ -35,8 +35,15 @@ Checks (the mutant's "expect" first, then --then, each run once):
                        sanitizer sees (a dropped barrier whose race the timing hides). Runs only
                        where --backends has cuda (otherwise not run, never red); $KC_SANITIZER
                        names the sanitizer (default compute-sanitizer on PATH)
+A check name other than these (in a mutant's "expect" or in --then: a contract, a test
+binary or a sanitizer tool that does not exist) is bad input, refused before anything is built.
 The receipt (--out) lists every mutant with its status, the check that caught it and each
-check's exit code and seconds. Exit 0 when no mutant survived, 1 when one did, 2 on bad input.
+check's exit code and seconds. A sweep cut short (Ctrl-C, SIGTERM) restores the file, rebuilds
+as at the end, and writes a receipt with "interrupted": true and the ids of the mutants it did
+not finish ("not_run"). Exit 0 when every mutant ran and none survived, 1 when one survived, 2 on
+bad input (refused before any build: a mutants file, a check name, an option, an --out whose
+folder is missing or not writable) or when the final rebuild from the restored sources failed,
+130 when interrupted.
 """
 import argparse
 import json
@@ -59,6 +66,23 @@ def fail(msg):
     sys.exit(2)
 
 
+def check_error(name):
+    """Why `name` is not a check this sweep knows, or None."""
+    if name in CONTRACTS or name in ("contracts", "serve-gate"):
+        return None
+    if name.startswith("gtest:"):
+        binary = name.split(":", 2)[1]
+        return None if binary in GTESTS else f"no test binary '{binary}' (known: {', '.join(GTESTS)})"
+    if name.startswith("ctest:"):
+        return None if name[6:] else "ctest: without a REGEX"
+    if name.startswith("sanitize:"):
+        parts = name.split(":", 3)
+        if len(parts) < 3 or parts[1] not in SANITIZER_TOOLS or parts[2] not in CONTRACTS:
+            return f"not sanitize:TOOL:CONTRACT[:FILTER] with TOOL one of {', '.join(SANITIZER_TOOLS)}"
+        return None
+    return "not a contract, contracts, serve-gate, gtest:BIN[:FILTER], ctest:REGEX or sanitize:TOOL:CONTRACT[:FILTER]"
+
+
 def load_mutants(path, root):
     try:
         with open(path) as f:
@@ -69,6 +93,8 @@ def load_mutants(path, root):
         fail(f"{path}: the top level is not a list")
     seen = set()
     for i, m in enumerate(ms):
+        if not isinstance(m, dict):
+            fail(f"{path}: mutant {i}: not an object")
         for k in ("id", "file", "old", "new"):
             if not isinstance(m.get(k), str) or not m[k]:
                 fail(f"{path}: mutant {i}: field '{k}' missing or not a non-empty string")
@@ -82,6 +108,10 @@ def load_mutants(path, root):
         exp = m.get("expect", [])
         if not isinstance(exp, list) or not all(isinstance(x, str) for x in exp):
             fail(f"{path}: mutant '{m['id']}': 'expect' is not a list of strings")
+        for x in exp:
+            why = check_error(x.strip())
+            if why:
+                fail(f"{path}: mutant '{m['id']}': expect: unknown check '{x}': {why}")
     return ms
 
 
@@ -175,6 +205,24 @@ class Sweep:
             res.append((name, False, -1, 0.0, "unknown check"))
         return res
 
+    def finish(self):
+        """The last mutant's objects are still in the build: rebuild from the restored sources so
+        that nothing mutated is left behind in --build (or, with --no-final-build, write the
+        marker that says so). -> (ninja's exit code, its output)."""
+        if not self.a.no_final_build:
+            rc, text, _ = self.run(["ninja", "-C", self.build] + sorted(self.built), self.a.build_timeout)
+            return rc, text
+        if self.built:
+            # (session 53: tests run from such a folder after a fresh copy of the sources saw the
+            # last mutant's merge.cu object, older sources never rebuilt)
+            with open(os.path.join(self.build, "MUTATED-BUILD.txt"), "w") as f:
+                f.write("tools/mutation_sweep.py --no-final-build left this build's objects from mutated sources "
+                        "(targets " + " ".join(sorted(self.built)) + "); rebuild from a clean folder before running "
+                        "tests\n")
+            print("mutation_sweep: --no-final-build: " + self.build + " keeps mutated objects (MUTATED-BUILD.txt)",
+                  file=sys.stderr)
+        return 0, ""
+
     def one(self, m):
         path = os.path.join(self.root, m["file"])
         with open(path, encoding="utf-8") as f:
@@ -250,6 +298,15 @@ def main():
     for b in a.backends.split(","):
         if b not in ("cpu", "cuda"):
             fail(f"--backends: '{b}' is not cpu or cuda")
+    for c in a.then.split(","):
+        why = check_error(c.strip()) if c.strip() else None
+        if why:
+            fail(f"--then: unknown check '{c.strip()}': {why}")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if os.path.isdir(a.out):
+        fail(f"--out: {a.out} is a folder")
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+        fail(f"--out: {out_dir} is not a writable folder")
     if os.path.exists(os.path.join(a.root, LOCK)):
         with open(os.path.join(a.root, LOCK)) as f:
             held = f.read().strip()
@@ -280,6 +337,7 @@ def main():
     sw = Sweep(a)
     out = {"schema": "kc-mutation-sweep/1", "backends": a.backends, "then": a.then, "mutants": []}
     t0 = time.time()
+    interrupted = False
     try:
         for i, m in enumerate(ms):
             r = sw.one(m)
@@ -289,27 +347,24 @@ def main():
             with open(a.out + ".part", "w") as f:
                 json.dump(out, f, indent=1)
     except KeyboardInterrupt:
+        interrupted = True
         print("mutation_sweep: interrupted; the file being mutated was restored", file=sys.stderr)
-    # The last mutant's objects are still in the build: rebuild from the restored sources so
-    # that nothing mutated is left behind in --build.
-    rc, text = 0, ""
-    if not a.no_final_build:
-        rc, text, _ = sw.run(["ninja", "-C", sw.build] + sorted(sw.built), a.build_timeout)
+    finally:
+        # Also when the loop fails: no mutated object stays in --build without a rebuild or a marker.
+        rc, text = sw.finish()
     out["restored_build"] = None if a.no_final_build else rc == 0
-    if a.no_final_build and sw.built:
-        # (session 53: tests run from such a folder after a fresh copy of the sources saw the
-        # last mutant's merge.cu object, older sources never rebuilt)
-        with open(os.path.join(sw.build, "MUTATED-BUILD.txt"), "w") as f:
-            f.write("tools/mutation_sweep.py --no-final-build left this build's objects from mutated sources "
-                    "(targets " + " ".join(sorted(sw.built)) + "); rebuild from a clean folder before running tests\n")
-        print("mutation_sweep: --no-final-build: " + sw.build + " keeps mutated objects (MUTATED-BUILD.txt)",
-              file=sys.stderr)
+    if interrupted:
+        done = {r["id"] for r in out["mutants"]}
+        out["interrupted"] = True
+        out["not_run"] = [m["id"] for m in ms if m["id"] not in done]
     if rc != 0:
         print("mutation_sweep: the final rebuild from the restored sources failed:\n" + text[-2000:], file=sys.stderr)
     out["seconds"] = round(time.time() - t0, 1)
     st = {}
     for r in out["mutants"]:
         st[r["status"]] = st.get(r["status"], 0) + 1
+    if interrupted:
+        st["not-run"] = len(out["not_run"])
     out["summary"] = st
     with open(a.out + ".part", "w") as f:
         json.dump(out, f, indent=1)
@@ -320,6 +375,9 @@ def main():
             print(f"  survived: {r['id']} ({r['file']}): {r['why']}")
     if out["restored_build"] is False:
         return 2
+    if interrupted:
+        print(f"mutation_sweep: incomplete: {len(out['not_run'])} of {len(ms)} mutants not run", file=sys.stderr)
+        return 130
     return 1 if st.get("survived") else 0
 
 

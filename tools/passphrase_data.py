@@ -16,6 +16,8 @@ Pure Python (no torch), so that the layout can be checked on any machine:
 
   python3 tools/passphrase_data.py --seed 18 --count 8      # passphrases for a fixture
   python3 tools/passphrase_data.py --self-test
+
+Exit 0 printed (or the self-test passed); 2 bad arguments (--count below 1), one line naming it.
 """
 import argparse
 import json
@@ -119,14 +121,18 @@ def main():
     ap.add_argument("--count", type=int, default=8)
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
+    if a.count < 1:
+        print(f"passphrase_data: --count: {a.count} is below 1", file=sys.stderr)
+        return 2
     if a.self_test:
         self_test()
-        return
+        return 0
     rng = random.Random(a.seed)
     json.dump({"seed": a.seed, "plant": PLANT, "ask": ASK,
                "passphrases": [make_passphrase(rng) for _ in range(a.count)]}, sys.stdout, indent=1)
     print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

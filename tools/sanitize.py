@@ -19,8 +19,12 @@ summary is blind, and fails the receipt. Each of the four tools has one. They ar
 by kc_add_sanitizer_plant (kernels/attention/CMakeLists.txt), looked up in --plant-bin
 (default: the folder of --bin); a missing one fails the receipt.
 
-Exit codes: 0 all clean and every control red, 1 a finding, a failed contract or a green
-control, 2 bad arguments or no binary.
+A receipt in which no sanitizer run ended (every gate skipped: the binary lacks the runs'
+contracts, or the tools do not take the runs) is not a pass: nothing was sanitized.
+
+Exit codes: 0 all clean and every control red, 1 a finding, a failed contract, a green
+control or nothing sanitized, 2 bad arguments (an empty --tools among them) or no binary,
+or a --bin whose --help lists none of the runs' contracts (not tf-cuda-test).
 """
 import argparse
 import concurrent.futures
@@ -156,6 +160,9 @@ def main():
 
     tools = [t for t in a.tools.split(",") if t]
     bad = [t for t in tools if t not in TOOLS]
+    if not tools:
+        print(f"sanitize: --tools: {a.tools!r} names no tool (known: {', '.join(TOOLS)})", file=sys.stderr)
+        return 2
     if bad:
         print(f"sanitize: --tools: unknown tool {bad[0]!r} (known: {', '.join(TOOLS)})", file=sys.stderr)
         return 2
@@ -190,6 +197,11 @@ def main():
             print(f"sanitize: --runs: unknown run {unknown[0]!r}", file=sys.stderr)
             return 2
         runs = [r for r in RUNS if r[0] in wanted]
+    listed = [r[1] for r in runs if re.search(r"^\s+" + re.escape(r[1]) + r"\b", helptext, re.M)]
+    if not a.dry_run and not listed:
+        print(f"sanitize: --bin: {a.bin}'s --help lists none of the runs' contracts "
+              f"({', '.join(sorted({r[1] for r in runs}))}): not tf-cuda-test?", file=sys.stderr)
+        return 2
     logs = a.logs or os.path.join(os.path.dirname(os.path.abspath(a.out)), "sanitize-logs")
     plant_bin = a.plant_bin or os.path.dirname(os.path.abspath(a.bin))
     if not a.dry_run:
@@ -215,6 +227,8 @@ def main():
         if not final:
             why.append("incomplete: written after each run; the script had not finished every run and control")
         gates = [gate_at[k] for k in sorted(gate_at)]
+        if final and not any(g.get("status") in ("ok", "FAIL") for g in gates):
+            why.append("nothing sanitized: no sanitizer run ended (every gate skipped)")
         controls = [control_at[k] for k in sorted(control_at)]
         receipt = {
             "schema": "kernel-contracts/receipt/1", "kind": "contract", "name": "sanitize",
@@ -410,7 +424,8 @@ def main():
     if a.dry_run:
         return 0
     receipt = write_receipt(True)
-    print(f"sanitize: {receipt['verdict']}: {len(receipt['gates'])} runs, {receipt['numbers']['findings']} findings, "
+    print(f"sanitize: {receipt['verdict']}: {receipt['numbers']['runs']} runs "
+          f"({len(receipt['gates']) - receipt['numbers']['runs']} skipped), {receipt['numbers']['findings']} findings, "
           f"{sum(c['red'] for c in receipt['controls'])}/{len(receipt['controls'])} controls red -> {a.out}")
     return 0 if receipt["verdict"] == "pass" else 1
 

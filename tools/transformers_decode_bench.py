@@ -20,6 +20,12 @@ qwen35-27b-attn preset: 64 of 256 dims) is timed with its rotary widened to the 
 a few element-wise kernels either way); the row says so.
 
   python3 tools/transformers_decode_bench.py IN.json OUT.json [--device cuda|cpu]
+
+Exit 0 written (rows that failed carry their error); 1 torch or transformers could not be
+imported or sees no CUDA device (OUT says so); 2 bad input (IN not readable or not of the form
+above: names, folders, batch sizes of at least 1, prompt token ids, new_tokens of at least 2,
+reps of at least 1; an OUT whose folder is missing or not writable), one line naming it,
+nothing written.
 """
 import argparse
 import json
@@ -32,13 +38,43 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def fail(msg):
+    print(f"transformers_decode_bench: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_in(path):
+    def count(x, least):
+        return isinstance(x, int) and not isinstance(x, bool) and x >= least
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("models"), list):
+            raise ValueError("not an object with a models list")
+        for i, m in enumerate(cfg["models"]):
+            if not isinstance(m, dict):
+                raise ValueError(f"models[{i}]: not an object")
+            for k, ok in (("name", lambda x: isinstance(x, str) and x), ("dir", lambda x: isinstance(x, str) and x),
+                          ("parallel", lambda x: isinstance(x, list) and x and all(count(p, 1) for p in x)),
+                          ("prompt", lambda x: isinstance(x, list) and x and all(count(t, 0) for t in x)),
+                          ("new_tokens", lambda x: count(x, 2)), ("reps", lambda x: count(x, 1))):
+                if not ok(m.get(k)):
+                    raise ValueError(f"models[{i}]: {k} {json.dumps(m.get(k))[:40]} is missing or out of range")
+    except (OSError, ValueError) as e:
+        fail(f"IN: {path}: {e}")
+    return cfg
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inp")
     p.add_argument("out")
-    p.add_argument("--device", default="cuda")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     a = p.parse_args()
-    cfg = json.load(open(a.inp))
+    cfg = read_in(a.inp)
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if os.path.isdir(a.out) or not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+        fail(f"OUT: {a.out}: not a file in a writable folder")
     res = {"rows": [], "notes": []}
     try:
         import torch

@@ -11,11 +11,16 @@ flip under a different but correct summation order). The engine tests replay the
 on the cpu backend and count the continuations that agree token for token.
 
   python3 tools/transformers_greedy.py fixtures/models/stdlib-bytes-3m --out fixtures/models/stdlib-bytes-3m/transformers-greedy.json
+
+Exit 0 written; 2 bad input (a model folder without corpus.json naming a root folder and its
+files, --prompts, --prompt-bytes or --new below 1, an --out whose folder is missing or not
+writable, no held-out file of --prompt-bytes bytes), one line naming it, nothing written.
 """
 import argparse
 import hashlib
 import json
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -27,6 +32,11 @@ from transformers import Qwen3ForCausalLM  # noqa: E402
 START = 257
 
 
+def fail(msg):
+    print(f"transformers_greedy: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model")
@@ -35,8 +45,25 @@ def main():
     p.add_argument("--prompt-bytes", type=int, default=48)
     p.add_argument("--new", type=int, default=128)
     a = p.parse_args()
-    corpus = json.load(open(os.path.join(a.model, "corpus.json")))
+    for name in ("prompts", "prompt_bytes", "new"):
+        if getattr(a, name) < 1:
+            fail(f"--{name.replace('_', '-')}: {getattr(a, name)} is below 1")
+    cpath = os.path.join(a.model, "corpus.json")
+    try:
+        with open(cpath) as f:
+            corpus = json.load(f)
+        if not isinstance(corpus, dict) or not isinstance(corpus.get("root"), str) or not isinstance(
+                corpus.get("files"), list) or not all(isinstance(f, dict) and all(
+                    isinstance(f.get(k), str) for k in ("path", "split", "sha256")) for f in corpus["files"]):
+            raise ValueError("not an object with root and files (path, split, sha256)")
+    except (OSError, ValueError) as e:
+        fail(f"model: {cpath}: {e}")
     root = corpus["root"]
+    if not os.path.isdir(root):
+        fail(f"model: {cpath}: root {root} is not a folder on this machine")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+        fail(f"--out: {out_dir} is not a writable folder")
     files = [f for f in corpus["files"] if f["split"] != "train"]
     files = sorted(files, key=lambda f: f["path"])
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -73,7 +100,10 @@ def main():
             "precision": "float32 weights (bf16 checkpoint upcast), float32 compute, TF32 off, KV cache fp32",
             "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__,
             "transformers": transformers.__version__, "prompts": rows}
-    json.dump(meta, open(a.out, "w"), indent=1)
+    if not rows:
+        fail(f"model: {cpath}: no held-out file of --prompt-bytes {a.prompt_bytes} bytes in {root}")
+    with open(a.out, "w") as f:
+        json.dump(meta, f, indent=1)
     print(json.dumps({"prompts": len(rows), "min_margin": min(min(r["margins"]) for r in rows)}))
 
 

@@ -11,12 +11,18 @@ The engine tests compare the project's own loader and float64 forward with these
 
   python3 tools/transformers_logits.py fixtures/models/stdlib-bytes-3m fixtures/text/sched.py.head \
       --bytes 384 --out fixtures/models/stdlib-bytes-3m/transformers-sched
+
+--bytes is the count of the text's first bytes to run, at least 1 and at most the file's length.
+Exit 0 written; 2 bad input (a model folder without config.json, an unreadable text, --bytes
+out of range, an --out whose folder is missing or not writable), one line naming it, before
+the model is loaded.
 """
 import argparse
 import hashlib
 import json
 import math
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -29,6 +35,11 @@ from transformers import Qwen3ForCausalLM  # noqa: E402
 BOS = 256
 
 
+def fail(msg):
+    print(f"transformers_logits: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model")
@@ -36,7 +47,19 @@ def main():
     p.add_argument("--bytes", type=int, default=384)
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    data = open(a.text, "rb").read()[: a.bytes]
+    if not os.path.isfile(os.path.join(a.model, "config.json")):
+        fail(f"model: {a.model}: no config.json (not a checkpoint folder)")
+    try:
+        with open(a.text, "rb") as f:
+            whole = f.read()
+    except OSError as e:
+        fail(f"text: {a.text}: {e.strerror}")
+    if not 1 <= a.bytes <= len(whole):
+        fail(f"--bytes: {a.bytes} is not in 1..{len(whole)} (the length of {a.text})")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+        fail(f"--out: {out_dir} is not a writable folder")
+    data = whole[: a.bytes]
     tokens = [BOS] + list(data)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -61,7 +84,8 @@ def main():
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
-    json.dump(meta, open(a.out + ".json", "w"), indent=1)
+    with open(a.out + ".json", "w") as f:
+        json.dump(meta, f, indent=1)
     print(json.dumps(meta))
 
 

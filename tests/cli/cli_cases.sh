@@ -314,6 +314,23 @@ case "$case_name" in
     case "$out" in *"--target tf-cuda-test"*) ;; *) fail "run does not build tf-cuda-test alone: $out";; esac
     out=$(KC_DRY_RUN=1 "$src/tools/kc.sh" test 2>&1) || fail "$out"
     case "$out" in *"--target"*) fail "test builds only a target: $out";; esac ;;
+  # kc.sh's switches and KC_CUDA take only their documented values (KC_DRY_RUN=yes installed and
+  # built for real; KC_CUDA=off built CUDA); KC_DEBUG_INFO=1 puts -g back explicitly (the cache kept
+  # 0's flags); run works through a symbolic link and reads its arguments from the caller's folder;
+  # a dry run's lines can be pasted back (quoted).
+  kc-sh-values)
+    expect 2 "KC_DRY_RUN='yes': expected 0 or 1" env KC_DRY_RUN=yes "$src/tools/kc.sh" build
+    expect 2 "KC_CUDA='off': expected AUTO, ON or OFF" env KC_DRY_RUN=1 KC_CUDA=off "$src/tools/kc.sh" build
+    expect 2 "KC_DEBUG_INFO='no': expected 0 or 1" env KC_DRY_RUN=1 KC_DEBUG_INFO=no "$src/tools/kc.sh" build
+    expect 0 "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2\\ -g\\ -DNDEBUG" env KC_DRY_RUN=1 KC_DEBUG_INFO=1 "$src/tools/kc.sh" build
+    expect 0 "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2\\ -DNDEBUG" env KC_DRY_RUN=1 KC_DEBUG_INFO=0 "$src/tools/kc.sh" build
+    ln -s "$src/tools/kc.sh" "$tmp/kc" && mkdir "$tmp/here"
+    out=$(cd "$tmp/here" && KC_DRY_RUN=1 "$tmp/kc" run --out-dir 'my r' 2>&1) || fail "kc.sh through a link: $out"
+    case "$out" in *"+ cd $tmp/here"*"kernel-contract --out-dir my\ r"*) ;; *) fail "run does not run from the caller's folder, quoted: $out";; esac
+    out=$(cd "$tmp/here" && KC_DRY_RUN=1 "$tmp/kc" run 2>&1) || fail "$out"
+    case "$out" in *"kernel-contract --out-dir $src/receipts"*) ;; *) fail "run's default --out-dir is not the repository's receipts/: $out";; esac
+    cmake -S "$src" -B "$tmp/b" -DKC_CUDA=off > "$tmp/cmake.out" 2>&1 && fail "CMake took KC_CUDA=off"
+    grep -q "KC_CUDA='off': expected AUTO, ON or OFF" "$tmp/cmake.out" || fail "CMake's message: $(tail -3 "$tmp/cmake.out")" ;;
   # 11. The README links only to files in the repository.
   readme-links)
     [ -f "$src/docs/design.md" ] || fail "docs/design.md missing"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # tools/ab_summary.py over session 59's call 4 receipts (two builds, four rounds, bytes equal),
 # then over copies edited to disagree: a row's bytes differ (exit 1, DIFF), a row a variant lacks
-# (exit 1, missing), and bad input (exit 2, naming the file).
+# (exit 1, missing), and bad input (exit 2, naming the file or --out: never 1, which a script
+# would read as a byte mismatch): a row that is not an object, a median_us of true, an --out in a
+# missing folder or naming a folder.
 # usage: ab_summary_test.sh REPO_ROOT
 set -u
 root=$1
@@ -51,4 +53,21 @@ $tool "$t" --base n > "$t/out" 2>&1; rc=$?
 rm -f "$t"/ab-*.json; echo '{}' > "$t/ab-n-x-1.json"
 $tool "$t" --base n > "$t/out" 2>&1; rc=$?
 [ $rc = 2 ] && grep -q "not named ab-<variant>-<round>.json" "$t/out" || fail "bad name: exit $rc"
+bad_row() {  # bad_row WHAT WORD PYTHON-EDIT: the edit on ab-n-1.json's rows exits 2 naming WORD
+  rm -f "$t"/ab-*.json; cp "$src"/ab-*.json "$t"/
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1])); rows = r['rows']; $3; json.dump(r, open(sys.argv[1], 'w'))" \
+    "$t/ab-n-1.json"
+  $tool "$t" --base n > "$t/out" 2>&1; rc=$?
+  [ $rc = 2 ] && [ "$(wc -l < "$t/out")" = 1 ] && grep -q "ab-n-1.json: .*$2" "$t/out" || fail "$1: exit $rc (want 2): $(tail -1 "$t/out")"
+}
+bad_row "a row that is not an object" "a row that is not an object" "rows[0] = 1"
+bad_row "median_us true" "median_us True is not a positive number" "rows[0]['median_us'] = True"
+bad_row "a hash that is not a string" "is not a string" "rows[0]['out_fnv1a'] = [1]"
+rm -f "$t"/ab-*.json; cp "$src"/ab-*.json "$t"/
+for out in "$t/no-such-folder/x" "$t"; do
+  $tool "$t" --base n --out "$out" > "$t/out" 2>&1; rc=$?
+  [ $rc = 2 ] && [ "$(wc -l < "$t/out")" = 1 ] && grep -q -- "--out: " "$t/out" || fail "--out $out: exit $rc (want 2): $(tail -1 "$t/out")"
+done
+$tool "$t" --base n --out "$t/summary.txt" > "$t/out" || fail "--out: exit $?"
+cmp -s "$t/out" "$t/summary.txt" || fail "--out: the file is not what was printed"
 echo "ab_summary: ok"

@@ -31,6 +31,11 @@ tests() {  # N EXTRA: N tests recording their CUDA_VISIBLE_DEVICES; test 1 also 
 stand_in '0\n'
 PATH="$d/bin:$PATH" sh "$src/tools/gpu_resource_spec.sh" 2 >"$d/one.json" || fail "gpu_resource_spec.sh failed"
 grep -q '{"id": "0", "slots": 2}' "$d/one.json" || fail "spec: $(cat "$d/one.json")"
+# SLOTS with leading zeros: 08 is 8 slots (written 08 it was not JSON), 00 is 0 and refused.
+PATH="$d/bin:$PATH" sh "$src/tools/gpu_resource_spec.sh" 08 >"$d/eight.json" || fail "SLOTS 08 refused"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['local'][0]['gpus'][0]['slots'] == 8" "$d/eight.json" ||
+  fail "SLOTS 08: not 8 slots in valid JSON: $(cat "$d/eight.json")"
+if PATH="$d/bin:$PATH" sh "$src/tools/gpu_resource_spec.sh" 00 >/dev/null 2>&1; then fail "SLOTS 00 (0 slots) accepted"; fi
 tests 3
 "$ctest" --test-dir "$d/t" -j3 --resource-spec-file "$d/one.json" >"$d/ctest.out" 2>&1 || fail "ctest refused one GPU of two slots: $(tail -5 "$d/ctest.out")"
 for i in 1 2 3; do [ "$(cat "$d/dev.$i" 2>/dev/null)" = 0 ] || fail "test $i ran with CUDA_VISIBLE_DEVICES='$(cat "$d/dev.$i" 2>/dev/null)'"; done

@@ -32,4 +32,12 @@ echo '#include <unsupported/Eigen/FFT>' > kernels/b.cu
 bash "$src/tools/device_pack_deps.sh" > out.txt 2>&1
 [ $? = 2 ] || fail "a source including unsupported/Eigen: exit 2 expected"
 cmp -s .deps.tgz kept.tgz || fail "a refused run changed .deps.tgz"
+# A tar that fails (a read error): exit 1, the earlier archive kept, no temp file left (the
+# failure on the left of && went past set -e, and the old size was printed as the new).
+mkdir -p bin && printf '#!/bin/sh\necho "tar: simulated read error" >&2\nexit 2\n' > bin/tar && chmod +x bin/tar
+rm -f kernels/b.cu
+PATH="$t/bin:$PATH" bash "$src/tools/device_pack_deps.sh" > out.txt 2>&1
+[ $? = 1 ] || fail "a failing tar: exit 1 expected ($(cat out.txt))"
+cmp -s .deps.tgz kept.tgz || fail "a failed pack changed .deps.tgz"
+[ ! -e .deps.tgz.tmp ] || fail "a failed pack left .deps.tgz.tmp"
 echo "device_pack_deps_test: ok"

@@ -105,6 +105,19 @@ truncate -s 63M big.bin
 out=$(KC_CARRY="big.bin" KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "63 MiB carried: $out"
 echo "$out" | grep -q 'within 2 MiB' || fail "no warning within 2 MiB of the limit: $out"
 rm -f big.bin .gitignore
+# a carried path that git does not ignore counts once, as carried (it was also counted untracked)
+truncate -s 1M carry.bin
+out=$(KC_CARRY="carry.bin" KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "1 MiB carried: $out"
+echo "$out" | grep -q 'untracked 0.0, carried 1.0: carry.bin)$' || fail "a carried, not ignored file counted twice: $out"
+rm -f carry.bin
+# in the repository itself (where h200_snap.sh leaves .dev/snap) the git dir is never replaced
+n=$(git rev-list --count HEAD)
+out=$(bash "$src/tools/h200_git_from_snap.sh" 2>&1); rc=$?
+[ $rc = 4 ] || fail "h200_git_from_snap.sh in a checkout: exit 4 expected, got $rc: $out"
+echo "$out" | grep -q 'a repository this script did not make' || fail "no reason for the refusal: $out"
+[ "$(git rev-list --count HEAD)" = "$n" ] && [ ! -e .git/shallow ] || fail "the checkout's history was replaced"
+out=$(bash "$src/tools/h200_git_from_snap.sh" --base 2>&1); rc=$?
+[ $rc = 4 ] || fail "--base without a folder: exit 4 expected, got $rc: $out"
 # a tracked file deleted in the working tree (the last one git lists) counts nothing and stops nothing
 mv sub/b.txt "$t/b.txt"
 out=$(KC_SNAP_BASE=0 bash "$src/tools/h200_snap.sh" 2>&1) || fail "a deleted tracked file stopped the snap: $out"

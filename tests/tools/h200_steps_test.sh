@@ -42,4 +42,13 @@ KC_DEADLINE_S=$((SECONDS + 25)) step_within late 100 touch "$t/ran"
 printf '%s' "$table" | grep -q '^late  *rc=3  *[0-9]*s  not run (time): 1[45]s left before KC_DEADLINE_S' ||
   fail "the late step's table line: $(printf '%s' "$table" | tail -1)"
 [ "$worst" = 124 ] || fail "worst is $worst"
+# A switch or deadline spelled otherwise than the scripts read it (KC_SANITIZE=yes, KC_DEADLINE_S=10m)
+# is refused, exit 2: it was read as off, or left its steps out of the table with exit 0.
+for bad in KC_SANITIZE=yes KC_MUTANTS=true KC_DEADLINE_S=10m KC_SANITIZE_JOBS=0; do
+  out=$(env "$bad" bash -c ". '$1/tools/h200_steps.sh'; echo sourced" 2>&1); rc=$?
+  [ $rc = 2 ] && ! echo "$out" | grep -q sourced || fail "$bad: exit 2 expected at the source, got $rc: $out"
+done
+out=$(bash -c "step_logs='$t'; . '$1/tools/h200_steps.sh'; KC_DEADLINE_S=10m step_within x 100 true; echo after" 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "KC_DEADLINE_S='10m'" || fail "a step's KC_DEADLINE_S=10m: exit 2 expected, got $rc: $out"
+KC_SANITIZE=1 KC_DEADLINE_S=600 bash -c ". '$1/tools/h200_steps.sh'" || fail "KC_SANITIZE=1 KC_DEADLINE_S=600 refused"
 echo "h200_steps_test: ok"

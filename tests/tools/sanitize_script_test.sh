@@ -171,5 +171,20 @@ san --runs kv-gate --tools memcheck,racecheck --skip-controls --out "$t/kvgate.j
 field "$t/kvgate.json" "d['gates'][1]['skip_reason']" | grep -q 'rows-invariant' || fail "kv-gate: racecheck's skip has no reason"
 for f in $(grep -o "$src/fixtures/[^ ]*" "$t/engine.out"); do [ -f "$f" ] || fail "engine runs: $f missing"; done
 python3 "$src/tools/sanitize.py" --bin "$bin" --tools memcheck,helgrind > /dev/null 2>&1; [ $? = 2 ] || fail "unknown tool: exit not 2"
+# Nothing sanitized is never a pass: an empty --tools and a --bin that is not tf-cuda-test (its
+# --help lists none of the runs' contracts) exit 2 and write nothing; a receipt whose every gate
+# was skipped (racecheck does not take the kv gate) fails.
+python3 "$src/tools/sanitize.py" --bin "$bin" --tools , --out "$t/none.json" --logs "$t/l-none" > "$t/none.out" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q -- '--tools' "$t/none.out" || fail "an empty --tools: exit $rc (want 2): $(cat "$t/none.out")"
+printf '#!/bin/sh\nexit 0\n' > "$t/not-tf-cuda-test"; chmod +x "$t/not-tf-cuda-test"
+python3 "$src/tools/sanitize.py" --bin "$t/not-tf-cuda-test" --sanitizer "$t/fake-sanitizer" --skip-controls --tools memcheck \
+  --out "$t/none.json" --logs "$t/l-none" > "$t/none.out" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q -- "--bin: .*lists none of the runs' contracts" "$t/none.out" ||
+  fail "a --bin that is not tf-cuda-test: exit $rc (want 2): $(cat "$t/none.out")"
+[ -e "$t/none.json" ] || [ -e "$t/l-none" ] && fail "a refused run wrote a receipt or its logs folder"
+san --runs kv-gate --tools racecheck --skip-controls --out "$t/skipped.json" --logs "$t/l-skip" > "$t/skipped.out" 2>&1; rc=$?
+[ $rc = 1 ] || fail "every gate skipped: exit $rc (want 1): $(cat "$t/skipped.out")"
+[ "$(field "$t/skipped.json" "(d['verdict'], d['numbers']['runs'])")" = "('fail', 0)" ] || fail "every gate skipped: not a failed receipt"
+field "$t/skipped.json" "d['verdict_reasons']" | grep -q 'nothing sanitized' || fail "every gate skipped: the reason is not given"
 python3 "$src/tools/sanitize.py" --bin "$t/nothing" > /dev/null 2>&1; [ $? = 2 ] || fail "missing binary: exit not 2"
-echo "sanitize.py: clean 0, finding 1 (one, racecheck warnings), no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, the engine runs' commands, bad arguments 2: ok"
+echo "sanitize.py: clean 0, finding 1 (one, racecheck warnings), no summary 1, green control 1, --jobs 3 as --jobs 1 with racecheck alone, --resume as one go, the engine runs' commands, nothing sanitized never a pass, bad arguments 2: ok"
