@@ -60,7 +60,7 @@ function(kc_add_cuda_contract_run run contract)
   set(out ${CMAKE_BINARY_DIR}/receipts/${run}.json)
   add_test(NAME contract.${run}
            COMMAND sh ${CMAKE_SOURCE_DIR}/tools/ctest_gpu.sh sh -c
-                   "out=$(${A_ENV} \"$0\" ${contract} --backend cuda ${A_ARGS} --out ${out} 2>&1); rc=$?; printf '%s\\n' \"$out\"; case \"$out\" in *'no CUDA device'*) exit 77;; esac; exit $rc"
+                   "out=$(${A_ENV} \"$0\" ${contract} --backend cuda ${A_ARGS} --out \"${out}\" 2>&1); rc=$?; printf '%s\\n' \"$out\"; case \"$out\" in *'no CUDA device'*) exit 77;; esac; exit $rc"
                    $<TARGET_FILE:tf-cuda-test>)
   set_tests_properties(contract.${run} PROPERTIES RESOURCE_GROUPS "gpus:1" LABELS "cuda;contract" SKIP_RETURN_CODE 77)
 endfunction()

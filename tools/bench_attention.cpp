@@ -17,6 +17,7 @@
 
 #include "bench/attention.h"
 #include "contracts/framework.h"
+#include "contracts/receipt.h"  // shell_quote
 #include "tools/scratch_dir.h"
 
 namespace kc {
@@ -103,7 +104,9 @@ int bench_attention_main(const BenchOptions& o, Receipt* receipt) {
     const ScratchDir scratch("kc-bench-sdpa");
     const fs::path& tmp = scratch.path();
     const std::string in = (tmp / "in.json").string(), out = (tmp / "out.json").string();
-    const std::string cmd = o.sdpa + " " + o.script_dir + "/bench_sdpa.py " + in + " " + out;
+    // Each word quoted: a --script-dir or $TMPDIR with a space split the command ("failed (rc ..)").
+    const std::string cmd = shell_quote(o.sdpa) + " " + shell_quote(o.script_dir + "/bench_sdpa.py") + " " +
+                            shell_quote(in) + " " + shell_quote(out);
     std::string err;
     {
       std::ofstream f(in);

@@ -25,6 +25,7 @@
 
 #include "bench/attention.h"
 #include "contracts/framework.h"
+#include "contracts/receipt.h"  // shell_quote
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
 #include "engine/kv_gate.h"
@@ -341,7 +342,8 @@ int bench_engine_main(const BenchOptions& o, Backend& be, Receipt* receipt) {
                                 {"new_tokens", tokens}, {"reps", std::max(2, std::min(reps, 3))}});
       const std::string fin = (tmp / "transformers_in.json").string(), fout = (tmp / "transformers_out.json").string();
       std::ofstream(fin) << in.dump();
-      const std::string cmd = o.transformers + " " + o.script_dir + "/transformers_decode_bench.py " + fin + " " + fout;
+      const std::string cmd = shell_quote(o.transformers) + " " + shell_quote(o.script_dir + "/transformers_decode_bench.py") +
+                              " " + shell_quote(fin) + " " + shell_quote(fout);
       std::cerr << "bench engine: " << cmd << "\n";
       const int rc = std::system(cmd.c_str());
       nlohmann::json out;
