@@ -91,6 +91,22 @@ inline std::string format_ratio(double x) {
   return o.str();
 }
 
+// A target's value with 4 significant digits, or more where 4 would print it on the other side of
+// its limit or equal to it (0.84996 against 0.85 prints as 0.84996, never as 0.85 "NOT met").
+inline std::string format_target(double x, double limit) {
+  if (std::isnan(x)) return "nan";
+  for (int p = 4; p <= 17; ++p) {
+    std::ostringstream o;
+    o << std::setprecision(p) << x;
+    double back = 0;
+    std::istringstream(o.str()) >> back;
+    if ((x < limit) == (back < limit) && (x > limit) == (back > limit)) return o.str();
+  }
+  std::ostringstream o;
+  o << std::setprecision(17) << x;
+  return o.str();
+}
+
 // One gate of a run, as the runner counts it and a receipt records it.
 struct GateStat {
   std::string name;

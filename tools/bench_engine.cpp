@@ -256,7 +256,7 @@ int profile_engine(const BenchOptions& o, Backend& be, const std::vector<BenchMo
   out["logits_bytes_equal_legacy_everywhere"] = all_same;
   const Status ws = write_json_atomic(o.engine_profile, out);
   if (!ws.ok) {
-    std::cerr << "tf-cuda-test: error: --profile " << ws.message << "\n";
+    std::cerr << "tf-cuda-test: error: bench: --profile " << ws.message << "\n";
     return 2;
   }
   std::cout << "profile: " << o.engine_profile << "\n";

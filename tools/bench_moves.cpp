@@ -115,7 +115,9 @@ int bench_moves_main(MoveKind kind, const BenchOptions& o, Receipt* receipt) {
         if (!st.ok) {
           std::cerr << "tf-cuda-test: error: bench " << name << " " << cfg << ": " << st.message << "\n";
           if (measured == 0) return 2;
-          rows.push_back({{"config", cfg}, {"error", st.message}});
+          // The row's names as a timed row has them: diff and premerge match it to its base row
+          // (a failed row once read as a row removed).
+          rows.push_back({{"config", cfg}, {"format", format_name(f)}, {"addressing", addr}, {"error", st.message}});
           all = false;
           continue;
         }

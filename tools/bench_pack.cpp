@@ -52,7 +52,9 @@ int bench_pack_main(const BenchOptions& o, Receipt* receipt) {
         if (!st.ok) {
           std::cerr << "tf-cuda-test: error: bench pack " << cfg << ": " << st.message << "\n";
           if (rows.empty()) return 2;
-          rows.push_back({{"config", cfg}, {"error", st.message}});
+          // The row's names as a timed row has them: diff and premerge match it to its base row
+          // (a failed row once read as a row removed).
+          rows.push_back({{"config", cfg}, {"format", format_name(f)}, {"addressing", addr}, {"error", st.message}});
           all = false;
           continue;
         }

@@ -139,7 +139,8 @@ JunitSuite junit_suite(const json& r) {
     for (const auto& t : r["targets"]) {
       JunitCase c{"target " + str(t, "name"), cls + ".targets", 0};
       std::ostringstream v;
-      v << std::setprecision(4) << num(t, "value") << (t.value("at_least", false) ? " >= " : " <= ") << num(t, "limit");
+      v << format_target(num(t, "value"), num(t, "limit")) << (t.value("at_least", false) ? " >= " : " <= ")
+        << std::setprecision(4) << num(t, "limit");
       if (!t.value("measured", false)) {
         c.result = JunitCase::Result::skipped;
         c.message = "not measured";

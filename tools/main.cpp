@@ -56,9 +56,9 @@ constexpr int kUsage = 2;
 // overflowed the stack (exit 139). Case lines and bench rows are about 100 bytes.
 constexpr size_t kMaxFilterBytes = 1000;
 // --filter within kMaxFilterBytes, else the error on stderr (exit 2 follows).
-bool filter_fits(const std::string& filter) {
+bool filter_fits(const std::string& filter, const std::string& cmd) {
   if (filter.size() <= kMaxFilterBytes) return true;
-  std::cerr << "tf-cuda-test: error: --filter: " << filter.size() << " bytes; at most " << kMaxFilterBytes
+  std::cerr << "tf-cuda-test: error: " << cmd << "--filter: " << filter.size() << " bytes; at most " << kMaxFilterBytes
             << " (std::regex compiles a pattern by recursion)\n";
   return false;
 }
@@ -589,7 +589,7 @@ int run_main(int argc, char** argv) {
       if (opt->count() == 0 || (!path && !value)) continue;
       for (const std::string& v : opt->results())
         if (v.empty()) {
-          std::cerr << "tf-cuda-test: error: " << sub->get_name() << " " << opt->get_name()
+          std::cerr << "tf-cuda-test: error: " << sub->get_name() << ": " << opt->get_name()
                     << (path ? ": empty path: expected a file or folder name" : ": empty value")
                     << " (leave the option out for its default)\n";
           return kUsage;
@@ -656,12 +656,12 @@ int run_main(int argc, char** argv) {
       return kUsage;
     }
     if (!sg_junit.empty() && !sg.out_file.empty() && kc::same_output(sg.out_file, sg_junit)) {
-      std::cerr << "tf-cuda-test: error: --junit " << sg_junit << " and --out name the same file (" << sg.out_file
+      std::cerr << "tf-cuda-test: error: serve-gate: --junit " << sg_junit << " and --out name the same file (" << sg.out_file
                 << "): the JUnit XML would replace the receipt\n";
       return kUsage;
     }
     if (!sg_junit.empty() && kc::same_output(sg.fixture, sg_junit)) {
-      std::cerr << "tf-cuda-test: error: --junit " << sg_junit << " names the fixture " << sg.fixture
+      std::cerr << "tf-cuda-test: error: serve-gate: --junit " << sg_junit << " names the fixture " << sg.fixture
                 << ": the JUnit XML would replace it\n";
       return kUsage;
     }
@@ -737,7 +737,7 @@ int run_main(int argc, char** argv) {
       }
     if (bench_what == "engine" && bench_reps->count() == 0) bo.reps = bo.quick ? 3 : 7;
     if (!bo.engine_profile.empty() && bench_what != "engine") {
-      std::cerr << "tf-cuda-test: error: --profile: only for bench engine\n";
+      std::cerr << "tf-cuda-test: error: bench: --profile: only for bench engine\n";
       return kUsage;
     }
     if (!bo.engine_profile.empty() && !bench_out.empty()) {
@@ -748,15 +748,15 @@ int run_main(int argc, char** argv) {
     if (!bo.engine_profile.empty()) {
       std::string pwhy;
       if (!output_writable(bo.engine_profile, &pwhy)) {
-        std::cerr << "tf-cuda-test: error: --profile " << pwhy << "\n";
+        std::cerr << "tf-cuda-test: error: bench: --profile " << pwhy << "\n";
         return kUsage;
       }
     }
-    if (!filter_fits(bo.filter)) return kUsage;
+    if (!filter_fits(bo.filter, "bench: ")) return kUsage;
     try {  // bad input is refused before a device is asked for
       std::regex check(bo.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      std::cerr << "tf-cuda-test: error: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
+      std::cerr << "tf-cuda-test: error: bench: --filter '" << bo.filter << "': not a valid regex (" << e.what() << ")\n";
       return kUsage;
     }
     if (bench_what == "rope-store" || bench_what == "compact") {
@@ -789,7 +789,7 @@ int run_main(int argc, char** argv) {
     }
     std::string why;
     if (!bench_out.empty() && !output_writable(bench_out, &why)) {
-      std::cerr << "tf-cuda-test: error: --out " << why << "\n";
+      std::cerr << "tf-cuda-test: error: bench: --out " << why << "\n";
       return kUsage;
     }
     kc::Status bst;
@@ -818,27 +818,29 @@ int run_main(int argc, char** argv) {
     return rc;
   }
 
+  // Every refusal of an option names the command first, as CLI11's own do ("fp8-rows: --seed: ...").
+  const std::string cp = app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + ": ";
   if (std::any_of(seed_options.begin(), seed_options.end(), [](const CLI::Option* x) { return x->count() > 0; })) {
     uint64_t seed = 0;
     std::string why;
     if (!parse_seed(o.seed, &seed, &why)) {
-      std::cerr << "tf-cuda-test: error: " << why << "\n";
+      std::cerr << "tf-cuda-test: error: " << cp << why << "\n";
       return kUsage;
     }
     o.seed_value = seed;
   }
-  if (!filter_fits(o.filter)) return kUsage;
+  if (!filter_fits(o.filter, cp)) return kUsage;
   if (!o.filter.empty()) {
     try {
       std::regex re(o.filter);
     } catch (const std::regex_error& e) {
-      std::cerr << "tf-cuda-test: error: --filter '" << o.filter << "' is not a valid regex: " << e.what() << "\n";
+      std::cerr << "tf-cuda-test: error: " << cp << "--filter '" << o.filter << "' is not a valid regex: " << e.what() << "\n";
       return kUsage;
     }
   }
   std::string why;
   if (!o.shard.empty() && !kc::parse_shard(o.shard, &o.shard_i, &o.shard_n, &why)) {
-    std::cerr << "tf-cuda-test: error: " << why << "\n";
+    std::cerr << "tf-cuda-test: error: " << cp << why << "\n";
     return kUsage;
   }
   // kernel-contract runs each contract's default count of cases: a shard count above the
@@ -848,7 +850,7 @@ int run_main(int argc, char** argv) {
     for (auto& [c, s] : subs)
       if (!least || c->default_cases < least->default_cases) least = c;
     if (least && o.shard_n > least->default_cases) {
-      std::cerr << "tf-cuda-test: error: --shard '" << o.shard << "': kernel-contract splits every contract's cases, and "
+      std::cerr << "tf-cuda-test: error: " << cp << "--shard '" << o.shard << "': kernel-contract splits every contract's cases, and "
                 << least->name << " has " << least->default_cases << ": use at most " << least->default_cases
                 << " shards\n";
       return kUsage;
@@ -856,12 +858,12 @@ int run_main(int argc, char** argv) {
   }
   // Outputs are checked before the backend is asked for and before a long run.
   if (!o.junit.empty() && !kc::junit_writable(o.junit, &why)) {
-    std::cerr << "tf-cuda-test: error: " << why << "\n";
+    std::cerr << "tf-cuda-test: error: " << cp << why << "\n";
     return kUsage;
   }
   for (auto& [c, s] : subs)
     if (s->parsed() && !o.out.empty() && !output_writable(o.out, &why)) {
-      std::cerr << "tf-cuda-test: error: --out " << why << "\n";
+      std::cerr << "tf-cuda-test: error: " << cp << "--out " << why << "\n";
       return kUsage;
     }
   // --junit naming a receipt's file: the XML would replace the receipt after the run.
@@ -874,7 +876,7 @@ int run_main(int argc, char** argv) {
     if (all->parsed()) outs.push_back({"--out-dir", (std::filesystem::path(o.out_dir) / "serve-gate.json").string()});
     for (const auto& [opt, path] : outs)
       if (kc::same_output(path, o.junit)) {
-        std::cerr << "tf-cuda-test: error: --junit " << o.junit << " and " << opt << " name the same file (" << path
+        std::cerr << "tf-cuda-test: error: " << cp << "--junit " << o.junit << " and " << opt << " name the same file (" << path
                   << "): the JUnit XML would replace the receipt\n";
         return kUsage;
       }
@@ -900,11 +902,11 @@ int run_main(int argc, char** argv) {
     }
     for (auto& [c, s] : subs)
       if (!output_writable((std::filesystem::path(o.out_dir) / (c->name + ".json")).string(), &why)) {
-        std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+        std::cerr << "tf-cuda-test: error: " << cp << "--out-dir " << why << "\n";
         return kUsage;
       }
     if (!output_writable((std::filesystem::path(o.out_dir) / "serve-gate.json").string(), &why)) {
-      std::cerr << "tf-cuda-test: error: --out-dir " << why << "\n";
+      std::cerr << "tf-cuda-test: error: " << cp << "--out-dir " << why << "\n";
       return kUsage;
     }
     // Nor may an output replace the serve fixture the run reads (--junit wrote its XML over
@@ -940,7 +942,7 @@ int run_main(int argc, char** argv) {
     }
     const kc::Status w = kc::write_junit(o.junit, "tf-cuda-test " + command, receipts);
     if (!w.ok) {
-      std::cerr << "tf-cuda-test: error: --junit " << w.message << "\n";
+      std::cerr << "tf-cuda-test: error: " << cp << "--junit " << w.message << "\n";
       return kUsage;
     }
     return rc;
@@ -965,7 +967,7 @@ int run_main(int argc, char** argv) {
       if (std::filesystem::remove(fp, ec))
         removed.push_back(f);
       else if (ec) {
-        std::cerr << "tf-cuda-test: error: --out-dir " << fp.string() << ": an earlier run's receipt cannot be removed ("
+        std::cerr << "tf-cuda-test: error: " << cp << "--out-dir " << fp.string() << ": an earlier run's receipt cannot be removed ("
                   << ec.message() << ")\n";
         return kUsage;
       }

@@ -183,14 +183,16 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     head_targets.insert(n);
     const bool hm = t["measured"].get<bool>(), hmet = t["met"].get<bool>();
     if (!bt.count(n)) {
-      if (hm && !hmet) c->regressions.push_back("target " + n + ": not met (" + fmt_sig(t["value"].get<double>()) + "; new target)");
+      if (hm && !hmet) c->regressions.push_back("target " + n + ": not met (" + format_target(t["value"].get<double>(), t["limit"].get<double>()) + "; new target)");
       continue;
     }
     const json& b = *bt[n];
     if (!hm) {  // the head runs in the base's mode: a target the base measured must be measured again
       if (b["measured"].get<bool>() && !quick_head)
         c->regressions.push_back("target " + n + ": measured -> not measured by the head");
-      else c->notes.push_back("target " + n + " not measured by the head (nor by the base)");
+      else
+        c->notes.push_back("target " + n + " not measured by the head" +
+                           (b["measured"].get<bool>() ? " (its --quick run leaves it out)" : " (nor by the base)"));
       continue;
     }
     if (target_limit_loosened(b, t))
@@ -199,7 +201,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
     if (!cross.empty()) {
       if (b["met"].get<bool>() != hmet)
         c->notes.push_back("target " + n + ": " + (hmet ? "not met -> met" : "met -> not met") + " (" +
-                           fmt_sig(b["value"].get<double>()) + " -> " + fmt_sig(t["value"].get<double>()) +
+                           format_target(b["value"].get<double>(), b["limit"].get<double>()) + " -> " + format_target(t["value"].get<double>(), t["limit"].get<double>()) +
                            ") on another card: not compared");
     } else if (b["met"].get<bool>() && !hmet) {
       // A target met by the base and missed by the head's run is measured again (the re-run):
@@ -208,11 +210,11 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       const json* again = target_named(confirm, n);
       const bool again_measured = again && again->at("measured").get<bool>();
       const std::string what =
-          "target " + n + ": met -> NOT met (" + fmt_sig(b["value"].get<double>()) + " -> " +
-          fmt_sig(t["value"].get<double>()) +
+          "target " + n + ": met -> NOT met (" + format_target(b["value"].get<double>(), b["limit"].get<double>()) + " -> " +
+          format_target(t["value"].get<double>(), t["limit"].get<double>()) +
           (!again ? std::string()
                   : " in the first run, " +
-                        (again_measured ? fmt_sig(again->at("value").get<double>()) : std::string("not measured")) +
+                        (again_measured ? format_target(again->at("value").get<double>(), again->at("limit").get<double>()) : std::string("not measured")) +
                         " in the re-run") +
           ", limit " + fmt_sig(t["limit"].get<double>()) + ")";
       if (again_measured && again->at("met").get<bool>()) c->notes.push_back(what + ": held, the re-run meets it");
@@ -491,6 +493,15 @@ std::string last_line_of(const std::string& path) {
   return last;
 }
 
+}  // namespace
+
+namespace {
+// A Markdown table cell: md_text, and | escaped.
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (const char ch : md_text(s)) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return o;
+}
 }  // namespace
 
 int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err) {
@@ -1085,12 +1096,12 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
        << "against the base build alone, head / base time past the limit in every round";
   md << ".\n\n";
   md << "### Regressions (" << regressions.size() << ")\n\n";
-  for (const auto& r : regressions) md << "- " << r << "\n";
+  for (const auto& r : regressions) md << "- " << md_text(r) << "\n";
   if (regressions.empty()) md << "- none\n";
   md << "\n### Receipts\n\n| receipt | verdict (base -> head) | regressions | improvements | notes |\n|---|---|---|---|---|\n";
   for (const auto& c : all)
-    md << "| " << c.label << " | " << c.base_verdict << " -> " << c.head_verdict << " | " << c.regressions.size() << " | "
-       << c.improvements << " | " << joined(c.notes) << " |\n";
+    md << "| " << md_cell(c.label) << " | " << c.base_verdict << " -> " << c.head_verdict << " | " << c.regressions.size()
+       << " | " << c.improvements << " | " << md_cell(joined(c.notes)) << " |\n";
   if (!row_changes.empty()) {
     std::stable_sort(row_changes.begin(), row_changes.end(),
                      [](const RowChange& a, const RowChange& b) { return a.slowdown > b.slowdown; });
@@ -1112,13 +1123,18 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
   for (const auto& x : head.ignored) not_compared.push_back("head " + x);
   if (!not_compared.empty()) {
     md << "\n### Not compared\n\n";
-    for (const auto& x : not_compared) md << "- " << x << "\n";
+    for (const auto& x : not_compared) md << "- " << md_text(x) << "\n";
   }
   md << "\n### Diffs\n";
   for (const auto& c : all)
     if (!c.detail.empty())
-      md << "\n<details><summary>" << c.label << ": " << c.regressions.size() << " regressions, " << c.improvements
-         << " improvements</summary>\n\n" << c.detail << "\n</details>\n";
+      md << "\n<details><summary>" << md_text(c.label) << ": " << c.regressions.size() << " regressions, " << c.improvements
+         << " improvements</summary>\n\n"
+         << (c.label.rfind("bench ", 0) == 0
+                 ? "Row times are judged above (same-run ratios, the Regressions list); the diff below compares the "
+                   "receipts' own fields.\n\n"
+                 : "")
+         << c.detail << "\n</details>\n";
 
   // Diffs beside the comment, then the comment, then JUnit.
   for (const auto& c : all)

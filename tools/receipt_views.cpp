@@ -142,14 +142,32 @@ std::string one_line(std::string s) {
     if (ch == '\n' || ch == '\r') ch = ' ';
   return s;
 }
+}  // namespace
+
+// Markdown text outside a table: one line, and a tag or comment opener (<script>, </x>, <!--, <?)
+// written &lt; (a fixture named "ci <!--" hid the rest of a pasted report); "<=" stays.
+std::string md_text(const std::string& s) {
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    const char nx = i + 1 < s.size() ? s[i + 1] : '\0';
+    if (ch == '\n' || ch == '\r') o += ' ';
+    else if (ch == '<' && (std::isalpha(static_cast<unsigned char>(nx)) || nx == '/' || nx == '!' || nx == '?')) o += "&lt;";
+    else o += ch;
+  }
+  return o;
+}
+
+namespace {
+
 std::string heading(const std::string& s, ViewFormat f) {
   if (f == ViewFormat::html) return "<h2>" + html_escape(s) + "</h2>\n";
-  const std::string l = one_line(s);
+  const std::string l = f == ViewFormat::md ? md_text(s) : one_line(s);
   return f == ViewFormat::md ? "### " + l + "\n\n" : l + "\n" + std::string(l.size(), '=') + "\n";
 }
 std::string subheading(const std::string& s, ViewFormat f) {
   if (f == ViewFormat::html) return "<h3>" + html_escape(s) + "</h3>\n";
-  const std::string l = one_line(s);
+  const std::string l = f == ViewFormat::md ? md_text(s) : one_line(s);
   return f == ViewFormat::md ? "**" + l + "**\n\n" : l + ":\n";
 }
 // A list: "- item" lines (md, text) or <ul> (html).
@@ -160,7 +178,7 @@ std::string bullets(const std::vector<std::string>& items, ViewFormat f) {
     for (const auto& x : items) o += "<li>" + html_escape(x) + "</li>\n";
     return o + "</ul>\n";
   }
-  for (const auto& x : items) o += "- " + x + "\n";
+  for (const auto& x : items) o += "- " + (f == ViewFormat::md ? md_text(x) : x) + "\n";
   return o;
 }
 // A line of prose: a paragraph in html.
@@ -196,7 +214,10 @@ std::vector<std::string> bench_columns(const json& rows) {
 std::string row_key(const json& row) {
   std::vector<std::string> keys;
   for (auto it = row.begin(); it != row.end(); ++it)
-    if (it.value().is_string() && !bench_output_hash(it.key())) keys.push_back(it.key());
+    // Not its results (output hashes), nor free text that says how it went (error, note): a row
+    // that failed to run is its base row failed, never a row removed and another added.
+    if (it.value().is_string() && !bench_output_hash(it.key()) && it.key() != "error" && it.key() != "note")
+      keys.push_back(it.key());
   std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) { return name_rank(a) < name_rank(b); });
   std::string k;
   for (const auto& key : keys) {  // appended piece by piece: gcc 12's -O3 -Wrestrict misreads "a" + string
@@ -546,7 +567,8 @@ std::string render_receipt(const Receipt& receipt, const std::string& path, View
     if (!r["targets"].empty()) {
       Table t{{"target", "value", "limit", "result"}, {}};
       for (const auto& x : r["targets"])
-        t.rows.push_back({x["name"].get<std::string>(), x["measured"].get<bool>() ? num(x["value"].get<double>()) : "",
+        t.rows.push_back({x["name"].get<std::string>(),
+                          x["measured"].get<bool>() ? format_target(x["value"].get<double>(), x["limit"].get<double>()) : "",
                           (x["at_least"].get<bool>() ? ">= " : "<= ") + num(x["limit"].get<double>()), target_state(x)});
       o << t.render(f) << "\n";
     }
@@ -752,9 +774,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                          "contract or bench compare");
   std::vector<std::string> regress, improve, notes;
   std::ostringstream o;
-  o << "### diff " << hk << ": " << base_receipt.short_commit() << " -> " << head_receipt.short_commit() << "\n\n";
-  o << "- base: " << base_path << ", " << base_receipt.device_line() << ", seed " << seed_of(base_receipt) << "\n";
-  o << "- head: " << head_path << ", " << head_receipt.device_line() << ", seed " << seed_of(head_receipt) << "\n";
+  o << "### diff " << md_text(hk) << ": " << base_receipt.short_commit() << " -> " << head_receipt.short_commit() << "\n\n";
+  o << "- base: " << md_text(base_path) << ", " << base_receipt.device_line() << ", seed " << seed_of(base_receipt) << "\n";
+  o << "- head: " << md_text(head_path) << ", " << head_receipt.device_line() << ", seed " << seed_of(head_receipt) << "\n";
   if (base_receipt.device_line() != head_receipt.device_line()) notes.push_back("the two ran on different backends or devices");
   // A receipt merged from shards (report --merge-out) counts each check outside the cases once per
   // shard: its cases are an unsharded run's, and only its gate totals differ.
@@ -766,7 +788,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   };
   auto cases_sans_merge = [](const json& r) {
     json c = r.value("cases", json());
-    if (c.is_object()) c.erase("merged_shards");
+    // every_case: what the runner concludes from the counts (written since session 62; a base
+    // receipt from before has none, and the same seed and counts are the same cases).
+    if (c.is_object()) c.erase("merged_shards"), c.erase("every_case");
     return c;
   };
   const int64_t base_shards = shards_of(base), head_shards = shards_of(head);
@@ -906,7 +930,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   if (is_bench(head)) {
     each_by_name(base["targets"], head["targets"], [&](const std::string& n, const json* b, const json* h) {
       auto val = [](const json* x) {
-        return x ? ((*x)["measured"].get<bool>() ? num((*x)["value"].get<double>()) : "not measured") : "-";
+        return x ? ((*x)["measured"].get<bool>() ? format_target((*x)["value"].get<double>(), (*x)["limit"].get<double>())
+                                                 : "not measured")
+                 : "-";
       };
       const json& t = h ? *h : *b;
       const std::string sb = b ? target_state(*b) : "-", sh = h ? target_state(*h) : "removed";
@@ -952,6 +978,7 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
         regress.push_back("row " + k + (r.contains("error") ? " failed to run: " + scalar(r["error"]) : " verified -> not verified"));
       else if (b.contains("verified") && b["verified"] == true && !r.contains("verified"))
         regress.push_back("row " + k + " verified -> no verification recorded");
+      int row_verdict = -1;  // -1: no time compared; 0 within 3 %, 1 faster, 2 slower
       for (auto it = r.begin(); compare_times && it != r.end(); ++it) {
         const std::string& fld = it.key();
         if (!compared_time(fld) || !it.value().is_number()) continue;
@@ -959,13 +986,17 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
         const double hb = it.value().get<double>(), bb = b[fld].get<double>();
         if (!(bb > 0) || !(hb > 0)) continue;
         const double q = hb / bb;
+        // One count per row (a row of several times, bench pack's pack_us and unpack_us, counts
+        // once: slower if any time is, else faster if any is).
         if (fld == "median_us" || (fld != "median_us" && !r.contains("median_us"))) {
-          if (q < 0.97) ++faster;
-          else if (q > 1.03) ++slower;
-          else ++same;
+          const int v = q > 1.03 ? 2 : q < 0.97 ? 1 : 0;
+          row_verdict = std::max(row_verdict, v);
         }
         changes.push_back({q, {k, fld, num(bb), num(hb), num(q)}});
       }
+      if (row_verdict == 2) ++slower;
+      else if (row_verdict == 1) ++faster;
+      else if (row_verdict == 0) ++same;
     }
     for (const auto& [k, r] : brows)
       if (!head_keys.count(k)) {
@@ -997,13 +1028,13 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   }
 
   o << "- verdict: " << bv << " -> " << hv << "\n";
-  for (const auto& n : notes) o << "- note: " << n << "\n";
+  for (const auto& n : notes) o << "- note: " << md_text(n) << "\n";
   o << "\n";
   o << "**Regressions (" << regress.size() << ")**\n\n";
-  for (const auto& x : regress) o << "- " << x << "\n";
+  for (const auto& x : regress) o << "- " << md_text(x) << "\n";
   if (regress.empty()) o << "- none\n";
   o << "\n**Improvements (" << improve.size() << ")**\n\n";
-  for (const auto& x : improve) o << "- " << x << "\n";
+  for (const auto& x : improve) o << "- " << md_text(x) << "\n";
   if (improve.empty()) o << "- none\n";
   o << "\n";
   if (!gates.rows.empty()) o << gates.render(ViewFormat::md) << "\n";

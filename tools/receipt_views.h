@@ -85,6 +85,9 @@ std::string bench_row_key(const nlohmann::json& row);
 // move benches' out_hash).
 bool bench_output_hash(const std::string& k);
 
+// Markdown text outside a table cell: one line, a tag or comment opener (<script>, </x>, <!--, <?)
+// written &lt; so that it is shown, never interpreted ("<=" stays).
+std::string md_text(const std::string& s);
 // A number to `digits` significant digits, as report, premerge and the HTML page print it.
 std::string fmt_sig(double v, int digits = 4);
 // Escapes &, <, >, " and ' for HTML text and attribute values.

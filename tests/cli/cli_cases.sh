@@ -789,14 +789,48 @@ json.dump(r, open(sys.argv[2],'w'))" "$tmp/s1.json" "$tmp/fake2.json"
   # Empty values and empty list items: --shard "" (an unset variable) ran every case on every
   # runner; premerge --contracts , took the next option as a contract.
   empty-shard-and-items)
-    expect 2 "fp8-rows --shard: empty value" "$bin" fp8-rows --backend cpu --cases 2 --quiet --shard ''
-    expect 2 "kernel-contract --shard: empty value" "$bin" kernel-contract --backend cpu --quiet --shard ''
+    expect 2 "fp8-rows: --shard: empty value" "$bin" fp8-rows --backend cpu --cases 2 --quiet --shard ''
+    expect 2 "kernel-contract: --shard: empty value" "$bin" kernel-contract --backend cpu --quiet --shard ''
     expect 2 "premerge --contracts ',': an empty item (expected A,B,...)" \
       "$bin" premerge --base "$src/reports/cpu" --backend cpu --skip-gates --quiet --contracts , --out-dir "$tmp/o"
     expect 2 "premerge --contracts 'q4-rows,': an empty item" \
       "$bin" premerge --base "$src/reports/cpu" --backend cpu --skip-gates --quiet --contracts q4-rows, --out-dir "$tmp/o"
     expect 2 "serve-memory --prompts '2,,3': an empty item (expected N,N,...)" "$bin" serve-memory --preset tiny --prompts 2,,3
     [ ! -e "$tmp/o" ] || fail "premerge wrote $tmp/o" ;;
+  # What report, diff, premerge and JUnit print of valid receipts (session 62's audit): a target
+  # value is never rounded onto its limit; Markdown shows a name's "<!--" instead of opening a
+  # comment; a bench row that failed to run is that row failed, not a row removed; diff counts
+  # rows, not times; a base receipt from before cases.every_case is not "other cases".
+  views-s62)
+    edit() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(r, open(sys.argv[2],'w'))" "$@"; }
+    edit "$h200/bench-compact.json" "$tmp/c.json" "
+for t in r['targets']:
+    if t['name'] == '64MiB/bf16/p16: achieved / ceiling': t['value'] = 0.850004
+    if t['name'] == '64MiB/bf16/p256: achieved / ceiling': t['value'], t['met'] = 0.84996, False
+r['verdict'] = 'fail'; r['verdict_reasons'] = (r.get('verdict_reasons') or []) + ['target 64MiB/bf16/p256 not met']"
+    out=$("$bin" report "$tmp/c.json" --junit "$tmp/c.xml" 2>&1)
+    case "$out" in *"| 64MiB/bf16/p16: achieved / ceiling | 0.850004 | >= 0.85 | met |"*) ;; *) fail "a met target printed at its limit: $out";; esac
+    case "$out" in *"| 64MiB/bf16/p256: achieved / ceiling | 0.84996 | >= 0.85 | NOT met |"*) ;; *) fail "a missed target printed at its limit: $out";; esac
+    grep -q 'wanted 0.84996 &gt;= 0.85' "$tmp/c.xml" || fail "JUnit rounds the target onto its limit: $(grep -o 'wanted[^"]*' "$tmp/c.xml" | head -3)"
+    edit "$h200/serve-ci.json" "$tmp/s.json" "r['name'] = 'ci <!-- x'"
+    out=$("$bin" report "$tmp/s.json" 2>&1)
+    case "$out" in *"<!--"*) fail "report's Markdown opens a comment: $out";; esac
+    case "$out" in *"ci &lt;!-- x"*) ;; *) fail "the name is not shown: $out";; esac
+    out=$("$bin" diff "$tmp/s.json" "$tmp/s.json" 2>&1)
+    case "$out" in *"<!--"*) fail "diff's Markdown opens a comment: $out";; esac
+    edit "$h200/bench-pack.json" "$tmp/p1.json" "
+x = r['rows'][0]; r['rows'][0] = {'config': x['config'], 'format': x['format'], 'addressing': x['addressing'], 'error': 'CUDA error (unspecified launch failure)'}
+r['verdict'] = 'fail'; r['verdict_reasons'] = ['row ' + r['rows'][0]['config'] + ': CUDA error (unspecified launch failure)']"
+    out=$("$bin" diff "$h200/bench-pack.json" "$tmp/p1.json" 2>&1)
+    case "$out" in *"row 16MiB/bf16/p16 bf16 p16 failed to run: CUDA error"*) ;; *) fail "a row that failed to run is not said so: $out";; esac
+    case "$out" in *"removed"*) fail "a row that failed to run reads as removed: $out";; esac
+    edit "$h200/bench-pack.json" "$tmp/p2.json" "x = r['rows'][0]; x['pack_us'] *= 1.2"
+    out=$("$bin" diff "$h200/bench-pack.json" "$tmp/p2.json" 2>&1)
+    n=$(python3 -c "import json; print(len(json.load(open('$h200/bench-pack.json'))['rows']))")
+    case "$out" in *"Rows: 0 faster, 1 slower (beyond 3 %), $((n - 1)) within 3 %"*) ;; *) fail "diff counts times, not rows: $(echo "$out" | grep Rows:)";; esac
+    "$bin" fp8-rows --backend cpu --quiet --seed 20261129 --out "$tmp/f.json" > /dev/null 2>&1 || fail "setup: fp8-rows"
+    out=$("$bin" diff "$src/reports/cpu/fp8-rows.json" "$tmp/f.json" 2>&1)
+    case "$out" in *"seeds or case counts differ"*) fail "the same seed and cases said to differ: $out";; esac ;;
   # A packer that leaves a field out (the pack-skip-scales mutant) writes a shorter blob: the
   # scale-planes contract fails its refusals by name, and its receipt's replay lines are intact
   # (the refusal edits once wrote past the blob and mangled them: "d=3\x05\x00...").
