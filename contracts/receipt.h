@@ -75,22 +75,6 @@ inline std::string receipt_gate_status(const nlohmann::json& g) {
   return gate_status(count("passed"), count("failed"), count("skipped"));
 }
 
-// A ratio with 4 significant digits, or more where 4 would round a value across 1
-// (0.9999990 prints as 0.999999, never as 1).
-inline std::string format_ratio(double x) {
-  if (std::isnan(x)) return "nan";
-  for (int p = 4; p <= 17; ++p) {
-    std::ostringstream o;
-    o << std::setprecision(p) << x;
-    double back = 0;
-    std::istringstream(o.str()) >> back;
-    if ((x < 1) == (back < 1) && (x > 1) == (back > 1)) return o.str();
-  }
-  std::ostringstream o;
-  o << std::setprecision(17) << x;
-  return o.str();
-}
-
 // A target's value with 4 significant digits, or more where 4 would print it on the other side of
 // its limit or equal to it (0.84996 against 0.85 prints as 0.84996, never as 0.85 "NOT met").
 inline std::string format_target(double x, double limit) {
@@ -106,6 +90,10 @@ inline std::string format_target(double x, double limit) {
   o << std::setprecision(17) << x;
   return o.str();
 }
+
+// A ratio with 4 significant digits, or more where 4 would round a value across 1
+// (0.9999990 prints as 0.999999, never as 1).
+inline std::string format_ratio(double x) { return format_target(x, 1.0); }
 
 // One gate of a run, as the runner counts it and a receipt records it.
 struct GateStat {
