@@ -700,24 +700,10 @@ Status store_bf16(const std::string& base, const std::string& key, const nlohman
   std::error_code ec;
   fs::create_directories(fs::path(base).parent_path(), ec);
   if (ec) return Status::Error(fs::path(base).parent_path().string() + ": " + ec.message());
-  // logits first, metadata last: a reader needs both and checks the checksum
-  const std::string tmp = base + ".f32.tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bin.data(), std::streamsize(bin.size()));
-    f.close();
-    if (!f) {
-      fs::remove(tmp, ec);  // no half-written logits left behind
-      return Status::Error(tmp + ": write failed");
-    }
-  }
-  fs::rename(tmp, base + ".f32", ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    return Status::Error(base + ".f32: " + why);
-  }
-  return write_json_atomic(base + ".json", meta);
+  // The logits and the metadata in one write (write_files_atomic: temp files named by the pid,
+  // synced, then renamed, logits first): two runs sharing the cache once opened the same
+  // BASE.f32.tmp, and one's rename failed. A reader needs both and checks the checksum.
+  return write_files_atomic({{base + ".f32", bin}, {base + ".json", json_file_text(meta)}});
 }
 
 // Every gate check of the bar, one per depth (the run and the bar control share it).

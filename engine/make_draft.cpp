@@ -122,16 +122,22 @@ Status write_qwen3_checkpoint(const Qwen3Weights& w, const std::string& out_dir,
 
 int make_draft_command(const std::string& from_dir, int layers, const std::string& out_dir, std::ostream& out,
                        std::ostream& err) {
+  CheckpointDirGuard* claimed = nullptr;  // set once the output folder is claimed
   const auto fail = [&](const std::string& why) {
+    if (claimed) claimed->cleanup();  // whatever this run made or wrote there goes
     err << "tf-cuda-test: error: make-draft: " << why << "\n";
     return 2;
   };
   if (from_dir.empty()) return fail("--from: a checkpoint folder is required");
   if (out_dir.empty()) return fail("--out: a folder is required");
   std::error_code ec;
-  const CheckpointDirGuard guard(out_dir);  // on a failed write: nothing half-written stays
+  // The folder claimed first (made, locked, empty): a failed run removes only what it wrote.
+  CheckpointDirGuard guard(out_dir);
+  Status st = guard.claim();
+  if (!st.ok) return fail("--out: " + st.message);
+  claimed = &guard;
   Qwen3Weights w, d;
-  Status st = load_qwen3_checkpoint(from_dir, &w);
+  st = load_qwen3_checkpoint(from_dir, &w);
   if (!st.ok) return fail("--from: " + st.message);
   if (w.layers.size() < 2)
     return fail("--from: the source has 1 layer: a draft takes fewer of the target's layers, so the source needs at least 2");
@@ -153,11 +159,11 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
                                {"kc_draft_from", source},
                                {"kc_draft_layers", std::to_string(layers)},
                                {"kc_source_sha256", digest}});
-  if (!st.ok) {
-    guard.cleanup();
-    return fail("--out: " + st.message);
-  }
+  if (!st.ok) return fail("--out: " + st.message);
+  claimed = nullptr;
+  guard.release();
   const auto bytes = fs::file_size(fs::path(out_dir) / "model.safetensors", ec);
+  if (ec) return fail(out_dir + "/model.safetensors: " + ec.message() + " after the write");
   out << "make-draft: wrote " << out_dir << " (the first " << layers << (layers == 1 ? " layer" : " layers") << " of "
       << source << " with its embedding, final norm and head; " << bytes << " bytes of " << qwen3_tensor_dtype(d.config)
       << "; source sha256 " << digest << ")\n";

@@ -1,5 +1,8 @@
 #include "engine/make_model.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -155,8 +158,12 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
     const fs::file_status st = fs::status(out_dir, ec);
     if (ec) return Status::Error(out_dir + ": (output directory): " + ec.message());
     if (!fs::is_directory(st)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
-    if (!fs::is_empty(out_dir, ec) || ec)
-      return Status::Error(out_dir + ": (output directory): " + (ec ? ec.message() : "exists and is not empty"));
+    // Empty, or holding only this run's lock (CheckpointDirGuard::claim).
+    bool empty = true;
+    for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec))
+      empty = empty && it->path().filename() == kCheckpointLock;
+    if (ec) return Status::Error(out_dir + ": (output directory): " + ec.message());
+    if (!empty) return Status::Error(out_dir + ": (output directory): exists and is not empty");
   } else {
     fs::create_directories(out_dir, ec);
     if (ec || !fs::is_directory(out_dir, ec))
@@ -167,25 +174,68 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
   return Status::Ok();
 }
 
-CheckpointDirGuard::CheckpointDirGuard(const std::string& out_dir) : dir_(out_dir) {
-  if (out_dir.empty()) return;
+Status CheckpointDirGuard::claim() {
+  if (dir_.empty() || locked_) return Status::Ok();
   std::string missing;
-  if (!checkpoint_dir_plan(out_dir, &missing).ok) return;  // refused before anything is made: nothing is ours
-  if (!missing.empty()) {
-    ours_ = true;
-    first_created_ = missing;
-    return;
-  }
+  KC_RETURN_IF_ERROR(checkpoint_dir_plan(dir_, &missing));
   std::error_code ec;
-  ours_ = fs::is_directory(fs::status(out_dir, ec)) && !ec && fs::is_empty(out_dir, ec) && !ec;
+  if (!missing.empty()) {
+    // The folders from the first missing one down, one mkdir each: a folder another run made in
+    // the meantime (EEXIST) is not ours.
+    fs::path cur;
+    bool below = false;
+    for (const fs::path& part : fs::path(dir_)) {
+      if (part.empty()) continue;
+      cur /= part;
+      below = below || cur.string() == missing;
+      if (!below || part == "." || part == "..") continue;
+      if (fs::create_directory(cur, ec)) made_.push_back(cur.string());
+      else if (ec) {
+        cleanup();
+        return Status::Error(dir_ + ": (output directory): cannot create " + cur.string() + ": " + ec.message());
+      }
+    }
+  }
+  if (!fs::is_directory(dir_, ec)) {
+    cleanup();
+    return Status::Error(dir_ + ": (output directory): exists and is not a directory");
+  }
+  const std::string lock = (fs::path(dir_) / kCheckpointLock).string();
+  const int fd = ::open(lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    cleanup();
+    return Status::Error(dir_ + ": (output directory): " +
+                         (e == EEXIST ? std::string("another make-model or make-draft is writing it (") + kCheckpointLock +
+                                            " exists; remove it if no run is)"
+                                      : std::string("cannot take its lock: ") + std::strerror(e)));
+  }
+  ::close(fd);
+  locked_ = true;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename() != kCheckpointLock) {
+      cleanup();
+      return Status::Error(dir_ + ": (output directory): exists and is not empty");
+    }
+  return Status::Ok();
 }
 
-void CheckpointDirGuard::cleanup() const {
-  if (!ours_) return;
+void CheckpointDirGuard::cleanup() {
   std::error_code ec;
-  for (const char* f : {"config.json", "config.json.tmp", "model.safetensors", "model.safetensors.tmp"})
-    fs::remove(fs::path(dir_) / f, ec);
-  if (!first_created_.empty()) fs::remove_all(first_created_, ec);
+  if (locked_) {
+    for (const char* f : {"config.json", "config.json.tmp", "model.safetensors", "model.safetensors.tmp", kCheckpointLock})
+      fs::remove(fs::path(dir_) / f, ec);
+    locked_ = false;
+  }
+  for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only an empty folder goes
+  made_.clear();
+}
+
+void CheckpointDirGuard::release() {
+  if (!locked_) return;
+  std::error_code ec;
+  fs::remove(fs::path(dir_) / kCheckpointLock, ec);
+  locked_ = false;
 }
 
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,
@@ -219,7 +269,8 @@ int make_model_command(const std::string& preset, int layers, uint64_t seed, con
   Qwen3Config c;
   Status st = qwen3_preset(preset, layers, &c);
   if (st.ok && out_dir.empty()) st = Status::Error("--out: a directory is required");
-  const CheckpointDirGuard guard(out_dir);
+  CheckpointDirGuard guard(out_dir);
+  if (st.ok) st = guard.claim();
   if (st.ok) st = write_synthetic_checkpoint(c, seed, out_dir, preset);
   // What was written must read back as a valid checkpoint of this config.
   Qwen3Config back;
@@ -236,8 +287,13 @@ int make_model_command(const std::string& preset, int layers, uint64_t seed, con
     for (int64_t d : e.shape) n *= d;
     params += n;
   }
+  guard.release();
   std::error_code ec;
   const auto bytes = fs::file_size(fs::path(out_dir) / "model.safetensors", ec);
+  if (ec) {  // gone since the check (another process): not "18446744073709551615 bytes"
+    err << "tf-cuda-test: error: make-model: " << out_dir << "/model.safetensors: " << ec.message() << " after the write\n";
+    return 2;
+  }
   out << "make-model: wrote " << out_dir << " (preset " << preset << ", " << c.num_hidden_layers << (c.num_hidden_layers == 1 ? " layer" : " layers") << ", seed "
       << seed << ", " << params << " parameters, " << bytes << " bytes of " << qwen3_tensor_dtype(c) << ")\n";
   return 0;

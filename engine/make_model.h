@@ -43,19 +43,28 @@ Status qwen3_preset(const std::string& preset, int layers, Qwen3Config* out);
 // existing empty folder (else "DIR: (output directory): reason"); *dtype: c.dtype's storage type.
 Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype);
 
-// make-model's and make-draft's output folder, taken before anything is written: cleanup()
-// removes what a failed command left there, the files a checkpoint write makes (config.json,
-// model.safetensors and their .tmp) and every folder the command created (out_dir and any
-// missing parents), so nothing half-written remains. A folder that held files before is never
-// touched; one that existed empty stays.
+// make-model's and make-draft's output folder. claim() makes the missing folders one at a time
+// (recording those this run made), takes the folder's lock (kCheckpointLock, created
+// exclusively: a second run into the same folder is refused, exit 2) and checks the folder holds
+// nothing else. cleanup() (a failed command) removes what this run wrote there (config.json,
+// model.safetensors and their .tmp), the lock, and the folders it made, each only when empty:
+// never a folder another run filled meanwhile (a remove_all of "the folder that was missing at the
+// start" once took another run's finished checkpoint). release() (success) removes the lock.
+inline constexpr const char* kCheckpointLock = ".kc-writing";
 class CheckpointDirGuard {
  public:
-  explicit CheckpointDirGuard(const std::string& out_dir);
-  void cleanup() const;
+  explicit CheckpointDirGuard(const std::string& out_dir) : dir_(out_dir) {}
+  CheckpointDirGuard(const CheckpointDirGuard&) = delete;
+  CheckpointDirGuard& operator=(const CheckpointDirGuard&) = delete;
+  ~CheckpointDirGuard() { release(); }
+  Status claim();
+  void cleanup();
+  void release();
 
  private:
-  std::string dir_, first_created_;  // first_created_: the topmost folder that did not exist
-  bool ours_ = false;
+  std::string dir_;
+  std::vector<std::string> made_;  // the folders this run created, outermost first
+  bool locked_ = false;
 };
 
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,

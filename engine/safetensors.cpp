@@ -415,8 +415,9 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();  // before remove() overwrites ec ("cannot rename ...: Success")
     std::filesystem::remove(tmp, ec);
-    return fail("(file)", "cannot rename " + tmp + ": " + ec.message());
+    return fail("(file)", "cannot rename " + tmp + ": " + why);
   }
   return Status::Ok();
 }

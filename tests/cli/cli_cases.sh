@@ -666,6 +666,24 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 0 "" "$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/d1"
     (cd "$tmp/m" && "$bin" make-draft --from . --layers 1 --out "$tmp/d2" >/dev/null 2>&1) || fail "make-draft --from . failed"
     cmp -s "$tmp/d1/model.safetensors" "$tmp/d2/model.safetensors" || fail "make-draft --from . wrote other bytes than --from m" ;;
+  # Runs into one --out at once: one writes, the others are refused, and the folder holds the
+  # winner's whole checkpoint (session 62's audit: the loser's cleanup removed the winner's folder,
+  # 40 of 40 tries, because it removed "the folder that was missing when it started").
+  make-out-concurrent)
+    "$bin" make-model --preset tiny --out "$tmp/m" >/dev/null 2>&1 || fail "setup"
+    for i in 1 2 3 4; do ("$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/new/d" > "$tmp/o$i" 2>&1; echo $? > "$tmp/rc$i") & done
+    wait
+    ok=0
+    for i in 1 2 3 4; do
+      case "$(cat "$tmp/rc$i")" in
+        0) ok=$((ok + 1)) ;;
+        2) grep -q "another make-model or make-draft is writing it\|exists and is not empty" "$tmp/o$i" || fail "run $i: $(cat "$tmp/o$i")" ;;
+        *) fail "run $i exited $(cat "$tmp/rc$i"): $(cat "$tmp/o$i")" ;;
+      esac
+    done
+    [ "$ok" = 1 ] || fail "$ok of 4 runs wrote the folder"
+    [ "$(ls -A "$tmp/new/d" | sort | tr '\n' ' ')" = "config.json model.safetensors " ] || fail "the folder holds: $(ls -A "$tmp/new/d")"
+    expect 0 "" "$bin" generate --model "$tmp/new/d" --prompt hi --max-tokens 2 --backend cpu ;;
   # Names the system refuses in a fixture's files and folders, a FIFO as the fixture, and a model
   # folder holding a loop of symbolic links: exit 2 with the reason (or a normal run), never an
   # abort or a read that blocks (session 62's audit: std::filesystem exceptions, exit 134).
