@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 62, device call 2 (any card): the session's host-side changes where they meet a device.
-#  1. The GPU CTest subset (reports/h100/receipts-s55/full-ctest.sh, SUBSET=gpu): the cuda contract
+#  1. The GPU CTest subset (reports/h100/receipts-s55/full-ctest.sh, SUBSET=gpu, no device mutants: no kernel changed): the cuda contract
 #     tests now quote --out (cmake/kc_helpers.cmake), the engine's cuda tests, the device mutants.
 #  2. kernel-contract --backend cuda into a folder whose name has a space, with --junit: every
 #     receipt now carries cases.every_case and is read back by report (which holds a pass to it).
@@ -9,7 +9,7 @@
 # Before the call: commit, KC_SNAP_BASE=0 tools/h200_snap.sh; carry .deps.tgz and .dev. Returns $OUT/c2.tgz.
 set -uo pipefail
 . tools/device_call.sh c2
-SUBSET=gpu DEVMUT=ON LIMIT=$(( $(left) - 300 )) OUT=$W bash reports/h100/receipts-s55/full-ctest.sh > $W/full-ctest.txt 2>&1
+SUBSET=gpu DEVMUT=OFF LIMIT=$(( $(left) - 300 )) OUT=$W bash reports/h100/receipts-s55/full-ctest.sh > $W/full-ctest.txt 2>&1
 tail -12 $W/full-ctest/summary.txt
 T=/tmp/fc/tools/tf-cuda-test
 k="$W/kc out"
