@@ -41,8 +41,6 @@ std::map<std::string, const HostTensor*> tensors_by_name(const Qwen3Weights& w) 
   return m;
 }
 
-Status read_file(const fs::path& p, std::string* out) { return read_input_file(p.string(), out); }
-
 // sha256 over the source's tensor file(s): model.safetensors, or the index and each shard
 // it names in name order.
 Status source_digest(const std::string& dir, std::string* hex) {
@@ -50,12 +48,12 @@ Status source_digest(const std::string& dir, std::string* hex) {
   std::string bytes;
   std::error_code ec;
   if (fs::exists(single, ec)) {
-    KC_RETURN_IF_ERROR(read_file(single, &bytes));
+    KC_RETURN_IF_ERROR(read_input_file(single.string(), &bytes));
     *hex = sha256_hex(bytes);
     return Status::Ok();
   }
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  KC_RETURN_IF_ERROR(read_file(index, &bytes));
+  KC_RETURN_IF_ERROR(read_input_file(index.string(), &bytes));
   std::string all = sha256_hex(bytes);
   std::map<std::string, bool> shards;
   try {
@@ -66,7 +64,7 @@ Status source_digest(const std::string& dir, std::string* hex) {
   }
   for (const auto& [name, _] : shards) {
     std::string s;
-    KC_RETURN_IF_ERROR(read_file(fs::path(dir) / name, &s));
+    KC_RETURN_IF_ERROR(read_input_file((fs::path(dir) / name).string(), &s));
     all += sha256_hex(s);
   }
   *hex = sha256_hex(all);

@@ -147,6 +147,13 @@ Status checkpoint_dir_plan(const std::string& out_dir, std::string* first_missin
   return Status::Ok();
 }
 
+// Whether the folder holds nothing but a make-model / make-draft lock (kCheckpointLock).
+bool holds_only_the_lock(const std::string& dir, std::error_code& ec) {
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename() != kCheckpointLock) return false;
+  return true;
+}
+
 }  // namespace
 
 Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, Dtype* dtype) {
@@ -159,9 +166,7 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
     if (ec) return Status::Error(out_dir + ": (output directory): " + ec.message());
     if (!fs::is_directory(st)) return Status::Error(out_dir + ": (output directory): exists and is not a directory");
     // Empty, or holding only this run's lock (CheckpointDirGuard::claim).
-    bool empty = true;
-    for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec))
-      empty = empty && it->path().filename() == kCheckpointLock;
+    const bool empty = holds_only_the_lock(out_dir, ec);
     if (ec) return Status::Error(out_dir + ": (output directory): " + ec.message());
     if (!empty) return Status::Error(out_dir + ": (output directory): exists and is not empty");
   } else {
@@ -212,11 +217,10 @@ Status CheckpointDirGuard::claim() {
   }
   ::close(fd);
   locked_ = true;
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().filename() != kCheckpointLock) {
-      cleanup();
-      return Status::Error(dir_ + ": (output directory): exists and is not empty");
-    }
+  if (!holds_only_the_lock(dir_, ec) || ec) {
+    cleanup();
+    return Status::Error(dir_ + ": (output directory): " + (ec ? ec.message() : "exists and is not empty"));
+  }
   return Status::Ok();
 }
 

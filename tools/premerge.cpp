@@ -495,15 +495,6 @@ std::string last_line_of(const std::string& path) {
 
 }  // namespace
 
-namespace {
-// A Markdown table cell: md_text, and | escaped.
-std::string md_cell(const std::string& s) {
-  std::string o;
-  for (const char ch : md_text(s)) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return o;
-}
-}  // namespace
-
 int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& err) {
   auto refuse = [&](const std::string& why) {
     err << "tf-cuda-test: error: premerge: " << why << "\n";

@@ -73,21 +73,6 @@ struct Table {
     if (c == "skipped" || c == "not run" || c == "not measured") return " class=\"skip\"";
     return "";
   }
-  static std::string cell_md(std::string s) {
-    std::string o;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const char ch = s[i];
-      const char nx = i + 1 < s.size() ? s[i + 1] : '\0';
-      if (ch == '|') o += "\\|";
-      else if (ch == '\n' || ch == '\r') o += ' ';  // CommonMark ends a line at a lone CR too
-      // A tag or comment opener (<script>, </x>, <!--, <?) from a case line or file name is
-      // shown, never interpreted; "<=" in a target's name stays as it is.
-      else if (ch == '<' && (std::isalpha(static_cast<unsigned char>(nx)) || nx == '/' || nx == '!' || nx == '?'))
-        o += "&lt;";
-      else o += ch;
-    }
-    return o;
-  }
   std::string render(ViewFormat f) const {
     std::ostringstream o;
     if (f == ViewFormat::html) {
@@ -105,7 +90,7 @@ struct Table {
     if (f == ViewFormat::md) {
       auto line = [&](const std::vector<std::string>& r) {
         o << "|";
-        for (const auto& c : r) o << " " << cell_md(c) << " |";
+        for (const auto& c : r) o << " " << md_cell(c) << " |";
         o << "\n";
       };
       line(head);
@@ -155,6 +140,12 @@ std::string md_text(const std::string& s) {
     else if (ch == '<' && (std::isalpha(static_cast<unsigned char>(nx)) || nx == '/' || nx == '!' || nx == '?')) o += "&lt;";
     else o += ch;
   }
+  return o;
+}
+
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (const char ch : md_text(s)) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
   return o;
 }
 

@@ -88,6 +88,8 @@ bool bench_output_hash(const std::string& k);
 // Markdown text outside a table cell: one line, a tag or comment opener (<script>, </x>, <!--, <?)
 // written &lt; so that it is shown, never interpreted ("<=" stays).
 std::string md_text(const std::string& s);
+// A Markdown table cell: md_text, and | written \|.
+std::string md_cell(const std::string& s);
 // A number to `digits` significant digits, as report, premerge and the HTML page print it.
 std::string fmt_sig(double v, int digits = 4);
 // Escapes &, <, >, " and ' for HTML text and attribute values.
