@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,6 +23,7 @@
 #include <system_error>
 #include <iomanip>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include "contracts/progress.h"
@@ -331,6 +334,9 @@ RunResult run_contract(const ContractDef& c, Backend& be, const RunOptions& opts
   // reader holds a pass to the rule above: every gate checked something (session 62's audit: an
   // edited receipt with a gate at total 0 read as a pass).
   r["cases"]["every_case"] = !sel.any() && cases >= c.default_cases && !opts.gates_only;
+  // The contract's default count beside it, so that a reader holds every_case to the receipt's own
+  // fields: an every_case edited to false once escaped the total-0 rule (session 62's gap).
+  r["cases"]["default"] = c.default_cases;
   // A ready-to-run command for each failing case (the first few), and for the run. Each keeps
   // --gates-only: without it a --gates-only run's replay (no failing case: the run failed for its
   // skipped controls) ran the controls too and came back green.
@@ -620,11 +626,89 @@ Status commit_staged(const StagedFile& sf) {
   return Status::Ok();
 }
 
+// The signals that end a run by default (Ctrl-C, kill, a closed terminal, Ctrl-\) are held off
+// while a write's temp files exist: one that arrives is noted, and raised again, under the
+// dispositions the process had, once the write is whole or undone. A SIGTERM during a final write
+// left a `*.tmp.<pid>` file beside the receipt, and one between a receipt's rename and its
+// junit's left a pair from two runs (session 62's gap). A handler that only notes the signal works
+// whichever thread the kernel hands it to (blocking it in this thread would not: the CUDA
+// runtime's threads would take it). SIGKILL cannot be held off; it leaves a temp file, never a
+// partial file under the target's name.
+volatile sig_atomic_t g_held_signal = 0;
+extern "C" void note_held_signal(int sig) { g_held_signal = sig; }
+constexpr int kHeldSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+class HoldSignals {
+ public:
+  HoldSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = note_held_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < std::size(kHeldSignals); ++i) held_[i] = ::sigaction(kHeldSignals[i], &sa, &old_[i]) == 0;
+  }
+  ~HoldSignals() {
+    for (size_t i = 0; i < std::size(kHeldSignals); ++i)
+      if (held_[i]) ::sigaction(kHeldSignals[i], &old_[i], nullptr);
+    const int sig = g_held_signal;
+    g_held_signal = 0;
+    if (sig) ::raise(sig);  // the old disposition: the default ends the process here
+  }
+  HoldSignals(const HoldSignals&) = delete;
+  HoldSignals& operator=(const HoldSignals&) = delete;
+
+ private:
+  struct sigaction old_[std::size(kHeldSignals)] {};
+  bool held_[std::size(kHeldSignals)] {};
+};
+
+// An exclusive flock on each folder a write renames into, taken in one order (device, inode), so
+// that two runs writing the same receipt and junit at once rename their pairs one run after the
+// other: the files left are one run's (they were renamed one at a time, and the pair could come
+// from two runs). Best effort: a folder that cannot be opened or locked (some network file
+// systems) is renamed into without the lock.
+class FolderLocks {
+ public:
+  explicit FolderLocks(const std::vector<StagedFile>& staged) {
+    std::vector<std::pair<std::pair<dev_t, ino_t>, std::string>> dirs;
+    for (const StagedFile& sf : staged) {
+      struct stat st {};
+      if (::stat(sf.dir.c_str(), &st) == 0) dirs.push_back({{st.st_dev, st.st_ino}, sf.dir.string()});
+    }
+    std::sort(dirs.begin(), dirs.end());
+    dirs.erase(std::unique(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+               dirs.end());
+    for (const auto& d : dirs) {
+      const int fd = ::open(d.second.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) continue;
+      int rc;
+      while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+      }
+      if (rc != 0) {
+        ::close(fd);
+        continue;
+      }
+      fds_.push_back(fd);
+    }
+  }
+  ~FolderLocks() {
+    for (auto it = fds_.rbegin(); it != fds_.rend(); ++it) ::close(*it);  // closing releases the lock
+  }
+  FolderLocks(const FolderLocks&) = delete;
+  FolderLocks& operator=(const FolderLocks&) = delete;
+
+ private:
+  std::vector<int> fds_;
+};
+
 }  // namespace
 
 Status write_text_atomic(const std::string& path, const std::string& text) { return write_files_atomic({{path, text}}); }
 
 Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  static std::mutex one_write;  // the held signals' dispositions are the process's
+  const std::lock_guard<std::mutex> lock(one_write);
+  const HoldSignals hold;  // destroyed last: a noted signal is raised after the write is whole or undone
   std::vector<StagedFile> staged;
   staged.reserve(files.size());
   for (const auto& [path, text] : files) {
@@ -635,6 +719,7 @@ Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>
     }
     staged.push_back(std::move(sf));
   }
+  const FolderLocks locks(staged);
   for (size_t i = 0; i < staged.size(); ++i)
     if (const Status st = commit_staged(staged[i]); !st.ok) {
       for (size_t k = staged.size(); k-- > i + 1;) staged[k].abandon();

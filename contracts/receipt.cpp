@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "contracts/input_file.h"
 #include "contracts/json_schema.h"
 #include "kc_contract_names.h"
 #include "kc_git_info.h"
@@ -382,6 +383,27 @@ bool check_receipt(const json& r, Checker& c) {
       return c.fail("cases.every_case", std::string("true contradicts cases.") +
                                             (r["cases"].contains("case") ? "case" : "filter") +
                                             " (a selection is not a run of every case)");
+    // cases.default (the contract's default count, written beside every_case since session 63):
+    // every_case is then what the receipt's own fields say, so that an every_case edited to false
+    // no longer escapes the rule that a run of every case has no gate at total 0. --gates-only
+    // shows as controls_skipped (such a run never passes anyway).
+    if (!c.field(r["cases"], "cases", "default", Want::integer, true)) return false;
+    if (r["cases"].contains("default")) {
+      const json& d = r["cases"]["default"];
+      if (d.get<int64_t>() < 1) return c.fail("cases.default", "expected at least 1, got " + d.dump());
+      if (!r["cases"].contains("every_case"))
+        return c.fail("cases.every_case", "missing beside cases.default (the runner writes the two together)");
+      const bool selection = !r["cases"].value("filter", std::string()).empty() || r["cases"].contains("case");
+      const json& req = r["cases"].contains("requested") ? r["cases"]["requested"] : json();
+      const bool enough = req.is_number_integer() && req.get<int64_t>() >= d.get<int64_t>();
+      const bool every = !selection && enough && !r.contains("controls_skipped");
+      if (r["cases"]["every_case"].get<bool>() != every)
+        return c.fail("cases.every_case",
+                      std::string(every ? "false" : "true") + " contradicts the receipt's selection (" +
+                          (selection ? "a filter or case" : "no filter or case") + ", cases.requested " + req.dump() +
+                          (enough ? " >= " : " < ") + "cases.default " + d.dump() +
+                          (r.contains("controls_skipped") ? ", controls skipped" : "") + ")");
+    }
     if (!c.field(r["cases"], "cases", "merged_shards", Want::integer, true)) return false;
     if (r["cases"].contains("merged_shards") && r["cases"]["merged_shards"].get<int64_t>() < 1)
       return c.fail("cases.merged_shards", "expected at least 1, got " + r["cases"]["merged_shards"].dump());
@@ -806,17 +828,10 @@ Status Receipt::check(const json& doc, const std::string& file) {
 }
 
 Status Receipt::load(const std::string& path, Receipt* out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);  // follows symlinks
-  if (st.type() == fs::file_type::not_found) return Status::Error(path + ": no such file");
-  if (st.type() == fs::file_type::directory) return Status::Error(path + ": is a folder, expected a receipt file");
-  if (st.type() != fs::file_type::regular)
-    return Status::Error(path + ": not a regular file" + (ec ? " (" + ec.message() + ")" : std::string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::Error(path + ": cannot open for reading: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return Status::Error(path + ": read failed: " + std::strerror(errno));
+  std::string text;
+  int e = 0;
+  if (const std::string why = read_regular_file(path, &text, &e); !why.empty())
+    return Status::Error(path + ": " + (e == ENOENT ? "no such file" : e == EISDIR ? "is a folder, expected a receipt file" : why));
   json r;
   if (std::string jwhy; !parse_json_strict(text, &r, &jwhy)) return Status::Error(path + ": " + jwhy);
   KC_RETURN_IF_ERROR(check(r, path));

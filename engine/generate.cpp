@@ -2,12 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "contracts/framework.h"
+#include "contracts/input_file.h"
 #include "engine/kv_gate.h"  // checkpoint_sha256
 #include "kernels/engine/engine_backend.h"
 
@@ -43,6 +42,13 @@ Status generate(const Model& model, Backend& be, const std::vector<GenerateReque
     if (r.prompt.empty()) return Status::Error(who + "empty prompt");
     if (r.max_tokens < 1) return Status::Error(who + "max_tokens must be at least 1");
     if (r.page < 0) return Status::Error(who + "page size must be positive");
+    // A page holds `page` positions whatever the request uses of it: one larger than the model's
+    // context holds positions no request can reach (--pages 1048576 held 2 GiB for a two-token
+    // prompt), so it is refused before anything is allocated.
+    if (r.page > c.max_position_embeddings)
+      return Status::Error(who + "page size " + std::to_string(r.page) + " exceeds max_position_embeddings " +
+                           std::to_string(c.max_position_embeddings) +
+                           " (a page holds positions no request can reach; 0 is a window of the request's length)");
     for (int32_t t : r.prompt)
       if (t < 0 || t >= c.vocab_size) return Status::Error(who + "token " + std::to_string(t) + " out of the vocabulary");
     // Positions fed: the prompt and every generated token but the last (it is never fed back).
@@ -138,12 +144,9 @@ int generate_command(const GenerateCommand& cmd, std::ostream& out, std::ostream
     return bad("give exactly one of --prompt TEXT and --prompt-file FILE");
   std::string text = cmd.prompt;
   if (!cmd.prompt_file.empty()) {
-    std::ifstream f(cmd.prompt_file, std::ios::binary);
-    if (!f || std::filesystem::is_directory(cmd.prompt_file))
-      return bad("--prompt-file " + cmd.prompt_file + ": cannot be read");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+    // A FIFO is refused, never opened for a blocking read (it waited for a writer forever).
+    if (const std::string why = read_regular_file(cmd.prompt_file, &text); !why.empty())
+      return bad("--prompt-file " + cmd.prompt_file + ": cannot be read (" + why + ")");
   }
   if (cmd.max_tokens < 1) return bad("--max-tokens must be at least 1");
   ModelOptions mo;

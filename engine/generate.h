@@ -53,8 +53,8 @@ struct GenerateStats {
 };
 
 // Decodes every request greedily on one cache (lane i = request i). Refuses an empty
-// prompt, max_tokens < 1, a token out of the vocabulary, or a length past the model's
-// max_position_embeddings.
+// prompt, max_tokens < 1, a token out of the vocabulary, a length past the model's
+// max_position_embeddings, or a page size above it.
 Status generate(const Model& model, Backend& be, const std::vector<GenerateRequest>& reqs, const GenerateOptions& opts,
                 std::vector<GenerateResult>* out, GenerateStats* stats = nullptr);
 

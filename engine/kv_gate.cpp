@@ -32,8 +32,8 @@ using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 // A regular file's bytes (a folder, a FIFO or a name the system refuses is not read: see
-// read_input_file_why for the reason).
-bool read_file(const std::string& path, std::string* out) { return read_input_file_why(path, out).empty(); }
+// read_regular_file for the reason).
+bool read_file(const std::string& path, std::string* out) { return read_regular_file(path, out).empty(); }
 
 std::string num_text(double x) {
   std::ostringstream o;
@@ -232,7 +232,7 @@ bool parse_kv_fixture(const nlohmann::json& j, const std::string& dir, KvFixture
 
   if (const std::string why = folder_problem(f.model_dir); !why.empty()) return fail("model", f.model_dir + " " + why);
   std::string bytes;
-  if (const std::string why = read_input_file_why(f.tokens_file, &bytes); !why.empty())
+  if (const std::string why = read_regular_file(f.tokens_file, &bytes); !why.empty())
     return fail("tokens.file", f.tokens_file + ": cannot be read (" + why + ")");
   const std::string got = sha256_hex(bytes);
   if (got != f.tokens_sha256) return fail("tokens.sha256", f.tokens_file + " has sha256 " + got);
@@ -798,7 +798,7 @@ bool kv_training_context(const std::string& model_dir, int64_t max_position_embe
     return true;
   }
   std::string text;
-  if (const std::string why = read_input_file_why(file, &text); !why.empty()) {
+  if (const std::string why = read_regular_file(file, &text); !why.empty()) {
     *err = file + ": cannot be read (" + why + ")";
     return false;
   }
@@ -859,7 +859,7 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
   std::ostream& progress = cmd.quiet ? nowhere : err;
   const auto t_all = Clock::now();
   std::string text;
-  if (const std::string why = read_input_file_why(cmd.fixture, &text); !why.empty())
+  if (const std::string why = read_regular_file(cmd.fixture, &text); !why.empty())
     return bad(cmd.fixture + ": cannot be read (" + why + ")");
   nlohmann::json fj;
   if (std::string jwhy; !parse_json_strict(text, &fj, &jwhy)) return bad(cmd.fixture + ": " + jwhy);

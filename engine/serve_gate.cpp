@@ -408,7 +408,7 @@ std::string compare_serve_results(const ServeResult& a, const ServeResult& b, bo
 }
 
 bool read_serve_fixture(const std::string& path, ServeFixture* out, std::string* text, std::string* why) {
-  if (const std::string r = read_input_file_why(path, text); !r.empty()) {  // a FIFO is refused, never opened
+  if (const std::string r = read_regular_file(path, text); !r.empty()) {  // a FIFO is refused, never opened
     *why = path + ": cannot be read (" + r + ")";
     return false;
   }

@@ -779,9 +779,10 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
   };
   auto cases_sans_merge = [](const json& r) {
     json c = r.value("cases", json());
-    // every_case: what the runner concludes from the counts (written since session 62; a base
-    // receipt from before has none, and the same seed and counts are the same cases).
-    if (c.is_object()) c.erase("merged_shards"), c.erase("every_case");
+    // every_case and default: what the runner concludes from the counts and the contract's default
+    // count (written since sessions 62 and 63; a base receipt from before has neither, and the
+    // same seed and counts are the same cases).
+    if (c.is_object()) c.erase("merged_shards"), c.erase("every_case"), c.erase("default");
     return c;
   };
   const int64_t base_shards = shards_of(base), head_shards = shards_of(head);

@@ -347,6 +347,33 @@ case "$case_name" in
   # generate --prompt-file reads the file's bytes as the prompt, trailing newlines included: the
   # same prompt tokens (<|eos|> then the bytes) and continuation as --prompt with that text
   # (session 31's coverage audit: no test had read a prompt file).
+  # A page larger than the model's context is refused before any allocation (--pages 1048576 held
+  # 2 GiB for a two-token prompt); one of exactly the context runs and decodes as a window does.
+  generate-page-too-large)
+    m=$src/fixtures/models/stdlib-bytes-3m
+    expect 2 "page size 1048576 exceeds max_position_embeddings 4096" \
+      "$bin" generate --model "$m" --prompt hi --max-tokens 4 --pages 1048576 --backend cpu --out "$tmp/big.json"
+    [ ! -e "$tmp/big.json" ] || fail "a refused generate wrote its receipt"
+    expect 0 "" "$bin" generate --model "$m" --prompt hi --max-tokens 4 --pages 4096 --backend cpu --out "$tmp/p.json"
+    expect 0 "" "$bin" generate --model "$m" --prompt hi --max-tokens 4 --backend cpu --out "$tmp/w.json"
+    python3 -c "import json,sys; a,b=(json.load(open(x))['generate']['tokens'] for x in sys.argv[1:]); sys.exit(0 if a==b and a else 'pages %s, window %s' % (a,b))" \
+      "$tmp/p.json" "$tmp/w.json" || fail "--pages 4096 and the window decoded differently" ;;
+  # Input files read through one function (contracts/input_file.h): a FIFO given as generate's
+  # --prompt-file or to report is refused at once (the prompt file's open waited for a writer
+  # forever), and so are a folder, a missing file and a loop of symbolic links.
+  input-files-s63)
+    m=$src/fixtures/models/stdlib-bytes-3m
+    mkfifo "$tmp/ff"
+    expect 2 "--prompt-file $tmp/ff: cannot be read (not a regular file)" \
+      timeout 20 "$bin" generate --model "$m" --prompt-file "$tmp/ff" --max-tokens 2 --backend cpu
+    expect 2 "--prompt-file $tmp: cannot be read (is a folder, not a file)" \
+      "$bin" generate --model "$m" --prompt-file "$tmp" --max-tokens 2 --backend cpu
+    expect 2 "--prompt-file $tmp/none: cannot be read (cannot open: No such file or directory)" \
+      "$bin" generate --model "$m" --prompt-file "$tmp/none" --max-tokens 2 --backend cpu
+    expect 2 "$tmp/ff: not a regular file" timeout 20 "$bin" report "$tmp/ff"
+    ln -s loop "$tmp/loop"
+    expect 2 "$tmp/loop: cannot open: Too many levels of symbolic links" "$bin" report "$tmp/loop"
+    expect 2 "$tmp: is a folder, expected a receipt file" "$bin" report "$tmp" ;;
   generate-prompt-file)
     m=$src/fixtures/models/stdlib-bytes-3m
     printf 'import os\n\n' > "$tmp/p.txt"
@@ -699,7 +726,7 @@ json.dump(r, open(sys.argv[2], 'w'))
     python3 -c "import json,sys; k=json.load(open(sys.argv[1])); k['tokens']['file']=sys.argv[2]; json.dump(k,open(sys.argv[1],'w'))" \
       "$tmp/k.json" "$tmp/loop"
     ln -s "$tmp/loop" "$tmp/loop"
-    expect 2 "field tokens.file: $tmp/loop: cannot be read (Too many levels of symbolic links)" \
+    expect 2 "field tokens.file: $tmp/loop: cannot be read (cannot open: Too many levels of symbolic links)" \
       "$bin" kv-gate "$tmp/k.json" --format fp8 --backend cpu
     mkfifo "$tmp/ff"
     expect 2 "$tmp/ff: cannot be read (not a regular file)" timeout 20 "$bin" serve-gate "$tmp/ff" --backend cpu
@@ -744,6 +771,59 @@ json.dump(r, open(sys.argv[2], 'w'))
     edit "$tmp/full.json" "$tmp/e2.json" "r['cases']['filter']='x'"
     expect 2 "cases.every_case: true contradicts cases.filter" "$bin" report "$tmp/e2.json"
     expect 0 "" "$bin" report "$tmp/full.json" ;;
+  # cases.every_case is held to the receipt's own fields (cases.default beside it): an every_case
+  # edited to false no longer lets a gate at total 0 pass in a run of every case (session 62's
+  # gap), and one edited to true in a short run is refused too.
+  every-case-consistent)
+    edit() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(r, open(sys.argv[2],'w'))" "$@"; }
+    "$bin" fp8-rows --backend cpu --quiet --out "$tmp/full.json" >/dev/null 2>&1 || fail "setup: a default fp8-rows run"
+    "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$tmp/short.json" >/dev/null 2>&1 || fail "setup: fp8-rows --cases 2"
+    grep -q '"default": ' "$tmp/full.json" || fail "the receipt has no cases.default"
+    grep -q '"every_case": false' "$tmp/short.json" || fail "a --cases 2 run's receipt does not say every_case false"
+    expect 0 "" "$bin" report "$tmp/short.json"
+    edit "$tmp/full.json" "$tmp/e1.json" "g=r['gates'][3]; g.update(passed=0,total=0,status='not run'); g.pop('worst',None); r['cases']['every_case']=False"
+    expect 2 "cases.every_case: false contradicts the receipt's selection" "$bin" report "$tmp/e1.json"
+    edit "$tmp/short.json" "$tmp/e2.json" "r['cases']['every_case']=True"
+    expect 2 "cases.every_case: true contradicts the receipt's selection" "$bin" report "$tmp/e2.json"
+    edit "$tmp/full.json" "$tmp/e3.json" "del r['cases']['every_case']"
+    expect 2 "cases.every_case: missing beside cases.default" "$bin" report "$tmp/e3.json"
+    edit "$tmp/full.json" "$tmp/e4.json" "r['cases']['default']=0"
+    expect 2 "cases.default: expected at least 1" "$bin" report "$tmp/e4.json" ;;
+  # A SIGTERM or SIGHUP inside a run's final write (its renames held open by the slow_rename shim,
+  # $4) is held off until the receipt and its junit are whole: the run then ends by the signal,
+  # and no temp file is left (session 62's gap: *.tmp.<pid> files and no receipt).
+  write-signal-held)
+    export ASAN_OPTIONS=verify_asan_link_order=0
+    for sig in 15 1; do
+      d="$tmp/s$sig"; mkdir -p "$d"; rm -f "$tmp/mark"
+      LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
+        "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$d/r.json" --junit "$d/j.xml" > "$d.out" 2>&1 &
+      pid=$!
+      i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+      [ -e "$tmp/mark" ] || { kill -9 $pid; fail "signal $sig: the run never reached its final write: $(cat "$d.out")"; }
+      kill -$sig $pid
+      wait $pid; rc=$?
+      [ "$rc" -eq $((128 + sig)) ] || fail "signal $sig: exit $rc, expected $((128 + sig)) (ended by the signal): $(cat "$d.out")"
+      left=$(ls -A "$d" | grep '\.tmp\.' || true)
+      [ -z "$left" ] || fail "signal $sig: temp files left: $left"
+      [ -f "$d/r.json" ] && [ -f "$d/j.xml" ] || fail "signal $sig: the pair was not written: $(ls -A "$d" | tr '\n' ' ')"
+      expect 0 "" "$bin" report "$d/r.json"
+    done ;;
+  # Two runs writing one --out and one --junit at once (renames slowed by random amounts, $4):
+  # the pair left is one run's (session 62's gap: renamed one at a time, it could be two runs').
+  write-pair-one-run)
+    export ASAN_OPTIONS=verify_asan_link_order=0
+    for t in 1 2 3 4 5 6 7 8 9 10 11 12; do
+      for seed in 11 22; do
+        LD_PRELOAD=$mutant KC_SLOW_RENAME=random:300 \
+          "$bin" fp8-rows --backend cpu --quiet --cases 2 --seed $seed --out "$tmp/r.json" --junit "$tmp/j.xml" > /dev/null 2>&1 &
+      done
+      wait
+      seed=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['seed'])" "$tmp/r.json") || fail "try $t: no receipt"
+      grep -q -- "--seed $seed " "$tmp/j.xml" || fail "try $t: the receipt is seed $seed's run, the junit the other's"
+      left=$(ls -A "$tmp" | grep '\.tmp\.' || true)
+      [ -z "$left" ] || fail "try $t: temp files left: $left"
+    done ;;
   # report --merge-out: a shard receipt whose argv has no --shard says no shard (the relabelled
   # copy of shard 1 with --shard taken out of its argv merged and passed).
   merge-shard-argv-missing)
