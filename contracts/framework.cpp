@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,6 +26,7 @@
 #include <sstream>
 
 #include "contracts/progress.h"
+#include "contracts/signals.h"
 
 namespace kc {
 
@@ -626,42 +626,6 @@ Status commit_staged(const StagedFile& sf) {
   return Status::Ok();
 }
 
-// The signals that end a run by default (Ctrl-C, kill, a closed terminal, Ctrl-\) are held off
-// while a write's temp files exist: one that arrives is noted, and raised again, under the
-// dispositions the process had, once the write is whole or undone. A SIGTERM during a final write
-// left a `*.tmp.<pid>` file beside the receipt, and one between a receipt's rename and its
-// junit's left a pair from two runs (session 62's gap). A handler that only notes the signal works
-// whichever thread the kernel hands it to (blocking it in this thread would not: the CUDA
-// runtime's threads would take it). SIGKILL cannot be held off; it leaves a temp file, never a
-// partial file under the target's name.
-volatile sig_atomic_t g_held_signal = 0;
-extern "C" void note_held_signal(int sig) { g_held_signal = sig; }
-constexpr int kHeldSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-class HoldSignals {
- public:
-  HoldSignals() {
-    struct sigaction sa {};
-    sa.sa_handler = note_held_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < std::size(kHeldSignals); ++i) held_[i] = ::sigaction(kHeldSignals[i], &sa, &old_[i]) == 0;
-  }
-  ~HoldSignals() {
-    for (size_t i = 0; i < std::size(kHeldSignals); ++i)
-      if (held_[i]) ::sigaction(kHeldSignals[i], &old_[i], nullptr);
-    const int sig = g_held_signal;
-    g_held_signal = 0;
-    if (sig) ::raise(sig);  // the old disposition: the default ends the process here
-  }
-  HoldSignals(const HoldSignals&) = delete;
-  HoldSignals& operator=(const HoldSignals&) = delete;
-
- private:
-  struct sigaction old_[std::size(kHeldSignals)] {};
-  bool held_[std::size(kHeldSignals)] {};
-};
-
 // An exclusive flock on each folder a write renames into, taken in one order (device, inode), so
 // that two runs writing the same receipt and junit at once rename their pairs one run after the
 // other: the files left are one run's (they were renamed one at a time, and the pair could come
@@ -708,7 +672,9 @@ Status write_text_atomic(const std::string& path, const std::string& text) { ret
 Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
   static std::mutex one_write;  // the held signals' dispositions are the process's
   const std::lock_guard<std::mutex> lock(one_write);
-  const HoldSignals hold;  // destroyed last: a noted signal is raised after the write is whole or undone
+  // Destroyed last: a signal that arrives while temp files exist is raised once the write is whole
+  // or undone (a SIGTERM there left *.tmp.<pid> files and no receipt).
+  const HoldSignals hold;
   std::vector<StagedFile> staged;
   staged.reserve(files.size());
   for (const auto& [path, text] : files) {

@@ -137,6 +137,9 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
   Qwen3Weights w, d;
   st = load_qwen3_checkpoint(from_dir, &w);
   if (!st.ok) return fail("--from: " + st.message);
+  // The claim holds off SIGINT and SIGTERM (CheckpointDirGuard): one that came during the read of
+  // the source stops the run here, and the write polls for the rest.
+  if (const int sig = HoldSignals::held()) return fail("interrupted by signal " + std::to_string(sig));
   if (w.layers.size() < 2)
     return fail("--from: the source has 1 layer: a draft takes fewer of the target's layers, so the source needs at least 2");
   if (layers < 1 || layers >= int(w.layers.size()))

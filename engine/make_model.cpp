@@ -181,6 +181,7 @@ Status prepare_checkpoint_dir(const Qwen3Config& c, const std::string& out_dir, 
 
 Status CheckpointDirGuard::claim() {
   if (dir_.empty() || locked_) return Status::Ok();
+  hold_ = std::make_unique<HoldSignals>();
   std::string missing;
   KC_RETURN_IF_ERROR(checkpoint_dir_plan(dir_, &missing));
   std::error_code ec;
@@ -233,13 +234,16 @@ void CheckpointDirGuard::cleanup() {
   }
   for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only an empty folder goes
   made_.clear();
+  hold_.reset();  // a held signal takes effect now, with the folder as it was
 }
 
 void CheckpointDirGuard::release() {
-  if (!locked_) return;
-  std::error_code ec;
-  fs::remove(fs::path(dir_) / kCheckpointLock, ec);
-  locked_ = false;
+  if (locked_) {
+    std::error_code ec;
+    fs::remove(fs::path(dir_) / kCheckpointLock, ec);
+    locked_ = false;
+  }
+  hold_.reset();
 }
 
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,

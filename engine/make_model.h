@@ -20,10 +20,12 @@
 // (nearest even) when written.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "contracts/signals.h"
 #include "engine/qwen3_config.h"
 #include "engine/safetensors.h"
 #include "kernels/layout/status.h"
@@ -65,6 +67,10 @@ class CheckpointDirGuard {
   std::string dir_;
   std::vector<std::string> made_;  // the folders this run created, outermost first
   bool locked_ = false;
+  // From claim() to release() or cleanup(): a SIGINT or SIGTERM stops the write (write_safetensors
+  // polls it), cleanup() removes what was written, and the signal then takes effect (a make-model
+  // killed part way once left its folder locked, with temp files).
+  std::unique_ptr<HoldSignals> hold_;
 };
 
 Status write_synthetic_checkpoint(const Qwen3Config& c, uint64_t seed, const std::string& out_dir,

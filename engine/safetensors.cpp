@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/signals.h"
+
 namespace kc::engine {
 
 static_assert(std::endian::native == std::endian::little,
@@ -379,7 +381,19 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
     std::vector<unsigned char> buf;
     constexpr size_t kChunk = 1 << 20;
     std::vector<float> generated;
+    // A signal held off by the caller (make-model's claim of its folder: contracts/signals.h) stops
+    // the write at the next 1 Mi elements: the temp file goes, and the caller undoes the rest
+    // before its hold ends and the signal takes effect.
+    const auto interrupted = [&]() -> bool {
+      if (!HoldSignals::held()) return false;
+      os.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return true;
+    };
+    const auto interrupted_why = [] { return "interrupted by signal " + std::to_string(HoldSignals::held()); };
     for (const TensorToWrite& t : tensors) {
+      if (interrupted()) return fail("(file)", interrupted_why());
       const size_t es = dtype_size(t.dtype);
       const std::vector<float>* values = &t.values;
       if (t.generate) {
@@ -390,6 +404,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
         values = &generated;
       }
       for (size_t at = 0; at < values->size(); at += kChunk) {
+        if (interrupted()) return fail("(file)", interrupted_why());
         const size_t cnt = std::min(kChunk, values->size() - at);
         buf.resize(cnt * es);
         for (size_t i = 0; i < cnt; ++i) {

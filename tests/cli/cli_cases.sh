@@ -809,6 +809,39 @@ json.dump(r, open(sys.argv[2], 'w'))
       [ -f "$d/r.json" ] && [ -f "$d/j.xml" ] || fail "signal $sig: the pair was not written: $(ls -A "$d" | tr '\n' ' ')"
       expect 0 "" "$bin" report "$d/r.json"
     done ;;
+  # make-model and make-draft stopped by SIGTERM or SIGINT while they write (the config's rename
+  # held open by the shim, $4): the run ends by the signal and the folder it made is gone, where
+  # it was left locked with temp files. An --out that existed, empty, stays, empty.
+  make-out-signal)
+    export ASAN_OPTIONS=verify_asan_link_order=0
+    "$bin" make-model --preset tiny --out "$tmp/m" >/dev/null 2>&1 || fail "setup"
+    mkdir "$tmp/empty"
+    for run in "15 make-model --preset tiny --out $tmp/new/a" "2 make-draft --from $tmp/m --layers 1 --out $tmp/new/b" \
+               "15 make-model --preset tiny --out $tmp/empty"; do
+      set -- $run; sig=$1; shift; rm -f "$tmp/mark"
+      # SIGINT back at its default (a background job of sh starts with it ignored).
+      LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" python3 -c \
+        'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$bin" "$@" > "$tmp/out" 2>&1 &
+      pid=$!
+      i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+      [ -e "$tmp/mark" ] || { kill -9 $pid; fail "$1: never reached its write: $(cat "$tmp/out")"; }
+      kill -$sig $pid
+      wait $pid; rc=$?
+      [ "$rc" -eq $((128 + sig)) ] || fail "$1 signal $sig: exit $rc, expected $((128 + sig)): $(cat "$tmp/out")"
+    done
+    [ ! -e "$tmp/new" ] || fail "the interrupted runs left: $(find "$tmp/new" | tr '\n' ' ')"
+    # A SIGINT the run was started to ignore (sh's background job) stays ignored: the run completes.
+    rm -f "$tmp/mark"
+    LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
+      "$bin" make-model --preset tiny --out "$tmp/ign" > "$tmp/out" 2>&1 &
+    pid=$!
+    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -2 $pid
+    wait $pid; rc=$?
+    [ "$rc" -eq 0 ] && [ -f "$tmp/ign/model.safetensors" ] || fail "an ignored SIGINT stopped make-model: exit $rc: $(cat "$tmp/out")"
+    [ -d "$tmp/empty" ] && [ -z "$(ls -A "$tmp/empty")" ] || fail "the existing empty --out holds: $(ls -A "$tmp/empty")"
+    expect 0 "" "$bin" make-model --preset tiny --out "$tmp/empty" ;;
   # Two runs writing one --out and one --junit at once (renames slowed by random amounts, $4):
   # the pair left is one run's (session 62's gap: renamed one at a time, it could be two runs').
   write-pair-one-run)

@@ -1,5 +1,5 @@
 // A test shim for cli_cases.sh (LD_PRELOAD): rename() of a write's temp file (a name holding
-// ".tmp.") waits before it renames, so that a test can reach the moment between a receipt's
+// ".tmp": a receipt's NAME.tmp.PID, make-model's config.json.tmp) waits before it renames, so that a test can reach the moment between a receipt's
 // temp file and its rename, which is otherwise a few microseconds wide.
 //   KC_SLOW_RENAME=fixed:MS    every such rename waits MS milliseconds;
 //   KC_SLOW_RENAME=random:MS   each waits a random 0 to MS milliseconds (seeded by the pid);
@@ -17,7 +17,7 @@ extern "C" int rename(const char* from, const char* to) {
   using Fn = int (*)(const char*, const char*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "rename"));
   const char* how = std::getenv("KC_SLOW_RENAME");
-  if (how && std::strstr(from, ".tmp.")) {
+  if (how && std::strstr(from, ".tmp")) {
     const char* colon = std::strchr(how, ':');
     const long most = colon ? std::strtol(colon + 1, nullptr, 10) : 0;
     static unsigned state = unsigned(getpid()) * 2654435761u + unsigned(time(nullptr));
