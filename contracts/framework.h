@@ -216,6 +216,10 @@ std::filesystem::path path_key(const std::string& path);
 // kFilterSearchSeconds ends the process with exit 2, naming the pattern and the line. Nothing
 // is written by then (receipts are written at the end).
 inline constexpr int kFilterSearchSeconds = 10;
+// The longest --filter taken. std::regex compiles a pattern by recursion: 20,000 nested groups
+// overflowed the stack (exit 139). Case lines and bench rows are about 100 bytes; premerge's
+// same-call A/B deals its rows into filters of at most this many bytes (ab_filters).
+inline constexpr size_t kMaxFilterBytes = 1000;
 bool filter_search(const std::string& text, const std::regex& re, const std::string& pattern);
 // Writes text atomically through prepare_output: a temp file beside the target, synced to
 // the disk (fsync), then renamed over it, and the folder synced (receipts, Markdown, JUnit

@@ -52,13 +52,10 @@
 namespace {
 
 constexpr int kUsage = 2;
-// The longest --filter taken. std::regex compiles a pattern by recursion: 20,000 nested groups
-// overflowed the stack (exit 139). Case lines and bench rows are about 100 bytes.
-constexpr size_t kMaxFilterBytes = 1000;
-// --filter within kMaxFilterBytes, else the error on stderr (exit 2 follows).
+// --filter within kc::kMaxFilterBytes, else the error on stderr (exit 2 follows).
 bool filter_fits(const std::string& filter, const std::string& cmd) {
-  if (filter.size() <= kMaxFilterBytes) return true;
-  std::cerr << "tf-cuda-test: error: " << cmd << "--filter: " << filter.size() << " bytes; at most " << kMaxFilterBytes
+  if (filter.size() <= kc::kMaxFilterBytes) return true;
+  std::cerr << "tf-cuda-test: error: " << cmd << "--filter: " << filter.size() << " bytes; at most " << kc::kMaxFilterBytes
             << " (std::regex compiles a pattern by recursion)\n";
   return false;
 }

@@ -19,6 +19,7 @@
 
 #include "contracts/contracts.h"
 #include "contracts/framework.h"
+#include "contracts/input_file.h"
 #include "contracts/receipt.h"
 #include "tools/bench_attention.h"
 #include "tools/bench_moves.h"
@@ -219,6 +220,12 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
           ", limit " + fmt_sig(t["limit"].get<double>()) + ")";
       if (again_measured && again->at("met").get<bool>()) c->notes.push_back(what + ": held, the re-run meets it");
       else c->regressions.push_back(what);
+    } else if (!b["measured"].get<bool>() && !hmet) {
+      // The base did not measure it; the head measures it and misses it: missed for the first
+      // time, as a new target missed is (session 63's audit: no regression).
+      c->regressions.push_back("target " + n + ": not measured -> NOT met (" +
+                               format_target(t["value"].get<double>(), t["limit"].get<double>()) + ", limit " +
+                               fmt_sig(t["limit"].get<double>()) + ")");
     } else if (!b["met"].get<bool>() && hmet)
       ++c->improvements;
   }
@@ -322,7 +329,7 @@ void compare_bench(const json& base, const json& head, const json& confirm, cons
       if (t.slowdown > t.limit) {
         const AbTimes a = ab_of(k, t.group, t.limit);
         const std::string row = "row " + k + (t.group.empty() ? "" : " (" + t.group + ")") + ": " + t.detail + ": " +
-                                fmt_sig(t.slowdown, 3) + "x slower by every same-run ratio" +
+                                format_target(t.slowdown, t.limit) + "x slower by every same-run ratio" +
                                 (again ? " in both runs" : "") + ", limit " + fmt_sig(t.limit, 3) +
                                 (t.launch_bound ? " (launch-bound row)" : "");
         if (a.rounds > 0 && a.slower < a.rounds) {  // the same-call A/B says the time held
@@ -426,7 +433,9 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
                     const PremergeOptions& o, std::ostream& err, std::vector<std::string>* notes, json* ab,
                     const std::string& which) {
   *ab = json();
-  const std::string filter = ab_filter(what, rows);
+  // The rows as filters within --filter's limit (one for up to about 27 attention rows; every
+  // row of 162 took 5619 bytes, refused, so the A/B across cards timed nothing).
+  const std::vector<std::string> filters = ab_filters(what, rows, kMaxFilterBytes);
   const std::string want = base_receipt.contains("git") && base_receipt["git"].is_object() ? base_receipt["git"].value("commit", "") : "";
   const std::string dir = file_of(head_out, "ab");
   std::error_code ec;
@@ -441,34 +450,51 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
   for (int round = 1; round <= 2; ++round) {
     const std::string n = std::to_string(round);
     const std::string bfile = ab_file(dir, what, "base", round, ".json"), blog = ab_file(dir, what, "base", round, ".log");
-    std::string cmd = shell_quote(o.base_bin) + " bench " + what;
-    if (bo.quick) cmd += " --quick";
-    if (what == "rope-store" || what == "compact") cmd += " --l2 " + shell_quote(bo.l2);
-    if (what == "attention") cmd += " --script-dir " + shell_quote(bo.script_dir);
-    if (!filter.empty()) cmd += " --filter " + shell_quote(filter);
-    cmd += " --out " + shell_quote(bfile) + " > " + shell_quote(blog) + " 2>&1";
     if (!o.quiet)
-      err << "premerge: bench " << what << ": same-call A/B, round " << n << " of 2 over " << rows.size()
-          << " rows: the base build, then the head\n";
-    fs::remove(bfile, ec);
-    const int rc = std::system(cmd.c_str());
-    json b;
-    if (std::ifstream f(bfile); f) {
-      try {
-        b = json::parse(f);
-      } catch (const json::exception&) {
-        b = json();
+      err << "premerge: bench " << what << ": same-call A/B, round " << n << " of 2 over " << rows.size() << " rows"
+          << (filters.size() > 1 ? " in " + std::to_string(filters.size()) + " parts" : std::string())
+          << ": the base build, then the head\n";
+    // Each part: the base build's run, then the head's, over the part's rows; a round's receipts
+    // are the first part's with every part's rows.
+    json b, hdoc;
+    for (size_t part = 0; part < filters.size(); ++part) {
+      const std::string& filter = filters[part];
+      const std::string pfile = filters.size() > 1 ? ab_file(dir, what, "base", round, (".part" + std::to_string(part + 1) + ".json").c_str()) : bfile;
+      const std::string plog = filters.size() > 1 ? ab_file(dir, what, "base", round, (".part" + std::to_string(part + 1) + ".log").c_str()) : blog;
+      std::string cmd = shell_quote(o.base_bin) + " bench " + what;
+      if (bo.quick) cmd += " --quick";
+      if (what == "rope-store" || what == "compact") cmd += " --l2 " + shell_quote(bo.l2);
+      if (what == "attention") cmd += " --script-dir " + shell_quote(bo.script_dir);
+      if (!filter.empty()) cmd += " --filter " + shell_quote(filter);
+      cmd += " --out " + shell_quote(pfile) + " > " + shell_quote(plog) + " 2>&1";
+      fs::remove(pfile, ec);
+      const int rc = std::system(cmd.c_str());
+      json pb;
+      std::string text;
+      if (read_regular_file(pfile, &text).empty()) pb = json::parse(text, nullptr, false);
+      if (!pb.is_object())
+        return not_used("it wrote no receipt (exit " + std::to_string(rc) + ", " + plog + ")");
+      if (const std::string why = ab_base_why(pb, base_receipt); !why.empty()) return not_used(why);
+      BenchOptions hb = bo;
+      hb.filter = filter;
+      Receipt h;
+      const int hrc = run_bench(what, hb, &h);
+      if (h.doc().is_null()) return not_used("the head's run wrote no receipt (exit " + std::to_string(hrc) + ")");
+      if (part == 0) {
+        b = std::move(pb);
+        hdoc = h.doc();
+      } else {
+        for (auto& r : pb["rows"]) b["rows"].push_back(r);
+        for (const auto& r : h.doc()["rows"]) hdoc["rows"].push_back(r);
+        fs::remove(pfile, ec);
       }
     }
-    if (!b.is_object()) return not_used("it wrote no receipt (exit " + std::to_string(rc) + ", " + blog + ")");
-    if (const std::string why = ab_base_why(b, base_receipt); !why.empty()) return not_used(why);
-    BenchOptions hb = bo;
-    hb.filter = filter;
-    Receipt h;
-    const int hrc = run_bench(what, hb, &h);
-    if (h.doc().is_null()) return not_used("the head's run wrote no receipt (exit " + std::to_string(hrc) + ")");
-    KC_RETURN_IF_ERROR(write_json_atomic(ab_file(dir, what, "head", round, ".json"), h));
-    rounds.push_back({{"base", b}, {"head", h.doc()}});
+    if (filters.size() > 1) {
+      KC_RETURN_IF_ERROR(write_json_atomic(bfile, b));
+      fs::remove(ab_file(dir, what, "base", round, ".part1.json"), ec);
+    }
+    KC_RETURN_IF_ERROR(write_json_atomic(ab_file(dir, what, "head", round, ".json"), hdoc));
+    rounds.push_back({{"base", b}, {"head", hdoc}});
   }
   notes->push_back("bench " + what + ": " + std::to_string(rows.size()) + " " + which +
                    " timed in a same-call A/B against the base build " + o.base_bin +
@@ -572,6 +598,12 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     st = read_folder(o.head_dir, "--head", &head);
     if (!st.ok) return refuse(st.message);
     if (head.contracts.empty()) return refuse("--head " + o.head_dir + ": holds no contract receipt");
+    // A contract --contracts names must have its head receipt: one neither folder held was left
+    // out of premerge.md, and the run passed (session 63's audit).
+    for (const std::string& n : o.contracts)
+      if (!head.contracts.count(n) && !base.contracts.count(n))
+        return refuse("--contracts names " + n + ", but neither --base " + o.base_dir + " nor --head " + o.head_dir +
+                      " holds a receipt of it");
     for (const auto& [n, r] : head.contracts) {
       if (!o.contracts.empty() && std::find(o.contracts.begin(), o.contracts.end(), n) == o.contracts.end()) continue;
       head_set.push_back(n);
@@ -900,13 +932,30 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
                  ? r["git"]["commit"].get<std::string>()
                  : std::string();
     };
+    // The build (build.id, where both say one), the card and the mode (--quick, --l2, --timing)
+    // of a run that is to stand for head receipt hb: "" when they are hb's, else what differs
+    // (session 63's audit: a second run from an H100, --quick and another build held an H200
+    // head's slower row).
+    auto same_run_why = [&](const json& r, const json& hb) -> std::string {
+      if (!r.is_object()) return "it is not a receipt";
+      if (commit_of(r).empty() || commit_of(r) != commit_of(hb)) return "its commit is not the head receipt's";
+      const auto build_of = [](const json& x) {
+        return x.contains("build") && x["build"].is_object() ? x["build"].value("id", std::string()) : std::string();
+      };
+      if (!build_of(r).empty() && !build_of(hb).empty() && build_of(r) != build_of(hb))
+        return "its binary (build.id " + build_of(r) + ") is not the head receipt's (" + build_of(hb) + ")";
+      if (receipt_card(r) != receipt_card(hb))
+        return "it was timed on " + (receipt_card(r).empty() ? std::string("no named card") : receipt_card(r)) +
+               ", the head receipt on " + receipt_card(hb);
+      if (bench_quick_mode(r) != bench_quick_mode(hb) || bench_l2_policy(r) != bench_l2_policy(hb) ||
+          r.value("timing", std::string("events")) != hb.value("timing", std::string("events")))
+        return "its mode (--quick, --l2, --timing) is not the head receipt's";
+      return "";
+    };
     for (const auto& [n, r] : head.reruns) {
       if (!head.benches.count(n)) continue;
-      const json& hb = head.benches[n];
-      if (commit_of(r).empty() || commit_of(r) != commit_of(hb) || bench_l2_policy(r) != bench_l2_policy(hb) ||
-          r.value("timing", std::string("events")) != hb.value("timing", std::string("events"))) {
-        run_notes.push_back("bench " + n + ": the second run in " + o.head_dir + " is not used: its commit or mode is not " +
-                            "the head receipt's");
+      if (const std::string why = same_run_why(r, head.benches[n]); !why.empty()) {
+        run_notes.push_back("bench " + n + ": the second run in " + o.head_dir + " is not used: " + why);
         continue;
       }
       head_confirm[n] = r;
@@ -916,21 +965,32 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       for (int round = 1;; ++round) {
         const std::string ab = file_of(o.head_dir, "ab");
         const std::string bf = ab_file(ab, n, "base", round, ".json"), hf = ab_file(ab, n, "head", round, ".json");
-        if (!fs::exists(bf) || !fs::exists(hf)) break;
+        // A name the system refuses (a loop of symbolic links) or a FIFO is a round not used, never
+        // an abort (exit 134) or a read that blocks.
+        std::error_code eb, eh;
+        const bool bx = fs::exists(bf, eb), hx = fs::exists(hf, eh);
+        std::string why;
         json b, h;
-        try {
-          b = json::parse(std::ifstream(bf));
-          h = json::parse(std::ifstream(hf));
-        } catch (const json::exception& e) {
-          return refuse(bf + ", " + hf + ": not JSON (" + e.what() + ")");
+        if (!eb && !eh && (!bx || !hx)) break;
+        std::string tb, th, at = bf;  // at: the file the reason is about
+        if (eb || eh) why = (eb ? eb : eh).message(), at = eb ? bf : hf;
+        else if (const std::string w = read_regular_file(bf, &tb); !w.empty()) why = w;
+        else if (const std::string w2 = read_regular_file(hf, &th); !w2.empty()) why = w2, at = hf;
+        if (why.empty()) {
+          b = json::parse(tb, nullptr, false);
+          h = json::parse(th, nullptr, false);
+          if (b.is_discarded() || h.is_discarded()) return refuse(bf + ", " + hf + ": not JSON");
+          why = base.benches.count(n) ? ab_base_why(b, base.benches[n]) : "the base has no bench " + n;
         }
-        std::string why = base.benches.count(n) ? ab_base_why(b, base.benches[n]) : "the base has no bench " + n;
-        if (why.empty() && (!h.is_object() || !h.contains("git") || !h["git"].is_object() ||
-                            h["git"].value("commit", std::string()) != r["git"].value("commit", std::string()) ||
-                            h["git"].value("commit", std::string()).empty()))
-          why = "its head side (" + hf + ") was not built from the head receipt's commit";
+        if (why.empty() && receipt_card(b) != receipt_card(r))
+          why = "its base side was timed on " + (receipt_card(b).empty() ? std::string("no named card") : receipt_card(b)) +
+                ", the head receipt on " + receipt_card(r);
+        if (why.empty() && bench_quick_mode(b) != bench_quick_mode(r))
+          why = "its base side's mode (--quick) is not the head receipt's";
+        if (why.empty())
+          if (const std::string w = same_run_why(h, r); !w.empty()) why = "its head side: " + w, at = hf;
         if (!why.empty()) {
-          run_notes.push_back("bench " + n + ": the same-call A/B in " + file_of(o.head_dir, "ab") + " is not used: " + bf +
+          run_notes.push_back("bench " + n + ": the same-call A/B in " + file_of(o.head_dir, "ab") + " is not used: " + at +
                               ": " + why);
           rounds = json::array();
           break;
@@ -1099,7 +1159,8 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     md << "\n### Bench rows: largest slowdowns (" << (cross_benches.empty() ? "same-run ratios" : "same-run ratios; across cards, the same-call A/B's times") << ")\n\n| row | ratio (the time's smallest slowdown) | base | head | slowdown |\n|---|---|---|---|---|\n";
     for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > row_changes[i].limit); ++i) {
       const RowChange& r = row_changes[i];
-      md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | " << fmt_sig(r.slowdown, 3)
+      md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | "
+         << (std::isfinite(r.slowdown) ? format_target(r.slowdown, r.limit) : fmt_sig(r.slowdown, 3))
          << "x" << (r.held_ab ? " (held in the same-call A/B)" : r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit "
          << fmt_sig(r.limit, 3) << ") |\n";
     }

@@ -137,6 +137,11 @@ std::vector<TimeSlowdown> time_slowdowns(const nlohmann::json& base_row, const n
 // config names the format and addressing), anchored. Empty for pack (it has no --filter) and
 // for no rows.
 std::string ab_filter(const std::string& what, const std::vector<nlohmann::json>& rows);
+// The same rows as several such filters, each at most max_bytes long (rows in their order, as
+// many to a filter as fit): bench attention's 162 rows make one of 5619 bytes, which --filter
+// refuses (kMaxFilterBytes), so an A/B of every row ran nothing. {""} for pack and for no rows.
+// A row whose own filter is longer than max_bytes gets a filter of its own.
+std::vector<std::string> ab_filters(const std::string& what, const std::vector<nlohmann::json>& rows, size_t max_bytes);
 
 // One measured time of a row (group as in TimeSlowdown: "" median_us, "pack" pack_us, ...) in a
 // same-call A/B: each round's base-build row and head row (either may be null: not in that

@@ -177,6 +177,22 @@ std::string ab_filter(const std::string& what, const std::vector<json>& rows) {
   return f;
 }
 
+std::vector<std::string> ab_filters(const std::string& what, const std::vector<json>& rows, size_t max_bytes) {
+  if (what == "pack" || rows.empty()) return {""};
+  std::vector<std::string> out;
+  std::vector<json> group;
+  for (const json& r : rows) {
+    group.push_back(r);
+    if (group.size() > 1 && ab_filter(what, group).size() > max_bytes) {
+      group.pop_back();
+      out.push_back(ab_filter(what, group));
+      group = {r};
+    }
+  }
+  out.push_back(ab_filter(what, group));
+  return out;
+}
+
 AbTimes ab_times(const std::string& group, const std::vector<std::pair<const json*, const json*>>& rounds, double limit) {
   const std::string f = group.empty() ? "median_us" : group + "_us";
   AbTimes a;

@@ -873,6 +873,11 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
     else if (!b) change = "new", improve.push_back("gate " + name + " added");
     else if (!h) change = "removed", regress.push_back("gate " + name + " removed");
     else if (sb != "FAIL" && sh == "FAIL") change = "REGRESSED", regress.push_back("gate " + name + " " + sb + " -> FAIL");
+    else if (sb == "FAIL" && ((sh == "skipped" && same_device) || (sh == "not run" && !head_narrowed)))
+      // A failing gate that no longer checks is not fixed (session 63's audit: read as "fixed").
+      change = "REGRESSED", regress.push_back("gate " + name + " FAIL -> " + sh +
+                                              (sh == "skipped" ? " on the same backend and device" : " in the head's full run") +
+                                              ": the failing check no longer runs");
     else if (sb == "FAIL" && sh != "FAIL") change = "fixed", improve.push_back("gate " + name + " FAIL -> " + sh);
     else if (sb == "FAIL" && sh == "FAIL" && (*h)["failed"].is_number_integer() && (*b)["failed"].is_number_integer() &&
              (*h)["failed"].get<int64_t>() > (*b)["failed"].get<int64_t>())
@@ -887,12 +892,14 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                                               (h->contains("skip_reason") && (*h)["skip_reason"].is_string()
                                                    ? ": " + (*h)["skip_reason"].get<std::string>()
                                                    : std::string()));
-    else if ((fixed_checks || same_cases) && sb == "ok" && sh == "ok" && same_device && (*h)["total"].is_number_integer() &&
-             (*b)["total"].is_number_integer() && (*h)["total"].get<int64_t>() < (*b)["total"].get<int64_t>())
+    else if ((fixed_checks || same_cases) && sb == "ok" && sh == "ok" && same_device &&
+             ((*h)["total"].get<int64_t>() < (*b)["total"].get<int64_t>() ||
+              (*h)["passed"].get<int64_t>() < (*b)["passed"].get<int64_t>()))
       // A serve or KV gate runs its fixture's checks, all of them every time, and a contract run
-      // of the same seed and cases draws the same cases: fewer is a check gone.
-      change = "REGRESSED", regress.push_back("gate " + name + " checks fewer: " + scalar((*b)["total"]) + " -> " +
-                                              scalar((*h)["total"]));
+      // of the same seed and cases draws the same cases: fewer is a check gone. Fewer passed at
+      // the same total is checks turned into skips (session 63's audit: 128/128 -> 2/128 with
+      // 126 skipped read as no change).
+      change = "REGRESSED", regress.push_back("gate " + name + " checks fewer: passed " + pt(b) + " -> " + pt(h));
     else if (sb != sh) change = sb + " -> " + sh;  // ok <-> skipped across backends (a device gate on cpu): said, not a regression
     const std::string rb = b ? ratio_of(*b) : "", rh = h ? ratio_of(*h) : "";
     const std::string ratio = rb == rh ? rh : (rb.empty() ? "-" : rb) + " -> " + (rh.empty() ? "-" : rh);
@@ -937,6 +944,9 @@ Status diff_receipts(const Receipt& base_receipt, const std::string& base_path, 
                                                 " -> " + ((*h)["at_least"].get<bool>() ? ">= " : "<= ") +
                                                 num((*h)["limit"].get<double>()) + ")");
       else if (sb == "met" && sh != "met") change = "REGRESSED", regress.push_back("target " + n + ": met -> " + sh);
+      else if ((sb == "-" || sb == "not measured") && sh == "NOT met")
+        // Measured now and missed: a target the base never judged is missed for the first time.
+        change = "REGRESSED", regress.push_back("target " + n + ": " + (b ? "not measured" : "new") + " -> NOT met");
       else if (sb != "met" && sh == "met") change = "now met", improve.push_back("target " + n + ": " + sb + " -> met");
       targets.rows.push_back({n, val(b), val(h), (t["at_least"].get<bool>() ? ">= " : "<= ") + num(t["limit"].get<double>()), change});
     });

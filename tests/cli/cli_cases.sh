@@ -120,9 +120,12 @@ case "$case_name" in
     [ $? -eq 1 ] || fail "a --gates-only shard did not exit 1"
     "$bin" fp8-rows --backend cpu --cases 4 --quiet --case "$line" --shard 2/2 --out "$tmp/cs.json" >/dev/null 2>&1
     [ $? -eq 1 ] || fail "--case L --shard 2/2 did not exit 1"
+    # A shard alone is refused by report (merged with its siblings or not shown: session 63).
+    expect 2 "fp8-rows: shard 1/2 missing (1 of 2 given)" "$bin" report "$tmp/sh.json"
+    expect 2 "fp8-rows: shard 1/2 missing (1 of 2 given)" "$bin" report "$tmp/cs.json"
     for r in go sh cs; do
       "$bin" report "$tmp/$r.json" >/dev/null 2>&1; rc=$?
-      [ $rc -eq 1 ] || fail "report $r.json: exit $rc, expected 1 (a failed, valid receipt)"
+      [ $r != go ] || [ $rc -eq 1 ] || fail "report $r.json: exit $rc, expected 1 (a failed, valid receipt)"
       python3 -c "import json,sys; [print(c) for c in json.load(open(sys.argv[1]))['replay']]" "$tmp/$r.json" > "$tmp/$r.cmds" ||
         fail "$r.json: no replay list"
       [ -s "$tmp/$r.cmds" ] || fail "$r.json: an empty replay list"
@@ -857,6 +860,33 @@ json.dump(r, open(sys.argv[2], 'w'))
       left=$(ls -A "$tmp" | grep '\.tmp\.' || true)
       [ -z "$left" ] || fail "try $t: temp files left: $left"
     done ;;
+  # diff (session 63's audit): checks turned into skips at the same total, a failing gate turned
+  # off (FAIL -> skipped on the same device), and a target the base did not measure that the head
+  # misses are regressions; each read as no change or as a fix before.
+  diff-audit-s63)
+    "$bin" q4-rows --backend cpu --quiet --cases 4 --out "$tmp/b.json" >/dev/null 2>&1 || fail "setup: q4-rows"
+    python3 - "$tmp" "$src/reports/h200/bench-compact.json" <<'PY' || fail "setup: edits"
+import json, sys
+t, src = sys.argv[1:3]
+def gate(r): return next(g for g in r["gates"] if g["name"] == "qk-bound")
+r = json.load(open(t + "/b.json")); gate(r).update(passed=2, skipped=6, skip_reason="every row has a poisoned group")
+json.dump(r, open(t + "/h_skips.json", "w"))
+b = json.load(open(t + "/b.json"))
+gate(b).update(passed=7, failed=1, ok=False, status="FAIL", failures=["case x: error 2 > bound"])
+b.update(verdict="fail", verdict_reasons=["gate qk-bound failed 1 of 8 checks"], replay=["tf-cuda-test q4-rows --backend cpu --cases 4"])
+json.dump(b, open(t + "/b_fail.json", "w"))
+h = json.load(open(t + "/b.json")); g = gate(h)
+g.update(passed=0, skipped=8, status="skipped", skip_reason="every row has a poisoned group"); g.pop("worst", None)
+json.dump(h, open(t + "/h_off.json", "w"))
+b = json.load(open(src)); b["targets"][0].update(measured=False, met=False); json.dump(b, open(t + "/bb.json", "w"))
+h = json.load(open(src)); h["targets"][0].update(value=0.5, met=False); h["verdict_reasons"].append("x")
+json.dump(h, open(t + "/bh.json", "w"))
+PY
+    expect 1 "gate qk-bound checks fewer: passed 8/8 -> 2/8" "$bin" diff "$tmp/b.json" "$tmp/h_skips.json"
+    expect 1 "gate qk-bound FAIL -> skipped on the same backend and device: the failing check no longer runs" \
+      "$bin" diff "$tmp/b_fail.json" "$tmp/h_off.json"
+    expect 1 "target 64MiB/bf16/p16: achieved / ceiling: not measured -> NOT met" "$bin" diff "$tmp/bb.json" "$tmp/bh.json"
+    expect 0 "" "$bin" diff "$tmp/b.json" "$tmp/b.json" ;;
   # report --merge-out: a shard receipt whose argv has no --shard says no shard (the relabelled
   # copy of shard 1 with --shard taken out of its argv merged and passed).
   merge-shard-argv-missing)

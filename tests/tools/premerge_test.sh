@@ -223,11 +223,13 @@ case "$case_" in
     expect 1 "not compared: the base was timed on NVIDIA H200, the head on NVIDIA H100 80GB HBM3, and no round of a same-call A/B" -- \
       --base "$d/base" --head "$d/cross" --out-dir "$d/x1"
     grep -q '162 measured times of 162 head rows compared' "$d/x1/premerge.md" && fail "ratios of two cards were compared"
-    # With the A/B of every row (as premerge --base-bin writes it across cards): its times decide;
-    # a target met -> not met and a verdict pass -> fail on the other card are notes.
+    # With the A/B of every row (as premerge --base-bin writes it across cards: the base build run
+    # on the head's card): its times decide; a target met -> not met and a verdict pass -> fail on
+    # the other card are notes.
     mkdir "$d/cross/ab"
     for b in attention pack compact; do for i in 1 2; do
       cp "$d/base/bench-$b.json" "$d/cross/ab/bench-$b-base-$i.json"; cp "$d/cross/bench-$b.json" "$d/cross/ab/bench-$b-head-$i.json"
+      edit "$d/cross/ab/bench-$b-base-$i.json" "r['device']['name']='NVIDIA H100 80GB HBM3'"
     done; done
     edit "$d/cross/bench-compact.json" "t=[t for t in r['targets'] if t['met']][0]; t['met']=False; t['value']=0.5; r['verdict']='fail'; r['verdict_reasons']=['row '+t['name']+': 0.5 < 0.85']"
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/cross" --out-dir "$d/x2"
@@ -285,6 +287,54 @@ case "$case_" in
     grep -q 'verdict pass -> fail in the first run, pass in the re-run: held' "$d/vflip2/premerge.md" || fail "the verdict the re-run passes is not held"
     rm "$d/head/bench-pack-rerun.json" && cp "$d/pack-head.json" "$d/head/bench-pack.json"
     ;;
+  # Session 63's audit of premerge --head: a second run or an A/B of another card, mode or
+  # build stood for the head; ab/ files that are loops or FIFOs aborted or hung; a target the base
+  # did not measure and the head missed, and a contract neither folder holds, passed; a slowdown
+  # past its limit printed as equal to it.
+  audit-s63)
+    mkdir "$d/base" "$d/head"
+    for f in fp8-rows bench-compact; do cp "$src/reports/h200/$f.json" "$d/base/"; cp "$src/reports/h200/$f.json" "$d/head/"; done
+    long="x=next(x for x in r['rows'] if x['median_us'] > 100)"
+    edit "$d/head/bench-compact.json" "$long; x['of_ceiling']/=1.0504"
+    expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o1"
+    grep -q '| 1.0504x \*\*SLOWER\*\* (limit 1.05) |' "$d/o1/premerge.md" || fail "the row table: $(grep SLOWER "$d/o1/premerge.md")"
+    # A second run from another card, or in --quick, is not the head's: not used.
+    cp "$d/base/bench-compact.json" "$d/head/bench-compact-rerun.json"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/o2"
+    edit "$d/head/bench-compact-rerun.json" "r['device']['name']='NVIDIA H100 80GB HBM3'"
+    expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o3"
+    grep -q "is not used: it was timed on NVIDIA H100 80GB HBM3, the head receipt on NVIDIA H200" "$d/o3/premerge.md" ||
+      fail "a second run of another card was used: $(grep 'second run' "$d/o3/premerge.md")"
+    cp "$d/base/bench-compact.json" "$d/head/bench-compact-rerun.json"
+    edit "$d/head/bench-compact-rerun.json" "r['quick']=True; r['argv'].append('--quick')"
+    expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o4"
+    grep -q "is not used: its mode (--quick, --l2, --timing) is not the head receipt's" "$d/o4/premerge.md" || fail "a --quick second run was used"
+    rm "$d/head/bench-compact-rerun.json"
+    # An A/B whose base side ran on another card than the head's: not used.
+    mkdir "$d/head/ab"
+    for i in 1 2; do cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-base-$i.json"; cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-head-$i.json"; done
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/o5"
+    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['device']['name']='NVIDIA H100 PCIe'"; done
+    expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o6"
+    grep -q "its base side was timed on NVIDIA H100 PCIe, the head receipt on NVIDIA H200" "$d/o6/premerge.md" || fail "an A/B of another card was used"
+    # A loop of symbolic links and a FIFO in ab/: the A/B not used, with the reason; no abort, no hang.
+    rm "$d/head/ab/bench-compact-base-1.json"; ln -s bench-compact-base-1.json "$d/head/ab/bench-compact-base-1.json"
+    expect 1 "1.0504x slower" -- --base "$d/base" --head "$d/head" --out-dir "$d/o7"
+    grep -q "bench-compact-base-1.json: Too many levels of symbolic links" "$d/o7/premerge.md" || fail "the loop is not named"
+    rm "$d/head/ab/bench-compact-base-1.json"; mkfifo "$d/head/ab/bench-compact-base-1.json"
+    out=$(timeout 20 "$tool" premerge --base "$d/base" --head "$d/head" --out-dir "$d/o8" 2>&1); rc=$?
+    [ "$rc" -eq 1 ] || fail "a FIFO in ab/: exit $rc: $(printf '%s' "$out" | tail -3)"
+    grep -q "bench-compact-base-1.json: not a regular file" "$d/o8/premerge.md" || fail "the FIFO is not named"
+    rm -r "$d/head/ab"; cp "$d/base/bench-compact.json" "$d/head/"
+    # A target the base did not measure, measured and missed by the head: a regression.
+    edit "$d/base/bench-compact.json" "t=r['targets'][0]; t['measured']=False; t['met']=False"
+    edit "$d/head/bench-compact.json" "t=r['targets'][0]; t['value']=0.5; t['met']=False; r['verdict_reasons'].append('x')"
+    expect 1 "not measured -> NOT met (0.5" -- --base "$d/base" --head "$d/head" --out-dir "$d/o9"
+    cp "$src/reports/h200/bench-compact.json" "$d/base/"; cp "$src/reports/h200/bench-compact.json" "$d/head/"
+    # --contracts naming a contract neither folder holds.
+    expect 2 "--contracts names q4-rows, but neither --base $d/base nor --head $d/head holds a receipt of it" -- \
+      --base "$d/base" --head "$d/head" --contracts fp8-rows,q4-rows --out-dir "$d/o10"
+    [ ! -e "$d/o10" ] || fail "a refused premerge wrote $d/o10" ;;
   gates)
     # The base's serve-gate / kv-gate receipts are replayed by the head (their commands, run from
     # the repository root as the base's were) and diffed; a replay that cannot run is a regression.

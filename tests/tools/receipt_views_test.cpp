@@ -824,7 +824,7 @@ TEST(ReceiptViews, GateDiffCommandsChecksAndFixture) {
   fewer["gates"][0]["total"] = 20;
   d = gate_diff(cuda, fewer);
   EXPECT_EQ(d.regressions, 1) << d.text;
-  EXPECT_TRUE(says(d, "gate concurrent == solo checks fewer: 30 -> 20")) << d.text;
+  EXPECT_TRUE(says(d, "gate concurrent == solo checks fewer: passed 30/30 -> 20/20")) << d.text;
   d = gate_diff(fewer, cuda);  // more checks: not a regression
   EXPECT_EQ(d.regressions, 0) << d.text;
   json fewer_cpu = cpu;

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "contracts/framework.h"
 #include "tools/html_report.h"
 #include "tools/junit.h"
 #include "tools/premerge.h"
@@ -474,6 +476,35 @@ TEST(Premerge, TheSameCallAbFilterSelectsExactlyItsRows) {
   EXPECT_EQ(odd, "^(a\\.b\\+c\\(1\\))$");
   EXPECT_TRUE(std::regex_search("a.b+c(1)", std::regex(odd, std::regex::ECMAScript)));
   EXPECT_FALSE(std::regex_search("axb+c(1)", std::regex(odd, std::regex::ECMAScript)));
+}
+
+// Every row of bench attention (162, as the committed receipt has them) in filters within --filter's
+// limit, which together select each row exactly once (session 63's audit: one filter of 5619
+// bytes was refused, so the A/B of every row across cards timed nothing).
+TEST(Premerge, TheSameCallAbFiltersFitTheLimitAndSelectEveryRowOnce) {
+  std::ifstream in(std::string(KC_SOURCE_DIR) + "/reports/h200/bench-attention.json");
+  const json r = json::parse(in);
+  const std::vector<json> rows(r["rows"].begin(), r["rows"].end());
+  ASSERT_GT(ab_filter("attention", rows).size(), kc::kMaxFilterBytes);
+  const std::vector<std::string> fs = ab_filters("attention", rows, kc::kMaxFilterBytes);
+  ASSERT_GT(fs.size(), 1u);
+  std::map<std::string, int> hits;
+  for (const std::string& f : fs) {
+    EXPECT_LE(f.size(), kc::kMaxFilterBytes);
+    const std::regex rx(f, std::regex::ECMAScript);
+    for (const json& x : rows) {
+      const std::string name = x["config"].get<std::string>() + "/" + x["format"].get<std::string>() + "/" +
+                               x["addressing"].get<std::string>();
+      hits[name] += std::regex_search(name, rx);
+    }
+  }
+  EXPECT_EQ(hits.size(), rows.size());
+  for (const auto& [name, n] : hits) EXPECT_EQ(n, 1) << name;
+  EXPECT_EQ(ab_filters("attention", rows, 1u << 20), std::vector<std::string>{ab_filter("attention", rows)});
+  EXPECT_EQ(ab_filters("pack", rows, 1000), std::vector<std::string>{""});
+  EXPECT_EQ(ab_filters("attention", {}, 1000), std::vector<std::string>{""});
+  // A row longer than the limit on its own still gets a filter (never an endless split).
+  EXPECT_EQ(ab_filters("compact", {json{{"config", "a"}}, json{{"config", "b"}}}, 3).size(), 2u);
 }
 
 TEST(Premerge, ASameCallAbHoldsATimeUnlessEveryRoundIsSlower) {
