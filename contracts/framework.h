@@ -121,6 +121,9 @@ class Run {
   // probe runs, in one shard or another, and counts in cases_matched for the dealing alone); the
   // receipt's cases.matched leaves them out, as cases.run does.
   int64_t matched_uncounted = 0;
+  // Of those, the ones this shard ran (a shard that ran refusal probes alone ran cases: it is no
+  // empty shard).
+  int64_t uncounted_run = 0;
   // Whether the last selected() that returned false left the case to another shard.
   bool last_out_by_shard() const { return last_out_by_shard_; }
 
@@ -200,8 +203,9 @@ std::string summary_line(const Receipt& receipt);
 // is followed, so the file it points to is replaced and the link stays. Returns the path that
 // will be replaced in *target. Nothing is written or created: a refused command leaves nothing.
 Status prepare_output(const std::string& path, std::string* target);
-// Whether two output paths name one file (after prepare_output's symlinks, compared
-// canonically): a second write would replace the first (--out and --junit, say).
+// Whether two paths name one file (symlinks followed as prepare_output follows them, compared
+// canonically): a write to a would replace b (--out and --junit, an --out naming an input).
+// Writes nothing (no probe file in either folder: b is often an input's).
 bool same_output(const std::string& a, const std::string& b);
 // The regular file directly in folder `dir` (a checkpoint's config.json, its safetensors, ...)
 // that writing `out` would replace, or "" when none would (or `dir` is empty or unreadable):

@@ -742,7 +742,13 @@ bool check_receipt(const json& r, Checker& c) {
     const bool runner = kind == "serve-gate" || kind == "kv-gate" || kind == "serve-memory" || contract_run(r);
     if (runner && r["controls"].empty())
       return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
-    if (contract_run(r) && r.contains("cases") && r["cases"].contains("run") && r["cases"]["run"] == 0)
+    // A shard of refusal probes alone (numbers.refusal_probes: cases that cases.run leaves out in a
+    // run with no --filter / --case) ran cases: shards 6 and 7 of fp8-rows --cases 5 are such.
+    const bool probes_alone = r["cases"].is_object() && r["cases"].contains("shard") && r.contains("numbers") &&
+                              r["numbers"].is_object() && r["numbers"].contains("refusal_probes") &&
+                              r["numbers"]["refusal_probes"].is_number_integer() &&
+                              r["numbers"]["refusal_probes"].get<int64_t>() > 0;
+    if (contract_run(r) && r.contains("cases") && r["cases"].contains("run") && r["cases"]["run"] == 0 && !probes_alone)
       return c.fail("verdict", "'pass' with cases.run 0 (a contract run that ran no case never passes)");
     // A run of every case (cases.every_case, unsharded: a shard's gates may miss cases that
     // other shards hold) reaches every gate: a gate that checked nothing there fails the run.

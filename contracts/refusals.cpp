@@ -397,8 +397,10 @@ void run_probes(Run& run, Backend& be, const std::vector<RefusalOp>& ops, const 
         if (!run.selected(cv)) {
           // A probe left out by a selection (or left to another shard) is not a generated case either.
           if (run.last_out_by_shard()) {
-            --run.cases_other_shard;
-            if (!run.narrowed()) ++run.matched_uncounted;  // another shard runs it, uncounted there too
+            // Another shard runs it: uncounted there too in a run with no selection; a selected
+            // probe is a counted case, so it stays among this shard's other_shards (run +
+            // other_shards = matched; session 63's audit found it left out).
+            if (!run.narrowed()) --run.cases_other_shard, ++run.matched_uncounted;
           } else {
             --run.cases_filtered;
           }
@@ -406,7 +408,7 @@ void run_probes(Run& run, Backend& be, const std::vector<RefusalOp>& ops, const 
         }
         // A probe is a case of this gate (its line replays with --case), but only counts as a
         // generated case when a selection picked it.
-        if (!run.narrowed()) --run.cases_run, ++run.matched_uncounted;
+        if (!run.narrowed()) --run.cases_run, ++run.matched_uncounted, ++run.uncounted_run;
         run.numbers["refusal_probes"] = run.numbers.value("refusal_probes", 0) + 1;
         Cache c = make_cache(f);
         const Cache before = c;

@@ -715,11 +715,21 @@ int serve_gate_command(const ServeGateCommand& cmd, std::ostream& out, std::ostr
   };
   // A drafted arm that never verified a draft compared plain decodes: vacuous, so it fails its
   // gate (a fixture whose prompts all stop at <|eos|> before a draft could be verified).
+  // A drafted arm compares the accept path only when a drafted token was accepted: with none, every
+  // verify keeps the root row alone, and a bug confined to accepted rows (their K/V moved to the
+  // wrong slot, tokens emitted from the wrong row) left the gate green (session 63's audit: a
+  // 1-layer random draft, 70 verifies, 0 accepted, the gate ok 6/6).
   auto gate_drafted = [&](Run& run, const std::string& gate, const Arm& a) {
-    run.check(gate, a.stats.verifies > 0, "arm=" + a.name + " format=" + a.format,
-              a.stats.verifies > 0 ? ""
-                                   : "the arm never verified a draft (0 verifies): its tokens are plain decodes, so "
-                                     "nothing drafted was compared");
+    const bool exercised = a.stats.verifies > 0 && a.stats.accepted > 0;
+    run.check(gate, exercised, "arm=" + a.name + " format=" + a.format,
+              exercised ? ""
+              : a.stats.verifies == 0
+                  ? "the arm never verified a draft (0 verifies): its tokens are plain decodes, so nothing drafted was "
+                    "compared"
+                  : "the arm accepted no drafted token (" + std::to_string(a.stats.verifies) + " verifies, " +
+                        std::to_string(a.stats.drafted) +
+                        " drafted, 0 accepted): only root rows were kept, so the accept path was not compared; use a "
+                        "draft that agrees with the target at times");
   };
   auto gate_pool = [&](Run& run, const Arm& a) {
     run.check("pool check", a.stats.pool_violations.empty(), "arm=" + a.name + " format=" + a.format,

@@ -740,6 +740,14 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 0 "" "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --backend cpu --out "$tmp/g.json"
     [ -f "$tmp/g.json" ] || fail "generate wrote no receipt"
     expect 2 "File name too long" "$bin" generate --model "$tmp/m" --prompt hi --max-tokens 2 --out "$tmp/$long.json" ;;
+  # A drafted arm whose draft never agrees (a 1-layer random model) verifies drafts but accepts
+  # none: the accept path was never compared, so the gate fails and says why (session 63's audit:
+  # the gate passed, 0 of 18 drafted tokens accepted).
+  serve-gate-no-accept)
+    "$bin" make-model --preset tiny --layers 1 --seed 7 --out "$tmp/d" >/dev/null 2>&1 || fail "setup"
+    serve_fixture "$tmp/s.json" "$SMALL; f.pop('golden', None); f['new_tokens'] = 8; f['draft'] = {'model': '$tmp/d', 'tokens': 1, 'tree': [8]}"
+    expect 1 "the arm accepted no drafted token (18 verifies, 18 drafted, 0 accepted)" \
+      "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet ;;
   # serve-gate --junit may not name a file of the fixture's models (as --out may not).
   serve-gate-junit-model)
     cp -r "$src/fixtures/models/stdlib-bytes-3m" "$tmp/mc"
@@ -859,6 +867,45 @@ json.dump(r, open(sys.argv[2], 'w'))
       grep -q -- "--seed $seed " "$tmp/j.xml" || fail "try $t: the receipt is seed $seed's run, the junit the other's"
       left=$(ls -A "$tmp" | grep '\.tmp\.' || true)
       [ -z "$left" ] || fail "try $t: temp files left: $left"
+    done ;;
+  # Shards that hold refusal probes alone ran cases (shards 6 and 7 of fp8-rows --cases 5 failed
+  # on correct code, "holds none of the 5 cases"); a selected probe another shard runs counts among
+  # cases.other_shards (run + other_shards = matched); and the merge of either set of shards is the
+  # unsharded run's counts (session 63's audit).
+  shard-probes-alone)
+    for i in 1 2 3 4 5 6 7; do
+      expect 0 "" "$bin" fp8-rows --backend cpu --quiet --cases 5 --shard $i/7 --out "$tmp/x$i.json"
+    done
+    expect 0 "" "$bin" report --merge-out "$tmp/m7" "$tmp"/x?.json
+    "$bin" fp8-rows --backend cpu --quiet --cases 5 --out "$tmp/u.json" >/dev/null 2>&1 || fail "the unsharded run failed"
+    for i in 1 2 3; do
+      expect 0 "" "$bin" fp8-rows --backend cpu --quiet --filter 'ptok=1,|arg=n,' --shard $i/3 --out "$tmp/f$i.json"
+    done
+    expect 0 "" "$bin" report --merge-out "$tmp/m3" "$tmp/f1.json" "$tmp/f2.json" "$tmp/f3.json"
+    "$bin" fp8-rows --backend cpu --quiet --filter 'ptok=1,|arg=n,' --out "$tmp/uf.json" >/dev/null 2>&1 || fail "the filtered run failed"
+    python3 - "$tmp" <<'PY' || fail "counts"
+import json, sys
+t = sys.argv[1]
+c = lambda f: json.load(open(t + "/" + f))["cases"]
+strip = lambda d: {k: v for k, v in d.items() if k != "merged_shards"}
+if strip(c("m7/fp8-rows.json")) != c("u.json"): sys.exit("7 shards merged: %s, unsharded: %s" % (c("m7/fp8-rows.json"), c("u.json")))
+if strip(c("m3/fp8-rows.json")) != c("uf.json"): sys.exit("3 filtered shards merged: %s, unsharded: %s" % (c("m3/fp8-rows.json"), c("uf.json")))
+for i in (1, 2, 3):
+    s = c("f%d.json" % i)
+    if s["run"] + s["other_shards"] != s["matched"]: sys.exit("shard %d: run %d + other_shards %d != matched %d" % (i, s["run"], s["other_shards"], s["matched"]))
+PY
+    ;;
+  # Checking that an output does not name an input writes nothing into the input's folder
+  # (session 63's audit: same_output made and removed a .kc-write-probe-* file in the fixture's and
+  # the model's folders, changing their modification times).
+  inputs-not-written)
+    mkdir -p "$tmp/in" "$tmp/o"
+    cp -r "$src/fixtures/models/stdlib-bytes-3m" "$src/fixtures/models/stdlib-bytes-3m-draft1" "$tmp/in/"
+    serve_fixture "$tmp/in/s.json" "$SMALL; f.pop('golden', None); f['model'] = '$tmp/in/stdlib-bytes-3m'; f['draft']['model'] = '$tmp/in/stdlib-bytes-3m-draft1'"
+    touch -d '2020-01-01 00:00:00' "$tmp/in" "$tmp/in/stdlib-bytes-3m" "$tmp/in/stdlib-bytes-3m-draft1"
+    expect 0 "" "$bin" serve-gate "$tmp/in/s.json" --backend cpu --quiet --out "$tmp/o/r.json" --junit "$tmp/o/j.xml"
+    for d in "$tmp/in" "$tmp/in/stdlib-bytes-3m" "$tmp/in/stdlib-bytes-3m-draft1"; do
+      [ "$(date -r "$d" +%Y)" = 2020 ] || fail "$d was written to (modified $(date -r "$d"))"
     done ;;
   # diff (session 63's audit): checks turned into skips at the same total, a failing gate turned
   # off (FAIL -> skipped on the same device), and a target the base did not measure that the head
