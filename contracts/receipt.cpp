@@ -744,7 +744,8 @@ bool check_receipt(const json& r, Checker& c) {
       return c.fail("verdict", "'pass' with no control (a run without its controls never passes)");
     // A shard of refusal probes alone (numbers.refusal_probes: cases that cases.run leaves out in a
     // run with no --filter / --case) ran cases: shards 6 and 7 of fp8-rows --cases 5 are such.
-    const bool probes_alone = r["cases"].is_object() && r["cases"].contains("shard") && r.contains("numbers") &&
+    const bool probes_alone = r.contains("cases") && r["cases"].is_object() && r["cases"].contains("shard") &&
+                              r.contains("numbers") &&
                               r["numbers"].is_object() && r["numbers"].contains("refusal_probes") &&
                               r["numbers"]["refusal_probes"].is_number_integer() &&
                               r["numbers"]["refusal_probes"].get<int64_t>() > 0;

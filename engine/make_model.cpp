@@ -217,11 +217,17 @@ Status CheckpointDirGuard::claim() {
                                       : std::string("cannot take its lock: ") + std::strerror(e)));
   }
   ::close(fd);
-  locked_ = true;
   if (!holds_only_the_lock(dir_, ec) || ec) {
+    // Another run filled the folder between this run's look and its lock (it wrote and released
+    // in between): only this run's lock goes, never that run's files. (cleanup() with the lock
+    // held removed config.json and model.safetensors: the loser of a race deleted the winner's
+    // checkpoint, seen once in a loaded ctest run.)
+    std::error_code rm;
+    fs::remove(lock, rm);
     cleanup();
     return Status::Error(dir_ + ": (output directory): " + (ec ? ec.message() : "exists and is not empty"));
   }
+  locked_ = true;
   return Status::Ok();
 }
 

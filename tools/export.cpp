@@ -126,8 +126,10 @@ int export_command(Backend& be, const std::string& contract, const std::string& 
   for (const auto& e : fs::directory_iterator(out_dir, ec)) {
     const std::string f = e.path().filename().string();
     std::error_code rec;
+    // Decimal without a leading zero, as std::to_string writes it (case007 is not one of ours).
     if (f.size() > 16 && f.rfind("case", 0) == 0 && f.ends_with(".safetensors") &&
-        std::all_of(f.begin() + 4, f.end() - 12, [](char ch) { return ch >= '0' && ch <= '9'; }) && e.is_regular_file(rec))
+        std::all_of(f.begin() + 4, f.end() - 12, [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+        (f[4] != '0' || f.size() == 17) && e.is_regular_file(rec))
       previous.push_back(e.path());
   }
   for (const fs::path& f : previous) {

@@ -342,7 +342,8 @@ std::string pack_plots(const json& r) {
   Series ceil{"copy ceiling (median)", "#444444", "1 3", {}};
   for (auto& [x, v] : ceiling) {
     std::sort(v.begin(), v.end());
-    ceil.points.push_back({x, v[v.size() / 2]});
+    const size_t m = v.size() / 2;  // an even count: the mean of the two middle values
+    ceil.points.push_back({x, v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2});
   }
   std::ostringstream o;
   o << "<h3>pack throughput against blob size</h3>\n<p>Bytes of every field moved per second, against a 16-byte copy "

@@ -656,6 +656,13 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
                       h["cases"].value("requested", json()).dump() + ", its base " +
                       file_of(o.base_dir, n + ".json") + " " + base.contracts[n]["cases"].value("requested", json()).dump() +
                       ": run the head with the base's --cases");
+      // And the base's seed, as premerge runs a head itself: another seed draws other cases, and
+      // the diff's rules that need the same cases (a gate that passes fewer checks) were off
+      // (session 63's audit: checks turned into skips passed with the seed changed).
+      if (base.contracts.count(n) && h["seed"] != base.contracts[n]["seed"])
+        return refuse("head " + file_of(o.head_dir, n + ".json") + " ran --seed " + h["seed"].dump() + ", its base " +
+                      file_of(o.base_dir, n + ".json") + " " + base.contracts[n]["seed"].dump() +
+                      ": run the head with the base's --seed");
     }
     // A bench timed under another L2 rule than its base (l2_policy): its ratios to the
     // ceiling measure something else (a run that finds its previous run's lines in L2).
@@ -985,8 +992,9 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
         if (why.empty() && receipt_card(b) != receipt_card(r))
           why = "its base side was timed on " + (receipt_card(b).empty() ? std::string("no named card") : receipt_card(b)) +
                 ", the head receipt on " + receipt_card(r);
-        if (why.empty() && bench_quick_mode(b) != bench_quick_mode(r))
-          why = "its base side's mode (--quick) is not the head receipt's";
+        if (why.empty() && (bench_quick_mode(b) != bench_quick_mode(r) || bench_l2_policy(b) != bench_l2_policy(r) ||
+                            b.value("timing", std::string("events")) != r.value("timing", std::string("events"))))
+          why = "its base side's mode (--quick, --l2, --timing) is not the head receipt's";
         if (why.empty())
           if (const std::string w = same_run_why(h, r); !w.empty()) why = "its head side: " + w, at = hf;
         if (!why.empty()) {
@@ -996,6 +1004,13 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
           break;
         }
         rounds.push_back({{"base", std::move(b)}, {"head", std::move(h)}});
+      }
+      // premerge writes two rounds: one alone is an interrupted A/B, and one round that held
+      // decided (session 63's audit).
+      if (rounds.size() == 1) {
+        run_notes.push_back("bench " + n + ": the same-call A/B in " + file_of(o.head_dir, "ab") +
+                            " is not used: it holds 1 round (premerge writes 2: an interrupted A/B)");
+        rounds = json::array();
       }
       if (!rounds.empty()) head_ab[n] = std::move(rounds);
     }
@@ -1082,7 +1097,18 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
       c.label = "bench " + n;
       c.head_file = o.head_dir.empty() ? file_of(head_out, "bench-" + n + ".json") : file_of(o.head_dir, "bench-" + n + ".json");
       c.head_verdict = h["verdict"].get<std::string>();
-      c.notes.push_back("no base receipt: not compared");
+      c.notes.push_back("no base receipt: times and targets not compared");
+      // Its rows' correctness needs no base: a row that erred or is not verified is a regression,
+      // as a gate added failing is (session 63's audit: a pack whose unpack wrote wrong bytes passed
+      // against a base without bench receipts). Targets missed are a card's speed: noted.
+      for (const auto& r : h["rows"]) {
+        const std::string k = bench_row_key(r);
+        if (r.contains("error"))
+          c.regressions.push_back("row " + k + " failed to run: " +
+                                  (r["error"].is_string() ? r["error"].get<std::string>() : r["error"].dump()));
+        else if (r.contains("verified") && r["verified"] != true)  // (attention rows carry none: the contracts verify them)
+          c.regressions.push_back("row " + k + " not verified (a new bench, with no base receipt)");
+      }
       all.push_back(c);
     }
 
@@ -1157,8 +1183,11 @@ int premerge_command(const PremergeOptions& o, std::ostream& out, std::ostream& 
     std::stable_sort(row_changes.begin(), row_changes.end(),
                      [](const RowChange& a, const RowChange& b) { return a.slowdown > b.slowdown; });
     md << "\n### Bench rows: largest slowdowns (" << (cross_benches.empty() ? "same-run ratios" : "same-run ratios; across cards, the same-call A/B's times") << ")\n\n| row | ratio (the time's smallest slowdown) | base | head | slowdown |\n|---|---|---|---|---|\n";
-    for (size_t i = 0; i < row_changes.size() && (i < 12 || row_changes[i].slowdown > row_changes[i].limit); ++i) {
+    // The 12 largest, and every row past its own limit (a row past a limit of 1.05 sorts below
+    // launch-bound rows within their 1.25, and was left out: session 63's audit).
+    for (size_t i = 0; i < row_changes.size(); ++i) {
       const RowChange& r = row_changes[i];
+      if (i >= 12 && !(r.slowdown > r.limit)) continue;
       md << "| " << r.row << " | " << r.field << " | " << fmt_sig(r.base) << " | " << fmt_sig(r.head) << " | "
          << (std::isfinite(r.slowdown) ? format_target(r.slowdown, r.limit) : fmt_sig(r.slowdown, 3))
          << "x" << (r.held_ab ? " (held in the same-call A/B)" : r.slowdown > r.limit ? " **SLOWER**" : "") << " (limit "

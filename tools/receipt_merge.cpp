@@ -131,6 +131,22 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
                          " of " + std::to_string(n) + " given)");
 
   json m = first;
+  // The merged run's command: shard 1's without its --shard (report and JUnit printed a command
+  // that runs one shard as the merged run's: session 63's audit). Its other words (--out, --junit)
+  // stay shard 1's; merged_from names every shard's file.
+  if (m.contains("argv") && m["argv"].is_array()) {
+    json argv = json::array();
+    const json& a = m["argv"];
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == "--shard") {
+        ++i;  // and its value
+        continue;
+      }
+      if (a[i].is_string() && a[i].get<std::string>().rfind("--shard=", 0) == 0) continue;
+      argv.push_back(a[i]);
+    }
+    m["argv"] = std::move(argv);
+  }
   m["git"]["dirty"] = false;
   m["gates"] = json::array();
   m["controls"] = json::array();

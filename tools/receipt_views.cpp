@@ -538,12 +538,14 @@ std::string render_receipt(const Receipt& receipt, const std::string& path, View
         o << subheading("failures of " + g["name"].get<std::string>(), f);
         std::vector<std::string> items;
         for (const auto& x : g["failures"]) {
-          if (items.size() == 5) {
-            items.push_back("... " + std::to_string(g["failures"].size() - 5) + " more");
-            break;
-          }
+          if (items.size() == 5) break;
           items.push_back(x.get<std::string>());
         }
+        // The rest counted from the gate's failed checks: the receipt keeps at most 8 lines, so
+        // "... 3 more" once stood for 7 (session 63's audit).
+        const int64_t failed = g["failed"].get<int64_t>();
+        if (failed > int64_t(items.size()))
+          items.push_back("... " + std::to_string(failed - int64_t(items.size())) + " more failed checks");
         o << bullets(items, f) << (f == ViewFormat::html ? "" : "\n");
       }
   }

@@ -527,7 +527,7 @@ PY
   # --cases 1 --shard 2/2 holds none of 1 case (it said 35, with "only shards 1 to 2 of 2").
   shard-empty-counts-cases)
     expect 1 "shard 2/2 holds none of the 1 cases (the selected cases are dealt to shards in turn, the k-th to shard k mod n + 1, so only shards 1 to 1 of 2 hold one)" \
-      "$bin" fp8-rows --backend cpu --quiet --cases 1 --shard 2/2 ;;
+      "$bin" rows-invariant --backend cpu --quiet --cases 1 --shard 2/2 ;;
   # --out (or serve-gate's --junit) naming the fixture, or kv-gate's token file, is refused before
   # anything runs: the receipt replaced the file the command had read (and the next run needs).
   out-names-input)
@@ -853,6 +853,21 @@ json.dump(r, open(sys.argv[2], 'w'))
     [ "$rc" -eq 0 ] && [ -f "$tmp/ign/model.safetensors" ] || fail "an ignored SIGINT stopped make-model: exit $rc: $(cat "$tmp/out")"
     [ -d "$tmp/empty" ] && [ -z "$(ls -A "$tmp/empty")" ] || fail "the existing empty --out holds: $(ls -A "$tmp/empty")"
     expect 0 "" "$bin" make-model --preset tiny --out "$tmp/empty" ;;
+  # A run that looks at a missing --out, then waits (the shim, $4) while another make-draft claims,
+  # writes and releases it, then takes the lock: it is refused and removes only its lock, never
+  # the other run's checkpoint (its cleanup removed config.json and model.safetensors).
+  make-out-late-lock)
+    export ASAN_OPTIONS=verify_asan_link_order=0
+    "$bin" make-model --preset tiny --out "$tmp/m" >/dev/null 2>&1 || fail "setup"
+    LD_PRELOAD=$mutant KC_SLOW_LOCK=2000 "$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/new/d" > "$tmp/late" 2>&1 &
+    pid=$!
+    sleep 0.5
+    expect 0 "" "$bin" make-draft --from "$tmp/m" --layers 1 --out "$tmp/new/d"
+    wait $pid; rc=$?
+    [ "$rc" -eq 2 ] || fail "the late run exited $rc: $(cat "$tmp/late")"
+    grep -q "exists and is not empty" "$tmp/late" || fail "the late run's reason: $(cat "$tmp/late")"
+    [ "$(ls -A "$tmp/new/d" | sort | tr '\n' ' ')" = "config.json model.safetensors " ] || fail "the folder holds: $(ls -A "$tmp/new/d")"
+    expect 0 "" "$bin" generate --model "$tmp/new/d" --prompt hi --max-tokens 2 --backend cpu ;;
   # Two runs writing one --out and one --junit at once (renames slowed by random amounts, $4):
   # the pair left is one run's (session 62's gap: renamed one at a time, it could be two runs').
   write-pair-one-run)
@@ -907,6 +922,31 @@ PY
     for d in "$tmp/in" "$tmp/in/stdlib-bytes-3m" "$tmp/in/stdlib-bytes-3m-draft1"; do
       [ "$(date -r "$d" +%Y)" = 2020 ] || fail "$d was written to (modified $(date -r "$d"))"
     done ;;
+  # Session 63's audit of the outputs: a merged receipt's command is the unsharded run's (it was
+  # shard 1's, --shard 1/2 and all); "... N more" counts the gate's failed checks, not the 8 lines
+  # the receipt keeps; export removes only the case files it writes (case007 is not one).
+  views-audit-s63)
+    for i in 1 2; do "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard $i/2 --out "$tmp/s$i.json" >/dev/null 2>&1; done
+    expect 0 "" "$bin" report --merge-out "$tmp/m" --junit "$tmp/m.xml" "$tmp/s1.json" "$tmp/s2.json"
+    if grep -q -- "--shard" "$tmp/m/fp8-rows.json" "$tmp/m.xml"; then fail "the merged receipt's command keeps --shard"; fi
+    out=$("$bin" report "$tmp/m/fp8-rows.json" 2>&1)
+    case "$out" in *"| command |"*"fp8-rows --backend cpu --quiet --cases 6 --out"*) ;; *) fail "report's command line: $out" ;; esac
+    "$bin" fp8-rows --backend cpu --quiet --cases 12 --out "$tmp/r.json" >/dev/null 2>&1 || fail "setup"
+    python3 - "$tmp/r.json" "$tmp/f.json" <<'PY' || fail "setup: the edit"
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = next(g for g in r["gates"] if g["name"] == "codes==reference")
+n = g["passed"]
+g.update(passed=0, failed=n, ok=False, status="FAIL", failures=["case %d: code 3 != 4" % i for i in range(8)])
+g.pop("worst", None)
+r.update(verdict="fail", verdict_reasons=["gate codes==reference failed %d of %d checks" % (n, n)], replay=["tf-cuda-test fp8-rows --backend cpu --cases 12"])
+json.dump(r, open(sys.argv[2], "w"))
+PY
+    expect 1 "... 7 more failed checks" "$bin" report "$tmp/f.json"
+    mkdir "$tmp/ex"; touch "$tmp/ex/case007.safetensors" "$tmp/ex/case9.safetensors"
+    expect 0 "" "$bin" export qwen-pages --backend cpu --cases 2 --out "$tmp/ex"
+    [ -f "$tmp/ex/case007.safetensors" ] || fail "export removed case007.safetensors, a file it never writes"
+    [ ! -e "$tmp/ex/case9.safetensors" ] || fail "export left the previous export's case9.safetensors" ;;
   # diff (session 63's audit): checks turned into skips at the same total, a failing gate turned
   # off (FAIL -> skipped on the same device), and a target the base did not measure that the head
   # misses are regressions; each read as no change or as a fix before.

@@ -335,6 +335,45 @@ case "$case_" in
     expect 2 "--contracts names q4-rows, but neither --base $d/base nor --head $d/head holds a receipt of it" -- \
       --base "$d/base" --head "$d/head" --contracts fp8-rows,q4-rows --out-dir "$d/o10"
     [ ! -e "$d/o10" ] || fail "a refused premerge wrote $d/o10" ;;
+  # Session 63's second premerge audit: a new bench (no base receipt) whose rows fail verification
+  # passed; a --head contract receipt of another seed turned off the same-cases rules; an A/B whose
+  # base side ran under another L2 rule, or of one round, held a slower row; premerge.md's row
+  # table left out a row past its 1.05 limit below twelve launch-bound rows within theirs.
+  audit-s63b)
+    mkdir "$d/base" "$d/head"
+    cp "$src/reports/h200/fp8-rows.json" "$d/base/"; cp "$src/reports/h200/fp8-rows.json" "$src/reports/h200/bench-pack.json" "$d/head/"
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/o1"
+    edit "$d/head/bench-pack.json" "x=r['rows'][0]; x['verified']=False; x['verification']='unpack wrote other bytes'; r['verdict']='fail'; r['verdict_reasons']=['row not verified']"
+    expect 1 "not verified (a new bench, with no base receipt)" -- --base "$d/base" --head "$d/head" --out-dir "$d/o2"
+    rm "$d/head/bench-pack.json"
+    cp "$src/reports/cpu/fp8-rows.json" "$d/cpu-b.json"; mkdir "$d/cb" "$d/ch"
+    cp "$src/reports/cpu/fp8-rows.json" "$d/cb/"; cp "$src/reports/cpu/fp8-rows.json" "$d/ch/"
+    edit "$d/ch/fp8-rows.json" "r['seed']=7"
+    expect 2 "ran --seed 7, its base $d/cb/fp8-rows.json" -- --base "$d/cb" --head "$d/ch" --out-dir "$d/o3"
+    # The A/B: a row 1.3x slower in both runs, held by rounds whose base side ran warm, or by one round.
+    cp "$src/reports/h200/bench-compact.json" "$d/base/"; cp "$src/reports/h200/bench-compact.json" "$d/head/"
+    long="x=next(x for x in r['rows'] if x['median_us'] > 100)"
+    edit "$d/head/bench-compact.json" "$long; x['of_ceiling']/=1.3; x['median_us']*=1.3"
+    cp "$d/head/bench-compact.json" "$d/head/bench-compact-rerun.json"; mkdir "$d/head/ab"
+    for i in 1 2; do
+      cp "$d/base/bench-compact.json" "$d/head/ab/bench-compact-base-$i.json"; cp "$d/head/bench-compact.json" "$d/head/ab/bench-compact-head-$i.json"
+      edit "$d/head/ab/bench-compact-base-$i.json" "$long; x['median_us']*=1.3"
+    done
+    expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/o4"
+    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['l2_policy']='warm'"; done
+    expect 1 "1.3x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/o5"
+    grep -q "its base side's mode (--quick, --l2, --timing) is not the head receipt's" "$d/o5/premerge.md" || fail "an A/B of another L2 rule was used"
+    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['l2_policy']='flush'"; done
+    rm "$d/head/ab/bench-compact-base-2.json" "$d/head/ab/bench-compact-head-2.json"
+    expect 1 "1.3x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/o6"
+    grep -q "it holds 1 round (premerge writes 2: an interrupted A/B)" "$d/o6/premerge.md" || fail "a one-round A/B was used"
+    rm -r "$d/head/ab" "$d/head/bench-compact-rerun.json"
+    # Thirteen launch-bound rows 1.2x slower (within 1.25) and one long row 1.1x (past 1.05): the
+    # long row is in the table, marked.
+    cp "$src/reports/h200/bench-compact.json" "$d/head/"
+    edit "$d/head/bench-compact.json" "[x.update(of_ceiling=x['of_ceiling']/1.2) for x in [x for x in r['rows'] if x['median_us'] < 20][:13]]; $long; x['of_ceiling']/=1.1"
+    expect 1 "1.1x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o7"
+    grep -q '| 1.1x \*\*SLOWER\*\* (limit 1.05) |' "$d/o7/premerge.md" || fail "the row past its limit is not in the table" ;;
   gates)
     # The base's serve-gate / kv-gate receipts are replayed by the head (their commands, run from
     # the repository root as the base's were) and diffed; a replay that cannot run is a regression.
