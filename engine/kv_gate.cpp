@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -767,15 +768,28 @@ std::string kv_bf16_arm_key(const std::string& fixture_sha, const std::string& t
 }
 
 std::string checkpoint_sha256(const std::string& dir) {
-  std::vector<std::string> names;
+  std::set<std::string> names;
   std::error_code ec;  // entries that cannot be examined (a loop of symbolic links) are no checkpoint files
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     std::error_code fec;
     if (it->is_regular_file(fec) && (n.ends_with(".safetensors") || n == "config.json" || n.ends_with(".index.json")))
-      names.push_back(n);
+      names.insert(n);
   }
-  std::sort(names.begin(), names.end());
+  // And every shard an index names, whatever its name: the loader reads weight_map's files (a
+  // shard called shard.bin was read and never hashed, so a model whose weights changed kept its
+  // hash and its stale bf16 arm: session 63's audit).
+  for (const std::string& n : std::set<std::string>(names)) {
+    if (!n.ends_with(".index.json")) continue;
+    std::string text;
+    if (!read_file((fs::path(dir) / n).string(), &text)) continue;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) continue;
+    for (const auto& [tensor, shard] : j["weight_map"].items())
+      if (shard.is_string() && !shard.get<std::string>().empty() && shard.get<std::string>().find('/') == std::string::npos &&
+          shard != "." && shard != "..")
+        names.insert(shard.get<std::string>());
+  }
   std::string all;
   for (const std::string& n : names) {
     std::string b;
@@ -1009,7 +1023,10 @@ int kv_gate_command(const KvGateCommand& cmd, std::ostream& out, std::ostream& e
       recall.push_back({{"probe", p.name},
                         {"depth", d},
                         {"group", p.group},
-                        {"beyond_training", d > train_ctx},
+                        // The deepest row fed and scored sits at depth - 2 (the answer's last
+                        // byte, at depth - 1, is only a target): as the depths' rule, a row at or
+                        // past the training context (513 of a 512-position context was marked).
+                        {"beyond_training", d - 1 > train_ctx},
                         {"passphrase", p.passphrase},
                         {"bf16", {{"recalled", rb.recalled}, {"first_miss", rb.first_miss}, {"got", rb.got}}},
                         {"quant", {{"recalled", rq.recalled}, {"first_miss", rq.first_miss}, {"got", rq.got}}},

@@ -132,8 +132,9 @@ bool kv_training_context(const std::string& model_dir, int64_t max_position_embe
 nlohmann::json kv_recall_summary(const nlohmann::json& recall);
 
 // The checkpoint's hash: sha256 over the sorted names and sha256 of its config.json,
-// *.index.json and *.safetensors files (one line "name sha256" each); also in generate's
-// and bench engine's receipts.
+// *.index.json and *.safetensors files, and of every shard an index's weight_map names (the
+// files the loader reads, whatever their names), one line "name sha256" each; also in
+// generate's and bench engine's receipts.
 std::string checkpoint_sha256(const std::string& dir);
 
 // The receipt's entry of one depth (kv.depths[i]): the stats, their bar verdict, and

@@ -947,6 +947,36 @@ PY
     expect 0 "" "$bin" export qwen-pages --backend cpu --cases 2 --out "$tmp/ex"
     [ -f "$tmp/ex/case007.safetensors" ] || fail "export removed case007.safetensors, a file it never writes"
     [ ! -e "$tmp/ex/case9.safetensors" ] || fail "export left the previous export's case9.safetensors" ;;
+  # kv-gate (session 63's audit): the checkpoint hash, the bf16 cache's key, covers a shard the
+  # index names whatever its file name (weights in shard.bin were read and never hashed, so a
+  # changed model reused its stale bf16 arm); a recall probe is beyond the training context only
+  # when a row it scores is (depth 513 of a 512-position context was marked).
+  kv-audit-s63)
+    python3 - "$src" "$tmp" <<'PY' || fail "setup"
+import json, os, shutil, struct, sys
+src, t = sys.argv[1:3]
+m = src + "/fixtures/models/stdlib-bytes-3m"
+b = open(m + "/model.safetensors", "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+for d, scale in (("a", 1.0), ("b", 1.15)):
+    os.makedirs(t + "/" + d); shutil.copy(m + "/config.json", t + "/" + d); shutil.copy(m + "/fixture.json", t + "/" + d)
+    json.dump({"weight_map": {k: "shard.bin" for k in h if k != "__metadata__"}}, open(t + "/" + d + "/model.safetensors.index.json", "w"))
+    bb = bytearray(b); s, e = h["model.norm.weight"]["data_offsets"]
+    for i in range(8 + n + s, 8 + n + e, 2):
+        f = struct.unpack("<f", struct.pack("<I", struct.unpack("<H", bb[i:i + 2])[0] << 16))[0] * scale
+        bb[i:i + 2] = struct.pack("<f", f)[2:4]
+    open(t + "/" + d + "/shard.bin", "wb").write(bb)
+k = json.load(open(src + "/fixtures/kv/ci.json")); k.pop("$schema", None)
+k["model"] = m; k["tokens"]["file"] = src + "/fixtures/text/stdlib-heldout-3.11.7.txt"
+k["recall"] = [{"name": "ind", "passphrase": "token", "plant": "\nzqxw_token = 1\n", "ask": "\nprint(zqxw_", "depths": [512, 513, 514]}]
+json.dump(k, open(t + "/kv.json", "w"))
+PY
+    expect 0 "" "$bin" generate --model "$tmp/a" --prompt hi --max-tokens 2 --backend cpu --out "$tmp/ga.json"
+    expect 0 "" "$bin" generate --model "$tmp/b" --prompt hi --max-tokens 2 --backend cpu --out "$tmp/gb.json"
+    python3 -c "import json,sys; a,b=(json.load(open(x))['generate']['checkpoint_sha256'] for x in sys.argv[1:]); sys.exit('one hash for two weights: ' + a if a == b else 0)" \
+      "$tmp/ga.json" "$tmp/gb.json" || fail "the shard's bytes are not in the checkpoint hash"
+    expect 0 "" "$bin" kv-gate "$tmp/kv.json" --format fp8 --backend cpu --quiet --bf16-cache "$tmp/c" --out "$tmp/k.json"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); f=[(x['depth'], x['beyond_training']) for x in r['kv']['recall']]; sys.exit(0 if f == [(512, False), (513, False), (514, True)] else 'beyond_training: %s' % f)" \
+      "$tmp/k.json" || fail "the probes' beyond_training" ;;
   # diff (session 63's audit): checks turned into skips at the same total, a failing gate turned
   # off (FAIL -> skipped on the same device), and a target the base did not measure that the head
   # misses are regressions; each read as no change or as a fix before.
