@@ -659,8 +659,18 @@ class FolderLocks {
     for (const auto& d : dirs) {
       const int fd = ::open(d.second.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) continue;
+      // Polled, not a blocking flock: a SIGINT or SIGTERM held off meanwhile (HoldSignals) must end
+      // the wait, where a blocking flock restarted and waited for the other run (18 s, or for
+      // ever behind a stopped one: session 63's review).
       int rc;
-      while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+      while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+        if (HoldSignals::held()) {
+          ::close(fd);
+          interrupted_ = HoldSignals::held();
+          return;
+        }
+        struct timespec t = {0, 5 * 1000 * 1000};
+        ::nanosleep(&t, nullptr);
       }
       if (rc != 0) {
         ::close(fd);
@@ -669,6 +679,8 @@ class FolderLocks {
       fds_.push_back(fd);
     }
   }
+  // The signal that ended the wait for a lock, 0 when every lock was taken (or skipped).
+  int interrupted() const { return interrupted_; }
   ~FolderLocks() {
     for (auto it = fds_.rbegin(); it != fds_.rend(); ++it) ::close(*it);  // closing releases the lock
   }
@@ -677,6 +689,7 @@ class FolderLocks {
 
  private:
   std::vector<int> fds_;
+  int interrupted_ = 0;
 };
 
 }  // namespace
@@ -700,6 +713,11 @@ Status write_files_atomic(const std::vector<std::pair<std::string, std::string>>
     staged.push_back(std::move(sf));
   }
   const FolderLocks locks(staged);
+  if (locks.interrupted()) {  // nothing renamed: the targets stay as they were, then the signal ends the run
+    for (auto it = staged.rbegin(); it != staged.rend(); ++it) it->abandon();
+    return Status::Error(files.front().first + ": write interrupted by signal " + std::to_string(locks.interrupted()) +
+                         " while another run held its folder");
+  }
   for (size_t i = 0; i < staged.size(); ++i)
     if (const Status st = commit_staged(staged[i]); !st.ok) {
       for (size_t k = staged.size(); k-- > i + 1;) staged[k].abandon();

@@ -161,6 +161,8 @@ int make_draft_command(const std::string& from_dir, int layers, const std::strin
                                {"kc_draft_layers", std::to_string(layers)},
                                {"kc_source_sha256", digest}});
   if (!st.ok) return fail("--out: " + st.message);
+  // A signal held off after the last tensor undoes the folder too (make_model_command).
+  if (const int sig = HoldSignals::held()) return fail("interrupted by signal " + std::to_string(sig));
   claimed = nullptr;
   guard.release();
   const auto bytes = fs::file_size(fs::path(out_dir) / "model.safetensors", ec);

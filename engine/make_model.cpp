@@ -289,6 +289,9 @@ int make_model_command(const std::string& preset, int layers, uint64_t seed, con
   // What was written must read back as a valid checkpoint of this config.
   Qwen3Config back;
   if (st.ok) st = check_qwen3_checkpoint(out_dir, &back);
+  // A signal held off after the last tensor (during the rename or the read-back) also undoes the
+  // folder, as the docs say: it ended the run with a whole checkpoint in place (session 63's review).
+  if (st.ok && HoldSignals::held()) st = Status::Error("interrupted by signal " + std::to_string(HoldSignals::held()));
   if (!st.ok) {
     // An existing non-empty folder was refused untouched; anything this run wrote goes.
     guard.cleanup();

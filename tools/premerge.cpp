@@ -485,7 +485,7 @@ Status same_call_ab(const std::string& what, const BenchOptions& bo, const std::
         hdoc = h.doc();
       } else {
         for (auto& r : pb["rows"]) b["rows"].push_back(r);
-        for (const auto& r : h.doc()["rows"]) hdoc["rows"].push_back(r);
+        for (const auto& r : h.doc().value("rows", json::array())) hdoc["rows"].push_back(r);
         fs::remove(pfile, ec);
       }
     }

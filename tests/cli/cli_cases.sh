@@ -842,6 +842,18 @@ json.dump(r, open(sys.argv[2], 'w'))
       [ "$rc" -eq $((128 + sig)) ] || fail "$1 signal $sig: exit $rc, expected $((128 + sig)): $(cat "$tmp/out")"
     done
     [ ! -e "$tmp/new" ] || fail "the interrupted runs left: $(find "$tmp/new" | tr '\n' ' ')"
+    # A SIGTERM after the last tensor (during model.safetensors' rename, the second held rename)
+    # undoes the folder too: it ended the run with a whole checkpoint in place.
+    rm -f "$tmp/mark"
+    LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
+      "$bin" make-model --preset tiny --out "$tmp/late/a" > "$tmp/out" 2>&1 &
+    pid=$!
+    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    sleep 2.2
+    kill -15 $pid
+    wait $pid; rc=$?
+    [ "$rc" -eq 143 ] || fail "a SIGTERM in the last rename: exit $rc: $(cat "$tmp/out")"
+    [ ! -e "$tmp/late" ] || fail "a SIGTERM in the last rename left: $(find "$tmp/late" | tr '\n' ' ')"
     # A SIGINT the run was started to ignore (sh's background job) stays ignored: the run completes.
     rm -f "$tmp/mark"
     LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
@@ -868,6 +880,29 @@ json.dump(r, open(sys.argv[2], 'w'))
     grep -q "exists and is not empty" "$tmp/late" || fail "the late run's reason: $(cat "$tmp/late")"
     [ "$(ls -A "$tmp/new/d" | sort | tr '\n' ' ')" = "config.json model.safetensors " ] || fail "the folder holds: $(ls -A "$tmp/new/d")"
     expect 0 "" "$bin" generate --model "$tmp/new/d" --prompt hi --max-tokens 2 --backend cpu ;;
+  # A run waiting for another run's folder lock ends on SIGTERM at once, writing nothing (it waited
+  # until the other run let go: 18 s, or for ever behind a stopped run).
+  write-lock-wait-signal)
+    export ASAN_OPTIONS=verify_asan_link_order=0
+    mkdir "$tmp/d"
+    LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:20000 KC_SLOW_RENAME_MARK="$tmp/mark" \
+      "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$tmp/d/a.json" > /dev/null 2>&1 &
+    pa=$!
+    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -e "$tmp/mark" ] || { kill -9 $pa; fail "the first run never reached its write"; }
+    "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$tmp/d/b.json" > "$tmp/b.out" 2>&1 &
+    pb=$!
+    sleep 2
+    t0=$(date +%s)
+    kill -15 $pb
+    wait $pb; rc=$?
+    t1=$(date +%s)
+    kill -9 $pa 2>/dev/null; wait $pa 2>/dev/null
+    [ "$rc" -eq 143 ] || fail "the waiting run exited $rc: $(cat "$tmp/b.out")"
+    [ $((t1 - t0)) -le 3 ] || fail "the waiting run took $((t1 - t0)) s to end on SIGTERM"
+    [ ! -e "$tmp/d/b.json" ] || fail "the interrupted run wrote its receipt"
+    left=$(ls -A "$tmp/d" | grep 'b\.json\.tmp' || true)
+    [ -z "$left" ] || fail "temp files left: $left" ;;
   # Two runs writing one --out and one --junit at once (renames slowed by random amounts, $4):
   # the pair left is one run's (session 62's gap: renamed one at a time, it could be two runs').
   write-pair-one-run)
@@ -943,6 +978,15 @@ r.update(verdict="fail", verdict_reasons=["gate codes==reference failed %d of %d
 json.dump(r, open(sys.argv[2], "w"))
 PY
     expect 1 "... 7 more failed checks" "$bin" report "$tmp/f.json"
+    # A full shard beside a --gates-only shard merges into a failed run, in either order (shard 1's
+    # controls_skipped alone was kept: one order refused the merge as self-contradicting).
+    # (the default case count: a run of every case, whose every_case the skipped controls decide)
+    for i in 1 2; do
+      "$bin" fp8-rows --backend cpu --quiet --shard $i/2 --out "$tmp/d$i.json" >/dev/null 2>&1
+      "$bin" fp8-rows --backend cpu --quiet --gates-only --shard $i/2 --out "$tmp/g$i.json" >/dev/null 2>&1
+    done
+    expect 1 "controls skipped" "$bin" report "$tmp/d1.json" "$tmp/g2.json"
+    expect 1 "controls skipped" "$bin" report "$tmp/g1.json" "$tmp/d2.json"
     mkdir "$tmp/ex"; touch "$tmp/ex/case007.safetensors" "$tmp/ex/case9.safetensors"
     expect 0 "" "$bin" export qwen-pages --backend cpu --cases 2 --out "$tmp/ex"
     [ -f "$tmp/ex/case007.safetensors" ] || fail "export removed case007.safetensors, a file it never writes"
