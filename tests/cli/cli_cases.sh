@@ -19,6 +19,9 @@ $out"
   case "$out" in *"$pat"*) ;; *) fail "no '$pat' in the output of: $*
 $out";; esac
 }
+# wait_for_mark: waits up to 30 s for $tmp/mark, which the slow_rename shim ($4) creates when a
+# run reaches the rename (or lock) it holds open.
+wait_for_mark() { i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 # A cpu receipt of a contract (few cases) in $tmp/NAME.json.
 cpu_receipt() { "$bin" "$1" --backend cpu --cases 2 --quiet --seed 7 --out "$tmp/$1.json" >/dev/null 2>&1; }
 
@@ -810,7 +813,7 @@ json.dump(r, open(sys.argv[2], 'w'))
       LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
         "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$d/r.json" --junit "$d/j.xml" > "$d.out" 2>&1 &
       pid=$!
-      i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+      wait_for_mark
       [ -e "$tmp/mark" ] || { kill -9 $pid; fail "signal $sig: the run never reached its final write: $(cat "$d.out")"; }
       kill -$sig $pid
       wait $pid; rc=$?
@@ -835,7 +838,7 @@ json.dump(r, open(sys.argv[2], 'w'))
         'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
         "$bin" "$@" > "$tmp/out" 2>&1 &
       pid=$!
-      i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+      wait_for_mark
       [ -e "$tmp/mark" ] || { kill -9 $pid; fail "$1: never reached its write: $(cat "$tmp/out")"; }
       kill -$sig $pid
       wait $pid; rc=$?
@@ -848,7 +851,7 @@ json.dump(r, open(sys.argv[2], 'w'))
     LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
       "$bin" make-model --preset tiny --out "$tmp/late/a" > "$tmp/out" 2>&1 &
     pid=$!
-    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    wait_for_mark
     sleep 2.2
     kill -15 $pid
     wait $pid; rc=$?
@@ -859,7 +862,7 @@ json.dump(r, open(sys.argv[2], 'w'))
     LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:1500 KC_SLOW_RENAME_MARK="$tmp/mark" \
       "$bin" make-model --preset tiny --out "$tmp/ign" > "$tmp/out" 2>&1 &
     pid=$!
-    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    wait_for_mark
     kill -2 $pid
     wait $pid; rc=$?
     [ "$rc" -eq 0 ] && [ -f "$tmp/ign/model.safetensors" ] || fail "an ignored SIGINT stopped make-model: exit $rc: $(cat "$tmp/out")"
@@ -888,7 +891,7 @@ json.dump(r, open(sys.argv[2], 'w'))
     LD_PRELOAD=$mutant KC_SLOW_RENAME=fixed:20000 KC_SLOW_RENAME_MARK="$tmp/mark" \
       "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$tmp/d/a.json" > /dev/null 2>&1 &
     pa=$!
-    i=0; while [ ! -e "$tmp/mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    wait_for_mark
     [ -e "$tmp/mark" ] || { kill -9 $pa; fail "the first run never reached its write"; }
     "$bin" fp8-rows --backend cpu --quiet --cases 2 --out "$tmp/d/b.json" > "$tmp/b.out" 2>&1 &
     pb=$!
