@@ -384,16 +384,17 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
     // A signal held off by the caller (make-model's claim of its folder: contracts/signals.h) stops
     // the write at the next 1 Mi elements: the temp file goes, and the caller undoes the rest
     // before its hold ends and the signal takes effect.
-    const auto interrupted = [&]() -> bool {
-      if (!HoldSignals::held()) return false;
+    // "" to go on; else the reason, with the temp file gone.
+    const auto interrupted = [&]() -> std::string {
+      const int sig = HoldSignals::held();
+      if (!sig) return "";
       os.close();
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
-      return true;
+      return "interrupted by signal " + std::to_string(sig);
     };
-    const auto interrupted_why = [] { return "interrupted by signal " + std::to_string(HoldSignals::held()); };
     for (const TensorToWrite& t : tensors) {
-      if (interrupted()) return fail("(file)", interrupted_why());
+      if (const std::string why = interrupted(); !why.empty()) return fail("(file)", why);
       const size_t es = dtype_size(t.dtype);
       const std::vector<float>* values = &t.values;
       if (t.generate) {
@@ -404,7 +405,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
         values = &generated;
       }
       for (size_t at = 0; at < values->size(); at += kChunk) {
-        if (interrupted()) return fail("(file)", interrupted_why());
+        if (const std::string why = interrupted(); !why.empty()) return fail("(file)", why);
         const size_t cnt = std::min(kChunk, values->size() - at);
         buf.resize(cnt * es);
         for (size_t i = 0; i < cnt; ++i) {
