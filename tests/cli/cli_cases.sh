@@ -360,6 +360,10 @@ case "$case_name" in
     expect 2 "page size 1048576 exceeds max_position_embeddings 4096" \
       "$bin" generate --model "$m" --prompt hi --max-tokens 4 --pages 1048576 --backend cpu --out "$tmp/big.json"
     [ ! -e "$tmp/big.json" ] || fail "a refused generate wrote its receipt"
+    # One past the context is refused too (session 64's mutation round: a bound of the context + 1
+    # passed this case).
+    expect 2 "page size 4097 exceeds max_position_embeddings 4096" \
+      "$bin" generate --model "$m" --prompt hi --max-tokens 4 --pages 4097 --backend cpu
     expect 0 "" "$bin" generate --model "$m" --prompt hi --max-tokens 4 --pages 4096 --backend cpu --out "$tmp/p.json"
     expect 0 "" "$bin" generate --model "$m" --prompt hi --max-tokens 4 --backend cpu --out "$tmp/w.json"
     python3 -c "import json,sys; a,b=(json.load(open(x))['generate']['tokens'] for x in sys.argv[1:]); sys.exit(0 if a==b and a else 'pages %s, window %s' % (a,b))" \
