@@ -782,6 +782,11 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 2 "'pass' without cases.run" "$bin" report "$tmp/nm1.json"
     edit "$tmp/nm.json" "$tmp/nm2.json" "r['verdict']='pass'; r['verdict_reasons']=[]; r['replay']=[]; del r['cases']['run']"
     expect 2 "'pass' without cases.run" "$bin" report "$tmp/nm2.json"
+    # A pass with cases.run 0 beside numbers.refusal_probes: probes excuse a shard of probes alone,
+    # never an unsharded run (session 64's mutation round: the shard condition dropped, no case
+    # noticed; the unit test's receipt has no refusal_probes).
+    edit "$tmp/full.json" "$tmp/r0.json" "r['cases']['run']=0"
+    expect 2 "'pass' with cases.run 0" "$bin" report "$tmp/r0.json"
     # A gate that checked nothing in a run of every case.
     grep -q '"every_case": true' "$tmp/full.json" || fail "a default run's receipt does not say every_case true"
     edit "$tmp/full.json" "$tmp/e1.json" "g=r['gates'][3]; g.update(passed=0,total=0,status='not run'); g.pop('worst',None)"
@@ -994,6 +999,15 @@ PY
     done
     expect 1 "controls skipped" "$bin" report "$tmp/d1.json" "$tmp/g2.json"
     expect 1 "controls skipped" "$bin" report "$tmp/g1.json" "$tmp/d2.json"
+    # The merge's controls_skipped is the shards' sum (docs/design.md), and --shard=i/n leaves the
+    # merged command as --shard i/n does (session 64's mutation round: the last shard's count, and
+    # the --shard=i/n word kept, went unnoticed).
+    expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mg" "$tmp/g1.json" "$tmp/g2.json"
+    python3 -c "import json,sys; n=[json.load(open(f)).get('controls_skipped') for f in sys.argv[1:]]; sys.exit(0 if n[2] == n[0] + n[1] else 'controls_skipped %s + %s merged into %s' % tuple(n))" \
+      "$tmp/g1.json" "$tmp/g2.json" "$tmp/mg/fp8-rows.json" || fail "the merged controls_skipped"
+    for i in 1 2; do "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard=$i/2 --out "$tmp/e$i.json" >/dev/null 2>&1; done
+    expect 0 "" "$bin" report --merge-out "$tmp/me" "$tmp/e1.json" "$tmp/e2.json"
+    if grep -q -- "--shard" "$tmp/me/fp8-rows.json"; then fail "the merged receipt's command keeps --shard=i/n"; fi
     mkdir "$tmp/ex"; touch "$tmp/ex/case007.safetensors" "$tmp/ex/case9.safetensors"
     expect 0 "" "$bin" export qwen-pages --backend cpu --cases 2 --out "$tmp/ex"
     [ -f "$tmp/ex/case007.safetensors" ] || fail "export removed case007.safetensors, a file it never writes"
