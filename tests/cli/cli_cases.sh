@@ -1060,6 +1060,11 @@ json.dump(b, open(t + "/b_fail.json", "w"))
 h = json.load(open(t + "/b.json")); g = gate(h)
 g.update(passed=0, skipped=8, status="skipped", skip_reason="every row has a poisoned group"); g.pop("worst", None)
 json.dump(h, open(t + "/h_off.json", "w"))
+h = json.load(open(t + "/b.json")); g = gate(h); g.update(passed=0, total=0, status="not run"); g.pop("worst", None)
+json.dump(h, open(t + "/h_notrun.json", "w"))
+b = json.load(open(src)); del b["targets"][0]; json.dump(b, open(t + "/bn.json", "w"))
+p = json.load(open(src.replace("bench-compact", "bench-pack"))); p["rows"][0]["note"] = "timed with the fallback kernel"
+json.dump(p, open(t + "/pn.json", "w"))
 b = json.load(open(src)); b["targets"][0].update(measured=False, met=False); json.dump(b, open(t + "/bb.json", "w"))
 h = json.load(open(src)); h["targets"][0].update(value=0.5, met=False); h["verdict_reasons"].append("x")
 json.dump(h, open(t + "/bh.json", "w"))
@@ -1068,6 +1073,18 @@ PY
     expect 1 "gate qk-bound FAIL -> skipped on the same backend and device: the failing check no longer runs" \
       "$bin" diff "$tmp/b_fail.json" "$tmp/h_off.json"
     expect 1 "target 64MiB/bf16/p16: achieved / ceiling: not measured -> NOT met" "$bin" diff "$tmp/bb.json" "$tmp/bh.json"
+    # Session 64's mutation round, each rule dropped and no case noticed: a failing gate that does
+    # not run in the head's full run, and a target new in the head and missed, are regressions; a
+    # row's note is free text, not part of its name (the row read as removed and another added);
+    # report lists a gate's failures without "... 0 more" when it lists them all.
+    expect 1 "gate qk-bound FAIL -> not run in the head's full run: the failing check no longer runs" \
+      "$bin" diff "$tmp/b_fail.json" "$tmp/h_notrun.json"
+    expect 1 "target 64MiB/bf16/p16: achieved / ceiling: new -> NOT met" "$bin" diff "$tmp/bn.json" "$tmp/bh.json"
+    n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rows']))" "$tmp/pn.json")
+    expect 0 "Rows: 0 faster, 0 slower (beyond 3 %), $n within 3 %, 0 in one receipt only" \
+      "$bin" diff "$src/reports/h200/bench-pack.json" "$tmp/pn.json"
+    expect 1 "- case x: error 2 > bound" "$bin" report "$tmp/b_fail.json"
+    case "$out" in *"more failed checks"*) fail "report says more failed checks than it lists: $out";; esac
     expect 0 "" "$bin" diff "$tmp/b.json" "$tmp/b.json" ;;
   # report --merge-out: a shard receipt whose argv has no --shard says no shard (the relabelled
   # copy of shard 1 with --shard taken out of its argv merged and passed).
