@@ -309,6 +309,15 @@ case "$case_" in
     edit "$d/head/bench-compact-rerun.json" "r['quick']=True; r['argv'].append('--quick')"
     expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o4"
     grep -q "is not used: its mode (--quick, --l2, --timing) is not the head receipt's" "$d/o4/premerge.md" || fail "a --quick second run was used"
+    # Nor is one from another binary (build.id) than the head receipt's (session 64's mutation
+    # round: the build.id rule dropped, no case noticed).
+    cp "$d/base/bench-compact.json" "$d/head/bench-compact-rerun.json"
+    edit "$d/head/bench-compact.json" "r['build']={'id':'ab12'}"
+    edit "$d/head/bench-compact-rerun.json" "r['build']={'id':'cd34'}"
+    expect 1 "1.0504x slower by every same-run ratio, limit 1.05" -- --base "$d/base" --head "$d/head" --out-dir "$d/o4b"
+    grep -q "is not used: its binary (build.id cd34) is not the head receipt's (ab12)" "$d/o4b/premerge.md" ||
+      fail "a second run of another binary was used: $(grep 'second run' "$d/o4b/premerge.md")"
+    edit "$d/head/bench-compact.json" "r.pop('build')"
     rm "$d/head/bench-compact-rerun.json"
     # An A/B whose base side ran on another card than the head's: not used.
     mkdir "$d/head/ab"
@@ -345,6 +354,11 @@ case "$case_" in
     expect 0 "PASS - no regression" -- --base "$d/base" --head "$d/head" --out-dir "$d/o1"
     edit "$d/head/bench-pack.json" "x=r['rows'][0]; x['verified']=False; x['verification']='unpack wrote other bytes'; r['verdict']='fail'; r['verdict_reasons']=['row not verified']"
     expect 1 "not verified (a new bench, with no base receipt)" -- --base "$d/base" --head "$d/head" --out-dir "$d/o2"
+    # A row of it that failed to run is one too (session 64's mutation round: that rule dropped,
+    # no case noticed).
+    cp "$src/reports/h200/bench-pack.json" "$d/head/"
+    edit "$d/head/bench-pack.json" "x=r['rows'][0]; r['rows'][0]={'config':x['config'],'format':x['format'],'addressing':x['addressing'],'error':'CUDA error (unspecified launch failure)'}; r['verdict']='fail'; r['verdict_reasons']=['row failed to run']"
+    expect 1 "failed to run: CUDA error (unspecified launch failure)" -- --base "$d/base" --head "$d/head" --out-dir "$d/o2b"
     rm "$d/head/bench-pack.json"
     cp "$src/reports/cpu/fp8-rows.json" "$d/cpu-b.json"; mkdir "$d/cb" "$d/ch"
     cp "$src/reports/cpu/fp8-rows.json" "$d/cb/"; cp "$src/reports/cpu/fp8-rows.json" "$d/ch/"
@@ -363,7 +377,12 @@ case "$case_" in
     for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['l2_policy']='warm'"; done
     expect 1 "1.3x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/o5"
     grep -q "its base side's mode (--quick, --l2, --timing) is not the head receipt's" "$d/o5/premerge.md" || fail "an A/B of another L2 rule was used"
-    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['l2_policy']='flush'"; done
+    # ... or under another --timing than the head receipt's (session 64's mutation round: the
+    # timing rule dropped, no case noticed).
+    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r['l2_policy']='flush'; r['timing']='graph'"; done
+    expect 1 "1.3x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/o5b"
+    grep -q "its base side's mode (--quick, --l2, --timing) is not the head receipt's" "$d/o5b/premerge.md" || fail "an A/B of another --timing was used"
+    for i in 1 2; do edit "$d/head/ab/bench-compact-base-$i.json" "r.pop('timing')"; done
     rm "$d/head/ab/bench-compact-base-2.json" "$d/head/ab/bench-compact-head-2.json"
     expect 1 "1.3x slower by every same-run ratio in both runs" -- --base "$d/base" --head "$d/head" --out-dir "$d/o6"
     grep -q "it holds 1 round (premerge writes 2: an interrupted A/B)" "$d/o6/premerge.md" || fail "a one-round A/B was used"
