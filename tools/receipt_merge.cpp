@@ -317,13 +317,15 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
   // to it; diff compares the two runs' cases).
   if (counted) m["cases"]["every_case"] = every_case;
   m["cases"]["merged_shards"] = n;
-  // Controls skipped (--gates-only) in any shard: the merged run skipped them all (shard 1's count
+  // Controls skipped (--gates-only) in any shard: the merged run did not run them (shard 1's count
   // alone was kept, and a full shard 1 beside a --gates-only shard 2 merged into a receipt that
-  // contradicted itself: session 63's review).
+  // contradicted itself: session 63's review). The count is the largest shard's, not the sum:
+  // every shard holds the same controls, so two --gates-only shards of fp8-rows skipped its 13
+  // controls, as the unsharded run says, not 26 (session 64).
   int64_t skipped_controls = 0;
   for (const auto& r : shards)
     if (r.contains("controls_skipped") && r["controls_skipped"].is_number_integer())
-      skipped_controls += r["controls_skipped"].get<int64_t>();
+      skipped_controls = std::max(skipped_controls, r["controls_skipped"].get<int64_t>());
   if (skipped_controls > 0) m["controls_skipped"] = skipped_controls;  // (that shard failed: so does the merge)
   else m.erase("controls_skipped");
   m["timings"]["total_s"] = longest;

@@ -999,12 +999,15 @@ PY
     done
     expect 1 "controls skipped" "$bin" report "$tmp/d1.json" "$tmp/g2.json"
     expect 1 "controls skipped" "$bin" report "$tmp/g1.json" "$tmp/d2.json"
-    # The merge's controls_skipped is the shards' sum (docs/design.md), and --shard=i/n leaves the
-    # merged command as --shard i/n does (session 64's mutation round: the last shard's count, and
-    # the --shard=i/n word kept, went unnoticed).
+    # The merge's controls_skipped is the unsharded run's: the controls, every shard's same ones,
+    # not the shards' sum (26 for fp8-rows' 13); a full shard beside a --gates-only one skipped
+    # them all too. And --shard=i/n leaves the merged command as --shard i/n does (session 64's
+    # mutation round: the last shard's count, and the --shard=i/n word kept, went unnoticed).
+    "$bin" fp8-rows --backend cpu --quiet --gates-only --out "$tmp/gu.json" >/dev/null 2>&1
     expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mg" "$tmp/g1.json" "$tmp/g2.json"
-    python3 -c "import json,sys; n=[json.load(open(f)).get('controls_skipped') for f in sys.argv[1:]]; sys.exit(0 if n[2] == n[0] + n[1] else 'controls_skipped %s + %s merged into %s' % tuple(n))" \
-      "$tmp/g1.json" "$tmp/g2.json" "$tmp/mg/fp8-rows.json" || fail "the merged controls_skipped"
+    expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mh" "$tmp/d1.json" "$tmp/g2.json"
+    python3 -c "import json,sys; n=[json.load(open(f)).get('controls_skipped') for f in sys.argv[1:]]; sys.exit(0 if n[0] and n[0] >= 1 and n[1:] == [n[0]] * 4 else 'controls_skipped: unsharded %s, shards %s and %s merged into %s, full + gates-only into %s' % tuple(n))" \
+      "$tmp/gu.json" "$tmp/g1.json" "$tmp/g2.json" "$tmp/mg/fp8-rows.json" "$tmp/mh/fp8-rows.json" || fail "the merged controls_skipped"
     for i in 1 2; do "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard=$i/2 --out "$tmp/e$i.json" >/dev/null 2>&1; done
     expect 0 "" "$bin" report --merge-out "$tmp/me" "$tmp/e1.json" "$tmp/e2.json"
     if grep -q -- "--shard" "$tmp/me/fp8-rows.json"; then fail "the merged receipt's command keeps --shard=i/n"; fi
