@@ -1006,8 +1006,9 @@ PY
     "$bin" fp8-rows --backend cpu --quiet --gates-only --out "$tmp/gu.json" >/dev/null 2>&1
     expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mg" "$tmp/g1.json" "$tmp/g2.json"
     expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mh" "$tmp/d1.json" "$tmp/g2.json"
-    python3 -c "import json,sys; n=[json.load(open(f)).get('controls_skipped') for f in sys.argv[1:]]; sys.exit(0 if n[0] and n[0] >= 1 and n[1:] == [n[0]] * 4 else 'controls_skipped: unsharded %s, shards %s and %s merged into %s, full + gates-only into %s' % tuple(n))" \
-      "$tmp/gu.json" "$tmp/g1.json" "$tmp/g2.json" "$tmp/mg/fp8-rows.json" "$tmp/mh/fp8-rows.json" || fail "the merged controls_skipped"
+    expect 1 "controls skipped" "$bin" report --merge-out "$tmp/mi" "$tmp/g1.json" "$tmp/d2.json"
+    python3 -c "import json,sys; n=[json.load(open(f)).get('controls_skipped') for f in sys.argv[1:]]; sys.exit(0 if n[0] and n[0] >= 1 and n[1:] == [n[0]] * 5 else 'controls_skipped: unsharded %s, shards %s and %s merged into %s, full + gates-only into %s and %s' % tuple(n))" \
+      "$tmp/gu.json" "$tmp/g1.json" "$tmp/g2.json" "$tmp/mg/fp8-rows.json" "$tmp/mh/fp8-rows.json" "$tmp/mi/fp8-rows.json" || fail "the merged controls_skipped"
     for i in 1 2; do "$bin" fp8-rows --backend cpu --quiet --cases 6 --shard=$i/2 --out "$tmp/e$i.json" >/dev/null 2>&1; done
     expect 0 "" "$bin" report --merge-out "$tmp/me" "$tmp/e1.json" "$tmp/e2.json"
     if grep -q -- "--shard" "$tmp/me/fp8-rows.json"; then fail "the merged receipt's command keeps --shard=i/n"; fi
