@@ -168,5 +168,48 @@ TEST(Fp8RowsContract, RowsSoloEncodesTheLastRowAlone) {
   EXPECT_FALSE(r.pass);
 }
 
+// e4m3-sampled==reference samples the floats just below each threshold (448, 464, 2^-10, 2^-6,
+// the subnormal step, Inf), both signs (host mutation sweep, round 18: blocks that started at
+// the threshold passed a conversion wrong on the float just below each; the spread blocks reach
+// none of them). This conversion flips the code's lowest bit there.
+class BelowThresholdEncodeBitsBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status e4m3_encode_bits(uint64_t first, uint64_t count, uint8_t* out) override {
+    const Status st = ForwardingBackend::e4m3_encode_bits(first, count, out);
+    if (!st.ok) return st;
+    for (uint32_t edge : {0x43E00000u, 0x43E80000u, 0x3A800000u, 0x3C800000u, 0x3B000000u, 0x7F800000u})
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        const uint64_t below = uint64_t((edge | sign) - 1);
+        if (below >= first && below - first < count) out[below - first] ^= 1;
+      }
+    return st;
+  }
+};
+
+TEST(Fp8RowsContract, SampledConversionReachesTheFloatBelowEachThreshold) {
+  const RunResult r = test::run_cpu_through<BelowThresholdEncodeBitsBackend>("fp8-rows", 1, "", true);
+  EXPECT_GT(test::gate_failed(r, "e4m3-sampled==reference"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// The refusals gate wants each last valid value accepted, not only each first invalid one
+// refused (round 18: with that check gone a backend refusing encode_rows of 0 rows, the last
+// valid count, passed).
+class EmptyEncodeRefusedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status encode_rows(Format f, Cache& c, const float* x, const RowRef* r, int n) override {
+    if (n == 0) return Status::Error("encode_rows: count 0: refused");
+    return ForwardingBackend::encode_rows(f, c, x, r, n);
+  }
+};
+
+TEST(Fp8RowsContract, RefusalsWantTheLastValidValueAccepted) {
+  const RunResult r = test::run_cpu_through<EmptyEncodeRefusedBackend>("fp8-rows", 1, "", true);
+  EXPECT_EQ(test::gate_failed(r, "refusals"), 1) << summary_table(r.receipt);  // encode_rows(n, last valid) 0 refused
+  EXPECT_FALSE(r.pass);
+}
+
 }  // namespace
 }  // namespace kc

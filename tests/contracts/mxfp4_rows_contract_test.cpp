@@ -1,6 +1,9 @@
 // The mxfp4-rows contract under GoogleTest, through the same runner as the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "kernels/backend/forwarding.h"
 #include "tests/contracts/contract_test_util.h"
 
 namespace kc {
@@ -36,6 +39,54 @@ TEST(Mxfp4RowsContract, ExponentsGateComparesEveryExponentByte) {
   const RunResult r = test::run_cpu_through<test::LastRowScaleBitEncodeBackend>("mxfp4-rows", 2, "");
   EXPECT_GT(test::gate_failed(r, "exponents==reference"), 0) << summary_table(r.receipt);
   EXPECT_EQ(test::gate_failed(r, "paged==window"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// decode-all-codes reaches exponent byte 0xFF (host mutation sweep, round 18: a check of bytes
+// 0..254 passed a decode that gives a NaN-scale group zeros instead of NaN; binade-edges' NaN
+// groups saw it, decode-all-codes did not). This decode zeroes every group whose exponent is 0xFF.
+class NanExponentToZeroBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (!st.ok || f != Format::mxfp4) return st;
+    const int d = c.lay.head_dim;
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* e = kv_scale(c.view(r[i].lane), r[i].layer, r[i].kv, r[i].head, r[i].pos);
+      for (int g = 0; g < d / 32; ++g)
+        if (e[g] == 0xFF) std::fill_n(o + size_t(i) * d + 32 * g, 32, 0.0f);
+    }
+    return st;
+  }
+};
+
+TEST(Mxfp4RowsContract, DecodeAllCodesChecksTheNanExponentByte) {
+  const RunResult r = test::run_cpu_through<NanExponentToZeroBackend>("mxfp4-rows", 2, "", true);
+  EXPECT_GT(test::gate_failed(r, "decode-all-codes"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// The edge rows (ties, binade edges) compare all 32 decoded values of a group (round 18: a
+// comparison of the first 31 passed a decode that moves each group's last value by its lowest
+// bit; the codes and exponents it decodes from are the reference's).
+class LastValueOfGroupBitBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (!st.ok || f != Format::mxfp4) return st;
+    const int d = c.lay.head_dim;
+    for (int i = 0; i < n; ++i)
+      for (int g = 0; g < d / 32; ++g) test::flip_lowest_bit(o + size_t(i) * d + 32 * g + 31);
+    return st;
+  }
+};
+
+TEST(Mxfp4RowsContract, EdgeRowsCompareEveryValueOfAGroup) {
+  const RunResult r = test::run_cpu_through<LastValueOfGroupBitBackend>("mxfp4-rows", 2, "", true);
+  EXPECT_GT(test::gate_failed(r, "ties==reference"), 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "binade-edges==reference"), 0) << summary_table(r.receipt);
   EXPECT_FALSE(r.pass);
 }
 

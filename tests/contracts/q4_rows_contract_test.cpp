@@ -90,5 +90,46 @@ TEST(Q4RowsContract, ScalesGateComparesEveryScaleBit) {
   EXPECT_FALSE(r.pass);
 }
 
+// decode-all-scales reaches the last scale patterns, 0xFFF8..0xFFFF (host mutation sweep, round
+// 18: a check of the first 8,191 rows passed a decode that gives scale 0xFFFF, a negative NaN,
+// zeros; the encoder writes no such scale, so no other gate meets one).
+class NanScaleFfffToZeroBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status decode_rows(Format f, const Cache& c, const RowRef* r, int n, float* o) override {
+    const Status st = ForwardingBackend::decode_rows(f, c, r, n, o);
+    if (!st.ok || f != Format::q4) return st;
+    const int d = c.lay.head_dim;
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* s = kv_scale(c.view(r[i].lane), r[i].layer, r[i].kv, r[i].head, r[i].pos);
+      for (int g = 0; g < d / 32; ++g) {
+        uint16_t h;
+        std::memcpy(&h, s + 2 * g, 2);
+        if (h == 0xFFFF)
+          for (int k = 0; k < 32; ++k) o[size_t(i) * d + 32 * g + k] = 0.0f;
+      }
+    }
+    return st;
+  }
+};
+
+TEST(Q4RowsContract, DecodeAllScalesReachesTheLastScalePattern) {
+  const RunResult r = test::run_cpu_through<NanScaleFfffToZeroBackend>("q4-rows", 2, "", true);
+  EXPECT_EQ(test::gate_failed(r, "decode-all-scales"), 1) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// qk-bound holds the rotated-space decode that attention reads to the reference's code x scale
+// (round 18: without that comparison, a stored code one bit off the reference passed qk-bound,
+// whose dot products take both sides from the same decode). The encode flips the lowest bit of
+// the first code byte of each launch's last row, in both caches.
+TEST(Q4RowsContract, QkBoundSeesAStoredCodeOffTheReference) {
+  const RunResult r =
+      test::run_cpu_through<test::LastRowBitEncodeBackend<test::RowField::codes, 1>>("q4-rows", 2, "", true);
+  EXPECT_GT(test::gate_failed(r, "qk-bound"), 0) << summary_table(r.receipt);
+  EXPECT_GT(test::gate_failed(r, "codes==reference"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
 }  // namespace
 }  // namespace kc

@@ -677,6 +677,30 @@ using WindowGuardWriteBackend = test::RopeStoreEditBackend<WindowGuardWrite>;
 
 TEST(QwenPagesContract, GuardsScanTheWindowCache) { expect_case1_fails<WindowGuardWriteBackend>("guards"); }
 
+// The refusals gate probes attention's length on a paged lane at capacity + 1, the first
+// invalid value (host mutation sweep, round 18: a probe at capacity + 2 passed an attention whose
+// check lets a paged row one position past its lane through). This attention accepts such a row.
+class PagedLengthOnePastAcceptedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status attention(const Cache& c, const AttnParams& p, const AttnRow* rows, int n, const std::vector<int32_t>& tails,
+                   const float* q, float* out) override {
+    for (int i = 0; i < n; ++i)
+      if (rows[i].lane >= 0 && rows[i].lane < int(c.views.size()) && c.views[rows[i].lane].paged() &&
+          rows[i].len == c.views[rows[i].lane].capacity() + 1)
+        return Status::Ok();
+    return ForwardingBackend::attention(c, p, rows, n, tails, q, out);
+  }
+};
+
+TEST(QwenPagesContract, RefusalsProbeAttentionOnePastAPagedLane) {
+  const RunResult r = test::run_cpu_through<PagedLengthOnePastAcceptedBackend>("qwen-pages", 1, "", true);
+  // --gates-only stops at the first failing probe: attention's len at paged-cap+1, in bf16.
+  EXPECT_EQ(test::gate_failed(r, "refusals"), 1) << summary_table(r.receipt);
+  EXPECT_NE(r.receipt.doc().dump().find("arg=len,value=paged-cap+1"), std::string::npos) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

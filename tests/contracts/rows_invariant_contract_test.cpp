@@ -280,6 +280,53 @@ TEST(RowsInvariantContract, RefusalsProbeEpsAtItsEdge) {
   EXPECT_EQ(test::gate_failed(r, "refusals"), 1) << summary_table(r.receipt);  // rms_norm(eps, first invalid) -1e-30 accepted
 }
 
+// The refusals gate wants each last valid value accepted, not only each first invalid one
+// refused (host mutation sweep, round 18: with that check gone an engine refusing rms_norm's
+// eps of 0, the last valid value, passed).
+class ZeroEpsRefusedEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status rms_norm(const float* x, const float* w, int n, int dim, float eps, float* out) override {
+    if (eps == 0.0f) return Status::Error("rms_norm: eps 0: refused");
+    return in_.rms_norm(x, w, n, dim, eps, out);
+  }
+};
+
+TEST(RowsInvariantContract, RefusalsWantTheLastValidValueAccepted) {
+  const RunResult r = test::run_cpu_through<EngineDecorated<ZeroEpsRefusedEngine>>("rows-invariant", 1, "^$", true);
+  EXPECT_EQ(test::gate_failed(r, "refusals"), 1) << summary_table(r.receipt);  // rms_norm(eps, last valid) 0 refused
+}
+
+// joined==plain compares every part of rms_norm_parts with the batched rms_norm: the third
+// part (the rows apart) too (round 18: a comparison of the first part alone passed a launch
+// whose last part is one ulp off; joined-ulp's add_rms_norm plant kept that control red).
+class LastNormPartUlpEngine final : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Status rms_norm_parts(const NormPart* parts, int count, int dim, float eps) override {
+    KC_RETURN_IF_ERROR(in_.rms_norm_parts(parts, count, dim, eps));
+    if (count == 3 && parts[2].n > 0) test::flip_lowest_bit(parts[2].out);  // host memory on cpu
+    return Status::Ok();
+  }
+};
+
+TEST(RowsInvariantContract, JoinedComparesTheLastNormPart) {
+  const RunResult r =
+      test::run_cpu_through<EngineDecorated<LastNormPartUlpEngine>>("rows-invariant", KC_TEST_CASES * 8, "op=rms_norm,", true);
+  EXPECT_GT(test::gate_failed(r, "joined==plain"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// The controls draw from at least 512 cases whatever --cases says: a run of one case (a
+// matmul of batch 1, which no control can use) still has every control red (round 18: drawn
+// from --cases alone, they found no batched case and stayed green).
+TEST(RowsInvariantContract, ARunOfOneCaseHasEveryControlRed) {
+  const RunResult r = test::run_contract_on("rows-invariant", "cpu", 1);
+  ASSERT_EQ(r.receipt["controls"].size(), 8u);
+  for (const auto& c : r.receipt["controls"]) EXPECT_TRUE(c["red"].get<bool>()) << c.dump();
+  EXPECT_TRUE(r.pass) << summary_table(r.receipt);
+}
+
 TEST(RowsInvariantContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;
