@@ -525,6 +525,31 @@ TEST(EngineBackend, ArgmaxRefusesRowsWhoseIndexDoesNotFitInt32) {
   EXPECT_EQ(out, 1);
 }
 
+// A call with no work touches no pointer, so none of its pointers need be there: null inputs
+// and outputs with zero rows or elements are accepted (engine_backend.h: "no null pointer a
+// call would touch"; host mutation sweep, round 18: a check refusing null with zero work
+// passed every test, whose empty calls all had valid pointers). A norm part of 0 rows from
+// an empty vector has a null data pointer.
+TEST(EngineBackend, NullPointersOfACallWithNoWorkAreAccepted) {
+  auto cpu = make_cpu_backend();
+  EngineBackend& e = *cpu->engine();
+  EXPECT_TRUE(e.embed(nullptr, 3, 4, nullptr, 0, nullptr).ok);
+  EXPECT_TRUE(e.rms_norm(nullptr, nullptr, 0, 4, 1e-6f, nullptr).ok);
+  EXPECT_TRUE(e.matmul(nullptr, 3, 4, nullptr, 0, nullptr).ok);
+  EXPECT_TRUE(e.swiglu(nullptr, nullptr, 0, nullptr).ok);
+  EXPECT_TRUE(e.add(nullptr, nullptr, 0).ok);
+  EXPECT_TRUE(e.add_rms_norm(nullptr, nullptr, nullptr, 0, 4, 1e-6f, nullptr).ok);
+  EXPECT_TRUE(e.logits(nullptr, nullptr, 0, 4, nullptr, 1e-6f, nullptr, 3, nullptr).ok);
+  EXPECT_TRUE(e.argmax(nullptr, 0, 4, nullptr).ok);
+  const float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1};
+  float out[4] = {};
+  const NormPart parts[2] = {{x, w, 1, out}, {nullptr, nullptr, 0, nullptr}};
+  EXPECT_TRUE(e.rms_norm_parts(parts, 2, 4, 1e-6f).ok);
+  // With work, each is refused.
+  EXPECT_FALSE(e.rms_norm(nullptr, w, 1, 4, 1e-6f, out).ok);
+  EXPECT_FALSE(e.add(out, nullptr, 4).ok);
+}
+
 TEST(EngineBackend, ArgmaxRefusesRowsWhoseIndexDoesNotFitInt32OnCuda) {
   KC_CUDA_BACKEND_OR_SKIP(cuda);
   expect_argmax_len_refused(*cuda->engine(), "cuda");

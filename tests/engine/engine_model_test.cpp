@@ -360,5 +360,52 @@ TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
   }
 }
 
+// forward_rows refuses, before any kernel runs and naming itself, a row whose attention row
+// reads another lane than the one its k and v are stored into, and a negative position
+// (host mutation sweep, round 18: without those checks the first ran, attending lane 1's
+// empty cache, and the second was refused only later by the rope store, in its own words).
+TEST(EngineModel, ForwardRowsRefusesAnotherLanesAttentionAndANegativePosition) {
+  test::TempDir dir;
+  Qwen3Config c;
+  ASSERT_TRUE(qwen3_preset("tiny", 1, &c).ok);
+  ASSERT_TRUE(write_synthetic_checkpoint(c, 1, dir.file("m"), "tiny").ok);
+  Qwen3Weights w;
+  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
+  Model model;
+  ASSERT_TRUE(Model::create(w, {}, &model).ok);
+  auto be = make_cpu_backend();
+  std::vector<float> lg;
+  Cache cache;
+  ASSERT_TRUE(make_engine_cache(model.kv_layout(), {{8, 0}, {8, 3}}, &cache).ok);
+  const std::vector<uint8_t> mem0 = cache.mem;
+  Status st = model.forward_rows(*be, cache, {{0, 1, 0, true}}, {0}, {{1, 1, 0, 0}}, {}, 0, &lg);
+  EXPECT_EQ(st.message, "forward_rows: row 0: lane out of range");
+  st = model.forward_rows(*be, cache, {{0, 1, -1, true}}, {0}, {{0, 1, 0, 0}}, {}, 0, &lg);
+  EXPECT_EQ(st.message, "forward_rows: row 0: slot outside the lane");
+  EXPECT_EQ(cache.mem, mem0);
+  st = model.forward_rows(*be, cache, {{0, 1, 0, true}}, {0}, {{0, 1, 0, 0}}, {}, 0, &lg);  // the same row, valid
+  EXPECT_TRUE(st.ok) << st.message;
+  EXPECT_NE(cache.mem, mem0);
+}
+
+// make_engine_cache starts every lane's region, the windows' too, on a 256-byte boundary (the
+// page stride's rounding, which the device's 16-byte vector accesses rely on), one after another
+// without overlap (round 18: windows laid end to end at kv_bytes started off the boundary; the
+// cpu backend reads them alike, a device would not).
+TEST(EngineModel, EngineCacheLanesStartOn256ByteBoundaries) {
+  const KvLayout lay(1, 1, 32, Format::fp8);  // 72 bytes a position: no window below is a multiple of 256
+  Cache c;
+  ASSERT_TRUE(make_engine_cache(lay, {{3, 0}, {5, 16}, {7, 0}, {1, 0}}, &c).ok);
+  ASSERT_EQ(c.views.size(), 4u);
+  uint64_t end = 0;
+  for (int l : {1, 0, 2, 3}) {  // the paged region first, then the windows in lane order
+    const ViewDesc& d = c.views[size_t(l)];
+    EXPECT_EQ(d.base_off % 256, 0u) << "lane " << l;
+    EXPECT_GE(d.base_off, end) << "lane " << l;
+    end = d.base_off + (d.paged() ? uint64_t(d.n_pages) * d.ps : lay.page_stride(d.ptok));
+  }
+  EXPECT_EQ(c.mem.size(), end);
+}
+
 }  // namespace
 }  // namespace kc::engine
