@@ -680,6 +680,21 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 2 "$tmp/small/r.json: write failed (No space left on device)" \
       "$bin" serve-gate "$tmp/s.json" --backend cpu --quiet --out "$tmp/small/r.json" --junit "$tmp/j.xml"
     [ ! -e "$tmp/j.xml" ] || fail "a JUnit was written for a serve-gate run that exits 2" ;;
+  # kernel-contract whose receipts cannot be written (a full disk) exits 2 and writes no JUnit:
+  # it would read green beside receipts that were never written (host mutation sweep, round 18:
+  # with kernel-contract's own "not written" rule gone, only serve-gate's and a contract's cases
+  # saw one). One shard of each contract's cases; about 45 s.
+  kc-full-disk-junit)
+    mkdir -p "$tmp/small"
+    mount -t tmpfs -o size=300k tmpfs "$tmp/small" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
+    trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+    mkdir "$tmp/small/k" && dd if=/dev/zero of="$tmp/small/fill" bs=1k count=400 2>/dev/null
+    serve_fixture "$tmp/sg.json" "$SMALL; f.pop('golden', None)"
+    expect 2 "--junit $tmp/j.xml not written (the run exits 2)" \
+      "$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/small/k" --junit "$tmp/j.xml"
+    case "$out" in *"write failed (No space left on device)"*) ;; *) fail "no receipt write failed: $out";; esac
+    [ ! -e "$tmp/j.xml" ] || fail "a JUnit was written for a kernel-contract run that exits 2"
+    [ -z "$(ls -A "$tmp/small/k")" ] || fail "files left in --out-dir: $(ls -A "$tmp/small/k")" ;;
   # make-model / make-draft never remove what they did not create (session 62's audit: the
   # cleanup of a failed run removed an existing folder that "missing/../name" named, make-draft's
   # own source among them, and a dangling symbolic link given as --out).

@@ -619,5 +619,34 @@ TEST(Html, PackAndKvPlotsAndAPageThatFetchesNothing) {
   EXPECT_NE(page.find("<td class=\"bad\">fail</td>"), std::string::npos);
 }
 
+// The pack plots' copy ceiling is the median of the runs' ceilings at a blob size: of an even
+// count, the mean of the two middle ones (host mutation sweep, round 18: the upper middle one
+// was drawn and no test read the point). Each point carries its value as a tooltip.
+TEST(Html, PackCeilingIsTheMedianOfItsRuns) {
+  json r = {{"kind", "bench"}, {"name", "pack"}, {"rows", json::array()}};
+  for (double ceiling : {1e12, 4e12, 3e12, 2e12})
+    r["rows"].push_back({{"blob_mib", 64}, {"format", "fp8"}, {"addressing", "window"}, {"pack_bytes_per_s", 1e11},
+                         {"unpack_bytes_per_s", 1e11}, {"ceiling_bytes_per_s", ceiling}});
+  r["rows"].push_back({{"blob_mib", 256}, {"format", "fp8"}, {"addressing", "window"}, {"pack_bytes_per_s", 1e11},
+                       {"ceiling_bytes_per_s", 5e12}});
+  const std::string p = receipt_plots(r);
+  EXPECT_EQ(count(p, "<title>copy ceiling (median): 64, 2.5</title>"), 2) << p;  // pack and unpack
+  EXPECT_EQ(count(p, "<title>copy ceiling (median): 256, 5</title>"), 2) << p;
+}
+
+// The page's summary table marks a receipt of a dirty tree's build (its commit cell says so, as
+// the receipt's own table does; round 18: a summary cell without the mark passed every test).
+TEST(Html, SummaryMarksADirtyBuild) {
+  json r = receipt("reports/cpu/fp8-rows.json");
+  r["git"]["dirty"] = true;
+  const std::string commit = r["git"]["commit"].get<std::string>().substr(0, 12);
+  const std::string page = render_html_page({r}, {"r.json"});
+  const std::string summary = page.substr(0, page.find("<section"));
+  EXPECT_NE(summary.find("<td>" + commit + " (dirty)</td>"), std::string::npos) << summary;
+  r["git"]["dirty"] = false;
+  const std::string clean = render_html_page({r}, {"r.json"});
+  EXPECT_EQ(clean.substr(0, clean.find("<section")).find("(dirty)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kc
