@@ -311,15 +311,22 @@ TEST(EngineModel, QuantisedCachesOnTheFixtureModel) {
   }
 }
 
-TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
-  test::TempDir dir;
+// The tiny preset's checkpoint (seed 1) written in `dir`, loaded into *w, and its engine model
+// with the default options.
+void load_tiny_model(const test::TempDir& dir, Qwen3Weights* w, Model* model) {
   Qwen3Config c;
   ASSERT_TRUE(qwen3_preset("tiny", 1, &c).ok);
   ASSERT_TRUE(write_synthetic_checkpoint(c, 1, dir.file("m"), "tiny").ok);
+  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), w).ok);
+  ASSERT_TRUE(Model::create(*w, {}, model).ok);
+}
+
+TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
+  test::TempDir dir;
   Qwen3Weights w;
-  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
   Model model;
-  ASSERT_TRUE(Model::create(w, {}, &model).ok);
+  ASSERT_NO_FATAL_FAILURE(load_tiny_model(dir, &w, &model));
+  const Qwen3Config& c = w.config;
   ModelOptions unknown;
   unknown.kv_format = Format(uint8_t(kLastFormat) + 1);
   Model refused;
@@ -366,13 +373,9 @@ TEST(EngineModel, ForwardRefusesBadRowsAndWritesNothing) {
 // empty cache, and the second was refused only later by the rope store, in its own words).
 TEST(EngineModel, ForwardRowsRefusesAnotherLanesAttentionAndANegativePosition) {
   test::TempDir dir;
-  Qwen3Config c;
-  ASSERT_TRUE(qwen3_preset("tiny", 1, &c).ok);
-  ASSERT_TRUE(write_synthetic_checkpoint(c, 1, dir.file("m"), "tiny").ok);
   Qwen3Weights w;
-  ASSERT_TRUE(load_qwen3_checkpoint(dir.file("m"), &w).ok);
   Model model;
-  ASSERT_TRUE(Model::create(w, {}, &model).ok);
+  ASSERT_NO_FATAL_FAILURE(load_tiny_model(dir, &w, &model));
   auto be = make_cpu_backend();
   std::vector<float> lg;
   Cache cache;
