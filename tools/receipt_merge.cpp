@@ -26,6 +26,16 @@ std::string shard_of(const json& r) {
   return r["cases"]["shard"].get<std::string>();
 }
 
+// The --shard option at argv[k]: its value in *v and the words it takes (2 for "--shard V", 1 for
+// "--shard=V"), or 0 where argv[k] is another word. The merge reads and strips it with this.
+size_t shard_option(const json& argv, size_t k, std::string* v) {
+  if (!argv[k].is_string()) return 0;
+  const std::string w = argv[k].get<std::string>();
+  if (w == "--shard" && k + 1 < argv.size() && argv[k + 1].is_string()) return *v = argv[k + 1].get<std::string>(), 2;
+  if (w.rfind("--shard=", 0) == 0) return *v = w.substr(8), 1;
+  return 0;
+}
+
 // Sums the integer leaves of `from` into `into` (coverage counts).
 void add_counts(json& into, const json& from) {
   for (auto it = from.begin(); it != from.end(); ++it) {
@@ -103,16 +113,12 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     if (r.contains("argv") && r["argv"].is_array()) {
       const json& a = r["argv"];
       for (size_t k = 0; k < a.size(); ++k) {
-        if (!a[k].is_string()) continue;
-        const std::string w = a[k].get<std::string>();
         std::string v;
-        bool has = false;
-        if (w == "--shard" && k + 1 < a.size() && a[k + 1].is_string()) v = a[k + 1].get<std::string>(), has = true;
-        else if (w.rfind("--shard=", 0) == 0) v = w.substr(8), has = true;
-        if (has && v != sh)
+        if (shard_option(a, k, &v) == 0) continue;
+        if (v != sh)
           return Status::Error(paths[s] + ": cases.shard " + sh + " but its command ran --shard " + v +
                                ": the receipt does not say which shard it ran");
-        ran_shard = ran_shard || has;
+        ran_shard = true;
       }
     }
     if (!ran_shard)
@@ -138,12 +144,9 @@ Status merge_shards(const std::vector<json>& shards, const std::vector<std::stri
     json argv = json::array();
     const json& a = m["argv"];
     for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i] == "--shard") {
-        ++i;  // and its value
-        continue;
-      }
-      if (a[i].is_string() && a[i].get<std::string>().rfind("--shard=", 0) == 0) continue;
-      argv.push_back(a[i]);
+      std::string v;
+      if (const size_t words = shard_option(a, i, &v)) i += words - 1;  // the option and its value
+      else argv.push_back(a[i]);
     }
     m["argv"] = std::move(argv);
   }
