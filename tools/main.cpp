@@ -974,12 +974,32 @@ int run_main(int argc, char** argv) {
                 << " receipt" << (removed.size() == 1 ? "" : "s") << " of an earlier run under the names this run writes\n";
   }
   std::vector<std::pair<std::string, int>> results;
+  // A receipt that cannot be written (a full disk, a folder gone read-only) ends the run there:
+  // the run exits 2 whatever comes after, so the contracts left would only spend their time.
+  bool stopped = false;
   for (auto& [c, s] : subs) {
     const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();
     receipts.emplace_back();
     const int rc = run_one(*c, *be, o, *all, args, out, &receipts.back(),
                            c->name + " [" + std::to_string(results.size() + 1) + "/" + std::to_string(subs.size()) + "]");
     results.push_back({c->name, rc});
+    if (rc == kUsage) {
+      stopped = true;
+      break;
+    }
+  }
+  if (stopped) {
+    std::cout << "\nkernel-contract on " << be->name() << ": stopped at " << results.back().first
+              << " (its receipt was not written):\n";
+    for (size_t i = 0; i < subs.size(); ++i)
+      std::cout << "  " << subs[i].first->name << ": "
+                << (i + 1 < results.size() ? (results[i].second == 0 ? "pass" : "FAIL")
+                                           : i + 1 == results.size() ? "receipt not written" : "not run")
+                << "\n";
+    std::cout << "  serve-gate (" << std::filesystem::path(serve_fixture).filename().string() << "): not run\n";
+    std::cerr << "tf-cuda-test: error: kernel-contract stopped after " << results.size() << " of " << subs.size()
+              << " contracts: the receipt of " << results.back().first << " could not be written\n";
+    return write_junit(kUsage);
   }
   {
     // The serving gates (issue 17) on the same backend: the ci fixture's arms and controls.

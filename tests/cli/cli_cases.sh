@@ -683,7 +683,7 @@ json.dump(r, open(sys.argv[2], 'w'))
   # kernel-contract whose receipts cannot be written (a full disk) exits 2 and writes no JUnit:
   # it would read green beside receipts that were never written (host mutation sweep, round 18:
   # with kernel-contract's own "not written" rule gone, only serve-gate's and a contract's cases
-  # saw one). One shard of each contract's cases; about 45 s.
+  # saw one). The run stops at the first contract, one shard of its cases.
   kc-full-disk-junit)
     mkdir -p "$tmp/small"
     mount -t tmpfs -o size=300k tmpfs "$tmp/small" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
@@ -693,6 +693,11 @@ json.dump(r, open(sys.argv[2], 'w'))
     expect 2 "--junit $tmp/j.xml not written (the run exits 2)" \
       "$bin" kernel-contract --backend cpu --quiet --shard 3/3 --serve-fixture "$tmp/sg.json" --out-dir "$tmp/small/k" --junit "$tmp/j.xml"
     case "$out" in *"write failed (No space left on device)"*) ;; *) fail "no receipt write failed: $out";; esac
+    # It stops at the first receipt it cannot write: the contracts after it and the serve gate
+    # do not run.
+    case "$out" in *"kernel-contract stopped after 1 of "*"could not be written"*) ;; *) fail "the run did not stop at the first unwritten receipt: $out";; esac
+    case "$out" in *": receipt not written"*": not run"*"serve-gate (sg.json): not run"*) ;; *) fail "the list does not mark what did not run: $out";; esac
+    [ "$(printf '%s\n' "$out" | grep -c '^verdict:')" = 1 ] || fail "a second contract ran after a receipt could not be written: $out"
     [ ! -e "$tmp/j.xml" ] || fail "a JUnit was written for a kernel-contract run that exits 2"
     [ -z "$(ls -A "$tmp/small/k")" ] || fail "files left in --out-dir: $(ls -A "$tmp/small/k")" ;;
   # make-model / make-draft never remove what they did not create (session 62's audit: the
