@@ -1,0 +1,155 @@
+// Serving (engine/serve.h) on random configurations and request sets, on the cpu backend with
+// the fixture model (stdlib-bytes-3m, its draft the first layer): every request that is served
+// gives the tokens and logits rows (digests) of the same request served alone in a window, and
+// a request is refused exactly by the documented rules. The serve gate replays fixed fixtures;
+// this explores the space around them: lane kinds (window first, pages all, all windows), page
+// sizes, prefill chunks, pools from tight to ample, chain and tree drafts, three cache formats.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/generate.h"
+#include "engine/serve.h"
+
+namespace kc::engine {
+namespace {
+
+const std::string kSrc = KC_SOURCE_DIR;
+
+struct Models {
+  Qwen3Weights w, dw;
+  Model m, d;
+};
+const Models& models(Format f) {
+  static std::map<Format, Models> cache;
+  auto it = cache.find(f);
+  if (it != cache.end()) return it->second;
+  Models t;
+  RC_ASSERT(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &t.w).ok);
+  RC_ASSERT(make_draft_weights(t.w, 1, &t.dw).ok);
+  ModelOptions mo;
+  mo.kv_format = f;
+  RC_ASSERT(Model::create(t.w, mo, &t.m).ok);
+  RC_ASSERT(Model::create(t.dw, mo, &t.d).ok);
+  return cache.emplace(f, std::move(t)).first->second;
+}
+
+// A request alone in one window lane, no drafting, prefill chunk 16: the reference.
+const ServeResult& solo(Format f, const std::vector<int32_t>& prompt, int max_tokens) {
+  static std::map<std::tuple<Format, std::vector<int32_t>, int>, ServeResult> cache;
+  const auto key = std::make_tuple(f, prompt, max_tokens);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  ServeConfig c;
+  c.all_windows = true;
+  c.context = int(prompt.size()) + max_tokens;
+  auto be = make_cpu_backend();
+  std::vector<ServeResult> res;
+  const Status st = serve(models(f).m, nullptr, *be, c, {{prompt, max_tokens, nullptr, false}}, &res, nullptr);
+  RC_ASSERT(st.ok);
+  RC_ASSERT(res.size() == 1u);
+  RC_ASSERT(res[0].refused.empty());
+  return cache.emplace(key, res[0]).first->second;
+}
+
+struct Req {
+  std::string text;  // the prompt: encode_prompt(text)
+  int max_tokens = 0;
+};
+
+RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
+  const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4);
+  ServeConfig c;
+  c.parallel = *rc::gen::inRange(1, 4);
+  c.page = *rc::gen::element(1, 3, 4, 7, 16);
+  const int kind = *rc::gen::inRange(0, 4);  // lane 0 a window, pages for all, all windows, window_first off
+  c.pages_all = kind == 1;
+  c.all_windows = kind == 2;
+  c.window_first = kind != 3;
+  c.context = *rc::gen::inRange(8, 48);
+  c.pool_pages = *rc::gen::inRange(0, 40);
+  c.prefill_chunk = *rc::gen::element(1, 2, 5, 16);
+  const int draft = *rc::gen::inRange(0, 5);  // off, chain of 1, chain of 3, tree {2, 1}, tree {3, 2}
+  if (draft == 1) c.draft_tokens = 1;
+  if (draft == 2) c.draft_tokens = 3;
+  if (draft == 3) c.draft_tree = {2, 1};
+  if (draft == 4) c.draft_tree = {3, 2};
+  // 1-4 requests of 0-23 bytes (the prompt: <|eos|> and the bytes; under two tokens is refused)
+  // and 1-7 tokens to make.
+  std::vector<Req> reqs(*rc::gen::inRange(1, 5));
+  for (Req& r : reqs) {
+    r.text = *rc::gen::container<std::string>(size_t(*rc::gen::inRange(0, 24)),
+                                              rc::gen::element('a', 'e', 'f', 'i', 'm', 'o', 'r', 't', ' ', '(', ')', ':', '\n'));
+    r.max_tokens = *rc::gen::inRange(1, 8);
+  }
+  // Half the cases put the context, the pool or both at the first request's need (or one off):
+  // the refusal rules and a lane's last position are decided there.
+  const int64_t need0 = serve_positions(c, int64_t(reqs[0].text.size()) + 1, reqs[0].max_tokens);
+  const int edge = *rc::gen::inRange(0, 4);  // neither, context, pool, both
+  if (edge & 1) c.context = int(std::max<int64_t>(2, need0 + *rc::gen::element(-1, 0, 0, 1)));
+  if (edge & 2) c.pool_pages = int(std::max<int64_t>(0, (need0 + c.page - 1) / c.page + *rc::gen::element(-1, 0, 0, 1)));
+  const Models& md = models(f);
+  std::vector<ServeRequest> sr;
+  for (const Req& r : reqs) sr.push_back({encode_prompt(r.text), r.max_tokens, nullptr, false});
+  auto be = make_cpu_backend();
+  std::vector<ServeResult> res;
+  ServeStats st;
+  const Status s = serve(md.m, draft ? &md.d : nullptr, *be, c, sr, &res, &st);
+  RC_ASSERT(s.ok);
+  RC_ASSERT(res.size() == sr.size());
+  RC_ASSERT(st.pool_violations.empty());
+  RC_ASSERT(st.planning_errors.empty());
+
+  const bool window_lane = c.all_windows || (c.window_first && !c.pages_all);
+  const KvLayout lay = md.m.kv_layout(), dlay = md.d.kv_layout();
+  const ServeArena plan = plan_serve_arena(c, lay, draft ? &dlay : nullptr);
+  const int64_t total_pages = int64_t(plan.arena_bytes / plan.page_stride);
+  int served = 0;
+  for (size_t i = 0; i < sr.size(); ++i) {
+    const ServeResult& r = res[i];
+    const int64_t need = serve_positions(c, int64_t(sr[i].prompt.size()), sr[i].max_tokens);
+    const int64_t pages = (need + c.page - 1) / c.page;
+    const std::string head = "request " + std::to_string(i) + " refused: ";
+    if (sr[i].prompt.size() < 2) {
+      RC_ASSERT(r.refused == head + "a prompt holds at least two tokens");
+      continue;
+    }
+    if (need > c.context) {
+      RC_ASSERT(r.refused.rfind(head + "needs " + std::to_string(need) + " positions", 0) == 0);
+      continue;
+    }
+    if (!window_lane && pages > total_pages) {
+      RC_ASSERT(r.refused == head + "needs " + std::to_string(pages) + " pages, the pool holds " + std::to_string(total_pages));
+      continue;
+    }
+    // What fits the pool's page region (or a window lane) is served; on pages alone, more than
+    // the region may still be served while the other lanes' runs leave room, or else it is
+    // refused once the pool is idle.
+    if (!r.refused.empty()) {
+      RC_ASSERT(!window_lane);
+      RC_ASSERT(pages > c.pool_pages);
+      RC_ASSERT(r.refused == head + "it fits in no lane of an idle pool");
+      continue;
+    }
+    ++served;
+    RC_ASSERT(r.lane >= 0 && r.lane < c.parallel);
+    RC_ASSERT(r.paged == !(c.all_windows || (r.lane == 0 && window_lane)));
+    const ServeResult& one = solo(f, sr[i].prompt, sr[i].max_tokens);
+    RC_ASSERT(r.tokens == one.tokens);
+    RC_ASSERT(r.digests == one.digests);
+    RC_ASSERT(r.stopped_at_eos == one.stopped_at_eos);
+    RC_ASSERT(r.eos_digest == one.eos_digest);
+  }
+  RC_ASSERT(int(st.admitted.size()) == served);
+  RC_TAG(served == int(sr.size()) ? "all served" : served ? "some refused" : "none served");
+}
+
+}  // namespace
+}  // namespace kc::engine
