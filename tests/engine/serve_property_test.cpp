@@ -3,7 +3,8 @@
 // gives the tokens and logits rows (digests) of the same request served alone in a window, and
 // a request is refused exactly by the documented rules. The serve gate replays fixed fixtures;
 // this explores the space around them: lane kinds (window first, pages all, all windows), page
-// sizes, prefill chunks, pools from tight to ample, chain and tree drafts, three cache formats.
+// sizes, prefill chunks, pools from tight to ample, chain and tree drafts, three cache formats,
+// fences on time or late.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -17,6 +18,7 @@
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
 #include "engine/serve.h"
+#include "kernels/backend/forwarding.h"
 
 namespace kc::engine {
 namespace {
@@ -59,6 +61,29 @@ const ServeResult& solo(Format f, const std::vector<int32_t>& prompt, int max_to
   return cache.emplace(key, res[0]).first->second;
 }
 
+// The cpu backend whose steps finish `lag` fences late, as a device stream's may (fences_done
+// behind the last fence, caught up by wait_fence): released pages and runs stay pending, and
+// admission waits for them.
+class LateFences final : public ForwardingBackend {
+ public:
+  LateFences(Backend& real, uint64_t lag) : ForwardingBackend(real), lag_(lag) {}
+  Status fence(uint64_t step) override {
+    last_ = step;
+    return Status::Ok();
+  }
+  Status fences_done(uint64_t* done) override {
+    *done = std::max(last_ > lag_ ? last_ - lag_ : 0, waited_);
+    return Status::Ok();
+  }
+  Status wait_fence(uint64_t step) override {
+    waited_ = std::max(waited_, std::min(step, last_));
+    return Status::Ok();
+  }
+
+ private:
+  uint64_t lag_, last_ = 0, waited_ = 0;
+};
+
 struct Req {
   std::string text;  // the prompt: encode_prompt(text)
   int max_tokens = 0;
@@ -98,10 +123,15 @@ RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
   const Models& md = models(f);
   std::vector<ServeRequest> sr;
   for (const Req& r : reqs) sr.push_back({encode_prompt(r.text), r.max_tokens, nullptr, false});
-  auto be = make_cpu_backend();
+  // Fences on time (the cpu backend itself), or 1, 2 or ~2^30 steps late (a decorator: the
+  // engine then runs its host twins over it, the same arithmetic).
+  const uint64_t lag = *rc::gen::element<uint64_t>(0, 0, 1, 2, uint64_t(1) << 30);
+  auto cpu = make_cpu_backend();
+  LateFences late(*cpu, lag);
+  Backend& be = lag ? static_cast<Backend&>(late) : *cpu;
   std::vector<ServeResult> res;
   ServeStats st;
-  const Status s = serve(md.m, draft ? &md.d : nullptr, *be, c, sr, &res, &st);
+  const Status s = serve(md.m, draft ? &md.d : nullptr, be, c, sr, &res, &st);
   RC_ASSERT(s.ok);
   RC_ASSERT(res.size() == sr.size());
   RC_ASSERT(st.pool_violations.empty());
