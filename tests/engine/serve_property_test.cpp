@@ -3,7 +3,7 @@
 // gives the tokens and logits rows (digests) of the same request served alone in a window, and
 // a request is refused exactly by the documented rules. The serve gate replays fixed fixtures;
 // this explores the space around them: lane kinds (window first, pages all, all windows), page
-// sizes, prefill chunks, pools from tight to ample, chain and tree drafts, three cache formats,
+// sizes, prefill chunks, pools from tight to ample, chain and tree drafts, four cache formats,
 // fences on time or late.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -19,6 +19,7 @@
 #include "engine/generate.h"
 #include "engine/serve.h"
 #include "kernels/backend/forwarding.h"
+#include "kernels/layout/bits.h"
 
 namespace kc::engine {
 namespace {
@@ -90,7 +91,7 @@ struct Req {
 };
 
 RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
-  const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4);
+  const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4, Format::mxfp4);
   ServeConfig c;
   c.parallel = *rc::gen::inRange(1, 4);
   c.page = *rc::gen::element(1, 3, 4, 7, 16);
@@ -179,6 +180,38 @@ RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
   }
   RC_ASSERT(int(st.admitted.size()) == served);
   RC_TAG(served == int(sr.size()) ? "all served" : served ? "some refused" : "none served");
+}
+
+// generate (engine/generate.h), the engine's other decoding path, on random batches: every
+// lane on a window or on pages of its own size, prefill in random chunks; each lane's tokens,
+// end and logits rows (as digests) equal serve's solo run of the same request.
+RC_GTEST_PROP(ServeModel, GenerateEqualsServeAlone, ()) {
+  const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4, Format::mxfp4);
+  std::vector<GenerateRequest> reqs(*rc::gen::inRange(1, 4));
+  for (GenerateRequest& r : reqs) {
+    r.prompt = encode_prompt(*rc::gen::container<std::string>(
+        size_t(*rc::gen::inRange(1, 20)), rc::gen::element('a', 'd', 'e', 'f', 'i', 'n', 'r', 't', ' ', '(', ':', '\n')));
+    r.max_tokens = *rc::gen::inRange(1, 7);
+    r.page = *rc::gen::element(0, 0, 1, 2, 5, 16);
+  }
+  GenerateOptions o;
+  o.prefill_chunk = *rc::gen::element(1, 3, 8, 64);
+  o.keep_logits = true;
+  auto cpu = make_cpu_backend();
+  std::vector<GenerateResult> out;
+  const Status st = generate(models(f).m, *cpu, reqs, o, &out);
+  RC_ASSERT(st.ok);
+  RC_ASSERT(out.size() == reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const ServeResult& one = solo(f, reqs[i].prompt, reqs[i].max_tokens);
+    RC_ASSERT(out[i].tokens == one.tokens);
+    RC_ASSERT(out[i].stopped_at_eos == one.stopped_at_eos);
+    RC_ASSERT(out[i].logits.size() == one.tokens.size() + (one.stopped_at_eos ? 1 : 0));
+    for (size_t k = 0; k < one.tokens.size(); ++k)
+      RC_ASSERT(fnv1a(out[i].logits[k].data(), out[i].logits[k].size() * sizeof(float)) == one.digests[k]);
+    if (one.stopped_at_eos)
+      RC_ASSERT(fnv1a(out[i].logits.back().data(), out[i].logits.back().size() * sizeof(float)) == one.eos_digest);
+  }
 }
 
 }  // namespace
