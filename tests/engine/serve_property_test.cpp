@@ -182,6 +182,60 @@ RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
   RC_TAG(served == int(sr.size()) ? "all served" : served ? "some refused" : "none served");
 }
 
+// A random lane configuration for one request's serve (the resumed property's two runs).
+ServeConfig random_lanes(int context) {
+  ServeConfig c;
+  c.parallel = *rc::gen::inRange(1, 3);
+  c.page = *rc::gen::element(1, 3, 16);
+  const int kind = *rc::gen::inRange(0, 3);  // lane 0 a window, pages for all, all windows
+  c.pages_all = kind == 1;
+  c.all_windows = kind == 2;
+  c.context = context;
+  c.pool_pages = (context + c.page - 1) / c.page * 2;
+  c.prefill_chunk = *rc::gen::element(1, 4, 16);
+  return c;
+}
+
+// The prompt cache: a request saved under one random lane configuration (window or pages,
+// its own page size, beside another request or alone) and restored under another gives the
+// tokens and logits rows of the request served alone from scratch.
+RC_GTEST_PROP(ServeModel, ResumedEqualsFreshAcrossConfigurations, ()) {
+  const Format f = *rc::gen::element(Format::bf16, Format::fp8, Format::q4, Format::mxfp4);
+  const std::vector<int32_t> prompt = encode_prompt(*rc::gen::container<std::string>(
+      size_t(*rc::gen::inRange(1, 18)), rc::gen::element('a', 'c', 'e', 'l', 'o', 's', 't', ' ', '.', '(', '\n')));
+  const int max_tokens = *rc::gen::inRange(1, 5);
+  const int context = int(prompt.size()) + max_tokens + *rc::gen::inRange(0, 5);
+  const Models& md = models(f);
+  auto be = make_cpu_backend();
+  const ServeRequest other{encode_prompt("x = 1"), 3, nullptr, false};
+
+  ServeConfig a = random_lanes(context);
+  std::vector<ServeRequest> first = {{prompt, max_tokens, nullptr, true}};
+  if (*rc::gen::arbitrary<bool>()) first.insert(first.begin(), other);  // the saved request on another lane
+  std::vector<ServeResult> saved;
+  RC_ASSERT(serve(md.m, nullptr, *be, a, first, &saved, nullptr).ok);
+  const ServeResult& fresh = saved.back();
+  RC_ASSERT(fresh.refused.empty());
+  RC_ASSERT(!fresh.saved.empty());
+
+  ServeConfig b = random_lanes(context);
+  std::vector<ServeRequest> second = {{prompt, max_tokens, &fresh.saved, false}};
+  if (*rc::gen::arbitrary<bool>()) second.insert(second.begin(), other);
+  std::vector<ServeResult> resumed;
+  RC_ASSERT(serve(md.m, nullptr, *be, b, second, &resumed, nullptr).ok);
+  const ServeResult& again = resumed.back();
+  RC_ASSERT(again.refused.empty());
+
+  const ServeResult& one = solo(f, prompt, max_tokens);
+  for (const ServeResult* r : {&fresh, &again}) {
+    RC_ASSERT(r->tokens == one.tokens);
+    RC_ASSERT(r->digests == one.digests);
+    RC_ASSERT(r->stopped_at_eos == one.stopped_at_eos);
+    RC_ASSERT(r->eos_digest == one.eos_digest);
+  }
+  RC_TAG(fresh.paged ? "saved paged" : "saved window", again.paged ? "restored paged" : "restored window");
+}
+
 // generate (engine/generate.h), the engine's other decoding path, on random batches: every
 // lane on a window or on pages of its own size, prefill in random chunks; each lane's tokens,
 // end and logits rows (as digests) equal serve's solo run of the same request.
