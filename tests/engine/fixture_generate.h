@@ -1,15 +1,18 @@
 // The fixture model and greedy decoding helpers that the engine's generate tests share
-// (cpu and cuda): the model loaded once, one request decoded alone, and byte equality of
-// two results (token ids and every logits row's bytes). Test helper.
+// (cpu and cuda) and the serving tests: the model loaded once (with its draft, per cache
+// format), one request decoded alone, and byte equality of two results (token ids and every
+// logits row's bytes). Test helper.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "engine/checkpoint.h"
 #include "engine/generate.h"
+#include "engine/serve.h"
 
 namespace kc::engine::test {
 
@@ -32,6 +35,26 @@ inline Model load_fixture(const ModelOptions& mo) {
 inline const Model& fixture_model() {
   static const Model m = load_fixture({});
   return m;
+}
+
+// The fixture model and its draft (its first layer, engine/serve.h make_draft_weights) with a
+// KV cache of format f, loaded once per format and test binary.
+struct FixtureWithDraft {
+  Qwen3Weights w, dw;
+  Model m, d;
+};
+inline const FixtureWithDraft& fixture_with_draft(Format f) {
+  static std::map<Format, FixtureWithDraft> cache;
+  auto it = cache.find(f);
+  if (it != cache.end()) return it->second;
+  FixtureWithDraft t;
+  EXPECT_TRUE(load_qwen3_checkpoint(fixture_dir(), &t.w).ok);
+  EXPECT_TRUE(make_draft_weights(t.w, 1, &t.dw).ok);
+  ModelOptions mo;
+  mo.kv_format = f;
+  EXPECT_TRUE(Model::create(t.w, mo, &t.m).ok);
+  EXPECT_TRUE(Model::create(t.dw, mo, &t.d).ok);
+  return cache.emplace(f, std::move(t)).first->second;
 }
 
 inline bool same_bytes(const GenerateResult& a, const GenerateResult& b) {

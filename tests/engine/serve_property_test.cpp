@@ -15,34 +15,16 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/checkpoint.h"
 #include "engine/generate.h"
 #include "engine/serve.h"
 #include "kernels/backend/forwarding.h"
 #include "kernels/layout/bits.h"
+#include "tests/engine/fixture_generate.h"
 
 namespace kc::engine {
 namespace {
 
-const std::string kSrc = KC_SOURCE_DIR;
-
-struct Models {
-  Qwen3Weights w, dw;
-  Model m, d;
-};
-const Models& models(Format f) {
-  static std::map<Format, Models> cache;
-  auto it = cache.find(f);
-  if (it != cache.end()) return it->second;
-  Models t;
-  RC_ASSERT(load_qwen3_checkpoint(kSrc + "/fixtures/models/stdlib-bytes-3m", &t.w).ok);
-  RC_ASSERT(make_draft_weights(t.w, 1, &t.dw).ok);
-  ModelOptions mo;
-  mo.kv_format = f;
-  RC_ASSERT(Model::create(t.w, mo, &t.m).ok);
-  RC_ASSERT(Model::create(t.dw, mo, &t.d).ok);
-  return cache.emplace(f, std::move(t)).first->second;
-}
+const test::FixtureWithDraft& models(Format f) { return test::fixture_with_draft(f); }
 
 // A request alone in one window lane, no drafting, prefill chunk 16: the reference.
 const ServeResult& solo(Format f, const std::vector<int32_t>& prompt, int max_tokens) {
@@ -121,7 +103,7 @@ RC_GTEST_PROP(ServeModel, ServedEqualsSoloAndRefusalsFollowTheRules, ()) {
   const int edge = *rc::gen::inRange(0, 4);  // neither, context, pool, both
   if (edge & 1) c.context = int(std::max<int64_t>(2, need0 + *rc::gen::element(-1, 0, 0, 1)));
   if (edge & 2) c.pool_pages = int(std::max<int64_t>(0, (need0 + c.page - 1) / c.page + *rc::gen::element(-1, 0, 0, 1)));
-  const Models& md = models(f);
+  const test::FixtureWithDraft& md = models(f);
   std::vector<ServeRequest> sr;
   for (const Req& r : reqs) sr.push_back({encode_prompt(r.text), r.max_tokens, nullptr, false});
   // Fences on time (the cpu backend itself), or 1, 2 or ~2^30 steps late (a decorator: the
@@ -205,7 +187,7 @@ RC_GTEST_PROP(ServeModel, ResumedEqualsFreshAcrossConfigurations, ()) {
       size_t(*rc::gen::inRange(1, 18)), rc::gen::element('a', 'c', 'e', 'l', 'o', 's', 't', ' ', '.', '(', '\n')));
   const int max_tokens = *rc::gen::inRange(1, 5);
   const int context = int(prompt.size()) + max_tokens + *rc::gen::inRange(0, 5);
-  const Models& md = models(f);
+  const test::FixtureWithDraft& md = models(f);
   auto be = make_cpu_backend();
   const ServeRequest other{encode_prompt("x = 1"), 3, nullptr, false};
 

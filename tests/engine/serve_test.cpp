@@ -22,6 +22,7 @@
 #include "engine/serve_gate.h"
 #include "kernels/codecs/bf16.h"
 #include "kernels/codecs/fp8.h"
+#include "tests/engine/fixture_generate.h"
 #include "tests/engine/temp_dir.h"
 
 namespace kc::engine {
@@ -145,24 +146,8 @@ TEST(Pool, RunsSitBelowTheArenasLast256ByteBoundary) {
   EXPECT_EQ(p.free_pages(), 8);
 }
 
-struct Tiny {
-  Qwen3Weights w, dw;
-  Model m, d;
-};
-const Tiny& tiny(Format f) {
-  static std::map<Format, Tiny> cache;
-  auto it = cache.find(f);
-  if (it != cache.end()) return it->second;
-  Tiny t;
-  const std::string dir = kSrc + "/fixtures/models/stdlib-bytes-3m";
-  EXPECT_TRUE(load_qwen3_checkpoint(dir, &t.w).ok);
-  EXPECT_TRUE(make_draft_weights(t.w, 1, &t.dw).ok);
-  ModelOptions mo;
-  mo.kv_format = f;
-  EXPECT_TRUE(Model::create(t.w, mo, &t.m).ok);
-  EXPECT_TRUE(Model::create(t.dw, mo, &t.d).ok);
-  return cache.emplace(f, std::move(t)).first->second;
-}
+using Tiny = test::FixtureWithDraft;
+const Tiny& tiny(Format f) { return test::fixture_with_draft(f); }
 
 std::vector<ServeRequest> requests(const std::vector<std::string>& texts, int max_tokens) {
   std::vector<ServeRequest> r;
