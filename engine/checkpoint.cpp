@@ -16,6 +16,11 @@
 #include "engine/safetensors.h"
 
 namespace kc::engine {
+
+bool is_shard_file_name(const std::string& shard) {
+  return !shard.empty() && shard != "." && shard != ".." && shard.find('/') == std::string::npos;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -58,8 +63,7 @@ Status open_sharded(const std::string& dir, const std::string& index_path, OpenC
     const std::string field = "weight_map." + it.key();
     if (!it.value().is_string()) return fail(field, "expected a string, got " + json_type_name(it.value()));
     const std::string shard = it.value().get<std::string>();
-    if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos)
-      return fail(field, "'" + shard + "' is not a file name in the model directory");
+    if (!is_shard_file_name(shard)) return fail(field, "'" + shard + "' is not a file name in the model directory");
     listed[it.key()] = shard;
     if (shard_index.count(shard) == 0) {
       SafetensorsFile f;

@@ -64,6 +64,11 @@ struct ExpectedTensor {
 };
 std::vector<ExpectedTensor> qwen3_expected_tensors(const Qwen3Config& c);
 
+// Whether an index's weight_map value names a file in the model directory: non-empty, not "."
+// or "..", no '/'. The loader refuses any other value; checkpoint_sha256 (kv_gate.h) hashes
+// every shard that passes, so that what the loader reads is what the hash covers.
+bool is_shard_file_name(const std::string& shard);
+
 // The safetensors dtype name a config dtype calls for ("bfloat16" -> "BF16", ...).
 std::string qwen3_tensor_dtype(const Qwen3Config& c);
 

@@ -19,6 +19,7 @@
 
 #include "contracts/framework.h"
 #include "contracts/json_type.h"
+#include "engine/checkpoint.h"
 #include "engine/files.h"
 #include "engine/generate.h"
 #include "engine/kv_plant_backend.h"
@@ -786,9 +787,7 @@ std::string checkpoint_sha256(const std::string& dir) {
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) continue;
     for (const auto& [tensor, shard] : j["weight_map"].items())
-      if (shard.is_string() && !shard.get<std::string>().empty() && shard.get<std::string>().find('/') == std::string::npos &&
-          shard != "." && shard != "..")
-        names.insert(shard.get<std::string>());
+      if (shard.is_string() && is_shard_file_name(shard.get<std::string>())) names.insert(shard.get<std::string>());
   }
   std::string all;
   for (const std::string& n : names) {

@@ -498,5 +498,14 @@ TEST(Checkpoint, RefusesBadShardIndexes) {
   }
 }
 
+// The one rule for a weight_map value, shared by the loader and the kv gate's checkpoint hash:
+// a plain file name in the model directory, whatever its extension.
+TEST(Checkpoint, ShardFileNameRule) {
+  for (const char* ok : {"model-00001-of-00002.safetensors", "shard.bin", "a", ".hidden", "..x", "x.."})
+    EXPECT_TRUE(is_shard_file_name(ok)) << ok;
+  for (const char* bad : {"", ".", "..", "sub/x.safetensors", "/abs", "x/", "../m.safetensors"})
+    EXPECT_FALSE(is_shard_file_name(bad)) << bad;
+}
+
 }  // namespace
 }  // namespace kc::engine
