@@ -1634,6 +1634,98 @@ json.dump(k, open(sys.argv[2], 'w'))" "$src" "$tmp/kvname.json" || fail "could n
       python3 -c "import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:3]); sys.exit(a['verdict'] != b['verdict'])" \
         "$tmp/$g-loud.json" "$tmp/$g-quiet.json" || fail "$1: --quiet changed the verdict"
     done ;;
+  # premerge's JUnit reports a receipt compared on one side only (a contract new in the head, with
+  # --allow-contract-changes) as skipped, never as passed; and premerge.md counts a bench target
+  # the base missed and the head meets as an improvement (mutation sweep round 19).
+  premerge-one-sided-and-improved)
+    mkdir "$tmp/b" "$tmp/h"
+    cp "$src"/reports/cpu/*.json "$tmp/h/"
+    for f in "$src"/reports/cpu/*.json; do case $f in */qwen-pages.json) ;; *) cp "$f" "$tmp/b/" ;; esac; done
+    expect 0 "premerge: PASS" "$bin" premerge --base "$tmp/b" --head "$tmp/h" --backend cpu --allow-contract-changes \
+      --out-dir "$tmp/o" --junit "$tmp/j.xml" --quiet
+    python3 - "$tmp/j.xml" <<'PY' || fail "premerge's JUnit: $(grep -A1 'classname="premerge"' "$tmp/j.xml" | head -20)"
+import sys, xml.etree.ElementTree as ET
+cases = {c.get("name"): c for s in ET.parse(sys.argv[1]).getroot() for c in s.iter("testcase") if c.get("classname") == "premerge"}
+new = cases.get("qwen-pages")
+assert new is not None and new.find("skipped") is not None, "qwen-pages (no base receipt) is not skipped"
+assert cases["fp8-rows"].find("skipped") is None and cases["fp8-rows"].find("failure") is None, "fp8-rows (both sides) is not passed"
+PY
+    mkdir "$tmp/bb" "$tmp/hb"
+    for f in fp8-rows bench-attention; do cp "$h200/$f.json" "$tmp/bb/"; cp "$h200/$f.json" "$tmp/hb/"; done
+    python3 -c "
+import json, sys
+f = sys.argv[1]; r = json.load(open(f))
+t = r['targets'][0]; assert t['met'] and t['at_least'], t
+t['value'], t['met'] = t['limit'] * 0.9, False
+json.dump(r, open(f, 'w'))" "$tmp/bb/bench-attention.json"
+    expect 0 "premerge: PASS" "$bin" premerge --base "$tmp/bb" --head "$tmp/hb" --out-dir "$tmp/ob" --quiet
+    grep -q '^| bench attention | fail -> fail | 0 | 1 |' "$tmp/ob/premerge.md" ||
+      fail "the target met again is not an improvement: $(grep '^| bench attention' "$tmp/ob/premerge.md")" ;;
+  # export's tensors are what the oracle (tools/oracle_torch.py, PyTorch: not in CI) checks; this
+  # checks the bf16 cases the same way in float64: q_rot is q rotated at the manifest's
+  # pos_offset + the query's position (rotate-half RoPE of rot_dims, rope_base), and out is
+  # softmax(scale q_rot . K) V over the keys 0..the query's own position, K and V as stored
+  # (mutation sweep round 19: queries that missed their own key, and rope without pos_offset,
+  # passed export-writes).
+  export-oracle-bf16)
+    expect 0 "export: 4 cases of qwen-pages on cpu" "$bin" export qwen-pages --backend cpu --cases 4 --seed 5 --out "$tmp/e"
+    python3 - "$tmp/e" <<'PY' || fail "the exported bf16 cases disagree with the float64 oracle"
+import json, math, struct, sys
+d = sys.argv[1]
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, t in h.items():
+        if k == "__metadata__": continue
+        s, e = t["data_offsets"]
+        raw = b[8 + n + s:8 + n + e]
+        if t["dtype"] == "F32":
+            v = struct.unpack("<%df" % (len(raw) // 4), raw)
+        elif t["dtype"] == "BF16":
+            v = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+        else:
+            sys.exit("dtype " + t["dtype"])
+        out[k] = (t["shape"], v)
+    return out
+cases = json.load(open(d + "/manifest.json"))["cases"]
+assert len(cases) == 4 and all(c["format"] == "bf16" for c in cases), [c["format"] for c in cases]
+assert any(c["pos_offset"] > 0 and c["len"] > 1 for c in cases), "no case with a RoPE offset and more than one key"
+for c in cases:
+    t = tensors(d + "/" + c["file"])
+    D, QH, KH, rot, base = c["head_dim"], c["q_heads"], c["kv_heads"], c["rot_dims"], c["rope_base"]
+    L, Q, first = c["len"], c["queries"], c["first_query_pos"]
+    assert first == L - Q, (c["case"], first, L, Q)
+    q, qr, out = t["q"][1], t["q_rot"][1], t["out"][1]
+    K, V = t["k_cache"][1], t["v_cache"][1]
+    h2 = rot // 2
+    for r in range(Q):
+        pos = c["pos_offset"] + first + r
+        for h in range(QH):
+            x = q[(r * QH + h) * D:(r * QH + h + 1) * D]
+            y = list(x)
+            for i in range(h2):
+                a = pos * base ** (-2.0 * i / rot)
+                y[i] = x[i] * math.cos(a) - x[i + h2] * math.sin(a)
+                y[i + h2] = x[i + h2] * math.cos(a) + x[i] * math.sin(a)
+            got = qr[(r * QH + h) * D:(r * QH + h + 1) * D]
+            amax = max(abs(v) for v in x)
+            for j in range(D):
+                assert abs(got[j] - y[j]) <= 1e-4 * amax, ("q_rot", c["case"], r, h, j, got[j], y[j])
+            kvh = h // (QH // KH)
+            n = first + r + 1
+            s = [c["scale"] * sum(got[j] * K[(p * KH + kvh) * D + j] for j in range(D)) for p in range(n)]
+            m = max(s)
+            w = [math.exp(v - m) for v in s]
+            tot = sum(w)
+            o = out[(r * QH + h) * D:(r * QH + h + 1) * D]
+            for j in range(D):
+                col = [V[(p * KH + kvh) * D + j] for p in range(n)]
+                want = sum(w[p] * col[p] for p in range(n)) / tot
+                assert abs(o[j] - want) <= 1e-4 * max(abs(v) for v in col) + 1e-30, ("out", c["case"], r, h, j, o[j], want)
+PY
+    ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 exit 0

@@ -32,6 +32,20 @@ TEST(Arena, GuardViolationsSeeTheFirstAndLastByteOfEachArena) {
   }
 }
 
+// Window lanes start on 256-byte boundaries, as device allocations do, whatever a lane's bytes
+// (arena-window-unaligned: a lane of 8 fp8 positions of one 32-dim head, 576 bytes, put the next
+// lane at an offset of 64 mod 256). The cpu backend reads any offset; a device kernel's vector
+// loads need the alignment.
+TEST(Arena, WindowLanesStartOn256ByteBoundaries) {
+  for (Format f : {Format::bf16, Format::fp8, Format::q4, Format::mxfp4}) {
+    const KvLayout lay(1, 1, 32, f);
+    const Cache c = make_window_cache(lay, {7, 3, 5}, 1, 9);
+    for (size_t l = 0; l < c.views.size(); ++l)
+      EXPECT_EQ(c.views[l].base_off % 256, 0u) << format_name(f) << " lane " << l;
+    EXPECT_EQ(c.mem.size() % 256, 0u) << format_name(f);
+  }
+}
+
 // A byte-range fill whose ranges Edit::apply(cache, range) alters before the real fill runs.
 template <class Edit>
 class FillEditBackend final : public ForwardingBackend {

@@ -701,6 +701,36 @@ TEST(QwenPagesContract, RefusalsProbeAttentionOnePastAPagedLane) {
   EXPECT_FALSE(r.pass);
 }
 
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// The drawn cases take the softmax scale 1/d (case 5 of every 8: among the first six, case 5 alone;
+// qp-scale-1-over-d-never-drawn: no case drew it, and a kernel that ignores that scale passed).
+TEST(QwenPagesContract, DrawnCasesTakeTheScaleOneOverD) {
+  const RunResult r = test::run_contract_on("qwen-pages", "cpu", 6, R"(^qwen-pages\(.*,scale=1/d,(?!.*probe=))", true);
+  EXPECT_EQ(r.receipt["cases"]["run"], 1) << summary_table(r.receipt);
+}
+
+// The long keeps compact lane 1 from position 0: one move of each long keep (six, paged and
+// window) has destination 0, where the drawn cases' tails (destinations from len0 >= 2) never go
+// (qp-keep-long-no-destination-0: the compaction started at destination 1). The long keeps alone.
+class KeepToZeroBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  static inline int to_zero = 0;
+  Status keep(Cache& c, const KeepMove* m, int n) override {
+    if (n >= 520)  // a long keep's call (820 moves), not a refusal probe's
+      for (int i = 0; i < n; ++i) to_zero += m[i].dst == 0;
+    return ForwardingBackend::keep(c, m, n);
+  }
+};
+
+TEST(QwenPagesContract, LongKeepsMoveARowToPositionZero) {
+  KeepToZeroBackend::to_zero = 0;
+  const RunResult r = test::run_cpu_through<KeepToZeroBackend>("qwen-pages", 1, R"(^qwen-pages-keep-long\()", true);
+  EXPECT_EQ(test::gate_failed(r, "keep==reference"), 0) << summary_table(r.receipt);
+  EXPECT_EQ(KeepToZeroBackend::to_zero, 12);
+}
+
 TEST(QwenPagesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

@@ -227,6 +227,48 @@ TEST(ScalePlanesContract, FieldTableReadsTheChecksum) {
   EXPECT_FALSE(r.pass);
 }
 
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// guards sees a byte an unpack changed outside the destination rows: an unpack that also bumps
+// the destination cache's last byte (its trailing guard band, which no row reads) fails it
+// (sp-guards-mask-size-only: the gate checked only that its mask covered every field).
+class GuardByteUnpackBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
+    const Status st = ForwardingBackend::unpack(c, lane, p0, b);
+    if (st.ok) ++c.mem.back();
+    return st;
+  }
+};
+
+TEST(ScalePlanesContract, GuardsSeeAByteOutsideTheRestoredRows) {
+  const RunResult r = test::run_cpu_through<GuardByteUnpackBackend>("scale-planes", 2, R"(^scale-planes\()", true);
+  EXPECT_GT(test::gate_failed(r, "guards"), 0) << summary_table(r.receipt);
+  EXPECT_FALSE(r.pass);
+}
+
+// A drawn case's range refusal probes the first position past the lane: an unpack that lets a run
+// ending one position past its lane through (writing nothing) fails refusals there, by that
+// probe's name (sp-refusal-range-two-past: the probe two past was refused, the gate passed). The
+// generic probes' blob of 5 positions still meets the real check, so only the case's probe can see it.
+class UnpackOnePastAcceptedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Status unpack(Cache& c, int lane, int64_t p0, const std::vector<uint8_t>& b) override {
+    const int64_t count = int64_t(blob_word(b, 40, 8));
+    if (count != 5 && lane >= 0 && lane < int(c.views.size()) && p0 + count == c.views[lane].capacity() + 1)
+      return Status::Ok();
+    return ForwardingBackend::unpack(c, lane, p0, b);
+  }
+};
+
+TEST(ScalePlanesContract, RefusalsProbeARunOnePastTheLane) {
+  const RunResult r = test::run_cpu_through<UnpackOnePastAcceptedBackend>("scale-planes", 2, R"(^scale-planes\()", true);
+  EXPECT_GT(test::gate_failed(r, "refusals"), 0) << summary_table(r.receipt);
+  EXPECT_NE(r.receipt.doc().dump().find("range past the lane: accepted"), std::string::npos) << summary_table(r.receipt);
+}
+
 TEST(ScalePlanesContract, CudaPassesWithEveryControlRed) {
   std::string why;
   if (!cuda_device_present(&why)) GTEST_SKIP() << why;

@@ -291,6 +291,14 @@ TEST(Checkpoint, RefusesEveryBadTensorAndConfigClassNamingFileTensorAndReason) {
       {"wrong dtype",
        [](json&, std::vector<TensorToWrite>& ts) { find(ts, "model.layers.0.self_attn.k_norm.weight")->dtype = Dtype::f32; },
        "model.safetensors", "model.layers.0.self_attn.k_norm.weight: dtype F32, but config.json says bfloat16 (BF16)"},
+      // The last tensor expected (lm_head in an untied model) is checked as every other
+      // (mutation sweep round 19, ckpt-last-tensor-unchecked: a transposed or F32 lm_head loaded).
+      {"wrong lm_head dtype",
+       [](json&, std::vector<TensorToWrite>& ts) { find(ts, "lm_head.weight")->dtype = Dtype::f32; },
+       "model.safetensors", "lm_head.weight: dtype F32, but config.json says bfloat16 (BF16)"},
+      {"transposed lm_head",
+       [](json&, std::vector<TensorToWrite>& ts) { find(ts, "lm_head.weight")->shape = {16, 11}; },
+       "model.safetensors", "lm_head.weight: shape [16, 11], but config.json calls for [vocab_size, hidden_size] = [11, 16]"},
       {"config dtype differs from every tensor",
        [](json& c, std::vector<TensorToWrite>&) {
          c["torch_dtype"] = "float16";

@@ -538,5 +538,39 @@ TEST(ServeMemory, BadOptionsExit2AndWriteNothing) {
   }
 }
 
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// Each lane's pages in the receipt run from its first page to its last: the pool arm hands pages
+// out from the bottom in lane order, so lane l's first is the page after lane l-1's last and
+// last = first + count - 1 (sm-lane-pages-last-is-first). And --page 65536, the largest page the
+// serve fixture allows, plans (sm-page-65536-refused).
+TEST(ServeMemory, EachLanesPagesRunFirstToLastAndTheLargestPagePlans) {
+  test::TempDir dir;
+  ServeMemoryCommand cmd;
+  cmd.preset = "qwen35-27b-attn";
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(run_serve_memory(cmd, dir, &r));
+  int lanes = 0;
+  for (const auto& a : r["memory"]["arms"]) {
+    if (a["arm"] != "pool") continue;
+    int next = 0;
+    for (const auto& l : a["lanes"]) {
+      if (!l.contains("pages")) continue;
+      ++lanes;
+      const int count = l["pages"]["count"], first = l["pages"]["first"], last = l["pages"]["last"];
+      EXPECT_EQ(first, next) << l.dump();
+      EXPECT_EQ(last, first + count - 1) << l.dump();
+      next = last + 1;
+    }
+  }
+  EXPECT_EQ(lanes, 4);
+  ServeMemoryCommand big;
+  big.preset = "qwen35-27b-attn";
+  big.page = 65536;
+  ASSERT_NO_FATAL_FAILURE(run_serve_memory(big, dir, &r));
+  EXPECT_EQ(r["memory"]["page"], 65536);
+  EXPECT_EQ(r["verdict"], "pass");
+}
+
 }  // namespace
 }  // namespace kc::engine

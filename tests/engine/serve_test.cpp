@@ -82,6 +82,21 @@ TEST(Pool, ReleaseIsFencedAndTheCheckNamesThePage) {
   EXPECT_NE(st2.message.find("page 4, which is free"), std::string::npos) << st2.message;
 }
 
+// The pool check refuses a page index equal to the page count, the first outside the arena, and -1
+// (pool-check-page-at-end: the index equal to the count passed the bound and read the owner
+// table one past its end).
+TEST(Pool, CheckRefusesPagesOutsideTheArena) {
+  Pool p(8 * 256, 256);
+  std::vector<int32_t> a;
+  ASSERT_TRUE(p.take_pages(0, 8, &a));
+  EXPECT_TRUE(p.check(0, a).ok);
+  for (int32_t bad : {8, -1}) {
+    const Status st = p.check(0, {bad});
+    EXPECT_FALSE(st.ok) << bad;
+    EXPECT_NE(st.message.find("reads page " + std::to_string(bad) + ", outside the arena"), std::string::npos) << st.message;
+  }
+}
+
 TEST(Pool, RunsDoNotGrowIntoPagesInUse) {
   Pool p(8 * 256, 256);
   std::vector<int32_t> a;
@@ -779,6 +794,48 @@ TEST(ServeFixture, TokenHashAndSha256) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(token_hash({}), "cbf29ce484222325");
+}
+
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// The number in a refusal's "... = N" (the context's sum) or ": N pages" (the pool's).
+int number_after(const std::string& text, const std::string& marker) {
+  const size_t at = text.rfind(marker);
+  return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + marker.size());
+}
+
+// A fixture at its own bounds is valid: a context of exactly the longest prompt + new_tokens + the
+// larger draft + 1, and a pool of exactly the pages the longest prompt + new_tokens take alone,
+// parse; one less of either is refused (sg-context-exact-refused, sg-pool-pages-exact-refused).
+// And at most two page sizes.
+TEST(ServeFixture, ContextPoolAndPagesAtTheirBounds) {
+  const std::string dir = kSrc + "/fixtures/serve";
+  ServeFixture f;
+  std::string err;
+  nlohmann::json j = good_fixture();
+  j["context"] = 2;
+  ASSERT_FALSE(parse_serve_fixture(j, dir, &f, &err));
+  const int context = number_after(err, " + 1 = ");
+  ASSERT_GT(context, 2) << err;
+  j["context"] = context;
+  EXPECT_TRUE(parse_serve_fixture(j, dir, &f, &err)) << "context " << context << ": " << err;
+  j["context"] = context - 1;
+  EXPECT_FALSE(parse_serve_fixture(j, dir, &f, &err)) << "context " << context - 1;
+  j = good_fixture();
+  j["pages"] = {16};
+  j["pool_pages"] = 1;
+  ASSERT_FALSE(parse_serve_fixture(j, dir, &f, &err));
+  const int pool = number_after(err, "alone on pages of 16: ");
+  ASSERT_GT(pool, 1) << err;
+  j["pool_pages"] = pool;
+  EXPECT_TRUE(parse_serve_fixture(j, dir, &f, &err)) << "pool_pages " << pool << ": " << err;
+  j["pool_pages"] = pool - 1;
+  EXPECT_FALSE(parse_serve_fixture(j, dir, &f, &err)) << "pool_pages " << pool - 1;
+  // One or two page sizes, as the schema says (maxItems 2): a third is refused (sg-three-page-sizes).
+  j = good_fixture();
+  j["pages"] = {16, 7, 32};
+  EXPECT_FALSE(parse_serve_fixture(j, dir, &f, &err));
+  EXPECT_NE(err.find("field pages: must be an array of one or two page sizes"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include "reference/bounds.h"
 
+#include <cmath>
+#include <vector>
+
 namespace kc {
 namespace {
 
@@ -28,6 +31,26 @@ TEST(AttentionRef, BoundDepthIsTheChunkDepthPlusTheNumberOfChunks) {
       EXPECT_EQ(r.out[j], v);
       EXPECT_NEAR(r.bound[j], want, want * 1e-12) << "n " << c.n << " chunk " << c.chunk << " j " << j;
     }
+  }
+}
+
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// rope() takes each base's angles when two bases of one rot_dims alternate: its angles are cached
+// per thread, and a cache keyed on rot_dims alone kept the first base's
+// (ref-theta-cache-ignores-base; the contracts call it with one shape per case, so only a shard
+// whose cases happened to follow each other that way saw it).
+TEST(AttentionRef, RopeTakesEachBasesAnglesWhenBasesAlternate) {
+  std::vector<double> x(16), y(16);
+  for (int j = 0; j < 16; ++j) x[j] = 1.0 + j;
+  for (double base : {1e6, 1e4, 1e6, 500.0}) {
+    ref::rope(x.data(), y.data(), 16, 8, base, 1000);
+    for (int i = 0; i < 4; ++i) {
+      const long double a = 1000.0L * powl((long double)base, -2.0L * i / 8);
+      EXPECT_NEAR(y[i], double(x[i] * cosl(a) - x[i + 4] * sinl(a)), 1e-12) << "base " << base << " dim " << i;
+      EXPECT_NEAR(y[i + 4], double(x[i + 4] * cosl(a) + x[i] * sinl(a)), 1e-12) << "base " << base << " dim " << i + 4;
+    }
+    for (int j = 8; j < 16; ++j) EXPECT_EQ(y[j], x[j]) << j;
   }
 }
 

@@ -648,5 +648,53 @@ TEST(Html, SummaryMarksADirtyBuild) {
   EXPECT_EQ(clean.substr(0, clean.find("<section")).find("(dirty)"), std::string::npos);
 }
 
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// The testsuites element's totals are each result's count over the suites (skipped= once
+// counted the failed cases: junit-total-skipped-counts-failures; junit_check.sh checks each
+// testsuite's own counts, not these).
+TEST(Junit, TestsuitesTotalsCountEachResult) {
+  const json ok = receipt("reports/cpu/fp8-rows.json");  // its device gates skipped
+  json failed = ok;
+  failed["controls"][1]["red"] = false;
+  failed["verdict"] = "fail";
+  const std::vector<JunitSuite> suites = {junit_suite(ok), junit_suite(failed)};
+  int64_t tests = 0, failures = 0, skipped = 0;
+  for (const JunitSuite& s : suites)
+    for (const JunitCase& c : s.cases) {
+      ++tests;
+      failures += c.result == JunitCase::Result::failure;
+      skipped += c.result == JunitCase::Result::skipped;
+    }
+  ASSERT_GT(skipped, 0);
+  ASSERT_GT(failures, 0);
+  ASSERT_NE(skipped, failures);
+  const std::string xml = junit_xml("t", suites);
+  const std::string want = "<testsuites name=\"t\" tests=\"" + std::to_string(tests) + "\" failures=\"" +
+                           std::to_string(failures) + "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\"";
+  EXPECT_NE(xml.find(want), std::string::npos) << want << "\n" << xml.substr(0, 300);
+}
+
+std::string property(const JunitSuite& s, const std::string& name) {
+  for (const auto& [k, v] : s.properties)
+    if (k == name) return v;
+  return "(none)";
+}
+
+// The suite's commit property says when the receipt's tree was dirty (junit-commit-dirty-dropped),
+// and a shard's suite names its shard (junit-shard-property-dropped).
+TEST(Junit, CommitPropertySaysDirtyAndAShardIsNamed) {
+  json r = receipt("reports/cpu/fp8-rows.json");
+  const std::string commit = r["git"]["commit"];
+  ASSERT_FALSE(r["git"]["dirty"].get<bool>());
+  EXPECT_EQ(property(junit_suite(r), "commit"), commit);
+  EXPECT_EQ(property(junit_suite(r), "shard"), "(none)");
+  r["git"]["dirty"] = true;
+  r["cases"]["shard"] = "2/3";
+  const JunitSuite s = junit_suite(r);
+  EXPECT_EQ(property(s, "commit"), commit + " (dirty)");
+  EXPECT_EQ(property(s, "shard"), "2/3");
+}
+
 }  // namespace
 }  // namespace kc

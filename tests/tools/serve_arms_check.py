@@ -11,6 +11,10 @@ order the engine gave them a lane: a permutation of them all): concurrent-revers
 resumed* queue the last prompt first, so it takes a lane before the first prompt does; every
 other arm takes the first prompt before the last.
 
+A drafted arm's draft numbers follow from its counts: tokens_per_verify is (accepted + verifies) /
+verifies (each verify emits the tokens it accepted and one of its own) and acceptance_rate is
+accepted / draft_positions (mutation sweep round 19: accepted / verifies passed).
+
 Usage: serve_arms_check.py RECEIPT. Exit 0 when every arm holds, 1 naming each that does not.
 """
 import json
@@ -36,6 +40,14 @@ def main():
             seen.add("concurrent")
             if mixed <= 0:
                 bad.append(f"{at}: no round mixed window and paged lanes")
+        dr = a.get("draft")
+        if dr is not None:
+            seen.add("drafted")
+            v, acc, pos = dr["verifies"], dr["accepted"], dr["draft_positions"]
+            tpv, rate = (acc + v) / v if v else 0.0, acc / pos if pos else 0.0
+            if abs(dr["tokens_per_verify"] - tpv) > 1e-9 * max(1.0, tpv) or abs(dr["acceptance_rate"] - rate) > 1e-9:
+                bad.append(f"{at}: tokens_per_verify {dr['tokens_per_verify']}, acceptance_rate {dr['acceptance_rate']}; "
+                           f"{acc} accepted, {v} verifies, {pos} draft positions give {tpv} and {rate}")
         order = a.get("admission_order")
         np_ = len(a["tokens"])
         if order is None or sorted(order) != list(range(np_)):
@@ -48,7 +60,7 @@ def main():
             if last_first != reverse:
                 bad.append(f"{at}: admission_order {order}: the {'last' if not reverse else 'first'} prompt took a "
                            f"lane first, but the arm queues them {'in reverse' if reverse else 'forward'}")
-    for kind in ("solo", "windows", "concurrent", "reverse"):
+    for kind in ("solo", "windows", "concurrent", "reverse", "drafted"):
         if kind not in seen:
             bad.append(f"no {kind} arm in the receipt")
     for b in bad:

@@ -226,5 +226,33 @@ TEST(PackBlob, FaultsAreScoped) {
   }
 }
 
+// ---- host mutation sweep round 19 (reports/mutation-sweep/host-19-local/) ----
+
+// The data starts past the whole field table for every layout. Ten fields (five layers of one bf16
+// head) end their table at byte 544, past the 256-byte boundary nine entries reach: a plan one entry
+// short put the first field's data at 512, over the last entry (blob-data-offset-one-entry-short),
+// and such a blob no longer round-trips.
+TEST(PackBlob, DataStartsPastTheWholeFieldTable) {
+  for (int layers = 1; layers <= 12; ++layers)
+    for (int heads : {1, 2, 3})
+      for (Format f : {Format::bf16, Format::fp8}) {
+        const KvLayout lay(layers, heads, 64, f);
+        EXPECT_GE(pack_plan(lay, 3).data_offset, kPackHeaderBytes + uint64_t(kPackFieldEntryBytes) * lay.field_count())
+            << format_name(f) << " layers " << layers << " kv_heads " << heads;
+      }
+  const KvLayout lay(5, 1, 64, Format::bf16);
+  ASSERT_EQ(lay.field_count(), 10);
+  const Cache src = make_window_cache(lay, {8}, 0, 3);
+  std::vector<uint8_t> blob;
+  ASSERT_TRUE(pack_cpu(src, 0, 0, 8, &blob).ok);
+  Cache dst = make_window_cache(lay, {8}, 0, 4);
+  const Status st = unpack_cpu(dst, 0, 0, blob);
+  ASSERT_TRUE(st.ok) << st.message;
+  for (int f = 0; f < lay.field_count(); ++f)
+    for (int p = 0; p < 8; ++p)
+      EXPECT_EQ(std::memcmp(kv_field_row(dst.view(0), f, p), kv_field_row(src.view(0), f, p), lay.field(f).bytes_per_pos), 0)
+          << "field " << f << " position " << p;
+}
+
 }  // namespace
 }  // namespace kc
