@@ -976,19 +976,15 @@ int run_main(int argc, char** argv) {
   std::vector<std::pair<std::string, int>> results;
   // A receipt that cannot be written (a full disk, a folder gone read-only) ends the run there:
   // the run exits 2 whatever comes after, so the contracts left would only spend their time.
-  bool stopped = false;
   for (auto& [c, s] : subs) {
     const std::string out = (std::filesystem::path(o.out_dir) / (c->name + ".json")).string();
     receipts.emplace_back();
     const int rc = run_one(*c, *be, o, *all, args, out, &receipts.back(),
                            c->name + " [" + std::to_string(results.size() + 1) + "/" + std::to_string(subs.size()) + "]");
     results.push_back({c->name, rc});
-    if (rc == kUsage) {
-      stopped = true;
-      break;
-    }
+    if (rc == kUsage) break;
   }
-  if (stopped) {
+  if (!results.empty() && results.back().second == kUsage) {
     std::cout << "\nkernel-contract on " << be->name() << ": stopped at " << results.back().first
               << " (its receipt was not written):\n";
     for (size_t i = 0; i < subs.size(); ++i)
